@@ -1,0 +1,150 @@
+#include "core/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+
+#include "core/errors.h"
+
+namespace ipex {
+namespace {
+
+constexpr size_t kMaxTempFiles = 16;
+
+// Temporary paths live here so the signal handler can unlink them without allocating.
+char g_temp_paths[kMaxTempFiles][4096];
+volatile sig_atomic_t g_temp_used[kMaxTempFiles];
+std::once_flag g_handlers_once;
+
+void on_fatal_signal(int sig) {
+    for (size_t i = 0; i < kMaxTempFiles; ++i)
+        if (g_temp_used[i]) unlink(g_temp_paths[i]);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void install_handlers() {
+    std::call_once(g_handlers_once, [] {
+        for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+            struct sigaction old {};
+            sigaction(sig, nullptr, &old);
+            if (old.sa_handler == SIG_DFL) signal(sig, on_fatal_signal);
+        }
+    });
+}
+
+int register_temp(const std::string &path) {
+    for (size_t i = 0; i < kMaxTempFiles; ++i) {
+        if (!g_temp_used[i] && path.size() < sizeof(g_temp_paths[i])) {
+            std::strcpy(g_temp_paths[i], path.c_str());
+            g_temp_used[i] = 1;
+            return static_cast<int>(i);
+        }
+    }
+    return -1;
+}
+
+void unregister_temp(int slot) {
+    if (slot >= 0) g_temp_used[slot] = 0;
+}
+
+std::string parent_dir(const std::string &path) {
+    auto slash = path.find_last_of('/');
+    if (slash == std::string::npos) return ".";
+    if (slash == 0) return "/";
+    return path.substr(0, slash);
+}
+
+}  // namespace
+
+void check_input_file(const std::string &path, const std::string &what) {
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0)
+        throw_bad_input(what + " '" + path + "': " + std::strerror(errno));
+    if (S_ISDIR(st.st_mode))
+        throw_bad_input(what + " '" + path + "' is a directory, expected a file");
+    if (!S_ISREG(st.st_mode))
+        throw_bad_input(what + " '" + path + "' is not a regular file");
+    if (st.st_size == 0) throw_bad_input(what + " '" + path + "' is empty");
+    if (access(path.c_str(), R_OK) != 0)
+        throw_bad_input(what + " '" + path + "': " + std::strerror(errno));
+}
+
+void check_output_path(const std::string &dst, const std::vector<std::string> &inputs) {
+    if (dst.empty()) throw_usage("output path is empty");
+    struct stat st {};
+    if (stat(dst.c_str(), &st) == 0) {
+        if (S_ISDIR(st.st_mode))
+            throw_usage("output '" + dst + "' is a directory; give a file name");
+        for (const auto &in : inputs) {
+            struct stat in_st {};
+            if (stat(in.c_str(), &in_st) == 0 && in_st.st_dev == st.st_dev &&
+                in_st.st_ino == st.st_ino)
+                throw_usage("output '" + dst + "' is the same file as input '" + in +
+                            "'; write to a new file");
+        }
+    }
+    const std::string dir = parent_dir(dst);
+    struct stat dir_st {};
+    if (stat(dir.c_str(), &dir_st) != 0 || !S_ISDIR(dir_st.st_mode))
+        throw_usage("cannot write '" + dst + "': directory '" + dir +
+                    "' does not exist; create it first");
+    if (access(dir.c_str(), W_OK) != 0)
+        throw_usage("cannot write '" + dst + "': directory '" + dir +
+                    "' is not writable");
+    if (stat(dst.c_str(), &st) == 0 && access(dst.c_str(), W_OK) != 0)
+        throw_usage("cannot write '" + dst + "': file is not writable");
+}
+
+void write_atomically(const std::string &dst,
+                      const std::function<void(const std::string &tmp)> &writer) {
+    install_handlers();
+    const std::string dir = parent_dir(dst);
+    std::string pattern = dir + "/.ipex-tmp-XXXXXX";
+    std::vector<char> buf(pattern.begin(), pattern.end());
+    buf.push_back('\0');
+    int fd = mkstemp(buf.data());
+    if (fd < 0)
+        throw_usage("cannot create a temporary file in '" + dir +
+                    "': " + std::strerror(errno));
+    close(fd);
+    const std::string tmp(buf.data());
+    const int slot = register_temp(tmp);
+    try {
+        writer(tmp);
+        // Keep the permissions a normally created file would get.
+        mode_t mask = umask(0);
+        umask(mask);
+        chmod(tmp.c_str(), 0666 & ~mask);
+        if (rename(tmp.c_str(), dst.c_str()) != 0)
+            throw_usage("cannot write '" + dst + "': " + std::strerror(errno));
+    } catch (...) {
+        unlink(tmp.c_str());
+        unregister_temp(slot);
+        throw;
+    }
+    unregister_temp(slot);
+}
+
+void write_text_atomically(const std::string &dst, const std::string &text) {
+    if (dst == "-") {
+        std::cout << text;
+        std::cout.flush();
+        return;
+    }
+    check_output_path(dst, {});
+    write_atomically(dst, [&](const std::string &tmp) {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        out << text;
+        out.close();
+        if (!out) throw_usage("cannot write '" + dst + "': write failed");
+    });
+}
+
+}  // namespace ipex

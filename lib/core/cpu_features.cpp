@@ -1,0 +1,113 @@
+#include "core/cpu_features.h"
+
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace ipex {
+namespace {
+
+constexpr long kArchGetXcompPerm = 0x1022;
+constexpr long kArchReqXcompPerm = 0x1023;
+constexpr int kXfeatureXtiledata = 18;
+
+struct Regs {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+};
+
+Regs cpuid(unsigned leaf, unsigned subleaf) {
+    Regs r;
+    __cpuid_count(leaf, subleaf, r.eax, r.ebx, r.ecx, r.edx);
+    return r;
+}
+
+bool bit(unsigned value, int n) { return (value >> n) & 1u; }
+
+unsigned long long xgetbv0() {
+    unsigned eax = 0, edx = 0;
+    __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+    return (static_cast<unsigned long long>(edx) << 32) | eax;
+}
+
+CpuFeatures detect() {
+    CpuFeatures f;
+    const unsigned max_leaf = __get_cpuid_max(0, nullptr);
+    Regs r0 = cpuid(0, 0);
+    char vendor[13] = {};
+    std::memcpy(vendor, &r0.ebx, 4);
+    std::memcpy(vendor + 4, &r0.edx, 4);
+    std::memcpy(vendor + 8, &r0.ecx, 4);
+    f.vendor = vendor;
+
+    if (__get_cpuid_max(0x80000000, nullptr) >= 0x80000004) {
+        char brand[49] = {};
+        for (unsigned i = 0; i < 3; ++i) {
+            Regs r = cpuid(0x80000002 + i, 0);
+            std::memcpy(brand + 16 * i, &r, 16);
+        }
+        std::string model = brand;
+        while (!model.empty() && model.back() == ' ') model.pop_back();
+        while (!model.empty() && model.front() == ' ') model.erase(model.begin());
+        f.model = model;
+    }
+
+    const Regs r1 = cpuid(1, 0);
+    const bool osxsave = bit(r1.ecx, 27);
+    const unsigned long long xcr0 = osxsave ? xgetbv0() : 0;
+    const bool os_avx = (xcr0 & 0x6) == 0x6;
+    f.os_avx512 = os_avx && (xcr0 & 0xe0) == 0xe0;
+    const bool os_amx = (xcr0 & (3ull << 17)) == (3ull << 17);
+
+    if (max_leaf >= 7) {
+        const Regs r7 = cpuid(7, 0);
+        f.avx2 = os_avx && bit(r7.ebx, 5);
+        f.avx512f = f.os_avx512 && bit(r7.ebx, 16);
+        f.avx512dq = f.os_avx512 && bit(r7.ebx, 17);
+        f.avx512bw = f.os_avx512 && bit(r7.ebx, 30);
+        f.avx512vl = f.os_avx512 && bit(r7.ebx, 31);
+        f.avx512_vnni = f.os_avx512 && bit(r7.ecx, 11);
+        f.avx512_fp16 = f.os_avx512 && bit(r7.edx, 23);
+        f.amx_bf16 = bit(r7.edx, 22);
+        f.amx_tile = bit(r7.edx, 24);
+        f.amx_int8 = bit(r7.edx, 25);
+        if (r7.eax >= 1) {
+            const Regs r71 = cpuid(7, 1);
+            f.avx512_bf16 = f.os_avx512 && bit(r71.eax, 5);
+        }
+    }
+
+    if (!f.amx_tile) {
+        f.amx_status = "the CPU has no AMX";
+    } else if (!os_amx) {
+        f.amx_status = "the kernel does not enable AMX state (XCR0)";
+    } else {
+        unsigned long long perm = 0;
+        syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata);
+        if (syscall(SYS_arch_prctl, kArchGetXcompPerm, &perm) == 0 &&
+            (perm & (1ull << kXfeatureXtiledata))) {
+            f.amx_permitted = true;
+            f.amx_status = "granted";
+        } else {
+            f.amx_status = "the kernel refused AMX tile data (arch_prctl ARCH_REQ_XCOMP_PERM; Linux >= 5.16 needed)";
+        }
+    }
+    return f;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, bool>> CpuFeatures::flags() const {
+    return {{"avx2", avx2},           {"avx512f", avx512f},         {"avx512bw", avx512bw},
+            {"avx512vl", avx512vl},   {"avx512dq", avx512dq},       {"avx512_vnni", avx512_vnni},
+            {"avx512_bf16", avx512_bf16}, {"avx512_fp16", avx512_fp16}, {"amx_tile", amx_tile},
+            {"amx_bf16", amx_bf16},   {"amx_int8", amx_int8}};
+}
+
+const CpuFeatures &cpu_features() {
+    static const CpuFeatures features = detect();
+    return features;
+}
+
+}  // namespace ipex

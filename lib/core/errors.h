@@ -1,0 +1,40 @@
+// Errors thrown inside lib/ and mapped to exit codes once per binary (DESIGN.md).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace ipex {
+
+// Exit codes shared by every binary.
+enum class ExitCode : int {
+    ok = 0,
+    check_failed = 1,  // the check the user asked for failed
+    usage = 2,         // bad flags or arguments
+    bad_input = 3,     // unreadable, corrupt or wrong kind of file
+    unsupported = 4,   // model or feature not supported
+    internal = 5,      // broken invariant
+};
+
+// An error the user can act on: the message names the file, op or field and a hint.
+class Error : public std::runtime_error {
+public:
+    Error(ExitCode code, const std::string &message)
+        : std::runtime_error(message), code_(code) {}
+    ExitCode code() const { return code_; }
+
+private:
+    ExitCode code_;
+};
+
+[[noreturn]] void throw_usage(const std::string &message);
+[[noreturn]] void throw_bad_input(const std::string &message);
+[[noreturn]] void throw_unsupported(const std::string &message);
+[[noreturn]] void throw_check_failed(const std::string &message);
+
+// Runs fn, prints any error as "<program>: error: ..." and returns the exit code.
+// Every main() goes through this exactly once.
+int run_guarded(const std::string &program, int (*fn)(int, char **), int argc,
+                char **argv);
+
+}  // namespace ipex

@@ -1,0 +1,33 @@
+// Facts for `ipex-tool info`: ISA oneDNN dispatches to, library versions, threads, topology.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace ipex {
+
+struct SystemInfo {
+    std::string onednn_isa;      // e.g. avx512_core_bf16, avx512_core_amx
+    std::string onednn_version;  // e.g. 2.6.3
+    std::string torch_version;
+    int threads = 0;             // intra-op threads libtorch will use
+    int sockets = 0;
+    int numa_nodes = 0;
+    int cores = 0;
+    int pus = 0;                 // logical processors
+    int smt = 1;                 // PUs per core
+};
+
+SystemInfo system_info();
+
+// oneDNN's name for the ISA its CPU engine dispatches to.
+std::string onednn_effective_isa();
+
+// Physical cores available to this process (hwloc); at least 1.
+int physical_cores();
+
+// Full `info` report: CPU, features, AMX permission, system info.
+nlohmann::json info_json();
+
+}  // namespace ipex

@@ -1,0 +1,30 @@
+// What a graph pass reports back to the pipeline (and from there to --report JSON).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace ipex::passes {
+
+struct PassResult {
+    bool changed = false;
+    int count = 0;                      // rewrites done (folds, removals, merges, casts)
+    std::vector<std::string> modules;   // user module paths touched, e.g. "layer1.0.bn1"
+    std::vector<std::string> skipped;   // "<module or node>: <why it was left alone>"
+
+    PassResult &merge(const PassResult &other) {
+        changed |= other.changed;
+        count += other.count;
+        modules.insert(modules.end(), other.modules.begin(), other.modules.end());
+        skipped.insert(skipped.end(), other.skipped.begin(), other.skipped.end());
+        return *this;
+    }
+
+    nlohmann::json to_json() const {
+        return {{"changed", changed}, {"count", count}, {"modules", modules}, {"skipped", skipped}};
+    }
+};
+
+}  // namespace ipex::passes
