@@ -1,0 +1,224 @@
+#!/usr/bin/python3
+"""Bad input files and bad output paths: exit codes of DESIGN.md, one error line naming the
+file, no partial output, the input never touched."""
+
+import os
+import stat
+
+import e2e_common as e2e
+
+GOOD_MODEL = "conv_bn_relu_2d"
+GOOD_INPUT = "2x3x32x32"
+
+
+class BadModelFiles(e2e.ToolTestCase):
+    """Every bad model file for inspect, optimize, verify and bench."""
+
+    def _check_untouched(self, path: str, digest: str):
+        self.assertTrue(os.path.exists(path), f"{path} was removed")
+        self.assertEqual(e2e.sha256(path), digest, f"{path} was modified")
+
+    def _inspect(self, name: str):
+        path = self.copy_fixture(name)
+        digest = e2e.sha256(path)
+        result = self.run_tool("inspect", path, "--json")
+        self.assert_error(result, e2e.EXIT_BAD_INPUT, name)
+        self.assertEqual(result.stdout.strip(), "", "inspect printed output for a bad file")
+        self._check_untouched(path, digest)
+
+    def _optimize(self, name: str):
+        path = self.copy_fixture(name)
+        digest = e2e.sha256(path)
+        out = self.path("out.pt")
+        report = self.path("report.json")
+        result = self.run_tool("optimize", path, out, "--report", report)
+        self.assert_error(result, e2e.EXIT_BAD_INPUT, name)
+        self.assertFalse(os.path.exists(out), "OUT created for a bad input")
+        self._check_untouched(path, digest)
+        self.assert_no_stray_files(self.tmp, [name, "report.json"])
+
+    def _verify(self, name: str):
+        good = self.copy_model(GOOD_MODEL)
+        path = self.copy_fixture(name)
+        for args in ((path, good), (good, path)):
+            with self.subTest(order=os.path.basename(args[0])):
+                result = self.run_tool("verify", *args, "--input", GOOD_INPUT)
+                self.assert_error(result, e2e.EXIT_BAD_INPUT, name)
+
+    def _bench(self, name: str):
+        path = self.copy_fixture(name)
+        result = self.run_tool("bench", path, "--input", GOOD_INPUT, "--iterations", "1")
+        self.assert_error(result, e2e.EXIT_BAD_INPUT, name)
+
+    # A torch.save'd tensor is a valid zip, but not TorchScript.
+    def test_inspect_tensor_file(self):
+        self._inspect("input.pt")
+
+    def test_optimize_tensor_file(self):
+        self._optimize("input.pt")
+
+    def test_inspect_missing(self):
+        result = self.run_tool("inspect", self.path("no_such_model.pt"))
+        self.assert_error(result, e2e.EXIT_BAD_INPUT, "no_such_model.pt")
+
+    def test_optimize_missing(self):
+        out = self.path("out.pt")
+        result = self.run_tool("optimize", self.path("no_such_model.pt"), out)
+        self.assert_error(result, e2e.EXIT_BAD_INPUT, "no_such_model.pt")
+        self.assertFalse(os.path.exists(out))
+        self.assert_no_stray_files(self.tmp, [])
+
+    def test_verify_missing(self):
+        good = self.copy_model(GOOD_MODEL)
+        result = self.run_tool("verify", good, self.path("no_such_model.pt"),
+                               "--input", GOOD_INPUT)
+        self.assert_error(result, e2e.EXIT_BAD_INPUT, "no_such_model.pt")
+
+    def test_bench_missing(self):
+        result = self.run_tool("bench", self.path("no_such_model.pt"),
+                               "--input", GOOD_INPUT, "--iterations", "1")
+        self.assert_error(result, e2e.EXIT_BAD_INPUT, "no_such_model.pt")
+
+    def test_unreadable_model(self):
+        path = self.copy_model(GOOD_MODEL)
+        os.chmod(path, 0)
+        if os.access(path, os.R_OK):
+            self.skipTest("running as root: chmod 0 does not stop this process from reading")
+        result = self.run_tool("inspect", path)
+        self.assert_error(result, e2e.EXIT_BAD_INPUT, os.path.basename(path))
+
+
+e2e.add_per_model_tests(BadModelFiles, e2e.BAD_MODELS, "_inspect", "test_inspect_")
+e2e.add_per_model_tests(BadModelFiles, e2e.BAD_MODELS, "_optimize", "test_optimize_")
+e2e.add_per_model_tests(BadModelFiles, ["empty.pt", "truncated.pt", "pickled_module.pt"],
+                        "_verify", "test_verify_")
+e2e.add_per_model_tests(BadModelFiles, ["dir.pt", "not_torchscript.zip"], "_bench",
+                        "test_bench_")
+
+
+class BadTensorFiles(e2e.ToolTestCase):
+    """SPEC files that are missing or corrupt are bad input (exit 3) naming the file."""
+
+    def _spec(self, name: str):
+        model = self.copy_model(GOOD_MODEL)
+        path = self.copy_fixture(name)
+        with self.subTest(command="verify"):
+            result = self.run_tool("verify", model, model, "--input", path)
+            self.assert_error(result, e2e.EXIT_BAD_INPUT, name)
+        with self.subTest(command="bench"):
+            result = self.run_tool("bench", model, "--input", path, "--iterations", "1")
+            self.assert_error(result, e2e.EXIT_BAD_INPUT, name)
+        with self.subTest(command="optimize"):
+            out = self.path("out.pt")
+            result = self.run_tool("optimize", model, out, "--sample-input", path)
+            self.assert_error(result, e2e.EXIT_BAD_INPUT, name)
+            self.assertFalse(os.path.exists(out))
+
+    def test_missing_spec_file(self):
+        model = self.copy_model(GOOD_MODEL)
+        result = self.run_tool("verify", model, model, "--input", self.path("absent.npy"))
+        self.assert_error(result, e2e.EXIT_BAD_INPUT, "absent.npy")
+
+    def test_spec_is_model_file(self):
+        model = self.copy_model(GOOD_MODEL)
+        other = self.copy_model("linear_bn")
+        result = self.run_tool("verify", model, model, "--input", other)
+        self.assert_error(result, e2e.EXIT_BAD_INPUT, "linear_bn.pt")
+
+
+e2e.add_per_model_tests(BadTensorFiles, e2e.BAD_TENSORS, "_spec", "test_spec_")
+
+
+class WrongInputs(e2e.ToolTestCase):
+    """Inputs the model rejects: the model's error relayed on one readable line."""
+
+    def _assert_model_error(self, result):
+        self.assertNotEqual(result.code, e2e.EXIT_OK, result.describe())
+        self.assertNotEqual(result.code, e2e.EXIT_INTERNAL,
+                            f"model error reported as internal\n{result.describe()}")
+        self.assert_error(result, (e2e.EXIT_BAD_INPUT, e2e.EXIT_UNSUPPORTED))
+
+    def test_verify_wrong_rank(self):
+        model = self.copy_model(GOOD_MODEL)
+        self._assert_model_error(self.run_tool("verify", model, model, "--input", "2x3x32"))
+
+    def test_verify_wrong_channels(self):
+        model = self.copy_model(GOOD_MODEL)
+        self._assert_model_error(self.run_tool("verify", model, model, "--input", "2x5x32x32"))
+
+    def test_verify_too_few_inputs(self):
+        model = self.copy_model("two_in_two_out")
+        self._assert_model_error(self.run_tool("verify", model, model, "--input", "2x3x16x16"))
+
+    def test_verify_wrong_dtype(self):
+        model = self.copy_model("tiny_transformer")
+        self._assert_model_error(self.run_tool("verify", model, model, "--input", "2x16"))
+
+    def test_bench_wrong_rank(self):
+        model = self.copy_model(GOOD_MODEL)
+        self._assert_model_error(self.run_tool("bench", model, "--input", "2x3x32",
+                                               "--iterations", "1"))
+
+    def test_optimize_sample_input_wrong_rank(self):
+        model = self.copy_model(GOOD_MODEL)
+        out = self.path("out.pt")
+        self._assert_model_error(self.run_tool("optimize", model, out,
+                                               "--sample-input", "2x3x32"))
+        self.assertFalse(os.path.exists(out))
+
+
+class BadOutputPaths(e2e.ToolTestCase):
+    def setUp(self):
+        super().setUp()
+        self.model = self.copy_model(GOOD_MODEL)
+        self.digest = e2e.sha256(self.model)
+
+    def tearDown(self):
+        self.assertEqual(e2e.sha256(self.model), self.digest, "IN was modified")
+
+    def test_out_in_missing_directory(self):
+        out = self.path("missing_dir/out.pt")
+        result = self.run_tool("optimize", self.model, out)
+        self.assert_error(result, e2e.EXIT_USAGE, "missing_dir")
+        self.assertFalse(os.path.exists(self.path("missing_dir")))
+
+    def test_out_equals_in(self):
+        result = self.run_tool("optimize", self.model, self.model)
+        self.assert_error(result, e2e.EXIT_USAGE, os.path.basename(self.model))
+        self.assert_no_stray_files(self.tmp, [os.path.basename(self.model)])
+
+    def test_out_equals_in_other_spelling(self):
+        name = os.path.basename(self.model)
+        result = self.run_tool("optimize", name, f"./{name}")
+        self.assert_error(result, e2e.EXIT_USAGE, name)
+        self.assert_no_stray_files(self.tmp, [name])
+
+    def test_out_is_directory(self):
+        os.mkdir(self.path("outdir.pt"))
+        result = self.run_tool("optimize", self.model, self.path("outdir.pt"))
+        self.assert_error(result, e2e.EXIT_USAGE, "outdir.pt")
+        self.assertTrue(os.path.isdir(self.path("outdir.pt")))
+        self.assertEqual(os.listdir(self.path("outdir.pt")), [])
+
+    def test_unwritable_out_directory(self):
+        locked = self.path("locked")
+        os.mkdir(locked)
+        os.chmod(locked, stat.S_IRUSR | stat.S_IXUSR | stat.S_IRGRP | stat.S_IXGRP
+                 | stat.S_IROTH | stat.S_IXOTH)  # 0555
+        out = os.path.join(locked, "out.pt")
+        result = self.run_tool("optimize", self.model, out)
+        if os.geteuid() == 0 and result.code == e2e.EXIT_OK:
+            self.skipTest("running as root: a 0555 directory does not block writes, "
+                          "so there is no unwritable OUT to test")
+        self.assert_error(result, e2e.EXIT_USAGE, "locked")
+        self.assertEqual(os.listdir(locked), [], "files left in the unwritable directory")
+
+    def test_unwritable_report(self):
+        out = self.path("out.pt")
+        result = self.run_tool("optimize", self.model, out, "--report",
+                               self.path("missing_dir/report.json"))
+        self.assert_error(result, e2e.EXIT_USAGE, "missing_dir")
+
+
+if __name__ == "__main__":
+    e2e.main()

@@ -1,0 +1,84 @@
+#!/usr/bin/python3
+"""`ipex-tool optimize` (fp32, default level) on every fixture model: op counts before and
+after from `inspect --json`, numerical match in plain PyTorch (check_in_python.py) and with
+`ipex-tool verify`, the input untouched, only OUT (and the report) written."""
+
+import os
+
+import e2e_common as e2e
+
+
+class OptimizeFp32(e2e.ToolTestCase):
+    def _model(self, name: str):
+        entry = e2e.MODELS[name]
+        expect = entry["expect"]
+        src = self.copy_model(name)
+        inputs = self.copy_input(name)
+        digest = e2e.sha256(src)
+        out = self.path(f"{name}.opt.pt")
+
+        before = self.inspect(src)
+        result, report = self.optimize(src, out)
+        self.assertEqual(e2e.sha256(src), digest, "IN was modified")
+        self.assert_no_stray_files(self.tmp, [os.path.basename(p) for p in
+                                              (src, inputs, out, out + ".report.json")])
+
+        if entry["training"]:
+            warnings = " ".join(result.warnings()).lower()
+            self.assertIn("training", warnings, result.describe())
+            self.assertIn("eval", warnings, result.describe())
+            self.assertTrue(any("training" in w.lower() for w in report["warnings"]),
+                            report["warnings"])
+
+        after = self.inspect(out)
+        bn_before = e2e.count_ops(before["op_histogram"], e2e.BATCH_NORM_OPS)
+        bn_after = e2e.count_ops(after["op_histogram"], e2e.BATCH_NORM_OPS)
+        self.assertEqual(bn_after, expect["batch_norm_after"],
+                         f"batch_norm left: before {bn_before}, after {after['op_histogram']}")
+        self.assertEqual(e2e.count_ops(after["op_histogram"], e2e.DROPOUT_OPS), 0,
+                         f"dropout left: {after['op_histogram']}")
+        if expect["dropout_before"]:
+            self.assertGreater(e2e.count_ops(before["op_histogram"], e2e.DROPOUT_OPS), 0)
+        self.assertIs(after["training"], False)
+        self.assertIs(after["frozen"], True)
+        self.assertIs(after["needs_ops_library"], False)
+        self.assertEqual(after["runs_on"], "stock")
+        self.assertIsInstance(after["ipex"], dict, "optimized model carries no ipex metadata")
+        self.assertEqual(after["ipex"].get("dtype"), "fp32", after["ipex"])
+
+        # The report agrees with inspect on what is left.
+        report_after = report["op_histogram"]["after"]
+        self.assertEqual(e2e.count_ops(report_after, e2e.BATCH_NORM_OPS), bn_after)
+        self.assertEqual(e2e.count_ops(report_after, e2e.DROPOUT_OPS), 0)
+        folded = (self.pass_entry(report, "fold_conv_bn")["count"]
+                  + self.pass_entry(report, "fold_linear_bn")["count"])
+        self.assertEqual(folded, expect["batch_norm_modules"] - expect["batch_norm_after"],
+                         "folds reported")
+
+        self.check_in_python(src, out, inputs, "fp32")
+        if entry["training"]:
+            return  # verify of a training-mode original: see test_verify_training_mode
+        verify = self.tool_json("verify", src, out, "--input", inputs, "--json")
+        self.assertIs(verify["ok"], True, verify)
+        self.assertEqual(len(verify["outputs"]), self._output_count(name), verify)
+
+    def test_verify_training_mode(self):
+        """verify compares inference behaviour: a model saved in training mode is run in eval
+        mode (as optimize does), so it matches its optimized version."""
+        src = self.copy_model("training_mode")
+        inputs = self.copy_input("training_mode")
+        out = self.path("training_mode.opt.pt")
+        self.optimize(src, out)
+        verify = self.tool_json("verify", src, out, "--input", inputs, "--json")
+        self.assertIs(verify["ok"], True, verify)
+
+    @staticmethod
+    def _output_count(name: str) -> int:
+        return {"tensor": 1, "tuple": 2, "dict": 2, "list": 3}[e2e.MODELS[name]["outputs"]]
+
+
+e2e.add_per_model_tests(OptimizeFp32, sorted(e2e.MODELS), "_model")
+
+
+if __name__ == "__main__":
+    e2e.main()
