@@ -22,26 +22,27 @@ void throw_check_failed(const std::string &message) {
 }
 
 namespace {
-// c10 messages carry a C++ backtrace after the first lines; keep what a user reads.
-std::string first_lines(const std::string &text, size_t max_lines) {
+constexpr size_t kMaxErrorLines = 4;
+}  // namespace
+
+std::string readable_error(const c10::Error &e) {
+    const std::string text = e.what_without_backtrace();
     std::string out;
-    size_t lines = 0;
-    size_t pos = 0;
-    while (pos < text.size() && lines < max_lines) {
+    size_t lines = 0, pos = 0;
+    while (pos < text.size() && lines < kMaxErrorLines) {
         size_t end = text.find('\n', pos);
         if (end == std::string::npos) end = text.size();
         std::string line = text.substr(pos, end - pos);
-        if (line.rfind("Exception raised from", 0) == 0) break;
-        if (!line.empty()) {
-            if (!out.empty()) out += "\n  ";
-            out += line;
-            ++lines;
-        }
         pos = end + 1;
+        if (line.rfind("Exception raised from", 0) == 0) break;
+        while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
+        if (line.empty() || line.find_first_not_of(" ~^") == std::string::npos) continue;
+        if (!out.empty()) out += " | ";
+        out += line;
+        ++lines;
     }
     return out;
 }
-}  // namespace
 
 int run_guarded(const std::string &program, int (*fn)(int, char **), int argc,
                 char **argv) {
@@ -53,7 +54,7 @@ int run_guarded(const std::string &program, int (*fn)(int, char **), int argc,
         return static_cast<int>(e.code());
     } catch (const c10::Error &e) {
         std::cerr << program << ": error: internal: "
-                  << first_lines(e.what_without_backtrace(), 6) << "\n";
+                  << readable_error(e) << "\n";
         return static_cast<int>(ExitCode::internal);
     } catch (const std::exception &e) {
         std::cerr << program << ": error: internal: " << e.what() << "\n";

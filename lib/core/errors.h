@@ -4,6 +4,10 @@
 #include <stdexcept>
 #include <string>
 
+namespace c10 {
+class Error;
+}
+
 namespace ipex {
 
 // Exit codes shared by every binary.
@@ -31,6 +35,9 @@ private:
 [[noreturn]] void throw_bad_input(const std::string &message);
 [[noreturn]] void throw_unsupported(const std::string &message);
 [[noreturn]] void throw_check_failed(const std::string &message);
+
+// The first lines of a libtorch error, without its C++ backtrace, on one line.
+std::string readable_error(const c10::Error &e);
 
 // Runs fn, prints any error as "<program>: error: ..." and returns the exit code.
 // Every main() goes through this exactly once.

@@ -1,0 +1,207 @@
+#include <ATen/Parallel.h>
+
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "bench/harness.h"
+#include "bench/stock.h"
+#include "commands.h"
+#include "core/atomic_file.h"
+#include "core/errors.h"
+#include "core/system_info.h"
+#include "core/tensor_spec.h"
+#include "launch/onednn_verbose.h"
+#include "model/inspect.h"
+#include "model/load.h"
+
+namespace ipex::app {
+namespace {
+
+// The asked ISA must carry at least this share of convolution/matmul time.
+constexpr double kIsaShareRequired = 0.5;
+
+struct BenchArgs {
+    std::string model;
+    std::vector<std::string> inputs;
+    uint64_t seed = 0;
+    int iterations = 100;
+    std::optional<double> duration;
+    int warmup = 10;
+    int threads = 0;
+    std::string baseline;
+    std::string original;
+    std::vector<double> percentiles{50, 90, 99};
+    std::string json;
+    std::string check_isa;
+};
+
+std::vector<std::string> specs_from_metadata(const model::LoadedModel &m) {
+    if (m.metadata && m.metadata->contains("sample_inputs")) {
+        const std::string desc = (*m.metadata)["sample_inputs"].get<std::string>();
+        std::vector<std::string> specs;
+        std::stringstream ss(desc);
+        std::string item;
+        while (std::getline(ss, item, ','))
+            if (!item.empty()) specs.push_back(item);
+        if (!specs.empty()) return specs;
+    }
+    throw_usage("give the model inputs with --input SPEC (e.g. --input 16x3x224x224)");
+}
+
+std::string fmt(double v, int precision = 3) {
+    std::ostringstream s;
+    s << std::fixed << std::setprecision(precision) << v;
+    return s.str();
+}
+
+nlohmann::json check_isa(const std::string &asked, const std::function<void()> &run_once) {
+    const std::string text = bench::capture_onednn_verbose(run_once);
+    const launch::VerboseStats stats = launch::parse_verbose_text(text);
+    const double share = stats.compute_share_on(asked);
+    nlohmann::json j = stats.to_json();
+    j["asked"] = asked;
+    j["share"] = share;
+    j["ok"] = stats.has_compute() && share >= kIsaShareRequired;
+    return j;
+}
+
+int run_bench(const BenchArgs &args) {
+    if (args.threads < 0) throw_usage("--threads must be positive");
+    const int threads = args.threads > 0 ? args.threads : physical_cores();
+    at::set_num_threads(threads);
+
+    model::LoadedModel candidate = model::load_model(args.model);
+    candidate.module.eval();
+    const std::vector<std::string> specs = args.inputs.empty() ? specs_from_metadata(candidate) : args.inputs;
+    const std::vector<c10::IValue> inputs = make_inputs(specs, args.seed);
+    if (!args.json.empty() && args.json != "-") check_output_path(args.json, {args.model});
+    const std::string dtype = model::compute_dtype(candidate);
+    const std::string what = "'" + args.model + "'";
+
+    auto run_candidate = [&] {
+        c10::InferenceMode guard;
+        model::run_forward(candidate.module, inputs, what);
+    };
+    run_candidate();  // surfaces input errors before any timing
+
+    std::unique_ptr<bench::StockRunner> stock;
+    std::optional<model::LoadedModel> base_file;
+    bench::RunFn baseline_fn;
+    nlohmann::json baseline_json = nullptr;
+    if (args.baseline == "stock") {
+        std::string original = args.original;
+        if (original.empty() && candidate.metadata && candidate.metadata->contains("source"))
+            original = (*candidate.metadata)["source"].get<std::string>();
+        if (original.empty())
+            throw_usage("--baseline stock needs the original model: '" + args.model +
+                        "' was not written by ipex-tool optimize; give --original FILE");
+        stock = std::make_unique<bench::StockRunner>(original, dtype, inputs);
+        stock->run();
+        baseline_fn = [&] { stock->run(); };
+        baseline_json = {{"kind", stock->kind()}, {"model", original}};
+    } else if (!args.baseline.empty()) {
+        base_file = model::load_model(args.baseline);
+        base_file->module.eval();
+        const std::string base_what = "'" + args.baseline + "'";
+        baseline_fn = [&, base_what] {
+            c10::InferenceMode guard;
+            model::run_forward(base_file->module, inputs, base_what);
+        };
+        baseline_fn();
+        baseline_json = {{"kind", "file"}, {"model", args.baseline}};
+    }
+
+    nlohmann::json isa = nullptr;
+    if (!args.check_isa.empty()) isa = check_isa(args.check_isa, run_candidate);
+
+    bench::TimingOptions timing;
+    timing.warmup = args.warmup;
+    timing.iterations = args.iterations;
+    timing.duration_s = args.duration;
+    timing.percentiles = args.percentiles;
+    const bench::TimingResult r =
+        bench::time_interleaved(run_candidate, baseline_fn ? &baseline_fn : nullptr, timing);
+
+    int64_t batch = 1;
+    if (!inputs.empty() && inputs[0].isTensor() && inputs[0].toTensor().dim() > 0)
+        batch = inputs[0].toTensor().size(0);
+    const double throughput = r.candidate.median > 0 ? batch * 1000.0 / r.candidate.median : 0.0;
+    nlohmann::json report = {
+        {"model", args.model},
+        {"dtype", dtype},
+        {"inputs", describe_inputs(inputs)},
+        {"threads", threads},
+        {"iterations", r.iterations},
+        {"warmup", args.warmup},
+        {"batch", batch},
+        {"latency_ms", r.candidate.to_json()},
+        {"throughput_per_s", throughput},
+        {"peak_rss_mb", bench::peak_rss_mb()},
+        {"baseline", baseline_json},
+        {"ratio", r.ratio() ? nlohmann::json(*r.ratio()) : nlohmann::json(nullptr)},
+        {"isa", isa},
+    };
+    if (r.baseline) report["baseline"]["latency_ms"] = r.baseline->to_json();
+
+    if (!args.json.empty()) write_text_atomically(args.json, report.dump(2) + "\n");
+    if (args.json != "-") {
+        std::ostringstream out;
+        const auto &s = r.candidate;
+        out << "model:       " << args.model << " (" << dtype << "), inputs " << describe_inputs(inputs) << ", "
+            << threads << " threads, " << r.iterations << " iterations after " << args.warmup << " warmup\n";
+        out << "latency ms:  min " << fmt(s.min) << "  mean " << fmt(s.mean) << "  median " << fmt(s.median);
+        for (const auto &[p, v] : s.percentiles) out << "  p" << p << " " << fmt(v);
+        out << "  max " << fmt(s.max) << "\n";
+        out << "throughput:  " << fmt(throughput, 1) << " samples/s (batch " << batch << ")\n";
+        if (r.baseline) {
+            out << "baseline:    " << baseline_json["kind"].get<std::string>() << " ("
+                << baseline_json["model"].get<std::string>() << "): median " << fmt(r.baseline->median) << " ms\n";
+            out << "ratio:       " << fmt(*r.ratio(), 2) << "x (baseline median / candidate median)\n";
+        }
+        out << "peak RSS:    " << fmt(bench::peak_rss_mb(), 1) << " MiB\n";
+        if (!isa.is_null()) {
+            out << "isa:         convolution/matmul ran on";
+            for (const auto &name : isa["compute_isas"]) out << " " << name.get<std::string>();
+            if (isa["compute_isas"].empty()) out << " nothing through oneDNN";
+            out << "; AMX " << (isa["amx"].get<bool>() ? "yes" : "no") << "; asked " << args.check_isa << ": "
+                << (isa["ok"].get<bool>() ? "yes" : "NO") << " (" << fmt(isa["share"].get<double>() * 100, 0)
+                << "% of their time)\n";
+        }
+        (args.json.empty() ? std::cout : std::cerr) << out.str();
+    }
+    if (!isa.is_null() && !isa["ok"].get<bool>())
+        throw_check_failed("--check-isa " + args.check_isa + ": convolution/matmul did not run on " +
+                           args.check_isa + " (this CPU's oneDNN dispatches " + onednn_effective_isa() + ")");
+    return 0;
+}
+
+}  // namespace
+
+Runner setup_bench(CLI::App &sub) {
+    auto a = std::make_shared<BenchArgs>();
+    sub.add_option("MODEL", a->model, "TorchScript model to time")->required();
+    sub.add_option("--input", a->inputs, "input SPEC (repeatable); default: the model's --sample-input")
+        ->allow_extra_args(false);
+    sub.add_option("--seed", a->seed, "seed for random inputs")->capture_default_str();
+    auto *iters = sub.add_option("--iterations", a->iterations, "timed iterations")
+                      ->check(CLI::PositiveNumber)
+                      ->capture_default_str();
+    sub.add_option("--duration", a->duration, "time for S seconds instead of a fixed count")
+        ->check(CLI::PositiveNumber)
+        ->excludes(iters);
+    sub.add_option("--warmup", a->warmup, "untimed iterations first")->check(CLI::NonNegativeNumber)->capture_default_str();
+    sub.add_option("--threads", a->threads, "intra-op threads (default: physical cores)")->check(CLI::PositiveNumber);
+    sub.add_option("--baseline", a->baseline,
+                   "time a baseline interleaved with MODEL: 'stock' (the original in stock libtorch) or FILE");
+    sub.add_option("--original", a->original, "original model for --baseline stock (default: from MODEL's record)");
+    sub.add_option("--percentiles", a->percentiles, "latency percentiles to report")
+        ->delimiter(',')
+        ->check(CLI::Range(0.0, 100.0));
+    sub.add_option("--json", a->json, "write the results as JSON to FILE, or - for stdout");
+    sub.add_option("--check-isa", a->check_isa,
+                   "run once under oneDNN verbose; exit 1 unless conv/matmul ran on ISA (amx, avx512_core_bf16, ...)");
+    return [a] { return run_bench(*a); };
+}
+
+}  // namespace ipex::app

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The main job from a fresh checkout: install packages, build, make a ResNet-50
+# TorchScript model, optimize it to bf16, check it against the original, benchmark it
+# side by side with stock libtorch, and show which ISA oneDNN ran it on (AMX if present).
+# Usage: bash bench/demo.sh      (work files go to ./demo, or $IPEX_DEMO_DIR)
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${IPEX_BUILD_DIR:-$root/build}"
+work="${IPEX_DEMO_DIR:-$root/demo}"
+py=/usr/bin/python3
+
+bash "$root/.ci/deps"
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build" -j "$(nproc)" --target ipex-tool
+tool="$build/apps/ipex-tool/ipex-tool"
+mkdir -p "$work"
+
+echo "== ipex-tool info"
+"$tool" info
+
+echo "== model: torchvision resnet50 (random weights), TorchScript"
+"$py" "$root/bench/make_models.py" "$work" resnet50
+
+echo "== ipex-tool optimize resnet50.pt resnet50-bf16.pt --dtype bf16"
+"$tool" optimize "$work/resnet50.pt" "$work/resnet50-bf16.pt" --dtype bf16 \
+    --sample-input 16x3x224x224 --report "$work/optimize-report.json"
+"$py" - "$work/optimize-report.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(f"report: {sys.argv[1]}")
+for p in r["passes"]:
+    extra = f" ({len(p['skipped'])} left alone)" if p.get("skipped") else ""
+    print(f"  {p['name']:<22} {p['status']:<14} count={p['count']}{extra}")
+before, after = r["op_histogram"]["before"], r["op_histogram"]["after"]
+for op in ("aten::batch_norm", "aten::dropout", "aten::conv2d", "aten::linear", "aten::to"):
+    print(f"  {op:<22} {before.get(op, 0):>4} -> {after.get(op, 0)}")
+print(f"  bytes {r['bytes']['before']} -> {r['bytes']['after']}, {r['elapsed_ms']:.0f} ms")
+PY
+
+echo "== ipex-tool verify (bf16 against the fp32 original)"
+"$tool" verify "$work/resnet50.pt" "$work/resnet50-bf16.pt" --input 4x3x224x224
+
+echo "== ipex-tool bench --baseline stock (interleaved, same inputs)"
+"$tool" bench "$work/resnet50-bf16.pt" --input 16x3x224x224 --baseline stock \
+    --iterations 20 --warmup 3
+
+echo "== ISA check"
+if "$tool" info --json | "$py" -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["amx"]["usable"] else 1)'; then
+    "$tool" bench "$work/resnet50-bf16.pt" --input 1x3x224x224 --iterations 1 --warmup 0 --check-isa amx
+else
+    echo "this CPU has no usable AMX; checking the best ISA oneDNN dispatches instead:"
+    isa=$("$tool" info --json | "$py" -c 'import json,sys; print(json.load(sys.stdin)["onednn"]["isa"])')
+    "$tool" bench "$work/resnet50-bf16.pt" --input 1x3x224x224 --iterations 1 --warmup 0 --check-isa "$isa"
+fi

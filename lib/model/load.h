@@ -1,0 +1,39 @@
+// TorchScript load/save with errors a user can act on (exit 3 for bad files) and
+// atomic writes. Models written by `ipex-tool optimize` carry a JSON record of how
+// they were made in the archive's extra files.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <torch/script.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ipex::model {
+
+// Name of the extra file that records optimize metadata inside the archive.
+constexpr const char *kMetadataFile = "ipex/optimize.json";
+
+struct LoadedModel {
+    torch::jit::Module module;
+    std::string path;
+    std::optional<nlohmann::json> metadata;  // present when written by ipex-tool
+    uint64_t bytes = 0;                      // file size
+};
+
+// Classifies and loads a TorchScript archive. Missing file, directory, empty file,
+// non-zip, zip without TorchScript code, torch.save'd nn.Module pickles and truncated
+// archives are all exit 3 with a message naming the file and what to do.
+LoadedModel load_model(const std::string &path);
+
+// Writes `module` to `dst` atomically, with `metadata` as the extra file when given.
+void save_model(const torch::jit::Module &module, const std::string &dst,
+                const std::optional<nlohmann::json> &metadata);
+
+// Runs forward on inputs (no grad); model errors become exit 3 naming the model and
+// relaying its own first message lines.
+c10::IValue run_forward(torch::jit::Module &module, const std::vector<c10::IValue> &inputs,
+                        const std::string &what);
+
+}  // namespace ipex::model

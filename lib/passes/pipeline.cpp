@@ -1,0 +1,223 @@
+#include "passes/pipeline.h"
+
+#include <torch/csrc/jit/passes/common_subexpression_elimination.h>
+#include <torch/csrc/jit/passes/constant_pooling.h>
+#include <torch/csrc/jit/passes/constant_propagation.h>
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
+#include <torch/csrc/jit/passes/freeze_module.h>
+#include <torch/csrc/jit/passes/shape_analysis.h>
+
+#include <torch/version.h>
+
+#include <chrono>
+#include <functional>
+
+#include "core/errors.h"
+#include "core/log.h"
+#include "passes/cast_to_lowp.h"
+#include "passes/concat_linear.h"
+#include "passes/fold_conv_bn.h"
+#include "passes/fold_linear_bn.h"
+#include "passes/remove_dropout.h"
+#include "passes/to_channels_last.h"
+
+namespace ipex::passes {
+namespace {
+
+using GraphPtr = std::shared_ptr<torch::jit::Graph>;
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+nlohmann::json pass_entry(const std::string &name, const std::string &status) {
+    return {{"name", name}, {"status", status}, {"changed", false}, {"count", 0},
+            {"modules", nlohmann::json::array()}, {"skipped", nlohmann::json::array()}};
+}
+
+nlohmann::json applied_entry(const std::string &name, const PassResult &r, double ms) {
+    nlohmann::json j = r.to_json();
+    j["name"] = name;
+    j["status"] = "applied";
+    j["ms"] = ms;
+    return j;
+}
+
+const Knob *find_knob(const std::string &flag) {
+    for (const auto &k : knobs())
+        if (flag == k.flag) return &k;
+    return nullptr;
+}
+
+// Errors out early when libtorch has no kernel for the requested low-precision dtype.
+void check_dtype_supported(const std::string &dtype) {
+    if (dtype != "fp16") return;
+    try {
+        const auto opts = at::TensorOptions().dtype(at::kHalf);
+        at::linear(at::ones({2, 4}, opts), at::ones({3, 4}, opts));
+        at::conv2d(at::ones({1, 2, 4, 4}, opts), at::ones({2, 2, 3, 3}, opts));
+    } catch (const c10::Error &e) {
+        throw_unsupported("--dtype fp16: libtorch " + std::string(TORCH_VERSION) +
+                          " has no fp16 linear/convolution kernel on this CPU (" +
+                          readable_error(e) + "); use --dtype bf16");
+    }
+}
+
+// Gives graph inputs the concrete types of the sample inputs so passes can see ranks.
+void specialize_inputs(const GraphPtr &graph, const std::vector<c10::IValue> &inputs) {
+    const size_t n_args = graph->inputs().size() - 1;  // input 0 is self
+    if (inputs.size() != n_args)
+        throw_usage("--sample-input gives " + std::to_string(inputs.size()) +
+                    " inputs but forward takes " + std::to_string(n_args));
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        auto *value = graph->inputs()[i + 1];
+        if (inputs[i].isTensor() && value->type()->cast<c10::TensorType>())
+            value->setType(c10::TensorType::create(inputs[i].toTensor()));
+    }
+    try {
+        torch::jit::PropagateInputShapes(graph);
+    } catch (const std::exception &) {
+        // Shape propagation is best-effort: passes fall back to their rank-agnostic forms.
+    }
+}
+
+void cleanup(const GraphPtr &graph) {
+    torch::jit::EliminateDeadCode(graph);
+    torch::jit::EliminateCommonSubexpression(graph);
+    torch::jit::ConstantPooling(graph);
+}
+
+}  // namespace
+
+const std::vector<Knob> &knobs() {
+    static const std::vector<Knob> table = {
+        {"replace-dropout", "remove_dropout", true, true,
+         "remove dropout (every variant; inference only)"},
+        {"conv-bn-folding", "fold_conv_bn", true, true,
+         "fold BatchNorm into the preceding conv/conv-transpose"},
+        {"linear-bn-folding", "fold_linear_bn", true, true,
+         "fold BatchNorm1d into the preceding Linear"},
+        {"concat-linear", "concat_linear", true, true,
+         "merge Linears that share an input into one Linear and a split"},
+        {"channels-last", "to_channels_last", true, true,
+         "channels-last weights (and entry) for 4-D/5-D convolution models"},
+        {"weights-prepack", "weights_prepack", true, false,
+         "oneDNN weight prepacking with fused post-ops (not available yet)"},
+        {"optimize-lstm", "optimize_lstm", true, false, "oneDNN LSTM (not available yet)"},
+        {"auto-kernel-selection", "auto_kernel_selection", false, false,
+         "time oneDNN vs aten per linear shape (not available yet)"},
+    };
+    return table;
+}
+
+bool knob_enabled(const Knob &knob, const OptimizeOptions &options) {
+    if (auto it = options.knob_overrides.find(knob.flag); it != options.knob_overrides.end())
+        return it->second;
+    return options.level == "O1" && knob.on_at_o1;
+}
+
+OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOptions &options) {
+    for (const auto &[flag, on] : options.knob_overrides)
+        TORCH_INTERNAL_ASSERT(find_knob(flag), "unknown knob ", flag);
+    OptimizeResult result;
+    nlohmann::json passes = nlohmann::json::array();
+    auto warn = [&](const std::string &msg) {
+        log::warn(msg);
+        result.warnings.push_back(msg);
+    };
+    result.report["mode"] = options.portable ? "portable" : "portable (prepacked ops not available yet)";
+
+    if (options.level == "O0") {
+        result.module = input.clone();
+        passes.push_back(pass_entry("freeze", "disabled"));
+        for (const auto &k : knobs()) {
+            const bool on = knob_enabled(k, options);
+            passes.push_back(pass_entry(k.pass, on ? (k.available ? "disabled" : "not_available") : "disabled"));
+        }
+        if (options.dtype != "fp32") warn("--level O0 writes the model unchanged; --dtype " + options.dtype + " is ignored");
+        result.report["passes"] = passes;
+        result.report["warnings"] = result.warnings;
+        return result;
+    }
+    check_dtype_supported(options.dtype);
+
+    torch::jit::Module model = input.clone();
+    if (model.hasattr("training") && model.is_training()) {
+        warn("the model was saved in training mode; switched to eval for inference");
+    }
+    model.eval();
+
+    auto start = Clock::now();
+    std::vector<std::string> preserved;
+    for (const auto &m : model.get_methods())
+        if (m.name() != "forward") preserved.push_back(m.name());
+    try {
+        result.module = torch::jit::freeze_module(model, preserved);
+    } catch (const c10::Error &e) {
+        throw_unsupported("freezing failed: " + readable_error(e) +
+                          " (a model that mutates its attributes in forward cannot be frozen)");
+    }
+    passes.push_back({{"name", "freeze"}, {"status", "applied"}, {"changed", true}, {"count", 1},
+                      {"modules", nlohmann::json::array()}, {"skipped", nlohmann::json::array()},
+                      {"ms", ms_since(start)}});
+
+    GraphPtr graph = result.module.get_method("forward").graph();
+    if (!options.sample_inputs.empty()) specialize_inputs(graph, options.sample_inputs);
+
+    const at::ScalarType lowp = options.dtype == "bf16" ? at::kBFloat16 : at::kHalf;
+    const std::map<std::string, std::function<PassResult(GraphPtr &)>> runners = {
+        {"remove_dropout", [](GraphPtr &g) { return remove_dropout(g); }},
+        {"fold_conv_bn", [](GraphPtr &g) { return fold_conv_bn(g); }},
+        {"fold_linear_bn", [](GraphPtr &g) { return fold_linear_bn(g); }},
+        {"concat_linear", [](GraphPtr &g) { return concat_linear(g); }},
+        {"to_channels_last", [](GraphPtr &g) { return to_channels_last(g); }},
+    };
+    for (const auto &k : knobs()) {
+        const bool on = knob_enabled(k, options);
+        if (!k.available) {
+            passes.push_back(pass_entry(k.pass, "not_available"));
+            if (options.knob_overrides.count(k.flag) && on)
+                warn(std::string("--") + k.flag + " is not available in this version; the model is optimized without it");
+            continue;
+        }
+        if (!on) {
+            passes.push_back(pass_entry(k.pass, "disabled"));
+            continue;
+        }
+        start = Clock::now();
+        const PassResult r = runners.at(k.pass)(graph);
+        if (r.changed) cleanup(graph);
+        passes.push_back(applied_entry(k.pass, r, ms_since(start)));
+    }
+
+    if (options.dtype == "fp32") {
+        passes.push_back(pass_entry("cast_to_lowp", "disabled"));
+    } else {
+        start = Clock::now();
+        const PassResult r = cast_to_lowp(graph, lowp, options.keep_dtype);
+        cleanup(graph);
+        passes.push_back(applied_entry("cast_to_lowp", r, ms_since(start)));
+    }
+    if (options.fp32_math_mode == "bf32") {
+        passes.push_back(pass_entry("fp32_math_mode_bf32", "not_available"));
+        warn("--fp32-math-mode bf32 needs the prepacked oneDNN ops, not available in this version; strict fp32 kept");
+    }
+    torch::jit::EraseShapeInformation(graph);
+
+    if (!options.sample_inputs.empty()) {
+        std::vector<c10::IValue> args = options.sample_inputs;
+        try {
+            c10::InferenceMode guard;
+            result.module.forward(args);
+        } catch (const c10::Error &e) {
+            throw_unsupported("the optimized model fails on --sample-input: " + readable_error(e) +
+                              "; try --level O0 or switch off the pass named above with --no-KNOB");
+        }
+    }
+    result.report["passes"] = passes;
+    result.report["warnings"] = result.warnings;
+    return result;
+}
+
+}  // namespace ipex::passes
