@@ -47,8 +47,9 @@ std::optional<VerboseExec> parse_verbose_line(const std::string &line) {
     if (line.rfind("onednn_verbose,", 0) != 0 && line.rfind("dnnl_verbose,", 0) != 0)
         return std::nullopt;
     const auto fields = split(line, ',');
+    // exec follows the optional "v1" marker, timestamp and "primitive" fields.
     size_t exec = 0;
-    for (size_t i = 1; i < fields.size() && i < 4; ++i) {
+    for (size_t i = 1; i < fields.size() && i < 5; ++i) {
         if (fields[i] == "exec") {
             exec = i;
             break;
@@ -69,6 +70,29 @@ std::optional<VerboseExec> parse_verbose_line(const std::string &line) {
         return std::nullopt;
     }
     return e;
+}
+
+bool parse_verbose_info_line(const std::string &line, VerboseInfo &info) {
+    if (line.rfind("onednn_verbose,", 0) != 0 && line.rfind("dnnl_verbose,", 0) != 0)
+        return false;
+    const auto fields = split(line, ',');
+    size_t at = 1;
+    if (at < fields.size() && fields[at] == "v1") ++at;
+    if (at >= fields.size() || fields[at] != "info") return false;
+    for (size_t i = at + 1; i < fields.size(); ++i) {
+        const std::string &f = fields[i];
+        if (f.rfind("oneDNN v", 0) == 0 || f.rfind("DNNL v", 0) == 0) {
+            const size_t v = f.find(" v") + 1;
+            info.version = f.substr(v, f.find(' ', v) == std::string::npos ? std::string::npos
+                                                                            : f.find(' ', v) - v);
+        } else if (f.rfind("isa:", 0) == 0) {
+            info.isa = f.substr(4);
+            // The ISA description may itself contain commas.
+            for (size_t j = i + 1; j < fields.size(); ++j) info.isa += "," + fields[j];
+            break;
+        }
+    }
+    return true;
 }
 
 void VerboseStats::add(const VerboseExec &e) {

@@ -1,7 +1,8 @@
 // Parses oneDNN verbose output (ONEDNN_VERBOSE=1) into primitive kind x implementation
 // counts and time. Reads oneDNN 2.x lines ("onednn_verbose,exec,cpu,convolution,
-// brgconv:avx512_core_bf16,...,1.23") and 3.x lines ("onednn_verbose,[timestamp,]
-// primitive,exec,cpu,convolution,brg_conv_fwd:avx512_core_amx,...,1.23").
+// brgconv:avx512_core_bf16,...,1.23") and 3.x lines ("onednn_verbose,[v1,][timestamp,]
+// primitive,exec,cpu,convolution,brg_conv_fwd:avx512_core_amx,...,1.23"), and the older
+// "dnnl_verbose," prefix.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -23,6 +24,16 @@ struct VerboseExec {
 
 // One exec line, or nullopt for anything else (info lines, program output).
 std::optional<VerboseExec> parse_verbose_line(const std::string &line);
+
+// What the info lines say: "onednn_verbose,[v1,]info,oneDNN v2.6.3 (commit ...)" and
+// "onednn_verbose,[v1,]info,cpu,isa:Intel AVX-512 with ...".
+struct VerboseInfo {
+    std::string version;  // "v2.6.3"
+    std::string isa;      // "Intel AVX-512 with Intel DL Boost and bfloat16 support"
+};
+
+// Updates `info` from an info line; returns whether `line` was one.
+bool parse_verbose_info_line(const std::string &line, VerboseInfo &info);
 
 // The ISA part of an implementation name ("brgconv:avx512_core_amx" -> "avx512_core_amx").
 std::string isa_of_impl(const std::string &impl);

@@ -1,0 +1,142 @@
+// ipex-launch: runs pinned copies of a program. Parsing only; lib/launch does the work.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "launch/diagnostics.h"
+#include "launch/launch.h"
+#include "launch/options.h"
+
+namespace {
+
+constexpr const char *kProgram = "ipex-launch";
+constexpr const char *kVersion = "0.1.0";
+
+// Edit distance, for "did you mean" on unknown options.
+size_t distance(const std::string &a, const std::string &b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= b.size(); ++j) {
+            const size_t up = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            diag = up;
+        }
+    }
+    return row[b.size()];
+}
+
+std::string suggestion(const CLI::App &app, const std::string &arg) {
+    const std::string name = arg.substr(0, arg.find('='));
+    std::string best;
+    size_t best_d = 4;
+    for (const CLI::Option *opt : app.get_options()) {
+        for (const auto &lname : opt->get_lnames()) {
+            const size_t d = distance(name, "--" + lname);
+            if (d < best_d) best_d = d, best = "--" + lname;
+        }
+    }
+    return best.empty() ? "" : "; did you mean " + best + "?";
+}
+
+// The option table: every flag, its group, default and help.
+void add_options(CLI::App &app, ipex::launch::LaunchOptions &o) {
+    using namespace ipex::launch;
+    const auto choice = [](const auto &names) { return CLI::CheckedTransformer(names, CLI::ignore_case); };
+
+    const std::string topo = "Topology (default: this machine)";
+    app.add_option("--topology", o.topology_xml, "Plan for the machine in this hwloc XML file (lstopo --of xml); needs --dry-run")
+        ->group(topo)->type_name("FILE");
+    app.add_option("--synthetic", o.synthetic, "Plan for an hwloc synthetic machine, e.g. \"package:2 numa:1 core:28 pu:2\"; needs --dry-run")
+        ->group(topo)->type_name("DESC");
+
+    const std::string part = "Partitioning";
+    app.add_option("--ninstances", o.ninstances, "Number of instances (default: 1, or as many as --ncores-per-instance allows)")
+        ->group(part)->type_name("N");
+    app.add_option("--ncores-per-instance", o.ncores_per_instance, "Cores per instance; 0 = even split, leftovers unused; -1 = even split, leftovers to the first instances")
+        ->group(part)->type_name("N")->default_str("0");
+    app.add_option("--instance-idx", o.instance_idx, "Run only these instances of the plan, e.g. 0,2-3")
+        ->group(part)->type_name("LIST");
+    app.add_option("--strategy", o.strategy, "close: fill NUMA nodes in order; scatter: spread instances round-robin over NUMA nodes")
+        ->group(part)->transform(choice(strategy_names()))->default_str("close");
+    app.add_flag("--bind-numa-node", o.bind_numa_node, "Never let an instance span NUMA nodes")->group(part);
+    app.add_flag("--use-logical-cores", o.use_logical_cores, "Count every hardware thread (SMT sibling) as a core")->group(part);
+    app.add_flag("--use-e-cores", o.use_e_cores, "Also use E-cores on hybrid CPUs (excluded by default)")->group(part);
+    app.add_option("--cores-list", o.cores_list, "Use only these physical cores (ids as in --dry-run), e.g. 0-27,56-83")
+        ->group(part)->type_name("LIST");
+    app.add_option("--cpus-list", o.cpus_list, "Use only these OS processor ids (like taskset -c), e.g. 0-3,8")
+        ->group(part)->type_name("LIST");
+    app.add_option("--nodes-list", o.nodes_list, "Use only the cores of these NUMA nodes, e.g. 0,2-3")
+        ->group(part)->type_name("LIST");
+    app.add_flag("--latency-mode", o.latency_mode, "4 cores per instance over all physical cores")->group(part);
+    app.add_flag("--throughput-mode", o.throughput_mode, "One instance per NUMA node, on all its cores")->group(part);
+
+    const std::string run = "Binding and runtimes";
+    app.add_option("--multi-task-manager", o.task_manager, "auto: set CPU affinity and memory policy directly; none: no process binding; numactl/taskset: prefix the command with that tool")
+        ->group(run)->transform(choice(task_manager_names()))->default_str("auto");
+    app.add_option("--memory-allocator", o.allocator, "auto: tcmalloc, else jemalloc, else default; or name one")
+        ->group(run)->transform(choice(allocator_names()))->default_str("auto");
+    app.add_flag("--benchmark", o.benchmark, "jemalloc tuned for benchmarks (never returns memory); auto then prefers jemalloc")->group(run);
+    app.add_option("--omp-runtime", o.omp, "auto: Intel-compatible OpenMP if found; default: the program's own (GNU); intel: preload it")
+        ->group(run)->transform(choice(omp_runtime_names()))->default_str("auto");
+
+    const std::string prog = "Program";
+    app.add_flag("-m,--module", o.module, "PROGRAM is a Python module: run python -u -m PROGRAM")->group(prog);
+    app.add_flag("--no-python", o.no_python, "Run PROGRAM as is, even a .py file")->group(prog);
+    app.add_option("--python", o.python, "Interpreter for .py programs and -m modules")->group(prog)->type_name("PATH")->default_str("python3");
+
+    const std::string out = "Running and output";
+    app.add_option("--log-dir", o.log_dir, "Write each instance's output to DIR/PREFIX_instanceI_cpusLIST.log and a summary JSON")
+        ->group(out)->type_name("DIR");
+    app.add_option("--log-file-prefix", o.log_file_prefix, "Prefix of the log file names")->group(out)->type_name("PREFIX")->default_str("run");
+    app.add_flag("--onednn-verbose", o.onednn_verbose, "Run with ONEDNN_VERBOSE=1 and report oneDNN kernels per instance, with AMX: yes/no")->group(out);
+    app.add_option("--require-isa", o.require_isa, "Exit 1 unless every instance ran its convolution/matmul time on this ISA (amx, avx512_core_bf16, ...); implies --onednn-verbose")
+        ->group(out)->type_name("ISA");
+    app.add_option("--require-isa-share", o.require_isa_share, "Fraction of the compute time that must run on --require-isa")
+        ->group(out)->type_name("X")->default_str("0.9");
+    app.add_option("--timeout", o.timeout_seconds, "Stop the instances after this many seconds (SIGTERM, SIGKILL 10 s later); 0 = none")
+        ->group(out)->type_name("SECONDS")->default_str("0");
+    app.add_flag("--dry-run", o.dry_run, "Print the plan and run nothing")->group(out);
+    app.add_flag("--json", o.json, "Print the plan (--dry-run) or the run report as JSON on stdout")->group(out);
+    app.add_flag("-q,--quiet", o.quiet, "No summary unless something failed")->group(out);
+    app.add_flag("-v,--verbose", o.verbose, "Say more about what is done")->group(out);
+}
+
+int launch_main(int argc, char **argv) {
+    CLI::App app{"Runs pinned copies of a program, with the allocator and OpenMP runtime chosen and "
+                 "tuned.\n  ipex-launch [OPTIONS] [--] PROGRAM [ARGS...]",
+                 kProgram};
+    app.footer("See man ipex-launch for the variables set, exit codes and examples.");
+    app.set_version_flag("--version", std::string(kProgram) + " " + kVersion);
+    app.prefix_command();
+    ipex::launch::LaunchOptions opts;
+    add_options(app, opts);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp &e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp &e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion &e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError &e) {
+        ipex::launch::fail_usage(std::string(e.what()) + " (see ipex-launch --help)");
+    }
+    std::vector<std::string> rest = app.remaining();
+    if (!rest.empty() && rest.front() == "--") {
+        rest.erase(rest.begin());
+    } else if (!rest.empty() && rest.front().size() > 1 && rest.front()[0] == '-') {
+        ipex::launch::fail_usage("unknown option " + rest.front() + suggestion(app, rest.front()) +
+                          " (put the program after --)");
+    }
+    opts.command = rest;
+    return ipex::launch::run_launch(opts);
+}
+
+}  // namespace
+
+int main(int argc, char **argv) { return ipex::launch::guarded_main(kProgram, launch_main, argc, argv); }

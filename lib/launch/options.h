@@ -1,0 +1,76 @@
+// Everything ipex-launch can be asked to do, as parsed from the command line. The
+// launcher's main fills this struct from its option table; lib/launch validates it.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "launch/binding.h"
+#include "launch/env_plan.h"
+#include "launch/partition.h"
+
+namespace ipex::launch {
+
+struct LaunchOptions {
+    // Topology (default: this machine).
+    std::string topology_xml;  // --topology FILE.xml
+    std::string synthetic;     // --synthetic "package:2 numa:1 core:28 pu:2"
+
+    // Partitioning.
+    int ninstances = 0;
+    int ncores_per_instance = 0;
+    std::string instance_idx;  // list text, "" for all
+    Strategy strategy = Strategy::close;
+    bool bind_numa_node = false;
+    bool use_logical_cores = false;
+    bool use_e_cores = false;
+    std::string cores_list, cpus_list, nodes_list;
+    bool latency_mode = false;
+    bool throughput_mode = false;
+
+    // Binding, allocator, OpenMP.
+    TaskManager task_manager = TaskManager::auto_select;
+    Allocator allocator = Allocator::auto_select;
+    bool benchmark = false;
+    OmpRuntime omp = OmpRuntime::auto_select;
+
+    // Program.
+    bool module = false;
+    bool no_python = false;
+    std::string python = "python3";
+    std::vector<std::string> command;
+
+    // Running and reporting.
+    std::string log_dir;
+    std::string log_file_prefix = "run";
+    bool onednn_verbose = false;
+    std::string require_isa;
+    double require_isa_share = 0.9;
+    double timeout_seconds = 0;
+    bool dry_run = false;
+    bool json = false;
+    bool quiet = false;
+    bool verbose = false;
+};
+
+// Choice names as written on the command line (the man page lists the same).
+const std::map<std::string, Strategy> &strategy_names();
+const std::map<std::string, TaskManager> &task_manager_names();
+const std::map<std::string, Allocator> &allocator_names();
+const std::map<std::string, OmpRuntime> &omp_runtime_names();
+
+template <typename E>
+std::string name_of(const std::map<std::string, E> &names, E value) {
+    for (const auto &[name, v] : names)
+        if (v == value) return name;
+    return "?";
+}
+
+// Cross-option checks that do not need the topology. Throws Error(usage).
+void validate(const LaunchOptions &opts);
+
+// The partitioning part of the options, lists parsed. Throws Error(usage).
+PartitionRequest partition_request(const LaunchOptions &opts);
+
+}  // namespace ipex::launch

@@ -1,0 +1,46 @@
+// What ipex-launch prints: the dry-run plan (text or JSON), the summary table, the
+// per-instance oneDNN table, the --require-isa verdict and the JSON run report.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "launch/launch.h"
+#include "launch/runner.h"
+
+namespace ipex::launch {
+
+struct IsaCheck {
+    bool requested = false;
+    std::string isa;             // canonical oneDNN name
+    double min_share = 0.0;
+    bool ok = true;
+    std::vector<double> shares;  // per outcome: compute time share on `isa`
+    std::vector<bool> passed;
+    std::string message;         // why it failed
+};
+
+// Each instance must run at least `min_share` of its compute time on `isa`.
+IsaCheck check_isa(const std::vector<InstanceOutcome> &outcomes, const std::string &isa,
+                   double min_share);
+
+nlohmann::json plan_json(const LaunchPlan &plan);
+std::string plan_text(const LaunchPlan &plan);
+
+// Table: instance, cpus, cores, nodes, pid, status, wall time, peak RSS.
+std::string summary_text(const LaunchPlan &plan, const std::vector<InstanceOutcome> &outcomes);
+
+// Per instance: primitive kind x implementation with counts, time and share; AMX yes/no.
+std::string verbose_text(const std::vector<InstanceOutcome> &outcomes, const IsaCheck &check);
+
+// The plan plus, per instance, pid, status, wall time, peak RSS and (with `with_onednn`)
+// the oneDNN statistics.
+nlohmann::json results_json(const LaunchPlan &plan, const std::vector<InstanceOutcome> &outcomes,
+                            const IsaCheck &check, bool with_onednn);
+
+// "a b 'c d'": argv quoted for a POSIX shell.
+std::string shell_join(const std::vector<std::string> &argv);
+
+}  // namespace ipex::launch

@@ -1,0 +1,57 @@
+// Runs prepared instances: fork, bind, exec; streams each instance's stdout/stderr into
+// its log file and (prefixed "[i] ") to the console; forwards SIGINT/SIGTERM/SIGHUP to
+// every instance's process group (a second signal kills them); enforces an optional
+// timeout; reaps each instance with its exit status, wall time and peak RSS.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "launch/binding.h"
+#include "launch/onednn_verbose.h"
+
+namespace ipex::launch {
+
+struct RunSpec {
+    int index = 0;
+    std::string executable;         // path for execve
+    std::vector<std::string> argv;
+    std::vector<std::string> envp;  // NAME=value
+    PreparedBinding binding;
+    std::string log_path;           // "" for no log file
+};
+
+struct RunSettings {
+    bool console = true;             // echo instance output to the console
+    bool stdout_to_stderr = false;   // keep our stdout for a JSON report
+    bool parse_verbose = false;      // collect oneDNN verbose statistics
+    bool hide_verbose_lines = false; // keep oneDNN verbose lines out of the console
+    double timeout_seconds = 0;      // 0: none
+    double kill_grace_seconds = 10;  // SIGTERM -> SIGKILL delay after a timeout
+};
+
+struct InstanceOutcome {
+    int index = 0;
+    pid_t pid = -1;
+    std::string start_error;  // set when the program could not be started
+    int exit_code = -1;       // valid when signal == 0
+    int signal = 0;           // the signal that ended it, 0 if it exited
+    bool timed_out = false;
+    double wall_seconds = 0;
+    long peak_rss_kib = 0;
+    int membind_errno = 0;    // the memory policy was refused (affinity still applied)
+    VerboseStats verbose;
+    VerboseInfo verbose_info;
+
+    bool ok() const { return start_error.empty() && signal == 0 && exit_code == 0; }
+    std::string status_text() const;  // "exit 0", "signal 15 (SIGTERM)", "not started"
+};
+
+// Throws Error(bad_input) when a log file cannot be created, Error(internal) when fork
+// or pipe fail before anything runs.
+std::vector<InstanceOutcome> run_instances(const std::vector<RunSpec> &specs,
+                                           const RunSettings &settings);
+
+}  // namespace ipex::launch
