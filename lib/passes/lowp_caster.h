@@ -1,0 +1,82 @@
+// Internal to cast_to_lowp: the graph walker that tracks possible dtypes and inserts casts.
+#pragma once
+
+#include <torch/csrc/jit/ir/alias_analysis.h>
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "passes/lowp_dtypes.h"
+#include "passes/lowp_op_tables.h"
+#include "passes/pass_result.h"
+
+namespace ipex::passes {
+
+class LowpCaster {
+public:
+    LowpCaster(std::shared_ptr<torch::jit::Graph> graph, at::ScalarType lowp);
+
+    // True when some op would run in the low dtype (checked before anything changes).
+    bool has_candidates();
+    void run(bool keep_dtype_outputs);
+    PassResult take_result();
+
+private:
+    using Value = torch::jit::Value;
+    using Node = torch::jit::Node;
+
+    // dtype-set bookkeeping
+    DtypeSet set_of(const Value *value) const;
+    DtypeSet list_elements(const Value *value) const;
+    void set_outputs(Node *node, const DtypeSet &set);
+    bool is_read_only_list(const Value *list) const;
+    bool may_be_written(const Value *value) const;
+
+    // walking
+    void process_block(torch::jit::Block *block);
+    void process_node(Node *node);
+    void process_structural(Node *node);
+    void process_op(Node *node);
+    const LowpOpInfo *effective_info(Node *node, bool *is_candidate);
+    void cast_inputs_lowp(Node *node);
+    void cast_inputs_fp32(Node *node);
+    void cast_list_input(Node *node, size_t index);
+    void compute_outputs(Node *node, OutputRule rule);
+    DtypeSet promoted_operands(Node *node) const;
+    DtypeSet first_operand(Node *node) const;
+
+    // casts
+    Value *cast(Value *value, at::ScalarType to, bool must_be_floating, Node *consumer);
+    Value *emit_cast(Value *value, at::ScalarType to, bool guarded, Node *insert_before);
+    Value *lowp_constant(Value *constant);
+    Node *insertion_point_after(Value *value) const;
+
+    // graph outputs (lowp_outputs.cpp)
+    void restore_outputs();
+    Value *restore_value(Value *value, Node *ret);
+    Value *restore_with_script(Value *value, Node *ret);
+
+    std::shared_ptr<torch::jit::Graph> graph_;
+    at::ScalarType lowp_;
+    bool conv_transpose_ok_;
+    bool embedding_bag_ok_;
+    std::unique_ptr<torch::jit::AliasDb> alias_db_;
+    std::unordered_set<const Value *> original_values_;
+    std::unordered_map<const Value *, DtypeSet> sets_;
+    std::unordered_map<const Value *, DtypeSet> list_sets_;
+    std::unordered_map<const Value *, std::vector<DtypeSet>> tuple_sets_;
+    std::map<std::tuple<const Value *, int, bool>, Value *> cast_memo_;
+    std::unordered_map<const Value *, Value *> lowp_constants_;
+    std::set<std::string> noted_;
+    std::set<std::string> modules_seen_;
+    PassResult result_;
+};
+
+}  // namespace ipex::passes
