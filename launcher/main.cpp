@@ -46,7 +46,19 @@ std::string suggestion(const CLI::App &app, const std::string &arg) {
 // The option table: every flag, its group, default and help.
 void add_options(CLI::App &app, ipex::launch::LaunchOptions &o) {
     using namespace ipex::launch;
-    const auto choice = [](const auto &names) { return CLI::CheckedTransformer(names, CLI::ignore_case); };
+    // Choice options: the value must be one of the names of a lib/launch table.
+    const auto choice = [&app](const std::string &flag, auto &target, const auto &names,
+                               const std::string &default_name, const std::string &help) {
+        std::vector<std::string> keys;
+        for (const auto &entry : names) keys.push_back(entry.first);
+        std::string type;
+        for (const auto &k : keys) type += (type.empty() ? "" : "|") + k;
+        return app.add_option_function<std::string>(
+                      flag, [&target, &names](const std::string &v) { target = names.at(v); }, help)
+            ->check(CLI::IsMember(keys).description(""))
+            ->type_name(type)
+            ->default_str(default_name);
+    };
 
     const std::string topo = "Topology (default: this machine)";
     app.add_option("--topology", o.topology_xml, "Plan for the machine in this hwloc XML file (lstopo --of xml); needs --dry-run")
@@ -61,8 +73,9 @@ void add_options(CLI::App &app, ipex::launch::LaunchOptions &o) {
         ->group(part)->type_name("N")->default_str("0");
     app.add_option("--instance-idx", o.instance_idx, "Run only these instances of the plan, e.g. 0,2-3")
         ->group(part)->type_name("LIST");
-    app.add_option("--strategy", o.strategy, "close: fill NUMA nodes in order; scatter: spread instances round-robin over NUMA nodes")
-        ->group(part)->transform(choice(strategy_names()))->default_str("close");
+    choice("--strategy", o.strategy, strategy_names(), "close",
+           "close: fill NUMA nodes in order; scatter: spread instances round-robin over NUMA nodes")
+        ->group(part);
     app.add_flag("--bind-numa-node", o.bind_numa_node, "Never let an instance span NUMA nodes")->group(part);
     app.add_flag("--use-logical-cores", o.use_logical_cores, "Count every hardware thread (SMT sibling) as a core")->group(part);
     app.add_flag("--use-e-cores", o.use_e_cores, "Also use E-cores on hybrid CPUs (excluded by default)")->group(part);
@@ -76,13 +89,17 @@ void add_options(CLI::App &app, ipex::launch::LaunchOptions &o) {
     app.add_flag("--throughput-mode", o.throughput_mode, "One instance per NUMA node, on all its cores")->group(part);
 
     const std::string run = "Binding and runtimes";
-    app.add_option("--multi-task-manager", o.task_manager, "auto: set CPU affinity and memory policy directly; none: no process binding; numactl/taskset: prefix the command with that tool")
-        ->group(run)->transform(choice(task_manager_names()))->default_str("auto");
-    app.add_option("--memory-allocator", o.allocator, "auto: tcmalloc, else jemalloc, else default; or name one")
-        ->group(run)->transform(choice(allocator_names()))->default_str("auto");
+    choice("--multi-task-manager", o.task_manager, task_manager_names(), "auto",
+           "auto: set CPU affinity and memory policy directly; none: no process binding; "
+           "numactl/taskset: prefix the command with that tool")
+        ->group(run);
+    choice("--memory-allocator", o.allocator, allocator_names(), "auto",
+           "auto: tcmalloc, else jemalloc, else default; or name one")
+        ->group(run);
     app.add_flag("--benchmark", o.benchmark, "jemalloc tuned for benchmarks (never returns memory); auto then prefers jemalloc")->group(run);
-    app.add_option("--omp-runtime", o.omp, "auto: Intel-compatible OpenMP if found; default: the program's own (GNU); intel: preload it")
-        ->group(run)->transform(choice(omp_runtime_names()))->default_str("auto");
+    choice("--omp-runtime", o.omp, omp_runtime_names(), "auto",
+           "auto: Intel-compatible OpenMP if found; default: the program's own (GNU); intel: preload it")
+        ->group(run);
 
     const std::string prog = "Program";
     app.add_flag("-m,--module", o.module, "PROGRAM is a Python module: run python -u -m PROGRAM")->group(prog);

@@ -81,6 +81,7 @@ private:
     std::vector<Instance> &instances_;
     const RunSettings &settings_;
     int forwarded_ = 0;
+    bool stopping_ = false;  // a signal was forwarded or the timeout hit
 };
 
 void Loop::handle_line(Instance &inst, Stream &stream, const std::string &line) {
@@ -148,6 +149,9 @@ void Loop::reap() {
         read_stream(inst, inst.err, true);
         close_stream(inst, inst.out);
         close_stream(inst, inst.err);
+        // When stopping, nothing the instance started may outlive it (a shell's
+        // background jobs ignore SIGINT, for one).
+        if (stopping_) kill(-inst.outcome.pid, SIGKILL);
     }
 }
 
@@ -194,6 +198,7 @@ void Loop::run() {
             for (ssize_t i = 0; i < got; ++i) {
                 if (sigs[i] == SIGCHLD) continue;
                 ++forwarded_;
+                stopping_ = true;
                 const int sig = forwarded_ == 1 ? sigs[i] : SIGKILL;
                 diag::info(std::string("received SIG") + sigabbrev_np(sigs[i]) + "; sending SIG" +
                           sigabbrev_np(sig) + " to the running instances" +
@@ -207,6 +212,7 @@ void Loop::run() {
         reap();
         if (has_timeout && !timed_out && Clock::now() >= deadline) {
             timed_out = true;
+            stopping_ = true;
             for (auto &inst : instances_) inst.outcome.timed_out = inst.running;
             signal_all(SIGTERM);
             kill_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(

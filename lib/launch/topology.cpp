@@ -160,6 +160,13 @@ const Core *Topology::core_of_cpu(int cpu) const {
 
 Topology load_this_machine() {
     HwlocTopology topo;
+    // The launcher pays this on every start. Sysfs gives packages, cores, NUMA nodes and
+    // CPU kinds; the x86 cpuid pass (which visits every CPU) and the distance and memory
+    // attribute matrices add time and nothing the placement uses.
+    hwloc_topology_set_components(topo.get(), HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
+    hwloc_topology_set_flags(topo.get(), HWLOC_TOPOLOGY_FLAG_NO_DISTANCES | HWLOC_TOPOLOGY_FLAG_NO_MEMATTRS);
+    for (hwloc_obj_type_t type : {HWLOC_OBJ_DIE, HWLOC_OBJ_MISC, HWLOC_OBJ_MEMCACHE})
+        hwloc_topology_set_type_filter(topo.get(), type, HWLOC_TYPE_FILTER_KEEP_NONE);
     if (hwloc_topology_load(topo.get()) != 0)
         fail_internal(std::string("hwloc could not read this machine's topology: ") +
                       std::strerror(errno));

@@ -1,0 +1,112 @@
+"""Bad options, conflicting flags, missing programs and bad files: documented exit codes and
+one clear error line naming the flag or file."""
+import os
+import unittest
+
+from launch_e2e import LaunchTest, run, online_cpus
+
+SYN = ["--synthetic", "package:1 core:4 pu:1", "--dry-run"]
+
+
+class UsageErrors(LaunchTest):
+    def test_unknown_option_suggests_the_right_one(self):
+        r = run("--ninstance", "2", "--", "/bin/true")
+        self.assertError(r, 2, "--ninstance", "did you mean --ninstances?")
+
+    def test_bad_values(self):
+        self.assertError(run("--ninstances", "abc", "--", "/bin/true"), 2, "--ninstances")
+        self.assertError(run("--strategy", "spread", "--", "/bin/true"), 2, "--strategy")
+        self.assertError(run("--memory-allocator", "mimalloc", "--", "/bin/true"), 2, "--memory-allocator")
+        self.assertError(run("--omp-runtime", "gnu", "--", "/bin/true"), 2, "--omp-runtime")
+        self.assertError(run("--multi-task-manager", "srun", "--", "/bin/true"), 2, "--multi-task-manager")
+        self.assertError(run("--require-isa", "amx9", "--", "/bin/true"), 2, "--require-isa amx9")
+        self.assertError(run("--require-isa", "amx", "--require-isa-share", "1.5", "--", "/bin/true"), 2,
+                         "--require-isa-share")
+        self.assertError(run(*SYN, "--cores-list", "3-1", "--", "/bin/true"), 2, "--cores-list", "backwards")
+        self.assertError(run(*SYN, "--nodes-list", "x", "--", "/bin/true"), 2, "--nodes-list")
+        self.assertError(run("--log-file-prefix", "a/b", "--", "/bin/true"), 2, "--log-file-prefix")
+
+    def test_conflicting_flags(self):
+        cases = [
+            (["--latency-mode", "--throughput-mode"], "--throughput-mode"),
+            (["--throughput-mode", "--ninstances", "2"], "--ninstances"),
+            (["--latency-mode", "--ncores-per-instance", "2"], "--ncores-per-instance"),
+            (["--cores-list", "0", "--cpus-list", "0"], "--cpus-list"),
+            (["--topology", "x.xml"], "--synthetic"),
+            (["-m", "--no-python"], "--no-python"),
+            (["--benchmark", "--memory-allocator", "tcmalloc"], "--benchmark"),
+            (["--quiet", "--verbose"], "--quiet"),
+        ]
+        for flags, mention in cases:
+            with self.subTest(flags=flags):
+                self.assertError(run(*SYN, *flags, "--", "/bin/true"), 2, mention)
+
+    def test_plans_for_another_machine_need_dry_run(self):
+        r = run("--synthetic", "package:1 core:4 pu:1", "--", "/bin/true")
+        self.assertError(r, 2, "--synthetic", "--dry-run")
+
+    def test_impossible_requests(self):
+        n = len(online_cpus())
+        self.assertError(run("--ninstances", str(n + 1), "--", "/bin/true"), 2, f"--ninstances {n + 1}")
+        self.assertError(run(*SYN, "--ncores-per-instance", "5", "--", "/bin/true"), 2, "only 4")
+        self.assertError(run(*SYN, "--ninstances", "2", "--instance-idx", "2", "--", "/bin/true"), 2,
+                         "--instance-idx 2")
+        self.assertError(run(*SYN, "--cpus-list", "9", "--", "/bin/true"), 2, "--cpus-list: CPU 9")
+
+    def test_missing_programs(self):
+        self.assertError(run("--", "no-such-program-xyz"), 2, "no-such-program-xyz", "PATH")
+        self.assertError(run("--", "/nonexistent/prog"), 2, "/nonexistent/prog")
+        self.assertError(run("--", os.path.join(self.tmp, "missing.py")), 2, "missing.py")
+        self.assertError(run("--python", "/nonexistent/python3", "--", "/etc/hostname.py"), 2)
+        self.assertError(run("--ninstances", "1"), 2, "no program given")
+        self.assertError(run("-m", "--python", "/nonexistent/python", "--", "json.tool"), 2, "--python")
+
+    def test_missing_tool(self):
+        r = run("--multi-task-manager", "numactl", "--", "/bin/true", env={"PATH": "/nonexistent"})
+        self.assertError(r, 4, "numactl", "Debian package numactl")
+
+    def test_unwritable_log_dir(self):
+        blocker = os.path.join(self.tmp, "file")
+        open(blocker, "w").close()
+        self.assertError(run("--log-dir", os.path.join(blocker, "logs"), "--", "/bin/true"), 2, "--log-dir")
+
+
+class BadFiles(LaunchTest):
+    def test_unreadable_topology(self):
+        r = run("--dry-run", "--topology", "/nonexistent/topo.xml", "--", "/bin/true")
+        self.assertError(r, 3, "--topology /nonexistent/topo.xml")
+
+    def test_corrupt_topology(self):
+        path = os.path.join(self.tmp, "topo.xml")
+        with open(path, "w") as f:
+            f.write("<topology><object type=\"Machine\"")
+        self.assertError(run("--dry-run", "--topology", path, "--", "/bin/true"), 3, path, "lstopo")
+
+    def test_topology_that_is_not_xml(self):
+        path = os.path.join(self.tmp, "topo.xml")
+        with open(path, "wb") as f:
+            f.write(os.urandom(256))
+        self.assertError(run("--dry-run", "--topology", path, "--", "/bin/true"), 3, path)
+
+
+class Help(LaunchTest):
+    def test_help_lists_every_flag(self):
+        r = run("--help")
+        self.assertExit(r, 0)
+        for flag in ("--ninstances", "--ncores-per-instance", "--instance-idx", "--strategy",
+                     "--bind-numa-node", "--use-logical-cores", "--use-e-cores", "--cores-list",
+                     "--cpus-list", "--nodes-list", "--latency-mode", "--throughput-mode",
+                     "--multi-task-manager", "--memory-allocator", "--benchmark", "--omp-runtime",
+                     "--module", "--no-python", "--python", "--log-dir", "--log-file-prefix",
+                     "--onednn-verbose", "--require-isa", "--require-isa-share", "--timeout", "--dry-run",
+                     "--json", "--quiet", "--verbose", "--topology", "--synthetic", "--version"):
+            self.assertIn(flag, r.out)
+
+    def test_version(self):
+        r = run("--version")
+        self.assertExit(r, 0)
+        self.assertTrue(r.out.startswith("ipex-launch "))
+
+
+if __name__ == "__main__":
+    unittest.main()
