@@ -47,13 +47,18 @@ Topology hybrid(const std::vector<int> &e_cpus) {
 }
 
 struct Case {
+    Case(const char *name, std::function<const Topology &()> topo,
+         std::function<void(PartitionRequest &)> set, Lists cores, Lists cpus = {},
+         bool warns_crossing = false, int unused = -1)
+        : name(name), topo(std::move(topo)), set(std::move(set)), cores(std::move(cores)),
+          cpus(std::move(cpus)), warns_crossing(warns_crossing), unused(unused) {}
     const char *name;
     std::function<const Topology &()> topo;
     std::function<void(PartitionRequest &)> set;
     Lists cores;
-    Lists cpus;               // empty: not checked
-    bool warns_crossing = false;
-    int unused = -1;          // -1: not checked
+    Lists cpus;           // empty: not checked
+    bool warns_crossing;
+    int unused;           // -1: not checked
 };
 
 PartitionRequest req_with(const std::function<void(PartitionRequest &)> &set) {
@@ -72,11 +77,15 @@ TEST_P(PartitionTable, GivesTheExpectedCores) {
     const Case &c = GetParam();
     const Partition p = partition(c.topo(), req_with(c.set));
     EXPECT_EQ(core_lists(p), c.cores);
-    if (!c.cpus.empty()) EXPECT_EQ(cpu_lists(p), c.cpus);
+    if (!c.cpus.empty()) {
+        EXPECT_EQ(cpu_lists(p), c.cpus);
+    }
     bool crossing = false;
     for (const auto &w : p.warnings) crossing = crossing || w.find("more than one NUMA node") != std::string::npos;
     EXPECT_EQ(crossing, c.warns_crossing);
-    if (c.unused >= 0) EXPECT_EQ(p.unused_slots, c.unused);
+    if (c.unused >= 0) {
+        EXPECT_EQ(p.unused_slots, c.unused);
+    }
 }
 
 // clang-format off
