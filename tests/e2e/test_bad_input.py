@@ -213,6 +213,15 @@ class BadOutputPaths(e2e.ToolTestCase):
         self.assert_error(result, e2e.EXIT_USAGE, "locked")
         self.assertEqual(os.listdir(locked), [], "files left in the unwritable directory")
 
+    def test_unwritable_out_read_only_filesystem(self):
+        # procfs refuses new files even to root, unlike a 0555 directory.
+        if not os.path.isdir("/proc/self"):
+            self.skipTest("/proc is not mounted")
+        out = "/proc/ipex-tool-e2e-out.pt"
+        result = self.run_tool("optimize", self.model, out)
+        self.assert_error(result, e2e.EXIT_USAGE, "/proc")
+        self.assertFalse(os.path.exists(out))
+
     def test_unwritable_report(self):
         out = self.path("out.pt")
         result = self.run_tool("optimize", self.model, out, "--report",
