@@ -106,7 +106,11 @@ void write_atomically(const std::string &dst,
                       const std::function<void(const std::string &tmp)> &writer) {
     install_handlers();
     const std::string dir = parent_dir(dst);
-    std::string pattern = dir + "/.ipex-tmp-XXXXXX";
+    // "<stem>.ipex-tmpXXXXXX": PyTorch names a saved archive's root folder after the file
+    // name up to its extension, so the stem must survive.
+    std::string base = dst.substr(dst.find_last_of('/') == std::string::npos ? 0 : dst.find_last_of('/') + 1);
+    const std::string stem = base.substr(0, base.find_last_of('.'));
+    std::string pattern = dir + "/" + (stem.empty() ? std::string("out") : stem) + ".ipex-tmpXXXXXX";
     std::vector<char> buf(pattern.begin(), pattern.end());
     buf.push_back('\0');
     int fd = mkstemp(buf.data());

@@ -91,6 +91,11 @@ LoadedModel load_model(const std::string &path) {
             throw_unsupported("'" + path + "' uses an operator or class this build does not know: " +
                               msg + "; load the library that defines it");
         throw_bad_input("'" + path + "' cannot be loaded as TorchScript: " + msg);
+    } catch (const std::exception &e) {
+        // The TorchScript parser reports damaged code records as std::runtime_error.
+        std::string msg = e.what();
+        if (auto nl = msg.find('\n'); nl != std::string::npos) msg = msg.substr(0, nl);
+        throw_bad_input("'" + path + "' cannot be loaded as TorchScript (damaged code): " + msg);
     }
     if (!extra[kMetadataFile].empty()) {
         try {

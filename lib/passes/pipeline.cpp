@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <functional>
+#include <set>
 
 #include "core/errors.h"
 #include "core/log.h"
@@ -82,6 +83,30 @@ void specialize_inputs(const GraphPtr &graph, const std::vector<c10::IValue> &in
     }
 }
 
+// Methods of the top-level module that forward calls (directly or through each other).
+// They are inlined into forward when freezing and need not be kept.
+std::set<std::string> methods_called_by_forward(const torch::jit::Module &module) {
+    std::set<std::string> seen{"forward"};
+    std::vector<std::string> todo{"forward"};
+    while (!todo.empty()) {
+        const auto graph = module.get_method(todo.back()).graph();
+        todo.pop_back();
+        std::vector<const torch::jit::Block *> blocks{graph->block()};
+        while (!blocks.empty()) {
+            const auto *block = blocks.back();
+            blocks.pop_back();
+            for (const auto *node : block->nodes()) {
+                for (const auto *sub : node->blocks()) blocks.push_back(sub);
+                if (node->kind() == torch::jit::prim::CallMethod && node->input(0) == graph->inputs()[0]) {
+                    const std::string name = node->s(torch::jit::attr::name);
+                    if (seen.insert(name).second) todo.push_back(name);
+                }
+            }
+        }
+    }
+    return seen;
+}
+
 void cleanup(const GraphPtr &graph) {
     torch::jit::EliminateDeadCode(graph);
     torch::jit::EliminateCommonSubexpression(graph);
@@ -149,9 +174,16 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
     model.eval();
 
     auto start = Clock::now();
+    // Other entry points (e.g. @torch.jit.export methods) are kept, frozen but not optimized.
     std::vector<std::string> preserved;
+    const std::set<std::string> called = methods_called_by_forward(model);
     for (const auto &m : model.get_methods())
-        if (m.name() != "forward") preserved.push_back(m.name());
+        if (!called.count(m.name())) preserved.push_back(m.name());
+    if (!preserved.empty()) {
+        std::string names;
+        for (const auto &n : preserved) names += (names.empty() ? "" : ", ") + n;
+        warn("methods other than forward are kept as they are (frozen, not optimized): " + names);
+    }
     try {
         result.module = torch::jit::freeze_module(model, preserved);
     } catch (const c10::Error &e) {
