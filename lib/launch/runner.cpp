@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,6 +30,7 @@ void on_signal(int sig) {
 }
 
 constexpr int kHandled[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD};
+constexpr size_t kMaxLine = 1 << 16;  // longest line kept whole for the console prefix
 
 // Records the child sends back on its status pipe before exec.
 struct ChildRecord {
@@ -118,6 +120,10 @@ void Loop::read_stream(Instance &inst, Stream &stream, bool until_eagain) {
             start = nl + 1;
         }
         stream.partial.erase(0, start);
+        if (stream.partial.size() > kMaxLine) {  // output without newlines: pass it on in pieces
+            handle_line(inst, stream, stream.partial);
+            stream.partial.clear();
+        }
         if (!until_eagain) return;
     }
 }
@@ -249,10 +255,14 @@ void start(Instance &inst, bool stdout_to_stderr) {
     envp.push_back(nullptr);
 
     inst.start = Clock::now();
+    const pid_t launcher = getpid();
     const pid_t pid = fork();
     if (pid < 0) fail_internal(std::string("fork: ") + std::strerror(errno));
     if (pid == 0) {
         setpgid(0, 0);
+        // If the launcher dies without forwarding anything (SIGKILL), stop the instance too.
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != launcher) _exit(127);
         for (int sig : kHandled) signal(sig, SIG_DFL);
         signal(SIGPIPE, SIG_DFL);
         sigset_t none;

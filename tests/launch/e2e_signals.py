@@ -85,6 +85,20 @@ class Signals(LaunchTest):
         self.assertIn("sending SIGKILL", err)
         self.assertEqual([row["status"] for row in summary_rows(err)], ["signal 9 (SIGKILL)"] * n)
 
+    def test_instances_stop_when_the_launcher_is_killed(self):
+        n = min(2, len(online_cpus()))
+        marks = os.path.join(self.tmp, "marks")
+        os.mkdir(marks)
+        proc = self.start(f'trap "touch {marks}/$IPEX_LAUNCH_INSTANCE; exit 3" TERM; echo "pid $$"; '
+                          'echo ready; while :; do sleep 0.1; done', n)
+        self.assertTrue(wait_for(lambda: self.all_ready(n)))
+        pids = [int(line.split()[1]) for i in range(n) for line in self.log(i).splitlines()
+                if line.startswith("pid ")]
+        proc.kill()
+        proc.wait(timeout=10)
+        self.assertTrue(wait_for(lambda: not any(alive(p) for p in pids), 10))
+        self.assertEqual(sorted(os.listdir(marks)), [str(i) for i in range(n)])
+
 
 if __name__ == "__main__":
     unittest.main()
