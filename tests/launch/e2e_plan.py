@@ -141,6 +141,11 @@ class DryRun(LaunchTest):
         plan, _ = self.plan("--synthetic", FOUR_NODES, "--latency-mode", "--", "/bin/true")
         self.assertEqual([len(i["cores"]) for i in plan["instances"]], [4] * 8)
 
+    def test_negative_count_is_a_value_not_an_option(self):
+        plan, _ = self.plan("--synthetic", "package:1 core:5 pu:1", "--ninstances", "2",
+                            "--ncores-per-instance", "-1", "--", "/bin/true")
+        self.assertEqual([i["cores"] for i in plan["instances"]], [[0, 1, 2], [3, 4]])
+
     def test_this_machine(self):
         plan, _ = self.plan("--", "/bin/true")
         self.assertEqual(plan["topology"]["source"], "this machine")
