@@ -53,6 +53,13 @@ std::optional<bool> conv_is_transposed(const Node *node) {
     return constant_bool(input_named(node, "transposed"));
 }
 
+bool contains_tensor_type(const c10::TypePtr &type) {
+    if (type->kind() == c10::TypeKind::TensorType) return true;
+    for (const auto &inner : type->containedTypes())
+        if (contains_tensor_type(inner)) return true;
+    return false;
+}
+
 std::string dtype_text(at::ScalarType type) { return type == at::kBFloat16 ? "bf16" : "fp16"; }
 
 }  // namespace
@@ -69,13 +76,44 @@ PassResult LowpCaster::take_result() { return std::move(result_); }
 
 DtypeSet LowpCaster::set_of(const Value *value) const {
     if (const auto tensor = constant_tensor(value)) return DtypeSet::of(tensor->scalar_type());
+    if (value->node()->kind() == c10::prim::Uninitialized) return {};  // only on paths that raise
     if (value->type()->kind() == c10::TypeKind::NoneType) return {};
     if (const auto it = sets_.find(value); it != sets_.end()) return it->second;
     return is_tensor_like(value->type()) ? DtypeSet::any() : DtypeSet();
 }
 
+// Elements of a list built by ListConstruct and then only appended to, in one block, with
+// every read after the last append (how TorchScript builds `xs = []; xs.append(..)`).
+std::optional<DtypeSet> LowpCaster::appended_list_elements(const Value *list) const {
+    const Node *construct = list->node();
+    if (construct->kind() != c10::prim::ListConstruct || !is_tensor_list(list->type())) return std::nullopt;
+    const Node *last_append = nullptr;
+    DtypeSet set;
+    for (const Value *input : construct->inputs()) set = set | set_of(input);
+    for (const auto &use : list->uses()) {
+        if (use.user->owningBlock() != construct->owningBlock()) return std::nullopt;
+        if (use.user->kind() != c10::aten::append) continue;
+        if (use.offset != 0) return std::nullopt;
+        set = set | set_of(use.user->input(1));
+        if (!last_append || last_append->isBefore(use.user)) last_append = use.user;
+    }
+    if (!last_append) return std::nullopt;
+    for (const auto &use : list->uses()) {
+        const auto kind = use.user->kind();
+        if (kind == c10::aten::append) continue;
+        if (use.user->isBefore(last_append)) return std::nullopt;
+        if (kind == c10::prim::ListUnpack || kind == c10::aten::__getitem__ || kind == c10::aten::len) continue;
+        const auto *schema = use.user->maybeSchema();
+        if (!schema || use.offset >= schema->arguments().size() || schema->arguments()[use.offset].alias_info())
+            return std::nullopt;
+    }
+    return set;
+}
+
 DtypeSet LowpCaster::list_elements(const Value *value) const {
     if (const auto it = list_sets_.find(value); it != list_sets_.end()) return it->second;
+    if (value->node()->kind() == c10::prim::Uninitialized) return {};
+    if (const auto appended = appended_list_elements(value)) return *appended;
     if (const auto ivalue = torch::jit::toIValue(value); ivalue && ivalue->isTensorList()) {
         DtypeSet set;
         for (const at::Tensor &t : ivalue->toTensorVector()) set = set | DtypeSet::of(t.scalar_type());
@@ -88,21 +126,19 @@ void LowpCaster::set_outputs(Node *node, const DtypeSet &set) {
     for (Value *output : node->outputs()) {
         if (is_tensor_like(output->type())) {
             sets_[output] = set;
-        } else if (is_tensor_list(output->type()) && is_read_only_list(output)) {
+        } else if (is_tensor_list(output->type()) && is_fixed_list(output)) {
             list_sets_[output] = set;
         }
     }
 }
 
-bool LowpCaster::is_read_only_list(const Value *list) const {
-    for (const auto &use : list->uses()) {
-        const Node *user = use.user;
-        const auto kind = user->kind();
-        if (kind == c10::prim::ListUnpack || kind == c10::aten::__getitem__ || kind == c10::aten::len) continue;
-        const auto *schema = user->maybeSchema();
-        if (!schema || use.offset >= schema->arguments().size()) return false;
-        if (schema->arguments()[use.offset].alias_info()) return false;  // written or aliased out
-    }
+bool LowpCaster::is_fixed_list(const Value *list) const {
+    // Elements are the ones the list was built with unless the list or an alias of it is
+    // appended to, inserted into, assigned... (writes to the tensors inside do not matter:
+    // they cannot change a dtype).
+    if (!original_values_.count(list)) return true;
+    for (const Value *mutated : mutated_lists_)
+        if (alias_db_->mayAlias(list, mutated)) return false;
     return true;
 }
 
@@ -126,6 +162,8 @@ void LowpCaster::run(bool keep_dtype_outputs) {
     alias_db_ = std::make_unique<torch::jit::AliasDb>(graph_, /*isFrozen=*/true);
     for (Value *input : graph_->inputs()) original_values_.insert(input);
     for (Node *node : collect_nodes(graph_->block())) {
+        for (size_t i = 0; i < node->inputs().size(); ++i)
+            if (writes_argument(node, i) && is_tensor_list(node->input(i)->type())) mutated_lists_.push_back(node->input(i));
         for (Value *output : node->outputs()) original_values_.insert(output);
         for (Block *block : node->blocks())
             for (Value *param : block->inputs()) original_values_.insert(param);
@@ -165,7 +203,8 @@ void LowpCaster::process_node(Node *node) {
                 set = set | (is_tensor_list(output->type()) ? list_elements(returned) : set_of(returned));
             }
             if (is_tensor_like(output->type())) sets_[output] = set;
-            if (is_tensor_list(output->type()) && is_read_only_list(output)) list_sets_[output] = set;
+            if (is_tensor_list(output->type()) && is_fixed_list(output)) list_sets_[output] = set;
+            if (output->type()->cast<c10::TupleType>()) merge_tuple_sets(node, i);
         }
         return;
     }
@@ -191,10 +230,23 @@ void LowpCaster::process_node(Node *node) {
     for (Block *block : node->blocks()) process_block(block);
 }
 
+void LowpCaster::merge_tuple_sets(Node *branch, size_t index) {
+    std::vector<DtypeSet> merged;
+    for (torch::jit::Block *block : branch->blocks()) {
+        if (block->outputs()[index]->node()->kind() == c10::prim::Uninitialized) continue;
+        const auto it = tuple_sets_.find(block->outputs()[index]);
+        if (it == tuple_sets_.end()) return;
+        if (merged.empty()) merged.resize(it->second.size());
+        if (it->second.size() != merged.size()) return;
+        for (size_t e = 0; e < merged.size(); ++e) merged[e] = merged[e] | it->second[e];
+    }
+    if (!merged.empty()) tuple_sets_[branch->output(index)] = merged;
+}
+
 void LowpCaster::process_structural(Node *node) {
     switch (node->kind()) {
     case c10::prim::ListConstruct: {
-        if (!is_tensor_list(node->output()->type()) || !is_read_only_list(node->output())) return;
+        if (!is_tensor_list(node->output()->type()) || !is_fixed_list(node->output())) return;
         DtypeSet set;
         for (Value *input : node->inputs()) set = set | set_of(input);
         list_sets_[node->output()] = set;
@@ -227,7 +279,7 @@ void LowpCaster::process_structural(Node *node) {
     }
     default:  // prim::unchecked_cast
         if (is_tensor_like(node->output()->type())) sets_[node->output()] = set_of(node->input());
-        if (is_tensor_list(node->output()->type()) && is_read_only_list(node->output()))
+        if (is_tensor_list(node->output()->type()) && is_fixed_list(node->output()))
             list_sets_[node->output()] = list_elements(node->input());
         return;
     }
@@ -270,7 +322,7 @@ void LowpCaster::process_op(Node *node) {
         return;
     }
     if (kind == c10::aten::list) {
-        if (is_tensor_list(node->output()->type()) && is_read_only_list(node->output()))
+        if (is_tensor_list(node->output()->type()) && is_fixed_list(node->output()))
             list_sets_[node->output()] = list_elements(node->input(0));
         return;
     }
@@ -280,6 +332,8 @@ void LowpCaster::process_op(Node *node) {
     if (!info) {
         cast_inputs_fp32(node);
         compute_outputs(node, OutputRule::no_tensor);
+        // With no low-precision input and no dtype argument an op cannot make one.
+        if (!input_dtype_argument(node) && !may_see_lowp(node)) set_outputs(node, DtypeSet::any().without(lowp_));
         return;
     }
     const LowpOpInfo *table_info = lowp_op_info(kind);
@@ -309,7 +363,7 @@ void LowpCaster::cast_inputs_lowp(Node *node) {
         must_be_floating |= tensor && tensor->is_floating_point();
     }
     for (size_t i = 0; i < count; ++i) {
-        if (!is_tensor_like(args[i].type()) || writes_argument(node, i)) continue;
+        if (!is_tensor_like(node->input(i)->type()) || writes_argument(node, i)) continue;
         if (embedding && args[i].name() != "weight" && args[i].name() != "per_sample_weights") continue;
         Value *input = node->input(i);
         if (const auto tensor = constant_tensor(input)) {
@@ -332,17 +386,17 @@ void LowpCaster::cast_inputs_fp32(Node *node) {
     // An in-place op cannot have its destination replaced: match the sources to it instead.
     Value *written_lowp = nullptr;
     for (size_t i = 0; i < count; ++i)
-        if (is_tensor_like(args[i].type()) && writes_argument(node, i) && set_of(node->input(i)).contains(lowp_))
+        if (is_tensor_like(node->input(i)->type()) && writes_argument(node, i) && set_of(node->input(i)).contains(lowp_))
             written_lowp = node->input(i);
     bool changed = false;
     for (size_t i = 0; i < count; ++i) {
         if (writes_argument(node, i)) continue;
         Value *input = node->input(i);
-        if (is_tensor_list(args[i].type())) {
+        if (is_tensor_list(node->input(i)->type())) {
             cast_list_input(node, i);
             continue;
         }
-        if (!is_tensor_like(args[i].type()) || !is_tensor(input->type()) || constant_tensor(input)) continue;
+        if (!is_tensor_like(node->input(i)->type()) || !is_tensor(input->type()) || constant_tensor(input)) continue;
         if (written_lowp) {
             const DtypeSet set = set_of(input);
             if (!set.all_floating() || set == set_of(written_lowp)) continue;
@@ -409,10 +463,13 @@ void LowpCaster::compute_outputs(Node *node, OutputRule rule) {
     case OutputRule::same:
         set = first_operand(node);
         break;
-    case OutputRule::reduce:
-        set = first_operand(node);
-        if (!set.all_floating()) set = DtypeSet::any();
+    case OutputRule::reduce: {
+        // Integer and bool inputs accumulate in int64; floating ones keep their dtype.
+        const DtypeSet input = first_operand(node);
+        set = input & DtypeSet::floating();
+        if (!input.subset_of(DtypeSet::floating())) set = set | DtypeSet::of(at::kLong);
         break;
+    }
     case OutputRule::promote:
     case OutputRule::values_indices:
         set = promoted_operands(node);
@@ -442,11 +499,31 @@ void LowpCaster::compute_outputs(Node *node, OutputRule rule) {
     }
 }
 
+bool LowpCaster::may_see_lowp(Node *node) const {
+    for (Value *input : node->inputs()) {
+        if (is_tensor_like(input->type()) && set_of(input).contains(lowp_)) return true;
+        if (is_tensor_list(input->type()) && list_elements(input).contains(lowp_)) return true;
+        if (!is_tensor_like(input->type()) && !is_tensor_list(input->type()) && contains_tensor_type(input->type()))
+            return true;  // tuples, dicts...: not tracked
+    }
+    return false;
+}
+
+bool LowpCaster::input_dtype_argument(Node *node) const {
+    for (const auto &arg : node->schema().arguments()) {
+        const auto &type = arg.real_type();
+        if (type->kind() == c10::TypeKind::ScalarTypeType) return true;
+        const auto optional = type->cast<c10::OptionalType>();
+        if (optional && optional->getElementType()->kind() == c10::TypeKind::ScalarTypeType) return true;
+    }
+    return false;
+}
+
 DtypeSet LowpCaster::first_operand(Node *node) const {
     const auto &args = node->schema().arguments();
     for (size_t i = 0; i < std::min(args.size(), node->inputs().size()); ++i) {
-        if (is_tensor_like(args[i].type())) return set_of(node->input(i));
-        if (is_tensor_list(args[i].type())) return list_elements(node->input(i));
+        if (is_tensor_like(node->input(i)->type())) return set_of(node->input(i));
+        if (is_tensor_list(node->input(i)->type())) return list_elements(node->input(i));
     }
     return DtypeSet::any();
 }
@@ -459,10 +536,10 @@ DtypeSet LowpCaster::promoted_operands(Node *node) const {
     for (size_t i = 0; i < std::min(args.size(), node->inputs().size()); ++i) {
         const auto &arg = args[i];
         if (is_selector_argument(arg.name())) continue;
-        if (is_tensor_like(arg.type())) {
+        if (is_tensor_like(node->input(i)->type())) {
             set = set.promote(set_of(node->input(i)));
             saw_tensor = true;
-        } else if (is_tensor_list(arg.type())) {
+        } else if (is_tensor_list(node->input(i)->type())) {
             set = set.promote(list_elements(node->input(i)));
             saw_tensor = true;
         } else if (is_promoting_scalar(arg.name())) {

@@ -122,7 +122,7 @@ PassResult fold_conv_bn(std::shared_ptr<torch::jit::Graph> &graph) {
             result.skipped.push_back(label + ": conv output is also returned by the graph");
             continue;
         }
-        if (conv_out->uses().size() != 1) {
+        if (!only_shape_queries_besides(conv_out, bn)) {
             result.skipped.push_back(label + ": conv output has other users besides the batch_norm");
             continue;
         }

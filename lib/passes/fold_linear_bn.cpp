@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "passes/bn_folding.h"
 #include "passes/graph_utils.h"
@@ -56,8 +57,8 @@ std::optional<size_t> linear_rank(const Node *linear) {
 }
 
 // Emits aten::linear(input, weight', bias') at the current insertion point.
-Value *insert_folded_linear(torch::jit::Graph &graph, const Node *linear, const Node *bn,
-                            const LinearParams &p, const BatchNormAffine &affine) {
+Value *insert_folded_linear(torch::jit::Graph &graph, Node *linear, const Node *bn, const LinearParams &p,
+                            const BatchNormAffine &affine) {
     const at::Tensor w = p.weight.to(at::kDouble) * affine.scale.unsqueeze(1);
     const bool has_bias = p.bias.defined();
     const at::Tensor b_old = has_bias ? p.bias.to(at::kDouble) : at::zeros({p.weight.size(0)}, at::kDouble);
@@ -65,17 +66,34 @@ Value *insert_folded_linear(torch::jit::Graph &graph, const Node *linear, const 
     const at::ScalarType bias_dtype = has_bias ? p.bias.scalar_type() : p.weight.scalar_type();
     Value *weight = insert_folded_constant(graph, w.to(p.weight.scalar_type()), linear, "weight");
     Value *bias = insert_folded_constant(graph, b.to(bias_dtype), linear, "bias");
-    Node *folded = graph.create(c10::aten::linear, {linear->input(0), weight, bias});
-    graph.insertNode(folded);
-    folded->copyMetadata(const_cast<Node *>(linear));
+    Node *folded = graph.insertNode(graph.create(c10::aten::linear, {linear->input(0), weight, bias}));
+    folded->copyMetadata(linear);
     folded->output()->setType(bn->output()->type());
     return folded->output();
 }
 
-// if x.dim() == 2: folded linear, else: the original linear and batch_norm.
-void insert_guarded(torch::jit::Graph &graph, Node *linear, Node *bn, const LinearParams &p,
-                    const BatchNormAffine &affine) {
-    torch::jit::WithInsertPoint at_bn(bn);
+// The batch_norm's inputs besides x, usable at the linear's position: constants defined
+// later in the block are re-created at the top of the graph.
+std::optional<std::vector<Value *>> bn_inputs_at(torch::jit::Graph &graph, const Node *bn, const Node *linear) {
+    auto dominates = [&](const Value *input) {
+        const Node *producer = input->node();
+        return producer->owningBlock() != linear->owningBlock() || producer->isBefore(linear);
+    };
+    for (size_t i = 1; i < bn->inputs().size(); ++i)
+        if (!dominates(bn->input(i)) && !torch::jit::toIValue(bn->input(i))) return std::nullopt;
+    std::vector<Value *> inputs;
+    for (size_t i = 1; i < bn->inputs().size(); ++i) {
+        Value *input = bn->input(i);
+        inputs.push_back(dominates(input) ? input
+                                          : insert_constant_at_top(graph, *torch::jit::toIValue(input), input->node()));
+    }
+    return inputs;
+}
+
+// At the linear's position: if x.dim() == 2: the folded linear, else: linear + batch_norm.
+Value *insert_guarded(torch::jit::Graph &graph, Node *linear, Node *bn, const std::vector<Value *> &bn_inputs,
+                      const LinearParams &p, const BatchNormAffine &affine) {
+    torch::jit::WithInsertPoint at_linear(linear);
     Value *x = linear->input(0);
     Node *dim = graph.insertNode(graph.create(c10::aten::dim, {x}));
     dim->output()->setType(c10::IntType::get());
@@ -85,16 +103,23 @@ void insert_guarded(torch::jit::Graph &graph, Node *linear, Node *bn, const Line
     Node *branch = graph.insertNode(graph.create(c10::prim::If, {is_2d->output()}, 1));
     branch->copyMetadata(bn);
     branch->output()->setType(bn->output()->type());
-    Block *folded_block = branch->addBlock();
-    Block *original_block = branch->addBlock();
-
-    bn->output()->replaceAllUsesWith(branch->output());
-    linear->moveBefore(original_block->return_node());
-    bn->moveBefore(original_block->return_node());
-    original_block->registerOutput(bn->output());
-
-    torch::jit::WithInsertPoint inside(folded_block);
-    folded_block->registerOutput(insert_folded_linear(graph, linear, bn, p, affine));
+    torch::jit::Block *folded_block = branch->addBlock();
+    torch::jit::Block *original_block = branch->addBlock();
+    {
+        torch::jit::WithInsertPoint inside(folded_block);
+        folded_block->registerOutput(insert_folded_linear(graph, linear, bn, p, affine));
+    }
+    torch::jit::WithInsertPoint inside(original_block);
+    Node *linear_copy = graph.insertNode(graph.create(c10::aten::linear, linear->inputs()));
+    linear_copy->copyMetadata(linear);
+    linear_copy->output()->setType(linear->output()->type());
+    std::vector<Value *> inputs = {linear_copy->output()};
+    inputs.insert(inputs.end(), bn_inputs.begin(), bn_inputs.end());
+    Node *bn_copy = graph.insertNode(graph.create(c10::aten::batch_norm, inputs));
+    bn_copy->copyMetadata(bn);
+    bn_copy->output()->setType(bn->output()->type());
+    original_block->registerOutput(bn_copy->output());
+    return branch->output();
 }
 
 }  // namespace
@@ -110,7 +135,7 @@ PassResult fold_linear_bn(std::shared_ptr<torch::jit::Graph> &graph) {
             result.skipped.push_back(label + ": linear output is also returned by the graph");
             continue;
         }
-        if (linear->output()->uses().size() != 1) {
+        if (!only_shape_queries_besides(linear->output(), bn)) {
             result.skipped.push_back(label + ": linear output has other users besides the batch_norm");
             continue;
         }
@@ -132,15 +157,27 @@ PassResult fold_linear_bn(std::shared_ptr<torch::jit::Graph> &graph) {
                                      "-D; batch_norm then normalizes dim 1, not the linear's features");
             continue;
         }
-        if (rank) {
-            torch::jit::WithInsertPoint at_bn(bn);
-            Value *folded = insert_folded_linear(*graph, linear, bn, *params, *affine);
-            bn->output()->replaceAllUsesWith(folded);
-            bn->destroy();
-            linear->destroy();
-        } else {
-            insert_guarded(*graph, linear, bn, *params, *affine);
+        std::optional<std::vector<Value *>> bn_inputs;
+        if (!rank) {
+            bn_inputs = bn_inputs_at(*graph, bn, linear);
+            if (!bn_inputs) {
+                result.skipped.push_back(label + ": batch_norm arguments are computed after the linear");
+                continue;
+            }
         }
+        // Both forms replace the linear where it stands; its shape queries and the
+        // batch_norm's users read the replacement, which has the same shape.
+        Value *replacement = nullptr;
+        if (rank) {
+            torch::jit::WithInsertPoint at_linear(linear);
+            replacement = insert_folded_linear(*graph, linear, bn, *params, *affine);
+        } else {
+            replacement = insert_guarded(*graph, linear, bn, *bn_inputs, *params, *affine);
+        }
+        bn->output()->replaceAllUsesWith(replacement);
+        bn->destroy();
+        linear->output()->replaceAllUsesWith(replacement);
+        linear->destroy();
         result.modules.push_back(node_label(linear));
         result.modules.push_back(node_label(bn));
         ++result.count;

@@ -3,6 +3,8 @@
 #include <torch/csrc/jit/ir/constants.h>
 #include <torch/csrc/jit/ir/ir.h>
 
+#include <algorithm>
+
 namespace ipex::passes {
 namespace {
 
@@ -140,6 +142,23 @@ std::vector<Node *> collect_nodes_of_kind(Block *block, const std::vector<c10::S
         }
     }
     return out;
+}
+
+bool is_shape_query(const Node *node) {
+    static const std::vector<c10::Symbol> kinds = {
+        c10::Symbol::fromQualString("aten::dim"),    c10::Symbol::fromQualString("aten::size"),
+        c10::Symbol::fromQualString("aten::numel"),  c10::Symbol::fromQualString("aten::len"),
+        c10::Symbol::fromQualString("prim::shape"),  c10::Symbol::fromQualString("prim::dtype"),
+        c10::Symbol::fromQualString("prim::device"), c10::Symbol::fromQualString("prim::layout"),
+        c10::Symbol::fromQualString("aten::is_floating_point"),
+    };
+    return std::find(kinds.begin(), kinds.end(), node->kind()) != kinds.end();
+}
+
+bool only_shape_queries_besides(const Value *value, const Node *user) {
+    for (const auto &use : value->uses())
+        if (use.user != user && !is_shape_query(use.user)) return false;
+    return true;
 }
 
 bool is_graph_output(const Value *value) {

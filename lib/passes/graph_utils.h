@@ -50,6 +50,13 @@ std::vector<torch::jit::Node *> collect_nodes(torch::jit::Block *block);
 std::vector<torch::jit::Node *> collect_nodes_of_kind(
     torch::jit::Block *block, const std::vector<torch::jit::Symbol> &kinds);
 
+// True for ops that read only a tensor's metadata (dim, size, numel, dtype, device...), which
+// a rewrite preserving shape and dtype leaves unchanged.
+bool is_shape_query(const torch::jit::Node *node);
+
+// True when every use of `value` other than by `user` is a shape query.
+bool only_shape_queries_besides(const torch::jit::Value *value, const torch::jit::Node *user);
+
 // True when `value` is returned by the graph, directly or inside tuples/lists it returns.
 bool is_graph_output(const torch::jit::Value *value);
 

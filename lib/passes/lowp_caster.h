@@ -6,6 +6,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -35,14 +36,16 @@ private:
     // dtype-set bookkeeping
     DtypeSet set_of(const Value *value) const;
     DtypeSet list_elements(const Value *value) const;
+    std::optional<DtypeSet> appended_list_elements(const Value *list) const;
     void set_outputs(Node *node, const DtypeSet &set);
-    bool is_read_only_list(const Value *list) const;
+    bool is_fixed_list(const Value *list) const;
     bool may_be_written(const Value *value) const;
 
     // walking
     void process_block(torch::jit::Block *block);
     void process_node(Node *node);
     void process_structural(Node *node);
+    void merge_tuple_sets(Node *branch, size_t index);
     void process_op(Node *node);
     const LowpOpInfo *effective_info(Node *node, bool *is_candidate);
     void cast_inputs_lowp(Node *node);
@@ -51,6 +54,8 @@ private:
     void compute_outputs(Node *node, OutputRule rule);
     DtypeSet promoted_operands(Node *node) const;
     DtypeSet first_operand(Node *node) const;
+    bool may_see_lowp(Node *node) const;
+    bool input_dtype_argument(Node *node) const;
 
     // casts
     Value *cast(Value *value, at::ScalarType to, bool must_be_floating, Node *consumer);
@@ -69,6 +74,7 @@ private:
     bool embedding_bag_ok_;
     std::unique_ptr<torch::jit::AliasDb> alias_db_;
     std::unordered_set<const Value *> original_values_;
+    std::vector<const Value *> mutated_lists_;  // tensor lists written by some op
     std::unordered_map<const Value *, DtypeSet> sets_;
     std::unordered_map<const Value *, DtypeSet> list_sets_;
     std::unordered_map<const Value *, std::vector<DtypeSet>> tuple_sets_;

@@ -31,7 +31,8 @@ bool is_named_tuple(const c10::TypePtr &type) {
 // a value of type T back to fp32, leaving every other element as it is.
 class RestoreScript {
 public:
-    explicit RestoreScript(std::string lowp_name) : lowp_name_(std::move(lowp_name)) {}
+    // TorchScript compiled without Python has no torch.bfloat16: dtypes are their int codes.
+    explicit RestoreScript(at::ScalarType lowp) : lowp_code_(std::to_string(static_cast<int>(lowp))) {}
 
     // Name of the helper for `type`, "" when the type holds no tensor or cannot be written.
     std::string helper_for(const c10::TypePtr &type) {
@@ -40,7 +41,7 @@ public:
         const std::string ann = type->annotation_str();
         std::string body;
         if (type->kind() == c10::TypeKind::TensorType) {
-            body = "    if x.dtype == " + lowp_name_ + ":\n        return x.float()\n    return x\n";
+            body = "    if x.dtype == " + lowp_code_ + ":\n        return x.float()\n    return x\n";
         } else if (const auto optional = type->cast<c10::OptionalType>()) {
             const std::string inner = helper_for(optional->getElementType());
             body = "    if x is not None:\n        return " + inner + "(x)\n    return None\n";
@@ -91,7 +92,7 @@ private:
         return true;
     }
 
-    std::string lowp_name_;
+    std::string lowp_code_;
     std::string source_;
     int count_ = 0;
 };
@@ -144,14 +145,7 @@ Value *LowpCaster::restore_value(Value *value, Node *ret) {
     const auto list = type->cast<c10::ListType>();
     if (list && value->node()->kind() == c10::prim::ListConstruct) {
         // Rebuilding from the construct is exact only when nothing else can change the list.
-        bool only_read = true;
-        for (const auto &use : value->uses()) {
-            if (use.user == ret) continue;
-            const auto *schema = use.user->maybeSchema();
-            only_read &= schema && use.offset < schema->arguments().size() &&
-                         !schema->arguments()[use.offset].alias_info();
-        }
-        if (only_read) {
+        if (is_fixed_list(value)) {
             std::vector<Value *> restored;
             bool changed = false;
             for (Value *element : value->node()->inputs()) {
@@ -169,7 +163,7 @@ Value *LowpCaster::restore_value(Value *value, Node *ret) {
 }
 
 Value *LowpCaster::restore_with_script(Value *value, Node *ret) {
-    RestoreScript script(lowp_ == at::kBFloat16 ? "torch.bfloat16" : "torch.float16");
+    RestoreScript script(lowp_);
     const std::string helper = script.helper_for(value->type());
     if (helper.empty()) {
         result_.skipped.push_back("graph output of type " + value->type()->annotation_str() +

@@ -151,6 +151,20 @@ TEST_F(FoldConvBn, ReportsModulePaths) {
     EXPECT_EQ(r.modules, (std::vector<std::string>{"block.conv", "block.bn"}));
 }
 
+// Scripted nn.BatchNorm2d checks input.dim() before batch_norm: a shape query, not a user.
+TEST_F(FoldConvBn, FoldsWhenBatchNormChecksInputRank) {
+    const ConvSpec spec{"conv2d", 4, 8, 3, 1, 1, 1, true};
+    auto bn = testing::make_module(
+        "CheckedBn",
+        "def forward(self, x):\n"
+        "    assert x.dim() == 4\n"
+        "    return self.bn.forward(x)\n",
+        {}, {{"bn", testing::batch_norm_module(8)}});
+    auto model = testing::make_module("M", "def forward(self, x):\n    return self.bn.forward(self.conv.forward(x))\n",
+                                      {}, {{"conv", testing::conv_module(spec)}, {"bn", bn}});
+    expect_folds(model, input_for(spec));
+}
+
 // ---- must not fold -------------------------------------------------------------------------
 
 void expect_skipped(torch::jit::Module model, const std::string &reason_part) {

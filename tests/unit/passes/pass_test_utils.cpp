@@ -138,7 +138,9 @@ double cosine_similarity(const c10::IValue &got, const c10::IValue &want) {
     const at::Tensor a = concat_flat(got);
     const at::Tensor b = concat_flat(want);
     if (a.sizes() != b.sizes()) return -1.0;
-    return (a * b).sum().item<double>() / (a.norm().item<double>() * b.norm().item<double>() + 1e-30);
+    const double norms = a.norm().item<double>() * b.norm().item<double>();
+    if (norms == 0.0) return a.equal(b) ? 1.0 : 0.0;
+    return (a * b).sum().item<double>() / norms;
 }
 
 int count(const std::shared_ptr<torch::jit::Graph> &graph, const std::string &kind) {
