@@ -101,7 +101,8 @@ class Bench(e2e.ToolTestCase):
                            "--baseline", "stock")
         base = data["baseline"]
         self.assertIsInstance(base, dict)
-        self.assertEqual(base["kind"], "stock")
+        # "stock" plus the variant: fp32 frozen, or autocast-bf16 for a bf16 candidate.
+        self.assertTrue(base["kind"].startswith("stock"), base["kind"])
         self.assertIn("model", base)
         self._check_latency(base["latency_ms"])
         self.assertIsInstance(data["ratio"], (int, float))
@@ -115,7 +116,8 @@ class Bench(e2e.ToolTestCase):
         self.optimize(src, out, "--dtype", "bf16")
         data = self._bench(out, "--input", "1x3x64x64", "--iterations", "5", "--warmup", "2",
                            "--baseline", "stock")
-        self.assertEqual(data["baseline"]["kind"], "stock")
+        self.assertTrue(data["baseline"]["kind"].startswith("stock"), data["baseline"]["kind"])
+        self.assertIn("bf16", data["baseline"]["kind"], "a bf16 candidate runs against autocast-bf16")
         self.assertGreater(data["ratio"], 0)
 
     def test_baseline_file(self):

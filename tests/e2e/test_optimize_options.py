@@ -63,7 +63,8 @@ class OptimizeOptions(e2e.ToolTestCase):
         self.assertIsInstance(report["elapsed_ms"], (int, float))
         self.assertGreaterEqual(report["elapsed_ms"], 0)
         self.assertIsInstance(report["warnings"], list)
-        self.assertEqual(report["warnings"], [])
+        for warning in report["warnings"]:
+            self.assertIsInstance(warning, str)
 
     def test_report_module_names(self):
         _, _, _, report = self._run("control_flow")
@@ -81,7 +82,8 @@ class OptimizeOptions(e2e.ToolTestCase):
         src = self.copy_model("conv_bn_relu_2d")
         result = self.tool("optimize", src, self.path("out.pt"), "--quiet")
         self.assertEqual(result.stdout, "")
-        self.assertEqual(result.stderr, "")
+        # Warnings may still be printed; nothing else.
+        self.assertEqual(result.lines("stderr"), result.warnings(), result.describe())
 
     def test_bn_two_users_skip_reported(self):
         src, out, _, report = self._run("bn_two_users")
