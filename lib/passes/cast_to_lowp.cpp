@@ -15,52 +15,12 @@ using torch::jit::Block;
 using torch::jit::Node;
 using torch::jit::Value;
 
-bool is_tensor(const c10::TypePtr &type) { return type->kind() == c10::TypeKind::TensorType; }
-
-bool is_tensor_like(const c10::TypePtr &type) {
-    if (is_tensor(type)) return true;
-    const auto optional = type->cast<c10::OptionalType>();
-    return optional && is_tensor(optional->getElementType());
-}
-
-bool is_tensor_list(const c10::TypePtr &type) {
-    const auto list = type->cast<c10::ListType>();
-    return list && is_tensor_like(list->getElementType());
-}
-
-bool writes_argument(const Node *node, size_t index) {
-    const auto *schema = node->maybeSchema();
-    if (!schema || index >= schema->arguments().size()) return false;
-    const auto *alias = schema->arguments()[index].alias_info();
-    return alias && alias->isWrite();
-}
-
-// Arguments that select or index rather than carry values into the result.
-bool is_selector_argument(const std::string &name) {
-    return name == "condition" || name == "mask" || name == "index" || name == "indices" ||
-           name == "offsets";
-}
-
-// Python-number arguments that take part in type promotion.
-bool is_promoting_scalar(const std::string &name) {
-    return name == "self" || name == "other" || name == "exponent" || name == "min" || name == "max";
-}
-
 std::optional<bool> conv_is_transposed(const Node *node) {
     const std::string kind = node->kind().toUnqualString();
     if (kind.rfind("conv_transpose", 0) == 0) return true;
     if (kind == "conv1d" || kind == "conv2d" || kind == "conv3d") return false;
     return constant_bool(input_named(node, "transposed"));
 }
-
-bool contains_tensor_type(const c10::TypePtr &type) {
-    if (type->kind() == c10::TypeKind::TensorType) return true;
-    for (const auto &inner : type->containedTypes())
-        if (contains_tensor_type(inner)) return true;
-    return false;
-}
-
-std::string dtype_text(at::ScalarType type) { return type == at::kBFloat16 ? "bf16" : "fp16"; }
 
 }  // namespace
 
@@ -71,81 +31,6 @@ LowpCaster::LowpCaster(std::shared_ptr<torch::jit::Graph> graph, at::ScalarType 
       embedding_bag_ok_(lowp_embedding_bag_ok(lowp)) {}
 
 PassResult LowpCaster::take_result() { return std::move(result_); }
-
-// ---- dtype sets --------------------------------------------------------------------------
-
-DtypeSet LowpCaster::set_of(const Value *value) const {
-    if (const auto tensor = constant_tensor(value)) return DtypeSet::of(tensor->scalar_type());
-    if (value->node()->kind() == c10::prim::Uninitialized) return {};  // only on paths that raise
-    if (value->type()->kind() == c10::TypeKind::NoneType) return {};
-    if (const auto it = sets_.find(value); it != sets_.end()) return it->second;
-    return is_tensor_like(value->type()) ? DtypeSet::any() : DtypeSet();
-}
-
-// Elements of a list built by ListConstruct and then only appended to, in one block, with
-// every read after the last append (how TorchScript builds `xs = []; xs.append(..)`).
-std::optional<DtypeSet> LowpCaster::appended_list_elements(const Value *list) const {
-    const Node *construct = list->node();
-    if (construct->kind() != c10::prim::ListConstruct || !is_tensor_list(list->type())) return std::nullopt;
-    const Node *last_append = nullptr;
-    DtypeSet set;
-    for (const Value *input : construct->inputs()) set = set | set_of(input);
-    for (const auto &use : list->uses()) {
-        if (use.user->owningBlock() != construct->owningBlock()) return std::nullopt;
-        if (use.user->kind() != c10::aten::append) continue;
-        if (use.offset != 0) return std::nullopt;
-        set = set | set_of(use.user->input(1));
-        if (!last_append || last_append->isBefore(use.user)) last_append = use.user;
-    }
-    if (!last_append) return std::nullopt;
-    for (const auto &use : list->uses()) {
-        const auto kind = use.user->kind();
-        if (kind == c10::aten::append) continue;
-        if (use.user->isBefore(last_append)) return std::nullopt;
-        if (kind == c10::prim::ListUnpack || kind == c10::aten::__getitem__ || kind == c10::aten::len) continue;
-        const auto *schema = use.user->maybeSchema();
-        if (!schema || use.offset >= schema->arguments().size() || schema->arguments()[use.offset].alias_info())
-            return std::nullopt;
-    }
-    return set;
-}
-
-DtypeSet LowpCaster::list_elements(const Value *value) const {
-    if (const auto it = list_sets_.find(value); it != list_sets_.end()) return it->second;
-    if (value->node()->kind() == c10::prim::Uninitialized) return {};
-    if (const auto appended = appended_list_elements(value)) return *appended;
-    if (const auto ivalue = torch::jit::toIValue(value); ivalue && ivalue->isTensorList()) {
-        DtypeSet set;
-        for (const at::Tensor &t : ivalue->toTensorVector()) set = set | DtypeSet::of(t.scalar_type());
-        return set;
-    }
-    return DtypeSet::any();
-}
-
-void LowpCaster::set_outputs(Node *node, const DtypeSet &set) {
-    for (Value *output : node->outputs()) {
-        if (is_tensor_like(output->type())) {
-            sets_[output] = set;
-        } else if (is_tensor_list(output->type()) && is_fixed_list(output)) {
-            list_sets_[output] = set;
-        }
-    }
-}
-
-bool LowpCaster::is_fixed_list(const Value *list) const {
-    // Elements are the ones the list was built with unless the list or an alias of it is
-    // appended to, inserted into, assigned... (writes to the tensors inside do not matter:
-    // they cannot change a dtype).
-    if (!original_values_.count(list)) return true;
-    for (const Value *mutated : mutated_lists_)
-        if (alias_db_->mayAlias(list, mutated)) return false;
-    return true;
-}
-
-bool LowpCaster::may_be_written(const Value *value) const {
-    if (!original_values_.count(value)) return false;
-    return alias_db_->hasWriters(value);
-}
 
 // ---- walking -----------------------------------------------------------------------------
 
@@ -392,14 +277,17 @@ void LowpCaster::cast_inputs_fp32(Node *node) {
     for (size_t i = 0; i < count; ++i) {
         if (writes_argument(node, i)) continue;
         Value *input = node->input(i);
-        if (is_tensor_list(node->input(i)->type())) {
+        if (is_tensor_list(input->type())) {
             cast_list_input(node, i);
             continue;
         }
-        if (!is_tensor_like(node->input(i)->type()) || !is_tensor(input->type()) || constant_tensor(input)) continue;
+        if (!is_tensor(input->type()) || constant_tensor(input)) continue;
         if (written_lowp) {
+            // The destination's dtype is fixed; the op needs its value operands to match it
+            // (they matched it in the original model). Indices and masks are left alone.
             const DtypeSet set = set_of(input);
-            if (!set.all_floating() || set == set_of(written_lowp)) continue;
+            const DtypeSet destination = set_of(written_lowp);
+            if (is_selector_argument(args[i].name()) || (set == destination && set.is_only(lowp_))) continue;
             torch::jit::WithInsertPoint guard(node);
             Node *match = graph_->insertNode(graph_->create(c10::aten::type_as, {input, written_lowp}));
             match->output()->setType(c10::TensorType::get());
@@ -416,7 +304,7 @@ void LowpCaster::cast_inputs_fp32(Node *node) {
     }
     if (changed && !lowp_op_info(node->kind())) {
         const std::string note = std::string(node->kind().toQualString()) + ": no " + dtype_text(lowp_) +
-                                 " rule for this op; its inputs are cast to fp32";
+                                 " rule for this op; it runs in fp32 (in-place forms: in its destination's dtype)";
         if (noted_.insert(note).second) result_.skipped.push_back(note);
     }
 }
@@ -448,181 +336,6 @@ void LowpCaster::cast_list_input(Node *node, size_t index) {
     fresh->copyMetadata(producer);
     list_sets_[fresh->output()] = set;
     node->replaceInput(index, fresh->output());
-}
-
-void LowpCaster::compute_outputs(Node *node, OutputRule rule) {
-    if (Value *dtype = input_named(node, "dtype")) {
-        if (const auto type = constant_int(dtype)) {
-            set_outputs(node, DtypeSet::of(static_cast<at::ScalarType>(*type)));
-            return;
-        }
-        if (!is_constant_none(dtype)) return;  // decided at run time
-    }
-    DtypeSet set;
-    switch (rule) {
-    case OutputRule::same:
-        set = first_operand(node);
-        break;
-    case OutputRule::reduce: {
-        // Integer and bool inputs accumulate in int64; floating ones keep their dtype.
-        const DtypeSet input = first_operand(node);
-        set = input & DtypeSet::floating();
-        if (!input.subset_of(DtypeSet::floating())) set = set | DtypeSet::of(at::kLong);
-        break;
-    }
-    case OutputRule::promote:
-    case OutputRule::values_indices:
-        set = promoted_operands(node);
-        break;
-    case OutputRule::boolean:
-        set = DtypeSet::of(at::kBool);
-        break;
-    case OutputRule::indices:
-        set = DtypeSet::of(at::kLong);
-        break;
-    case OutputRule::to:
-        set = input_named(node, "other") ? set_of(input_named(node, "other")) : first_operand(node);
-        break;
-    case OutputRule::type_as:
-        set = set_of(node->input(1));
-        break;
-    case OutputRule::no_tensor:
-        return;
-    }
-    set_outputs(node, set);
-    if (rule != OutputRule::values_indices) return;
-    bool first = true;
-    for (Value *output : node->outputs()) {
-        if (!is_tensor_like(output->type())) continue;
-        if (!first) sets_[output] = DtypeSet::of(at::kLong);
-        first = false;
-    }
-}
-
-bool LowpCaster::may_see_lowp(Node *node) const {
-    for (Value *input : node->inputs()) {
-        if (is_tensor_like(input->type()) && set_of(input).contains(lowp_)) return true;
-        if (is_tensor_list(input->type()) && list_elements(input).contains(lowp_)) return true;
-        if (!is_tensor_like(input->type()) && !is_tensor_list(input->type()) && contains_tensor_type(input->type()))
-            return true;  // tuples, dicts...: not tracked
-    }
-    return false;
-}
-
-bool LowpCaster::input_dtype_argument(Node *node) const {
-    for (const auto &arg : node->schema().arguments()) {
-        const auto &type = arg.real_type();
-        if (type->kind() == c10::TypeKind::ScalarTypeType) return true;
-        const auto optional = type->cast<c10::OptionalType>();
-        if (optional && optional->getElementType()->kind() == c10::TypeKind::ScalarTypeType) return true;
-    }
-    return false;
-}
-
-DtypeSet LowpCaster::first_operand(Node *node) const {
-    const auto &args = node->schema().arguments();
-    for (size_t i = 0; i < std::min(args.size(), node->inputs().size()); ++i) {
-        if (is_tensor_like(node->input(i)->type())) return set_of(node->input(i));
-        if (is_tensor_list(node->input(i)->type())) return list_elements(node->input(i));
-    }
-    return DtypeSet::any();
-}
-
-DtypeSet LowpCaster::promoted_operands(Node *node) const {
-    const auto &args = node->schema().arguments();
-    DtypeSet set;
-    bool saw_tensor = false;
-    std::vector<const Value *> scalars;
-    for (size_t i = 0; i < std::min(args.size(), node->inputs().size()); ++i) {
-        const auto &arg = args[i];
-        if (is_selector_argument(arg.name())) continue;
-        if (is_tensor_like(node->input(i)->type())) {
-            set = set.promote(set_of(node->input(i)));
-            saw_tensor = true;
-        } else if (is_tensor_list(node->input(i)->type())) {
-            set = set.promote(list_elements(node->input(i)));
-            saw_tensor = true;
-        } else if (is_promoting_scalar(arg.name())) {
-            scalars.push_back(node->input(i));
-        }
-    }
-    if (!saw_tensor || set.empty()) return DtypeSet::any();
-    for (const Value *scalar : scalars) {
-        const auto kind = scalar->type()->kind();
-        if (kind == c10::TypeKind::FloatType) {
-            set = set | set.promote_with_scalar(true);
-        } else if (kind == c10::TypeKind::IntType || kind == c10::TypeKind::BoolType) {
-            set = set | set.promote_with_scalar(false);
-        } else if (kind == c10::TypeKind::NumberType) {
-            set = set | set.promote_with_scalar(true) | set.promote_with_scalar(false);
-        }
-    }
-    return set;
-}
-
-// ---- casts -------------------------------------------------------------------------------
-
-torch::jit::Node *LowpCaster::insertion_point_after(Value *value) const {
-    // Right after the producer (or at the start of the block for block inputs): the cast then
-    // dominates every use and is shared by all of them.
-    return value->node()->next();
-}
-
-Value *LowpCaster::cast(Value *value, at::ScalarType to, bool must_be_floating, Node *consumer) {
-    const DtypeSet set = set_of(value);
-    const at::ScalarType from = to == lowp_ ? at::kFloat : lowp_;
-    if (to == lowp_ && (set & DtypeSet::floating()).without(lowp_).empty()) return value;
-    if (to != lowp_ && !set.contains(lowp_)) return value;
-    const DtypeSet plain = DtypeSet::of(at::kFloat) | DtypeSet::of(lowp_);
-    const bool guarded = !(set.subset_of(plain) || (to == lowp_ && must_be_floating));
-    const bool shared = !may_be_written(value);
-    const auto key = std::make_tuple(static_cast<const Value *>(value), static_cast<int>(to), guarded);
-    if (shared) {
-        if (const auto it = cast_memo_.find(key); it != cast_memo_.end()) return it->second;
-    }
-    Value *out = emit_cast(value, to, guarded, shared ? insertion_point_after(value) : consumer);
-    sets_[out] = guarded ? set.without(from) | DtypeSet::of(to) : DtypeSet::of(to);
-    if (shared) cast_memo_[key] = out;
-    return out;
-}
-
-Value *LowpCaster::emit_cast(Value *value, at::ScalarType to, bool guarded, Node *insert_before) {
-    torch::jit::WithInsertPoint guard(insert_before);
-    auto make_to = [&](Value *source) {
-        Value *dtype = graph_->insertConstant(static_cast<int64_t>(to));
-        Value *no = graph_->insertConstant(false);
-        Value *none = graph_->insertConstant(c10::IValue());
-        Node *node = graph_->insertNode(graph_->create(c10::aten::to, {source, dtype, no, no, none}));
-        const auto type = source->type()->cast<c10::TensorType>();
-        node->output()->setType(type ? type->withScalarType(to) : c10::TensorType::get());
-        return node->output();
-    };
-    if (!guarded) return make_to(value);
-    const at::ScalarType from = to == lowp_ ? at::kFloat : lowp_;
-    Node *dtype = graph_->insertNode(graph_->create(c10::prim::dtype, {value}));
-    dtype->output()->setType(c10::IntType::get());
-    Value *expected = graph_->insertConstant(static_cast<int64_t>(from));
-    Node *matches = graph_->insertNode(graph_->create(c10::aten::eq, {dtype->output(), expected}));
-    matches->output()->setType(c10::BoolType::get());
-    Node *branch = graph_->insertNode(graph_->create(c10::prim::If, {matches->output()}, 1));
-    branch->output()->setType(c10::TensorType::get());
-    Block *then_block = branch->addBlock();
-    Block *else_block = branch->addBlock();
-    {
-        torch::jit::WithInsertPoint inside(then_block);
-        then_block->registerOutput(make_to(value));
-    }
-    else_block->registerOutput(value);
-    return branch->output();
-}
-
-Value *LowpCaster::lowp_constant(Value *constant) {
-    if (const auto it = lowp_constants_.find(constant); it != lowp_constants_.end()) return it->second;
-    const at::Tensor tensor = *constant_tensor(constant);
-    Value *lowp = insert_constant_at_top(*graph_, tensor.to(lowp_), constant->node());
-    if (constant->hasDebugName()) lowp->setDebugName(constant->debugName() + "_" + dtype_text(lowp_));
-    lowp_constants_[constant] = lowp;
-    return lowp;
 }
 
 // ---- entry point -------------------------------------------------------------------------

@@ -20,6 +20,42 @@
 
 namespace ipex::passes {
 
+inline bool is_tensor(const c10::TypePtr &type) { return type->kind() == c10::TypeKind::TensorType; }
+
+// Tensor or Optional[Tensor].
+inline bool is_tensor_like(const c10::TypePtr &type) {
+    if (is_tensor(type)) return true;
+    const auto optional = type->cast<c10::OptionalType>();
+    return optional && is_tensor(optional->getElementType());
+}
+
+inline bool is_tensor_list(const c10::TypePtr &type) {
+    const auto list = type->cast<c10::ListType>();
+    return list && is_tensor_like(list->getElementType());
+}
+
+inline bool contains_tensor_type(const c10::TypePtr &type) {
+    if (is_tensor(type)) return true;
+    for (const auto &inner : type->containedTypes())
+        if (contains_tensor_type(inner)) return true;
+    return false;
+}
+
+// Whether the op writes its index-th argument (in-place and out= forms).
+inline bool writes_argument(const torch::jit::Node *node, size_t index) {
+    const auto *schema = node->maybeSchema();
+    if (!schema || index >= schema->arguments().size()) return false;
+    const auto *alias = schema->arguments()[index].alias_info();
+    return alias && alias->isWrite();
+}
+
+// Arguments that select or index rather than carry values into the result.
+inline bool is_selector_argument(const std::string &name) {
+    return name == "condition" || name == "mask" || name == "index" || name == "indices" || name == "offsets";
+}
+
+inline std::string dtype_text(at::ScalarType type) { return type == at::kBFloat16 ? "bf16" : "fp16"; }
+
 class LowpCaster {
 public:
     LowpCaster(std::shared_ptr<torch::jit::Graph> graph, at::ScalarType lowp);

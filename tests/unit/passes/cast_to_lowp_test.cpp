@@ -266,6 +266,46 @@ TEST_F(CastToLowp, ResidualInPlaceAddAndUnknownOps) {
     expect_close(frozen, original, {at::randn({1, 8, 8, 8})});
 }
 
+// Values passed through branches as tuples, lists built with append, and Uninitialized
+// placeholders keep known dtypes: no run-time dtype guard is needed.
+TEST_F(CastToLowp, TracksDtypesThroughBranchesAndContainers) {
+    auto model = testing::make_module(
+        "Branches",
+        "def forward(self, x, flag: bool):\n"
+        "    if flag:\n"
+        "        pair = (self.a.forward(x), self.b.forward(x))\n"
+        "    else:\n"
+        "        pair = (self.b.forward(x), self.a.forward(x))\n"
+        "    parts: List[Tensor] = []\n"
+        "    parts.append(pair[0])\n"
+        "    parts.append(pair[1])\n"
+        "    p, q = parts\n"
+        "    return torch.layer_norm(p + q, [8], None, None, 1e-5, False)\n",
+        {}, {{"a", testing::linear_module(8, 8)}, {"b", testing::linear_module(8, 8)}});
+    auto frozen = testing::freeze(model);
+    auto original = frozen.graph->copy();
+    cast_to_lowp(frozen.graph, at::kBFloat16, false);
+    EXPECT_EQ(testing::count(frozen.graph, "prim::dtype"), 0);
+    const at::Tensor x = at::randn({3, 8});
+    for (bool flag : {false, true}) expect_close(frozen, original, {x, flag});
+}
+
+TEST_F(CastToLowp, InPlaceOpsMatchTheirDestination) {
+    auto model = testing::make_module(
+        "Scatter",
+        "def forward(self, x, idx):\n"
+        "    out = torch.zeros([4, 8])\n"
+        "    out.index_put_([idx], self.a.forward(x))\n"
+        "    y = self.b.forward(x)\n"
+        "    y.index_put_([idx], out[idx] * 2.0)\n"
+        "    return out, y\n",
+        {}, {{"a", testing::linear_module(8, 8)}, {"b", testing::linear_module(8, 8)}});
+    auto frozen = testing::freeze(model);
+    auto original = frozen.graph->copy();
+    cast_to_lowp(frozen.graph, at::kBFloat16, false);
+    expect_close(frozen, original, {at::randn({2, 8}), at::arange(2, at::kLong)});
+}
+
 TEST_F(CastToLowp, LstmAfterLinearRunsInFp32) {
     constexpr int64_t kH = 6;
     auto model = testing::make_module(

@@ -1,4 +1,5 @@
-// cast_to_lowp, second half: floating graph outputs go back to fp32, also inside containers.
+// cast_to_lowp: the casts it inserts, low-precision constants, and fp32 graph outputs (also
+// inside tuples, lists and dicts).
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/jit.h>
@@ -12,15 +13,9 @@
 namespace ipex::passes {
 namespace {
 
+using torch::jit::Block;
 using torch::jit::Node;
 using torch::jit::Value;
-
-bool contains_tensor(const c10::TypePtr &type) {
-    if (type->kind() == c10::TypeKind::TensorType) return true;
-    for (const auto &inner : type->containedTypes())
-        if (contains_tensor(inner)) return true;
-    return false;
-}
 
 bool is_named_tuple(const c10::TypePtr &type) {
     const auto tuple = type->cast<c10::TupleType>();
@@ -36,7 +31,7 @@ public:
 
     // Name of the helper for `type`, "" when the type holds no tensor or cannot be written.
     std::string helper_for(const c10::TypePtr &type) {
-        if (!contains_tensor(type) || !writable(type)) return "";
+        if (!contains_tensor_type(type) || !writable(type)) return "";
         const std::string name = "restore_" + std::to_string(count_++);
         const std::string ann = type->annotation_str();
         std::string body;
@@ -99,6 +94,69 @@ private:
 
 }  // namespace
 
+torch::jit::Node *LowpCaster::insertion_point_after(Value *value) const {
+    // Right after the producer (or at the start of the block for block inputs): the cast then
+    // dominates every use and is shared by all of them.
+    return value->node()->next();
+}
+
+Value *LowpCaster::cast(Value *value, at::ScalarType to, bool must_be_floating, Node *consumer) {
+    const DtypeSet set = set_of(value);
+    const at::ScalarType from = to == lowp_ ? at::kFloat : lowp_;
+    if (to == lowp_ && (set & DtypeSet::floating()).without(lowp_).empty()) return value;
+    if (to != lowp_ && !set.contains(lowp_)) return value;
+    const DtypeSet plain = DtypeSet::of(at::kFloat) | DtypeSet::of(lowp_);
+    const bool guarded = !(set.subset_of(plain) || (to == lowp_ && must_be_floating));
+    const bool shared = !may_be_written(value);
+    const auto key = std::make_tuple(static_cast<const Value *>(value), static_cast<int>(to), guarded);
+    if (shared) {
+        if (const auto it = cast_memo_.find(key); it != cast_memo_.end()) return it->second;
+    }
+    Value *out = emit_cast(value, to, guarded, shared ? insertion_point_after(value) : consumer);
+    sets_[out] = guarded ? set.without(from) | DtypeSet::of(to) : DtypeSet::of(to);
+    if (shared) cast_memo_[key] = out;
+    return out;
+}
+
+Value *LowpCaster::emit_cast(Value *value, at::ScalarType to, bool guarded, Node *insert_before) {
+    torch::jit::WithInsertPoint guard(insert_before);
+    auto make_to = [&](Value *source) {
+        Value *dtype = graph_->insertConstant(static_cast<int64_t>(to));
+        Value *no = graph_->insertConstant(false);
+        Value *none = graph_->insertConstant(c10::IValue());
+        Node *node = graph_->insertNode(graph_->create(c10::aten::to, {source, dtype, no, no, none}));
+        const auto type = source->type()->cast<c10::TensorType>();
+        node->output()->setType(type ? type->withScalarType(to) : c10::TensorType::get());
+        return node->output();
+    };
+    if (!guarded) return make_to(value);
+    const at::ScalarType from = to == lowp_ ? at::kFloat : lowp_;
+    Node *dtype = graph_->insertNode(graph_->create(c10::prim::dtype, {value}));
+    dtype->output()->setType(c10::IntType::get());
+    Value *expected = graph_->insertConstant(static_cast<int64_t>(from));
+    Node *matches = graph_->insertNode(graph_->create(c10::aten::eq, {dtype->output(), expected}));
+    matches->output()->setType(c10::BoolType::get());
+    Node *branch = graph_->insertNode(graph_->create(c10::prim::If, {matches->output()}, 1));
+    branch->output()->setType(c10::TensorType::get());
+    Block *then_block = branch->addBlock();
+    Block *else_block = branch->addBlock();
+    {
+        torch::jit::WithInsertPoint inside(then_block);
+        then_block->registerOutput(make_to(value));
+    }
+    else_block->registerOutput(value);
+    return branch->output();
+}
+
+Value *LowpCaster::lowp_constant(Value *constant) {
+    if (const auto it = lowp_constants_.find(constant); it != lowp_constants_.end()) return it->second;
+    const at::Tensor tensor = *constant_tensor(constant);
+    Value *lowp = insert_constant_at_top(*graph_, tensor.to(lowp_), constant->node());
+    if (constant->hasDebugName()) lowp->setDebugName(constant->debugName() + "_" + dtype_text(lowp_));
+    lowp_constants_[constant] = lowp;
+    return lowp;
+}
+
 void LowpCaster::restore_outputs() {
     Node *ret = graph_->return_node();
     for (size_t i = 0; i < ret->inputs().size(); ++i) {
@@ -111,7 +169,7 @@ void LowpCaster::restore_outputs() {
 Value *LowpCaster::restore_value(Value *value, Node *ret) {
     const c10::TypePtr &type = value->type();
     if (type->kind() == c10::TypeKind::TensorType) return cast(value, at::kFloat, false, ret);
-    if (!contains_tensor(type)) return value;
+    if (!contains_tensor_type(type)) return value;
 
     if (const auto tuple = type->cast<c10::TupleType>()) {
         Node *producer = value->node();
