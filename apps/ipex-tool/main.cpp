@@ -1,10 +1,13 @@
 // ipex-tool: parses the command line and hands off to lib/. See man ipex-tool(1).
+#include <ATen/Parallel.h>
+
 #include <iostream>
 #include <map>
 
 #include "commands.h"
 #include "core/errors.h"
 #include "core/log.h"
+#include "core/system_info.h"
 
 namespace ipex::app {
 
@@ -79,6 +82,7 @@ int run(int argc, char **argv) {
         for (auto *sub : app.get_subcommands()) where = std::string(" ") + sub->get_name();
         throw_usage(std::string(e.what()) + " (see 'ipex-tool" + where + " --help')");
     }
+    at::set_num_threads(default_threads());  // bench --threads overrides
     for (auto *sub : app.get_subcommands()) return runners.at(sub)();
     return static_cast<int>(ExitCode::usage);
 }

@@ -6,6 +6,8 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <cstdlib>
+
 #include "core/cpu_features.h"
 
 namespace ipex {
@@ -56,6 +58,30 @@ int physical_cores() {
     return cores;
 }
 
+int default_threads() {
+    if (const char *env = std::getenv("OMP_NUM_THREADS")) {
+        const int n = std::atoi(env);
+        if (n > 0) return n;
+    }
+    int cores = 0;
+    hwloc_topology_t topo;
+    if (hwloc_topology_init(&topo) == 0) {
+        if (hwloc_topology_load(topo) == 0) {
+            hwloc_cpuset_t allowed = hwloc_bitmap_alloc();
+            if (hwloc_get_cpubind(topo, allowed, HWLOC_CPUBIND_PROCESS) == 0) {
+                const int n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+                for (int i = 0; i < n; ++i) {
+                    hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, i);
+                    if (hwloc_bitmap_intersects(core->cpuset, allowed)) ++cores;
+                }
+            }
+            hwloc_bitmap_free(allowed);
+        }
+        hwloc_topology_destroy(topo);
+    }
+    return cores > 0 ? cores : physical_cores();
+}
+
 SystemInfo system_info() {
     SystemInfo s;
     s.onednn_isa = onednn_effective_isa();
@@ -63,7 +89,7 @@ SystemInfo system_info() {
     s.onednn_version = std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
                        std::to_string(v->patch);
     s.torch_version = TORCH_VERSION;
-    s.threads = at::get_num_threads();
+    s.threads = default_threads();
     Topology t = read_topology();
     s.sockets = t.sockets;
     s.numa_nodes = t.numa_nodes;

@@ -11,7 +11,7 @@ struct SystemInfo {
     std::string onednn_isa;      // e.g. avx512_core_bf16, avx512_core_amx
     std::string onednn_version;  // e.g. 2.6.3
     std::string torch_version;
-    int threads = 0;             // intra-op threads libtorch will use
+    int threads = 0;             // intra-op threads ipex-tool runs with (default_threads)
     int sockets = 0;
     int numa_nodes = 0;
     int cores = 0;
@@ -24,8 +24,12 @@ SystemInfo system_info();
 // oneDNN's name for the ISA its CPU engine dispatches to.
 std::string onednn_effective_isa();
 
-// Physical cores available to this process (hwloc); at least 1.
+// Physical cores of the machine (hwloc); at least 1.
 int physical_cores();
+
+// Threads a run should use by default: OMP_NUM_THREADS when set, else the physical cores
+// among the CPUs this process may run on (affinity mask), at least 1.
+int default_threads();
 
 // Full `info` report: CPU, features, AMX permission, system info.
 nlohmann::json info_json();

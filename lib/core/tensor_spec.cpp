@@ -93,6 +93,8 @@ ShapeSpec parse_shape_spec(const std::string &text) {
     if (spec.sizes.empty() || shape.back() == 'x')
         throw_usage("input SPEC '" + text +
                     "' is malformed: expected dimensions like 16x3x224x224");
+    if (text.find(':') != std::string::npos && rest.empty())
+        throw_usage("input SPEC '" + text + "' ends with ':'; give a dtype like " + shape + ":bf16");
     if (!rest.empty()) {
         std::string dtype = rest;
         if (auto colon = rest.find(':'); colon != std::string::npos) {

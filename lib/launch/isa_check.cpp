@@ -99,7 +99,7 @@ std::vector<std::string> accepted_isa_names() {
     return names;
 }
 
-std::string canonical_isa(const std::string &name) {
+std::string canonical_isa(const std::string &name, const std::string &flag) {
     std::string lower = name;
     std::transform(lower.begin(), lower.end(), lower.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -109,7 +109,7 @@ std::string canonical_isa(const std::string &name) {
         if (entry.first == lower) return lower;
     std::string list;
     for (const auto &n : accepted_isa_names()) list += (list.empty() ? "" : ", ") + n;
-    fail_usage("--require-isa " + name + ": unknown ISA; use one of " + list);
+    fail_usage(flag + " " + name + ": unknown ISA; use one of " + list);
 }
 
 bool isa_satisfies(const std::string &impl_isa, const std::string &required) {

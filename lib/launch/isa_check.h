@@ -14,8 +14,8 @@ namespace ipex::launch {
 std::vector<std::string> accepted_isa_names();
 
 // oneDNN name for a user's ISA name ("amx" -> "avx512_core_amx"). Throws Error(usage)
-// naming --require-isa and the accepted names for an unknown one.
-std::string canonical_isa(const std::string &name);
+// naming `flag` and the accepted names for an unknown one.
+std::string canonical_isa(const std::string &name, const std::string &flag = "--require-isa");
 
 // Whether code built for `impl_isa` (as isa_of_impl returns it) has every feature of
 // `required` (a canonical name). An empty impl_isa (ref, gemm:jit...) satisfies nothing.
