@@ -155,11 +155,11 @@ PassResult fold_conv_bn(std::shared_ptr<torch::jit::Graph> &graph) {
         Value *bias_value = insert_folded_constant(*graph, bias, conv, "bias");
         conv->replaceInput(*input_index(conv, "weight"), weight_value);
         conv->replaceInput(*input_index(conv, "bias"), bias_value);
-        bn->output()->replaceAllUsesWith(conv_out);
-        bn->destroy();
-
+        // Labels are read before the batch_norm node is freed.
         result.modules.push_back(node_label(conv));
         result.modules.push_back(node_label(bn));
+        bn->output()->replaceAllUsesWith(conv_out);
+        bn->destroy();
         ++result.count;
     }
     result.changed = result.count > 0;

@@ -174,12 +174,13 @@ PassResult fold_linear_bn(std::shared_ptr<torch::jit::Graph> &graph) {
         } else {
             replacement = insert_guarded(*graph, linear, bn, *bn_inputs, *params, *affine);
         }
+        // Labels are read before the nodes are freed.
+        result.modules.push_back(node_label(linear));
+        result.modules.push_back(node_label(bn));
         bn->output()->replaceAllUsesWith(replacement);
         bn->destroy();
         linear->output()->replaceAllUsesWith(replacement);
         linear->destroy();
-        result.modules.push_back(node_label(linear));
-        result.modules.push_back(node_label(bn));
         ++result.count;
     }
     result.changed = result.count > 0;
