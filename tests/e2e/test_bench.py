@@ -166,7 +166,8 @@ class Bench(e2e.ToolTestCase):
                                "--check-isa", "amx", "--json", "-")
         self.assertEqual(result.code, e2e.EXIT_CHECK_FAILED, result.describe())
         data = result.json()
-        self.assertEqual(data["isa"]["asked"], "amx")
+        # The asked ISA may be reported under oneDNN's name (avx512_core_amx).
+        self.assertIn("amx", data["isa"]["asked"])
         self.assertIs(data["isa"]["ok"], False)
         self.assertIsInstance(data["isa"]["compute_isas"], list)
 
@@ -178,7 +179,7 @@ class Bench(e2e.ToolTestCase):
             with self.subTest(isa=isa):
                 data = self._bench(model, "--input", "2x3x32x32", "--iterations", "2",
                                    "--check-isa", isa)
-                self.assertEqual(data["isa"]["asked"], isa)
+                self.assertIn(isa, data["isa"]["asked"])
                 self.assertIs(data["isa"]["ok"], True, data["isa"])
                 self.assertTrue(data["isa"]["compute_isas"], data["isa"])
                 self.assertTrue(any("avx512" in i for i in data["isa"]["compute_isas"]),

@@ -18,7 +18,11 @@ class OptimizeFp32(e2e.ToolTestCase):
         out = self.path(f"{name}.opt.pt")
 
         before = self.inspect(src)
-        result, report = self.optimize(src, out)
+        flags = []
+        if entry["needs_shapes"]:
+            for spec in entry["inputs"]:
+                flags += ["--sample-input", spec]
+        result, report = self.optimize(src, out, *flags)
         self.assertEqual(e2e.sha256(src), digest, "IN was modified")
         self.assert_no_stray_files(self.tmp, [os.path.basename(p) for p in
                                               (src, inputs, out, out + ".report.json")])

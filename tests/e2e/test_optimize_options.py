@@ -127,6 +127,15 @@ class OptimizeOptions(e2e.ToolTestCase):
         self.assertEqual(self._ops(out, e2e.BATCH_NORM_OPS), 3)
         self.check_in_python(src, out, self.copy_input("conv_bn_relu_2d"))
 
+    def test_linear_bn_without_shapes(self):
+        """Without --sample-input the rank is unknown: folding may be guarded by the rank,
+        but the result must match and the folds be reported."""
+        src, out, _, report = self._run("linear_bn")
+        entry = self.pass_entry(report, "fold_linear_bn")
+        self.assertEqual(entry["status"], "applied")
+        self.assertEqual(entry["count"], 2, entry)
+        self.check_in_python(src, out, self.copy_input("linear_bn"))
+
     def test_no_linear_bn_folding(self):
         src, out, _, report = self._run("linear_bn", "--no-linear-bn-folding")
         self.assertEqual(self.pass_entry(report, "fold_linear_bn")["status"], "disabled")
