@@ -6,6 +6,7 @@
 #include <cstring>
 #include <iomanip>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -25,9 +26,11 @@ bool is_stock_namespace(const std::string &ns) {
     return stock.count(ns) > 0;
 }
 
+// "__torch__.torch.nn.modules.conv.___torch_mangle_3.Conv2d" -> "torch.nn.modules.conv.Conv2d"
 std::string strip_torch_prefix(const std::string &name) {
-    if (name.rfind(kTorchPrefix, 0) == 0) return name.substr(std::strlen(kTorchPrefix));
-    return name;
+    std::string out = name.rfind(kTorchPrefix, 0) == 0 ? name.substr(std::strlen(kTorchPrefix)) : name;
+    static const std::regex mangle(R"(___torch_mangle_\d+\.)");
+    return std::regex_replace(out, mangle, "");
 }
 
 struct WeightTally {

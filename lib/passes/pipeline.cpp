@@ -174,11 +174,13 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
     model.eval();
 
     auto start = Clock::now();
-    // Other entry points (e.g. @torch.jit.export methods) are kept, frozen but not optimized.
+    // Other entry points (e.g. @torch.jit.export methods) are kept, frozen but not optimized;
+    // Python protocol methods (__len__, __getitem__ of containers) are dropped, as
+    // torch.jit.freeze does.
     std::vector<std::string> preserved;
     const std::set<std::string> called = methods_called_by_forward(model);
     for (const auto &m : model.get_methods())
-        if (!called.count(m.name())) preserved.push_back(m.name());
+        if (!called.count(m.name()) && m.name().rfind("__", 0) != 0) preserved.push_back(m.name());
     if (!preserved.empty()) {
         std::string names;
         for (const auto &n : preserved) names += (names.empty() ? "" : ", ") + n;
