@@ -153,14 +153,19 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
     };
     result.report["mode"] = options.portable ? "portable" : "portable (prepacked ops not available yet)";
 
-    if (options.level == "O0") {
+    // O0 writes the model unchanged unless an explicit flag asks for something.
+    bool any_requested = options.dtype != "fp32";
+    for (const auto &k : knobs()) any_requested |= k.available && knob_enabled(k, options);
+    if (options.level == "O0" && !any_requested) {
         result.module = input.clone();
         passes.push_back(pass_entry("freeze", "disabled"));
         for (const auto &k : knobs()) {
             const bool on = knob_enabled(k, options);
-            passes.push_back(pass_entry(k.pass, on ? (k.available ? "disabled" : "not_available") : "disabled"));
+            passes.push_back(pass_entry(k.pass, on && !k.available ? "not_available" : "disabled"));
+            if (on && !k.available)
+                warn(std::string("--") + k.flag + " is not available in this version; the model is written unchanged");
         }
-        if (options.dtype != "fp32") warn("--level O0 writes the model unchanged; --dtype " + options.dtype + " is ignored");
+        passes.push_back(pass_entry("cast_to_lowp", "disabled"));
         result.report["passes"] = passes;
         result.report["warnings"] = result.warnings;
         return result;
