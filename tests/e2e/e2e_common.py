@@ -10,6 +10,7 @@ damage the shared fixtures.
 """
 
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
@@ -217,13 +218,18 @@ class ToolTestCase(unittest.TestCase):
 
     def check_in_python(self, original: str, optimized: str, inputs: str,
                         dtype: str = "fp32") -> str:
-        proc = subprocess.run([PYTHON, CHECK_IN_PYTHON, original, optimized, inputs,
+        """tests/fixtures/check_in_python.py's check, run in this process (plain torch,
+        nothing else loaded) to save an interpreter start per call."""
+        code, text = _check_module().check(original, optimized, inputs, dtype)
+        self.assertEqual(code, 0, f"check_in_python {dtype} failed (exit {code}):\n{text}")
+        return text
+
+    def run_check_in_python(self, original: str, optimized: str, inputs: str,
+                            dtype: str = "fp32") -> subprocess.CompletedProcess:
+        """The same check as a separate process, the way a user runs the script."""
+        return subprocess.run([PYTHON, CHECK_IN_PYTHON, original, optimized, inputs,
                                "--dtype", dtype],
                               capture_output=True, text=True, timeout=RUN_TIMEOUT)
-        self.assertEqual(proc.returncode, 0,
-                         f"check_in_python.py {dtype} failed (exit {proc.returncode}):\n"
-                         f"{proc.stdout}\n{proc.stderr}")
-        return proc.stdout
 
     @staticmethod
     def pass_entry(report: dict, name: str) -> dict:
@@ -232,6 +238,20 @@ class ToolTestCase(unittest.TestCase):
                 return entry
         raise AssertionError(f"pass {name!r} missing from report passes: "
                              f"{[p.get('name') for p in report.get('passes', [])]}")
+
+
+_CHECK_MODULE = None
+
+
+def _check_module():
+    """Imports check_in_python.py (and with it torch) on first use."""
+    global _CHECK_MODULE
+    if _CHECK_MODULE is None:
+        spec = importlib.util.spec_from_file_location("check_in_python", CHECK_IN_PYTHON)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _CHECK_MODULE = module
+    return _CHECK_MODULE
 
 
 def add_per_model_tests(cls, models, method: str, prefix: str = "test_"):

@@ -66,6 +66,20 @@ class OptimizeFp32(e2e.ToolTestCase):
         self.assertIs(verify["ok"], True, verify)
         self.assertEqual(len(verify["outputs"]), self._output_count(name), verify)
 
+    def test_check_in_python_script(self):
+        """check_in_python.py as users run it: exit 0 on a match, 1 on a mismatch."""
+        src = self.copy_model("conv_bn_relu_2d")
+        other = self.copy_model("conv_bn_traced_2d")
+        inputs = self.copy_input("conv_bn_relu_2d")
+        out = self.path("opt.pt")
+        self.optimize(src, out)
+        proc = self.run_check_in_python(src, out, inputs)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertIn("match", proc.stdout)
+        proc = self.run_check_in_python(src, other, inputs)
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        self.assertIn("MISMATCH", proc.stdout)
+
     def test_verify_training_mode(self):
         """verify compares inference behaviour: a model saved in training mode is run in eval
         mode (as optimize does), so it matches its optimized version."""
