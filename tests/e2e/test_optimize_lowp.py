@@ -21,15 +21,20 @@ class OptimizeBf16(e2e.ToolTestCase):
         self.assertEqual(report["dtype"], "bf16")
         cast = self.pass_entry(report, "cast_to_lowp")
         self.assertEqual(cast["status"], "applied", cast)
-        self.assertIs(cast["changed"], True, cast)
-        self.assertGreater(cast["count"], 0, cast)
+        entry = e2e.MODELS[name]
+        if entry["bf16_cast_may_skip"] and cast["count"] == 0:
+            self.assertTrue(cast["skipped"], f"nothing cast and no reason given: {cast}")
+        else:
+            self.assertIs(cast["changed"], True, cast)
+            self.assertGreater(cast["count"], 0, cast)
 
-        if e2e.MODELS[name]["large"]:
+        if entry["large"]:
             self.assertLess(report["bytes"]["after"], 0.75 * report["bytes"]["before"],
                             report["bytes"])
 
         after = self.inspect(out)
-        self.assertIn("bf16", after["parameters"]["by_dtype"], after["parameters"])
+        if cast["count"]:
+            self.assertIn("bf16", after["parameters"]["by_dtype"], after["parameters"])
         self.assertEqual(after["ipex"].get("dtype"), "bf16", after["ipex"])
         self.assertEqual(after["runs_on"], "stock")
         self.assertEqual(e2e.count_ops(after["op_histogram"], e2e.BATCH_NORM_OPS), 0)
