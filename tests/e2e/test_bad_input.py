@@ -3,7 +3,10 @@
 file, no partial output, the input never touched."""
 
 import os
+import signal
 import stat
+import subprocess
+import time
 
 import e2e_common as e2e
 
@@ -227,6 +230,35 @@ class BadOutputPaths(e2e.ToolTestCase):
         result = self.run_tool("optimize", self.model, out, "--report",
                                self.path("missing_dir/report.json"))
         self.assert_error(result, e2e.EXIT_USAGE, "missing_dir")
+
+
+class Interrupted(e2e.ToolTestCase):
+    def test_interrupted_optimize_leaves_nothing(self):
+        """SIGINT/SIGTERM at various points: either a complete OUT or none, never a
+        temporary file left behind, IN untouched."""
+        src = self.copy_model("mobilenet_v2")
+        digest = e2e.sha256(src)
+        out = self.path("out.pt")
+        for sig, delay in ((signal.SIGINT, 0.3), (signal.SIGTERM, 0.8), (signal.SIGINT, 1.3),
+                           (signal.SIGTERM, 1.8)):
+            with self.subTest(signal=sig.name, delay=delay):
+                if os.path.exists(out):
+                    os.remove(out)
+                proc = subprocess.Popen([e2e.TOOL, "optimize", src, out, "--quiet"],
+                                        cwd=self.tmp, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.PIPE, text=True)
+                time.sleep(delay)
+                proc.send_signal(sig)
+                _, stderr = proc.communicate(timeout=e2e.RUN_TIMEOUT)
+                if proc.returncode == 0:
+                    self.inspect(out)  # finished before the signal: OUT is complete
+                    expected = [os.path.basename(src), "out.pt"]
+                else:
+                    self.assertFalse(os.path.exists(out),
+                                     f"OUT left after {sig.name} (exit {proc.returncode})")
+                    expected = [os.path.basename(src)]
+                self.assert_no_stray_files(self.tmp, expected)
+                self.assertEqual(e2e.sha256(src), digest)
 
 
 if __name__ == "__main__":
