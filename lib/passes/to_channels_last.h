@@ -1,11 +1,11 @@
-// Gives 4-D conv weights (constants) the channels_last layout, and 5-D ones channels_last_3d,
-// so oneDNN runs the convs in NHWC and the layout flows on to the following ops. Where a
-// graph input has a known rank equal to the conv's weight rank (after shape specialization)
-// and feeds a converted conv, one memory-format conversion is inserted at the entry; inputs of
-// unknown rank (conv2d also takes unbatched 3-D input) are never converted. A conv kind is
-// converted only if this libtorch keeps the layout through it (probed once: 1.13 does for
-// conv2d, not for conv3d or conv-transpose); the rest are reported as skipped. Needs a frozen
-// graph; no-op without constant-weight convs. count = weights converted + entry conversions.
+// Gives constant 4-D conv weights the channels_last layout (5-D: channels_last_3d) so oneDNN
+// runs the convs in NHWC and the layout flows on. Needs a frozen graph; no-op without
+// constant-weight convs. Conv kinds through which this libtorch does not keep the layout
+// (probed once; 1.13: conv3d and conv-transpose) are left alone and reported as skipped.
+// A graph input whose known rank (after shape specialization) equals the weight rank of a
+// conv it feeds gets one memory-format conversion at the entry; inputs of unknown rank are
+// never converted (conv2d also takes unbatched 3-D input).
+// count = weights converted + entry conversions.
 #pragma once
 
 #include <torch/csrc/jit/ir/ir.h>
