@@ -35,12 +35,24 @@ PassResult LowpCaster::take_result() { return std::move(result_); }
 // ---- walking -----------------------------------------------------------------------------
 
 bool LowpCaster::has_candidates() {
+    bool any = false;
     for (Node *node : collect_nodes(graph_->block())) {
         bool candidate = false;
-        if (node->maybeSchema()) effective_info(node, &candidate);
-        if (candidate) return true;
+        if (!node->maybeSchema()) continue;
+        const LowpOpInfo *info = effective_info(node, &candidate);
+        if (info) note_if_kept_fp32(node, info);
+        any |= candidate;
     }
-    return false;
+    return any;
+}
+
+void LowpCaster::note_if_kept_fp32(Node *node, const LowpOpInfo *info) {
+    const LowpOpInfo *table_info = lowp_op_info(node->kind());
+    if (table_info && table_info->category == LowpCategory::lowp && info->category == LowpCategory::fp32) {
+        const std::string note = node_label(node) + ": " + node->kind().toQualString() + " has no working " +
+                                 dtype_text(lowp_) + " CPU kernel in this libtorch; kept in fp32";
+        if (noted_.insert(note).second) result_.skipped.push_back(note);
+    }
 }
 
 void LowpCaster::run(bool keep_dtype_outputs) {
@@ -221,12 +233,7 @@ void LowpCaster::process_op(Node *node) {
         if (!input_dtype_argument(node) && !may_see_lowp(node)) set_outputs(node, DtypeSet::any().without(lowp_));
         return;
     }
-    const LowpOpInfo *table_info = lowp_op_info(kind);
-    if (table_info && table_info->category == LowpCategory::lowp && info->category == LowpCategory::fp32) {
-        const std::string note = node_label(node) + ": " + kind.toQualString() + " has no working " +
-                                 dtype_text(lowp_) + " CPU kernel in this libtorch; kept in fp32";
-        if (noted_.insert(note).second) result_.skipped.push_back(note);
-    }
+    note_if_kept_fp32(node, info);
     Value *dtype_arg = input_named(node, "dtype");
     const bool explicit_dtype = dtype_arg && !is_constant_none(dtype_arg);
     if (candidate) {
@@ -350,7 +357,7 @@ PassResult cast_to_lowp(std::shared_ptr<torch::jit::Graph> &graph, at::ScalarTyp
         throw_unsupported("--dtype " + dtype_text(dtype) + ": this libtorch has no CPU " + dtype_text(dtype) +
                           " kernels for linear/convolution (" + why + "); use --dtype bf16 or fp32");
     LowpCaster caster(graph, dtype);
-    if (!caster.has_candidates()) return {};
+    if (!caster.has_candidates()) return caster.take_result();  // only the notes of what stays fp32
     caster.run(keep_dtype_outputs);
     return caster.take_result();
 }

@@ -34,9 +34,11 @@ struct Merge {
 };
 
 bool same_kind(const Candidate &a, const Candidate &b) {
+    // A linear without bias joins one with bias through a zero bias of the weight's dtype.
+    const at::ScalarType bias_a = a.bias.defined() ? a.bias.scalar_type() : a.weight.scalar_type();
+    const at::ScalarType bias_b = b.bias.defined() ? b.bias.scalar_type() : b.weight.scalar_type();
     return a.weight.scalar_type() == b.weight.scalar_type() && a.weight.device() == b.weight.device() &&
-           a.weight.size(1) == b.weight.size(1) && a.bias.defined() == b.bias.defined() &&
-           (!a.bias.defined() || a.bias.scalar_type() == b.bias.scalar_type());
+           a.weight.size(1) == b.weight.size(1) && bias_a == bias_b;
 }
 
 std::optional<Candidate> read_candidate(Node *linear, std::string *why_not) {
@@ -142,7 +144,7 @@ void plan_block(Block *block, torch::jit::AliasDb &alias_db, std::vector<Merge> 
         for (auto &group : groups) {
             if (group.size() < 2) {
                 result.skipped.push_back(node_label(group.front().node) +
-                                         ": shares its input with other linears, but differs in dtype, in-features or bias");
+                                         ": shares its input with other linears, but differs in dtype or in-features");
                 continue;
             }
             for (auto &member : group) {
@@ -161,10 +163,13 @@ void apply_merge(torch::jit::Graph &graph, const Merge &merge) {
     std::vector<at::Tensor> weights;
     std::vector<at::Tensor> biases;
     std::vector<int64_t> sizes;
+    bool any_bias = false;
+    for (const auto &m : members) any_bias |= m.bias.defined();
     for (const auto &m : members) {
         weights.push_back(m.weight);
         sizes.push_back(m.weight.size(0));
         if (m.bias.defined()) biases.push_back(m.bias);
+        else if (any_bias) biases.push_back(at::zeros({m.weight.size(0)}, m.weight.options()));
     }
     const std::string prefix = common_module_prefix(members);
     Value *weight = insert_constant_at_top(graph, at::cat(weights, 0), first);

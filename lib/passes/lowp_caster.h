@@ -84,6 +84,8 @@ private:
     void merge_tuple_sets(Node *branch, size_t index);
     void process_op(Node *node);
     const LowpOpInfo *effective_info(Node *node, bool *is_candidate);
+    // Records in `skipped` that an op which would run in low precision stays fp32.
+    void note_if_kept_fp32(Node *node, const LowpOpInfo *info);
     void cast_inputs_lowp(Node *node);
     void cast_inputs_fp32(Node *node);
     void cast_list_input(Node *node, size_t index);

@@ -6,6 +6,7 @@
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/freeze_module.h>
 #include <torch/csrc/jit/passes/shape_analysis.h>
+#include <torch/csrc/jit/passes/symbolic_shape_analysis.h>
 
 #include <torch/version.h>
 
@@ -66,7 +67,7 @@ void check_dtype_supported(const std::string &dtype) {
 }
 
 // Gives graph inputs the concrete types of the sample inputs so passes can see ranks.
-void specialize_inputs(const GraphPtr &graph, const std::vector<c10::IValue> &inputs) {
+void specialize_inputs(GraphPtr graph, const std::vector<c10::IValue> &inputs) {
     const size_t n_args = graph->inputs().size() - 1;  // input 0 is self
     if (inputs.size() != n_args)
         throw_usage("--sample-input gives " + std::to_string(inputs.size()) +
@@ -76,11 +77,17 @@ void specialize_inputs(const GraphPtr &graph, const std::vector<c10::IValue> &in
         if (inputs[i].isTensor() && value->type()->cast<c10::TensorType>())
             value->setType(c10::TensorType::create(inputs[i].toTensor()));
     }
+    // Shape propagation is best-effort: passes fall back to their rank-agnostic forms.
+    // The symbolic pass covers more ops; the legacy one fills in what it leaves.
+    try {
+        torch::jit::PropagateShapesOnGraph(graph);
+    } catch (const std::exception &) {
+    }
     try {
         torch::jit::PropagateInputShapes(graph);
     } catch (const std::exception &) {
-        // Shape propagation is best-effort: passes fall back to their rank-agnostic forms.
     }
+    torch::jit::ConstantPropagation(graph);
 }
 
 // Methods of the top-level module that forward calls (directly or through each other).
