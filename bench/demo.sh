@@ -11,7 +11,7 @@ py=/usr/bin/python3
 
 bash "$root/.ci/deps"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" -j "$(nproc)" --target ipex-tool
+cmake --build "$build" -j "$(nproc)" --target ipex-tool compare_stock
 tool="$build/apps/ipex-tool/ipex-tool"
 mkdir -p "$work"
 
@@ -43,6 +43,10 @@ echo "== ipex-tool verify (bf16 against the fp32 original)"
 echo "== ipex-tool bench --baseline stock (interleaved, same inputs)"
 "$tool" bench "$work/resnet50-bf16.pt" --input 16x3x224x224 --baseline stock \
     --iterations 20 --warmup 3
+
+echo "== side by side with both stock baselines (bench/compare_stock, interleaved)"
+"$build/bench/compare_stock" --original "$work/resnet50.pt" --candidate "$work/resnet50-bf16.pt" \
+    --input 16x3x224x224 --baselines fp32,bf16 --iterations 10 --warmup 2 --label "resnet50 bf16, batch 16"
 
 echo "== ISA check"
 if "$tool" info --json | "$py" -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["amx"]["usable"] else 1)'; then

@@ -1,6 +1,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "core/cpu_features.h"
 #include "core/system_info.h"
 
 namespace ipex::app {
@@ -17,8 +18,7 @@ Runner setup_info(CLI::App &sub) {
         std::cout << "cpu:        " << info["cpu"]["model"].get<std::string>() << " ("
                   << info["cpu"]["vendor"].get<std::string>() << ")\n";
         std::cout << "features:  ";
-        for (const auto &[name, present] : info["features"].items())
-            std::cout << " " << name << (present.get<bool>() ? "+" : "-");
+        for (const auto &[name, present] : cpu_features().flags()) std::cout << " " << name << (present ? "+" : "-");
         std::cout << "\n";
         std::cout << "amx:        " << (info["amx"]["usable"].get<bool>() ? "usable" : "not usable")
                   << " (" << info["amx"]["status"].get<std::string>() << ")\n";

@@ -1,0 +1,65 @@
+#!/usr/bin/python3
+"""ipex-launch's own cost per instance: `ipex-launch --ninstances N -- /bin/true` against
+running /bin/true directly, interleaved in one run (A B, B A, ...), medians of each.
+
+With the launcher's default allocator/OpenMP preloads, the direct run gets the same
+LD_PRELOAD, so loading those libraries counts for neither side. Prints the medians and the
+overhead per instance; exits 1 when it is above the budget (20 ms).
+
+usage: bench/launch_overhead.py [--launcher PATH] [--rounds N]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+BUDGET_MS = 20.0
+
+
+def run_ms(argv, env):
+    start = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    return (time.perf_counter() - start) * 1000.0
+
+
+def main():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--launcher", default=os.path.join(root, "build", "launcher", "ipex-launch"))
+    ap.add_argument("--rounds", type=int, default=31)
+    args = ap.parse_args()
+    ncpu = len(os.sched_getaffinity(0))
+    worst = 0.0
+    for n in sorted({1, min(2, ncpu)}):
+        for preload in (False, True):
+            flags = [] if preload else ["--memory-allocator", "default", "--omp-runtime", "default"]
+            plan = json.loads(subprocess.run(
+                [args.launcher, "--dry-run", "--json", "--ninstances", str(n), *flags, "--", "/bin/true"],
+                check=True, capture_output=True, text=True).stdout)
+            env = dict(os.environ)
+            ld = plan["instances"][0]["ld_preload"]
+            if ld:
+                env["LD_PRELOAD"] = ":".join(ld)
+            launch = [args.launcher, "--quiet", "--ninstances", str(n), *flags, "--", "/bin/true"]
+            direct = ["/bin/true"]
+            a, b = [], []
+            for i in range(args.rounds):
+                if i % 2:
+                    b.append(sum(run_ms(direct, env) for _ in range(n)))
+                    a.append(run_ms(launch, os.environ))
+                else:
+                    a.append(run_ms(launch, os.environ))
+                    b.append(sum(run_ms(direct, env) for _ in range(n)))
+            overhead = (statistics.median(a) - statistics.median(b)) / n
+            worst = max(worst, overhead)
+            print(f"{n} instance(s), {'with' if preload else 'without'} preloads: launcher median "
+                  f"{statistics.median(a):.1f} ms, direct median {statistics.median(b):.1f} ms, "
+                  f"overhead {overhead:.1f} ms per instance (budget {BUDGET_MS:.0f} ms)")
+    return 0 if worst <= BUDGET_MS else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
