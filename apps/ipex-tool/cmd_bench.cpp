@@ -39,16 +39,9 @@ struct BenchArgs {
 };
 
 std::vector<std::string> specs_from_metadata(const model::LoadedModel &m) {
-    if (m.metadata && m.metadata->contains("sample_inputs")) {
-        const std::string desc = (*m.metadata)["sample_inputs"].get<std::string>();
-        std::vector<std::string> specs;
-        std::stringstream ss(desc);
-        std::string item;
-        while (std::getline(ss, item, ','))
-            if (!item.empty()) specs.push_back(item);
-        if (!specs.empty()) return specs;
-    }
-    throw_usage("give the model inputs with --input SPEC (e.g. --input 16x3x224x224)");
+    auto specs = model::recorded_sample_inputs(m);
+    if (specs.empty()) throw_usage("give the model inputs with --input SPEC (e.g. --input 16x3x224x224)");
+    return specs;
 }
 
 std::string fmt(double v, int precision = 3) {

@@ -21,19 +21,8 @@ struct VerifyArgs {
 // The inputs the optimized model was specialized for, when the user gave none.
 std::vector<std::string> default_inputs(const model::LoadedModel &a, const model::LoadedModel &b) {
     for (const auto *m : {&b, &a}) {
-        if (m->metadata && m->metadata->contains("sample_inputs")) {
-            const std::string desc = (*m->metadata)["sample_inputs"].get<std::string>();
-            if (desc.empty()) continue;
-            std::vector<std::string> specs;
-            size_t pos = 0;
-            while (pos <= desc.size()) {
-                size_t end = desc.find(',', pos);
-                if (end == std::string::npos) end = desc.size();
-                specs.push_back(desc.substr(pos, end - pos));
-                pos = end + 1;
-            }
-            return specs;
-        }
+        auto specs = model::recorded_sample_inputs(*m);
+        if (!specs.empty()) return specs;
     }
     throw_usage("give the model inputs with --input SPEC (e.g. --input 1x3x224x224)");
 }

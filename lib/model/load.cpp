@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <sstream>
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
@@ -122,6 +123,18 @@ void save_model(const torch::jit::Module &module, const std::string &dst,
             throw Error(ExitCode::internal, "saving '" + dst + "' failed: " + readable_error(e));
         }
     });
+}
+
+std::vector<std::string> recorded_sample_inputs(const LoadedModel &model) {
+    std::vector<std::string> specs;
+    if (!model.metadata || !model.metadata->contains("sample_inputs") ||
+        !(*model.metadata)["sample_inputs"].is_string())
+        return specs;
+    std::stringstream ss((*model.metadata)["sample_inputs"].get<std::string>());
+    std::string item;
+    while (std::getline(ss, item, ','))
+        if (!item.empty()) specs.push_back(item);
+    return specs;
 }
 
 c10::IValue run_forward(torch::jit::Module &module, const std::vector<c10::IValue> &inputs,

@@ -31,6 +31,10 @@ LoadedModel load_model(const std::string &path);
 void save_model(const torch::jit::Module &module, const std::string &dst,
                 const std::optional<nlohmann::json> &metadata);
 
+// The --sample-input SPECs optimize recorded in the model (shapes and dtypes, e.g.
+// "16x3x224x224:fp32"), or none.
+std::vector<std::string> recorded_sample_inputs(const LoadedModel &model);
+
 // Runs forward on inputs (no grad); model errors become exit 3 naming the model and
 // relaying its own first message lines.
 c10::IValue run_forward(torch::jit::Module &module, const std::vector<c10::IValue> &inputs,
