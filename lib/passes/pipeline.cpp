@@ -133,7 +133,7 @@ const std::vector<Knob> &knobs() {
         {"concat-linear", "concat_linear", true, true,
          "merge Linears that share an input into one Linear and a split"},
         {"channels-last", "to_channels_last", true, true,
-         "channels-last weights (and entry) for 4-D/5-D convolution models"},
+         "channels-last weights (and entry) for 2-D convolutions"},
         {"weights-prepack", "weights_prepack", true, false,
          "oneDNN weight prepacking with fused post-ops (not available yet)"},
         {"optimize-lstm", "optimize_lstm", true, false, "oneDNN LSTM (not available yet)"},
