@@ -36,6 +36,13 @@ std::string absolute(const std::string &path) {
     return realpath(path.c_str(), buf) ? std::string(buf) : path;
 }
 
+// Absolute path of a file that may not exist yet (its directory resolved).
+std::string absolute_target(const std::string &path) {
+    const auto slash = path.find_last_of('/');
+    const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+    return absolute(dir) + "/" + path.substr(slash == std::string::npos ? 0 : slash + 1);
+}
+
 uint64_t file_size(const std::string &path) {
     struct stat st {};
     return stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
@@ -59,7 +66,11 @@ int run_optimize(const OptimizeArgs &a) {
     reject_later_work(a);
     const model::LoadedModel input = model::load_model(a.in);
     check_output_path(a.out, {a.in});
-    if (!a.report.empty() && a.report != "-") check_output_path(a.report, {a.in, a.out});
+    if (!a.report.empty() && a.report != "-") {
+        if (absolute_target(a.report) == absolute_target(a.out))
+            throw_usage("--report '" + a.report + "' names the output model '" + a.out + "'; give another file");
+        check_output_path(a.report, {a.in, a.out});
+    }
 
     passes::OptimizeOptions options;
     options.dtype = a.dtype;
