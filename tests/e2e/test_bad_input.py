@@ -231,6 +231,13 @@ class BadOutputPaths(e2e.ToolTestCase):
                                self.path("missing_dir/report.json"))
         self.assert_error(result, e2e.EXIT_USAGE, "missing_dir")
 
+    def test_report_naming_the_output(self):
+        out = self.path("out.pt")
+        result = self.run_tool("optimize", self.model, out, "--report",
+                               os.path.join(self.tmp, ".", "out.pt"))
+        self.assert_error(result, e2e.EXIT_USAGE, "--report")
+        self.assertFalse(os.path.exists(out))
+
 
 class Interrupted(e2e.ToolTestCase):
     def test_interrupted_optimize_leaves_nothing(self):
