@@ -103,18 +103,6 @@ void VerboseStats::add(const VerboseExec &e) {
     total_ms += e.ms;
 }
 
-double VerboseStats::compute_share_on(const std::string &isa) const {
-    double total = 0.0, on = 0.0;
-    for (const auto &[key, entry] : by_kind_impl) {
-        if (!is_compute_kind(key.first)) continue;
-        // Give every line some weight so sub-resolution times still count.
-        const double w = entry.ms + 1e-6 * entry.count;
-        total += w;
-        if (isa_of_impl(key.second).find(isa) != std::string::npos) on += w;
-    }
-    return total > 0.0 ? on / total : 0.0;
-}
-
 bool VerboseStats::has_compute() const {
     for (const auto &kv : by_kind_impl)
         if (is_compute_kind(kv.first.first)) return true;

@@ -48,9 +48,6 @@ struct VerboseStats {
     double total_ms = 0.0;
 
     void add(const VerboseExec &e);
-    // Share of convolution/matmul/inner_product/deconvolution time run on an ISA that
-    // includes `isa` (e.g. "amx" matches avx512_core_amx, avx512_core_amx_fp16).
-    double compute_share_on(const std::string &isa) const;
     // Whether any compute primitive (conv/matmul/inner product) ran at all.
     bool has_compute() const;
     // ISAs the compute primitives ran on, most time first.
