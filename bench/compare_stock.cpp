@@ -36,7 +36,7 @@ int run(int argc, char **argv) {
         ->delimiter(',');
     app.add_option("--iterations", a.iterations, "timed rounds")->capture_default_str();
     app.add_option("--warmup", a.warmup, "untimed rounds")->capture_default_str();
-    app.add_option("--threads", a.threads, "intra-op threads (default: physical cores)");
+    app.add_option("--threads", a.threads, "intra-op threads (default: OMP_NUM_THREADS, else the physical cores this process may use)");
     app.add_option("--label", a.label, "name printed in the result line");
     app.add_flag("--json", a.json, "print one JSON object instead of text");
     try {
@@ -44,7 +44,7 @@ int run(int argc, char **argv) {
     } catch (const CLI::ParseError &e) {
         return app.exit(e);
     }
-    at::set_num_threads(a.threads > 0 ? a.threads : ipex::physical_cores());
+    at::set_num_threads(a.threads > 0 ? a.threads : ipex::default_threads());
     const auto inputs = ipex::make_inputs(a.inputs, 0);
     ipex::model::LoadedModel cand = ipex::model::load_model(a.candidate);
     cand.module.eval();

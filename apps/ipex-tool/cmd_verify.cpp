@@ -33,7 +33,9 @@ int run_verify(const VerifyArgs &args) {
     const std::vector<std::string> specs = args.inputs.empty() ? default_inputs(a, b) : args.inputs;
     const std::vector<c10::IValue> inputs = make_inputs(specs, args.seed);
 
-    const std::string dtype = model::compute_dtype(b) != "fp32" ? model::compute_dtype(b) : model::compute_dtype(a);
+    // Tolerances follow the lower-precision side of the comparison.
+    std::string dtype = model::compute_dtype(b);
+    if (dtype == "fp32") dtype = model::compute_dtype(a);
     model::Tolerance tol = model::default_tolerance(dtype);
     if (args.min_cosine) tol.min_cosine = *args.min_cosine;
     tol.atol = args.atol;

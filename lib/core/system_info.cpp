@@ -15,20 +15,33 @@ namespace {
 
 struct Topology {
     int sockets = 0, numa_nodes = 0, cores = 0, pus = 0;
+    int allowed_cores = 0;  // cores with at least one CPU in this process's affinity mask
 };
 
-Topology read_topology() {
-    Topology t;
-    hwloc_topology_t topo;
-    if (hwloc_topology_init(&topo) != 0) return t;
-    if (hwloc_topology_load(topo) == 0) {
-        t.sockets = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PACKAGE);
-        t.numa_nodes = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
-        t.cores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
-        t.pus = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
-    }
-    hwloc_topology_destroy(topo);
-    return t;
+// hwloc is loaded once per process: every command asks for the thread default at start.
+const Topology &topology() {
+    static const Topology cached = [] {
+        Topology t;
+        hwloc_topology_t topo;
+        if (hwloc_topology_init(&topo) != 0) return t;
+        if (hwloc_topology_load(topo) == 0) {
+            t.sockets = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PACKAGE);
+            t.numa_nodes = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
+            t.cores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+            t.pus = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
+            hwloc_cpuset_t allowed = hwloc_bitmap_alloc();
+            if (hwloc_get_cpubind(topo, allowed, HWLOC_CPUBIND_PROCESS) == 0) {
+                for (int i = 0; i < t.cores; ++i) {
+                    hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, i);
+                    if (hwloc_bitmap_intersects(core->cpuset, allowed)) ++t.allowed_cores;
+                }
+            }
+            hwloc_bitmap_free(allowed);
+        }
+        hwloc_topology_destroy(topo);
+        return t;
+    }();
+    return cached;
 }
 
 }  // namespace
@@ -50,36 +63,14 @@ std::string onednn_effective_isa() {
     }
 }
 
-int physical_cores() {
-    static const int cores = [] {
-        Topology t = read_topology();
-        return t.cores > 0 ? t.cores : 1;
-    }();
-    return cores;
-}
+int physical_cores() { return std::max(1, topology().cores); }
 
 int default_threads() {
     if (const char *env = std::getenv("OMP_NUM_THREADS")) {
         const int n = std::atoi(env);
         if (n > 0) return n;
     }
-    int cores = 0;
-    hwloc_topology_t topo;
-    if (hwloc_topology_init(&topo) == 0) {
-        if (hwloc_topology_load(topo) == 0) {
-            hwloc_cpuset_t allowed = hwloc_bitmap_alloc();
-            if (hwloc_get_cpubind(topo, allowed, HWLOC_CPUBIND_PROCESS) == 0) {
-                const int n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
-                for (int i = 0; i < n; ++i) {
-                    hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, i);
-                    if (hwloc_bitmap_intersects(core->cpuset, allowed)) ++cores;
-                }
-            }
-            hwloc_bitmap_free(allowed);
-        }
-        hwloc_topology_destroy(topo);
-    }
-    return cores > 0 ? cores : physical_cores();
+    return topology().allowed_cores > 0 ? topology().allowed_cores : physical_cores();
 }
 
 SystemInfo system_info() {
@@ -90,7 +81,7 @@ SystemInfo system_info() {
                        std::to_string(v->patch);
     s.torch_version = TORCH_VERSION;
     s.threads = default_threads();
-    Topology t = read_topology();
+    const Topology &t = topology();
     s.sockets = t.sockets;
     s.numa_nodes = t.numa_nodes;
     s.cores = t.cores;

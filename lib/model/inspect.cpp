@@ -6,6 +6,7 @@
 #include <cstring>
 #include <iomanip>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -74,12 +75,10 @@ std::shared_ptr<torch::jit::Graph> inlined_forward(const torch::jit::Module &mod
     return graph;
 }
 
-std::string compute_dtype(const LoadedModel &model) {
-    if (model.metadata && model.metadata->contains("dtype") && (*model.metadata)["dtype"].is_string())
-        return (*model.metadata)["dtype"].get<std::string>();
-    WeightTally tally;
-    tally_graph_constants(inlined_forward(model.module)->block(), tally);
-    for (const auto &p : model.module.named_parameters(true)) tally.add(p.value);
+namespace {
+
+// The floating dtype holding the most weight bytes.
+std::string dominant_float_dtype(const WeightTally &tally) {
     int64_t best = -1;
     std::string dtype = "fp32";
     for (const auto &[name, entry] : tally.by_dtype) {
@@ -89,6 +88,22 @@ std::string compute_dtype(const LoadedModel &model) {
         }
     }
     return dtype;
+}
+
+std::optional<std::string> recorded_dtype(const LoadedModel &model) {
+    if (model.metadata && model.metadata->contains("dtype") && (*model.metadata)["dtype"].is_string())
+        return (*model.metadata)["dtype"].get<std::string>();
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::string compute_dtype(const LoadedModel &model) {
+    if (auto recorded = recorded_dtype(model)) return *recorded;
+    WeightTally tally;
+    tally_graph_constants(inlined_forward(model.module)->block(), tally);
+    for (const auto &p : model.module.named_parameters(true)) tally.add(p.value);
+    return dominant_float_dtype(tally);
 }
 
 nlohmann::json inspect_model(const LoadedModel &model) {
@@ -156,7 +171,7 @@ nlohmann::json inspect_model(const LoadedModel &model) {
     report["custom_ops"] = std::vector<std::string>(custom_ops.begin(), custom_ops.end());
     report["needs_ops_library"] = needs_ipex;
     report["runs_on"] = needs_ipex ? "ipex_ops" : (custom_ops.empty() ? "stock" : "stock+custom");
-    report["dtype"] = compute_dtype(model);
+    report["dtype"] = recorded_dtype(model).value_or(dominant_float_dtype(tally));
     report["ipex"] = model.metadata ? *model.metadata : nlohmann::json(nullptr);
     return report;
 }

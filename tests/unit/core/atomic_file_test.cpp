@@ -6,8 +6,10 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "unit/test_errors.h"
 
 namespace fs = std::filesystem;
+using ipex::testing::code_of;
 
 namespace {
 
@@ -17,15 +19,6 @@ struct TempDir {
     ~TempDir() { fs::remove_all(path); }
     size_t entries() const { return static_cast<size_t>(std::distance(fs::directory_iterator(path), {})); }
 };
-
-ipex::ExitCode code_of(const std::function<void()> &fn) {
-    try {
-        fn();
-    } catch (const ipex::Error &e) {
-        return e.code();
-    }
-    return ipex::ExitCode::ok;
-}
 
 }  // namespace
 

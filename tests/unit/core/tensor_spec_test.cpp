@@ -7,20 +7,13 @@
 #include <fstream>
 
 #include "core/errors.h"
+#include "unit/test_errors.h"
 #include "core/tensor_spec.h"
 
 namespace fs = std::filesystem;
+using ipex::testing::code_of;
 
 namespace {
-
-ipex::ExitCode code_of(const std::function<void()> &fn) {
-    try {
-        fn();
-    } catch (const ipex::Error &e) {
-        return e.code();
-    }
-    return ipex::ExitCode::ok;
-}
 
 fs::path temp_dir() {
     fs::path dir = fs::temp_directory_path() / ("ipex-spec-" + std::to_string(::getpid()));
