@@ -1,0 +1,148 @@
+// LinearContext against fp64 aten::linear: shapes (1-D to 4-D inputs, odd sizes), bias or
+// none, fp32/bf32/bf16, contiguous and strided inputs, primitive cache bound, errors.
+#include <gtest/gtest.h>
+
+#include <tuple>
+
+#include "ops/linear_context.h"
+#include "unit/ops/ops_test_utils.h"
+
+namespace ipex::ops {
+namespace {
+
+using testing::expect_close;
+
+struct LinearCase {
+    std::string name;
+    int64_t in, out;
+    bool bias;
+    std::vector<int64_t> leading;  // input dims before the feature dim
+};
+
+const std::vector<LinearCase> &cases() {
+    static const std::vector<LinearCase> all = {
+        {"vector", 7, 5, true, {}},
+        {"rows1", 16, 33, true, {1}},
+        {"rows3_nobias", 9, 4, false, {3}},
+        {"batched3d", 31, 17, true, {3, 7}},
+        {"batched4d_nobias", 8, 64, false, {2, 3, 5}},
+        {"wide", 257, 129, true, {5}},
+    };
+    return all;
+}
+
+class OpsLinearGrid : public ::testing::TestWithParam<std::tuple<size_t, std::string>> {};
+
+TEST_P(OpsLinearGrid, MatchesAtenReference) {
+    at::manual_seed(2);
+    const LinearCase &c = cases()[std::get<0>(GetParam())];
+    const std::string dtype = std::get<1>(GetParam());
+    const at::Tensor w = at::randn({c.out, c.in}) * 0.3;
+    const at::Tensor b = c.bias ? at::randn({c.out}) : at::Tensor();
+    LinearContext ctx(w, c.bias ? c10::optional<at::Tensor>(b) : c10::nullopt, dtype, {}, 0);
+    EXPECT_EQ(ctx.in_features(), c.in);
+    EXPECT_EQ(ctx.out_features(), c.out);
+
+    std::vector<int64_t> shape = c.leading;
+    shape.push_back(c.in);
+    const at::Tensor x = at::randn(shape);
+    const at::Tensor want = testing::reference_linear(x, w, b);
+    // Contiguous, then a non-contiguous view with the same values (every other column of a
+    // wider tensor), then (for 2-D and up) a transposed-storage copy.
+    std::vector<std::pair<std::string, at::Tensor>> inputs = {{"contiguous", x}};
+    {
+        std::vector<int64_t> wide = shape;
+        wide.back() *= 2;
+        at::Tensor view = at::randn(wide).slice(-1, 0, wide.back(), 2);
+        view.copy_(x);
+        inputs.push_back({"slice", view});
+    }
+    if (x.dim() >= 2) inputs.push_back({"transposed_storage", x.transpose(-1, -2).contiguous().transpose(-1, -2)});
+    for (const auto &[layout, input] : inputs) {
+        const std::string what = c.name + " " + dtype + " " + layout;
+        const at::Tensor got = ctx.run(input, c10::nullopt);
+        EXPECT_EQ(got.scalar_type(), testing::output_type(dtype)) << what;
+        expect_close(got, want, dtype, what);
+    }
+}
+
+std::string grid_name(const ::testing::TestParamInfo<OpsLinearGrid::ParamType> &info) {
+    return cases()[std::get<0>(info.param)].name + "_" + std::get<1>(info.param);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllCases, OpsLinearGrid,
+                         ::testing::Combine(::testing::Range<size_t>(0, cases().size()),
+                                            ::testing::Values("fp32", "bf32", "bf16")),
+                         grid_name);
+
+class OpsLinear : public ::testing::Test {
+protected:
+    void SetUp() override { at::manual_seed(0); }
+};
+
+TEST_F(OpsLinear, Bf16InputOnBf16Context) {
+    const at::Tensor w = (at::randn({12, 20}) * 0.3).to(at::kBFloat16), b = at::randn({12});
+    LinearContext ctx(w, b, "bf16", {}, 4);
+    const at::Tensor x = at::randn({4, 20}).to(at::kBFloat16);
+    const at::Tensor got = ctx.run(x, c10::nullopt);
+    EXPECT_EQ(got.scalar_type(), at::kBFloat16);
+    expect_close(got, testing::reference_linear(x, w, b), "bf16", "bf16 input");
+}
+
+TEST_F(OpsLinear, NonContiguousWeight) {
+    const at::Tensor w = (at::randn({20, 12}) * 0.3).t();
+    ASSERT_FALSE(w.is_contiguous());
+    LinearContext ctx(w, c10::nullopt, "fp32", {}, 0);
+    const at::Tensor x = at::randn({3, 20});
+    expect_close(ctx.run(x, c10::nullopt), testing::reference_linear(x, w, at::Tensor()), "fp32", "transposed weight");
+}
+
+TEST_F(OpsLinear, EmptyBatchGivesEmptyOutput) {
+    LinearContext ctx(at::randn({6, 4}), c10::nullopt, "fp32", {}, 0);
+    const at::Tensor got = ctx.run(at::randn({0, 4}), c10::nullopt);
+    EXPECT_EQ(got.sizes(), (std::vector<int64_t>{0, 6}));
+}
+
+TEST_F(OpsLinear, PrimitiveCacheIsBounded) {
+    const at::Tensor w = at::randn({10, 12}) * 0.3, b = at::randn({10});
+    LinearContext ctx(w, b, "fp32", {{"gelu_erf"}}, 0);
+    for (int round = 0; round < 2; ++round) {
+        for (int64_t rows = 1; rows <= 20; ++rows) {
+            const at::Tensor x = at::randn({rows, 12});
+            expect_close(ctx.run(x, c10::nullopt), at::gelu(testing::reference_linear(x, w, b)), "fp32",
+                         "rows " + std::to_string(rows));
+            EXPECT_LE(ctx.cached_shapes(), 16u);
+        }
+    }
+}
+
+TEST_F(OpsLinear, RejectsWrongFeatureCount) {
+    LinearContext ctx(at::randn({6, 4}), c10::nullopt, "fp32", {}, 0);
+    const std::string msg = testing::error_of([&] { ctx.run(at::randn({3, 5}), c10::nullopt); });
+    EXPECT_NE(msg.find("expected an input with 4 features"), std::string::npos) << msg;
+    const std::string scalar = testing::error_of([&] { ctx.run(at::randn({}), c10::nullopt); });
+    EXPECT_NE(scalar.find("4 features"), std::string::npos) << scalar;
+    const std::string integer = testing::error_of([&] { ctx.run(at::ones({3, 4}, at::kLong), c10::nullopt); });
+    EXPECT_NE(integer.find("floating-point input"), std::string::npos) << integer;
+}
+
+TEST_F(OpsLinear, RejectsBadConstruction) {
+    const auto make = [](at::Tensor w, c10::optional<at::Tensor> b, PostOps ops = {}) {
+        return testing::error_of([&] { LinearContext(w, b, "fp32", ops, 0); });
+    };
+    EXPECT_NE(make(at::randn({2, 3, 4}), c10::nullopt).find("2-D"), std::string::npos);
+    EXPECT_NE(make(at::randn({6, 4}), at::randn({4})).find("does not match 6 output features"), std::string::npos);
+    EXPECT_NE(make(at::randn({6, 4}), c10::nullopt, {{"sum", 1.0}}).find("add post-op rather than sum"),
+              std::string::npos);
+    EXPECT_NE(make(at::randn({6, 4}), c10::nullopt, {{"add"}, {"mul"}}).find("at most one"), std::string::npos);
+    EXPECT_NE(make(at::randn({6, 4}), c10::nullopt, {{"swish7"}}).find("unknown post-op 'swish7'"), std::string::npos);
+}
+
+TEST_F(OpsLinear, BinaryContextNeedsOtherTensor) {
+    LinearContext ctx(at::randn({6, 4}), c10::nullopt, "fp32", {{"add"}}, 0);
+    const std::string msg = testing::error_of([&] { ctx.run(at::randn({3, 4}), c10::nullopt); });
+    EXPECT_NE(msg.find("needs a second tensor"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace ipex::ops

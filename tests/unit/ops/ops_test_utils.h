@@ -1,0 +1,159 @@
+// Shared helpers of the prepacked-op tests: fp64 references, error metrics, layouts.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/frontend/resolver.h>
+#include <torch/csrc/jit/frontend/sugared_value.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "ops/conv_context.h"
+#include "ops/linear_context.h"
+
+namespace ipex::ops::testing {
+
+// max |got - want| / max |want|, both in fp64.
+inline double max_relative_error(const at::Tensor &got, const at::Tensor &want) {
+    if (got.sizes() != want.sizes()) return 1e30;
+    const at::Tensor a = got.to(at::kDouble), b = want.to(at::kDouble);
+    const double scale = std::max(b.abs().max().item<double>(), 1e-12);
+    return (a - b).abs().max().item<double>() / scale;
+}
+
+inline double cosine(const at::Tensor &got, const at::Tensor &want) {
+    if (got.sizes() != want.sizes()) return -1.0;
+    const at::Tensor a = got.to(at::kDouble).reshape({-1}), b = want.to(at::kDouble).reshape({-1});
+    const double norms = a.norm().item<double>() * b.norm().item<double>();
+    if (norms == 0.0) return a.equal(b) ? 1.0 : 0.0;
+    return (a * b).sum().item<double>() / norms;
+}
+
+constexpr double kFp32MaxRelative = 1e-4;
+constexpr double kLowpMaxRelative = 3e-2;
+constexpr double kLowpMinCosine = 0.9999;
+
+// Asserts `got` against an fp64 reference with the tolerance of the context dtype.
+inline void expect_close(const at::Tensor &got, const at::Tensor &want, const std::string &dtype,
+                         const std::string &what) {
+    ASSERT_EQ(got.sizes(), want.sizes()) << what;
+    const double rel = max_relative_error(got, want);
+    if (dtype == "fp32") {
+        EXPECT_LE(rel, kFp32MaxRelative) << what;
+    } else {
+        EXPECT_LE(rel, kLowpMaxRelative) << what;
+        EXPECT_GE(cosine(got, want), kLowpMinCosine) << what;
+    }
+}
+
+// The dtype the op returns for a context dtype (before promotion by a tensor post-op).
+inline at::ScalarType output_type(const std::string &dtype) {
+    return dtype == "bf16" ? at::kBFloat16 : at::kFloat;
+}
+
+// Channels-last (N, spatial..., C in memory) for any rank >= 3.
+inline bool channels_last(const at::Tensor &t) {
+    if (t.dim() == 4) return t.is_contiguous(at::MemoryFormat::ChannelsLast);
+    if (t.dim() == 5) return t.is_contiguous(at::MemoryFormat::ChannelsLast3d);
+    return t.dim() == 3 && t.permute({0, 2, 1}).is_contiguous();
+}
+
+// A copy of `t` laid out channels-last (rank 3 to 5).
+inline at::Tensor as_channels_last(const at::Tensor &t) {
+    if (t.dim() == 4) return t.contiguous(at::MemoryFormat::ChannelsLast);
+    if (t.dim() == 5) return t.contiguous(at::MemoryFormat::ChannelsLast3d);
+    return t.permute({0, 2, 1}).contiguous().permute({0, 2, 1});
+}
+
+// fp64 aten convolution (or transposed convolution) of fp32 tensors.
+inline at::Tensor reference_conv(const at::Tensor &x, const at::Tensor &weight, const at::Tensor &bias,
+                                 const ConvParams &p) {
+    const at::Tensor b = bias.defined() ? bias.to(at::kDouble) : at::Tensor();
+    std::vector<int64_t> output_padding = p.output_padding;
+    if (output_padding.empty()) output_padding.assign(p.stride.size(), 0);
+    return at::convolution(x.to(at::kDouble), weight.to(at::kDouble), b, p.stride, p.padding, p.dilation,
+                           p.transposed, output_padding, p.groups);
+}
+
+inline at::Tensor reference_linear(const at::Tensor &x, const at::Tensor &weight, const at::Tensor &bias) {
+    return at::linear(x.to(at::kDouble), weight.to(at::kDouble),
+                      bias.defined() ? bias.to(at::kDouble) : at::Tensor());
+}
+
+// The post-op applied with aten in fp64 (elementwise kinds only).
+inline at::Tensor reference_eltwise(const at::Tensor &y, const PostOp &op) {
+    if (op.kind == "relu") return at::relu(y);
+    if (op.kind == "leaky_relu") return at::leaky_relu(y, op.alpha);
+    if (op.kind == "clip") return at::clamp(y, op.alpha, op.beta);
+    if (op.kind == "gelu_erf") return at::gelu(y, "none");
+    if (op.kind == "gelu_tanh") return at::gelu(y, "tanh");
+    if (op.kind == "silu") return at::silu(y);
+    if (op.kind == "sigmoid") return at::sigmoid(y);
+    if (op.kind == "tanh") return at::tanh(y);
+    if (op.kind == "hardswish") return at::hardswish(y);
+    if (op.kind == "elu") return at::elu(y, op.alpha);
+    ADD_FAILURE() << "no reference for post-op " << op.kind;
+    return y;
+}
+
+// The c10::Error message of `fn`, or "" when it does not throw one.
+template <class Fn>
+std::string error_of(Fn &&fn) {
+    try {
+        fn();
+    } catch (const c10::Error &e) {
+        return e.what_without_backtrace();
+    }
+    return "";
+}
+
+// The message of any exception `fn` throws (the TorchScript interpreter rethrows op errors
+// as std::runtime_error with a script traceback), or "".
+template <class Fn>
+std::string any_error_of(Fn &&fn) {
+    try {
+        fn();
+    } catch (const std::exception &e) {
+        return e.what();
+    }
+    return "";
+}
+
+// TorchScript source compiled from C++ resolves only `torch.<aten op>`; this resolver also
+// understands `torch.ops.<namespace>.<op>` (as Python and the model loader do), so test
+// modules can call the ipex ops the way a user's script does.
+struct OpsNamespace : torch::jit::SugaredValue {
+    std::string kind() const override { return "torch.ops"; }
+    std::shared_ptr<torch::jit::SugaredValue> attr(const torch::jit::SourceRange &, torch::jit::GraphFunction &,
+                                                   const std::string &field) override {
+        return std::make_shared<torch::jit::BuiltinModule>(field);
+    }
+};
+
+struct TorchWithOps : torch::jit::BuiltinModule {
+    TorchWithOps() : BuiltinModule("aten") {}
+    std::shared_ptr<torch::jit::SugaredValue> attr(const torch::jit::SourceRange &loc, torch::jit::GraphFunction &m,
+                                                   const std::string &field) override {
+        if (field == "ops") return std::make_shared<OpsNamespace>();
+        return BuiltinModule::attr(loc, m, field);
+    }
+};
+
+struct OpsResolver : torch::jit::Resolver {
+    std::shared_ptr<torch::jit::SugaredValue> resolveValue(const std::string &name, torch::jit::GraphFunction &,
+                                                           const torch::jit::SourceRange &) override {
+        if (name == "torch") return std::make_shared<TorchWithOps>();
+        return nullptr;
+    }
+    c10::TypePtr resolveType(const std::string &, const torch::jit::SourceRange &) override { return nullptr; }
+};
+
+// module.define(source) with torch.ops available.
+inline void define(torch::jit::Module &module, const std::string &source) {
+    module.define(source, std::make_shared<OpsResolver>());
+}
+
+}  // namespace ipex::ops::testing
