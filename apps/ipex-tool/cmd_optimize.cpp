@@ -99,6 +99,7 @@ int run_optimize(const OptimizeArgs &a) {
         {"level", a.level},
         {"keep_dtype", a.keep_dtype},
         {"portable", result.report["mode"] == "portable"},
+        {"fp32_math_mode", result.report["mode"] == "prepacked" ? a.fp32_math_mode : std::string("fp32")},
         {"source", absolute(a.in)},
         {"source_bytes", input.bytes},
         {"sample_inputs", describe_inputs(options.sample_inputs)},

@@ -34,8 +34,8 @@ int run_verify(const VerifyArgs &args) {
     const std::vector<c10::IValue> inputs = make_inputs(specs, args.seed);
 
     // Tolerances follow the lower-precision side of the comparison.
-    std::string dtype = model::compute_dtype(b);
-    if (dtype == "fp32") dtype = model::compute_dtype(a);
+    std::string dtype = model::precision_dtype(b);
+    if (dtype == "fp32") dtype = model::precision_dtype(a);
     model::Tolerance tol = model::default_tolerance(dtype);
     if (args.min_cosine) tol.min_cosine = *args.min_cosine;
     tol.atol = args.atol;

@@ -49,10 +49,26 @@ struct WeightTally {
     }
 };
 
+// Tensors in a constant: plain, in tuples/lists, or in the pickled state of an object such as
+// a prepacked context (its __getstate__ gives the plain weights).
+void tally_ivalue(const c10::IValue &value, WeightTally &tally) {
+    if (value.isTensor()) {
+        tally.add(value.toTensor());
+    } else if (value.isTuple()) {
+        for (const auto &e : value.toTupleRef().elements()) tally_ivalue(e, tally);
+    } else if (value.isList()) {
+        for (const auto &e : value.toListRef()) tally_ivalue(e, tally);
+    } else if (value.isObject()) {
+        if (auto *getstate = value.toObjectRef().type()->findMethod("__getstate__"))
+            tally_ivalue((*getstate)({value}), tally);
+    }
+}
+
 void tally_graph_constants(const torch::jit::Block *block, WeightTally &tally) {
     for (const auto *node : block->nodes()) {
-        if (node->kind() == torch::jit::prim::Constant && node->output()->type()->cast<c10::TensorType>()) {
-            if (auto iv = torch::jit::toIValue(node->output()); iv && iv->isTensor()) tally.add(iv->toTensor());
+        if (node->kind() == torch::jit::prim::Constant) {
+            if (auto iv = torch::jit::toIValue(node->output()); iv && (iv->isTensor() || iv->isObject()))
+                tally_ivalue(*iv, tally);
         }
         for (const auto *sub : node->blocks()) tally_graph_constants(sub, tally);
     }
@@ -104,6 +120,12 @@ std::string compute_dtype(const LoadedModel &model) {
     tally_graph_constants(inlined_forward(model.module)->block(), tally);
     for (const auto &p : model.module.named_parameters(true)) tally.add(p.value);
     return dominant_float_dtype(tally);
+}
+
+std::string precision_dtype(const LoadedModel &model) {
+    const auto &meta = model.metadata;
+    if (meta && meta->contains("fp32_math_mode") && (*meta)["fp32_math_mode"] == "bf32") return "bf16";
+    return compute_dtype(model);
 }
 
 nlohmann::json inspect_model(const LoadedModel &model) {

@@ -23,4 +23,8 @@ std::shared_ptr<torch::jit::Graph> inlined_forward(const torch::jit::Module &mod
 // floating-point constants of its forward graph ("fp32", "bf16", "fp16").
 std::string compute_dtype(const LoadedModel &model);
 
+// The dtype whose precision the model's arithmetic has: compute_dtype, except bf16 for fp32
+// models optimized with --fp32-math-mode bf32 (recorded in the metadata).
+std::string precision_dtype(const LoadedModel &model);
+
 }  // namespace ipex::model

@@ -60,6 +60,13 @@ at::ScalarType compute_scalar_type(const std::string &dtype) {
     TORCH_CHECK(false, "ipex ops: unknown compute dtype '", dtype, "' (fp32, bf32, bf16, fp16)");
 }
 
+ComputeTypes compute_types(const std::string &dtype) {
+    const at::ScalarType io = compute_scalar_type(dtype);
+    if (dtype != "bf32") return {io, io, false};
+    static const bool amx = dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core_amx;
+    return amx ? ComputeTypes{at::kFloat, at::kFloat, true} : ComputeTypes{at::kBFloat16, at::kFloat, false};
+}
+
 struct ConvolutionContext::Entry {
     dnnl::primitive primitive;
     memory::desc src, dst, scratchpad;
@@ -72,7 +79,7 @@ ConvolutionContext::ConvolutionContext(at::Tensor weight, c10::optional<at::Tens
                                        bool sum_in_place, std::vector<int64_t> input_hint)
     : weight_(std::move(weight)), params_(std::move(params)), dtype_(std::move(dtype)),
       post_ops_(std::move(post_ops)), sum_in_place_(sum_in_place), input_hint_(std::move(input_hint)) {
-    const at::ScalarType type = compute_scalar_type(dtype_);
+    const ComputeTypes types = compute_types(dtype_);
     TORCH_CHECK(weight_.defined() && weight_.dim() >= 3 && weight_.dim() <= 5,
                 "ipex convolution: the weight must be 3-D to 5-D");
     TORCH_CHECK(weight_.is_floating_point(), "ipex convolution: the weight must be floating point");
@@ -103,7 +110,7 @@ ConvolutionContext::ConvolutionContext(at::Tensor weight, c10::optional<at::Tens
                 "ipex convolution: the only tensor post-op of a convolution is sum");
     TORCH_CHECK(input_hint_.empty() || input_hint_.size() == spatial + 2,
                 "ipex convolution: the input hint must have ", spatial + 2, " dims");
-    weights_ = std::make_shared<WeightCache>(onednn_weight(weight_, params_, type));
+    weights_ = std::make_shared<WeightCache>(onednn_weight(weight_, params_, types.math));
     primitives_ = std::make_shared<PrimitiveCache<Entry>>();
 
     std::vector<int64_t> hint = input_hint_;
@@ -115,7 +122,7 @@ ConvolutionContext::ConvolutionContext(at::Tensor weight, c10::optional<at::Tens
     bool hint_fits = true;
     for (int64_t s : output_sizes(hint)) hint_fits &= s > 0;
     // A sum's dtype is known at run time only; prepack for the common case (compute dtype).
-    if (hint_fits) entry_for(hint, type, output_sizes(hint));
+    if (hint_fits) entry_for(hint, types.output, output_sizes(hint));
 }
 
 std::vector<int64_t> ConvolutionContext::output_sizes(at::IntArrayRef input) const {
@@ -139,11 +146,11 @@ std::shared_ptr<const ConvolutionContext::Entry> ConvolutionContext::entry_for(
     if (auto hit = primitives_->find(key)) return hit;
 
     const int64_t rank = static_cast<int64_t>(src_sizes.size());
-    const at::ScalarType type = compute_scalar_type(dtype_);
+    const ComputeTypes types = compute_types(dtype_);
     const auto &p = params_;
-    const memory::desc src_md(to_dims(src_sizes), to_dnnl(type), channels_last_tag(rank));
+    const memory::desc src_md(to_dims(src_sizes), to_dnnl(types.math), channels_last_tag(rank));
     const memory::desc dst_md(to_dims(dst_sizes), to_dnnl(dst_type), channels_last_tag(rank));
-    const memory::desc weight_md(to_dims(weights_->plain().sizes()), to_dnnl(type), memory::format_tag::any);
+    const memory::desc weight_md(to_dims(weights_->plain().sizes()), to_dnnl(types.math), memory::format_tag::any);
     const memory::desc bias_md = bias_.defined() ? memory::desc({bias_.size(0)}, memory::data_type::f32,
                                                                 memory::format_tag::x)
                                                  : memory::desc();
@@ -156,7 +163,7 @@ std::shared_ptr<const ConvolutionContext::Entry> ConvolutionContext::entry_for(
 
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    if (dtype_ == "bf32") attr.set_fpmath_mode(dnnl::fpmath_mode::bf16);
+    if (types.fpmath_bf16) attr.set_fpmath_mode(dnnl::fpmath_mode::bf16);
     attr.set_post_ops(to_dnnl(post_ops_, memory::desc()));
 
     auto entry = std::make_shared<Entry>();
@@ -203,16 +210,17 @@ at::Tensor ConvolutionContext::run(const at::Tensor &input, const c10::optional<
     for (int64_t s : dst_sizes)
         TORCH_CHECK(s > 0, "ipex convolution: input of shape ", input.sizes(), " is too small for ", describe());
 
-    const at::ScalarType type = compute_scalar_type(dtype_);
-    const at::Tensor src = to_channels_last(x, type);
+    const ComputeTypes types = compute_types(dtype_);
+    const at::Tensor src = to_channels_last(x, types.math);
     const int sum_at = tensor_post_op(post_ops_);
-    at::ScalarType dst_type = type;
+    at::ScalarType dst_type = types.output;
     at::Tensor dst;
     if (sum_at >= 0) {
         TORCH_CHECK(other && other->defined(), "ipex convolution: the sum post-op needs a second tensor");
         at::Tensor o = unbatched && other->dim() == rank - 1 ? other->unsqueeze(0) : *other;
-        if (o.dim() > 0) dst_type = at::promote_types(type, o.scalar_type());
-        if (at::infer_size(o.sizes(), dst_sizes) != dst_sizes) {
+        if (o.dim() > 0) dst_type = at::promote_types(types.output, o.scalar_type());
+        // oneDNN sums fp32/bf16 only, into an output of the conv's shape; aten does the rest.
+        if (!onednn_float(o.scalar_type()) || !onednn_float(dst_type) || at::infer_size(o.sizes(), dst_sizes) != dst_sizes) {
             const at::Tensor y = run_unfused(x, o);
             return unbatched ? y.squeeze(0) : y;
         }

@@ -25,9 +25,20 @@ struct ConvParams {
     bool transposed = false;
 };
 
-// Compute dtype + fp32 math mode: "fp32" (strict), "bf32" (fp32 tensors, bf16 math allowed),
-// "bf16", "fp16".
+// Context dtypes: "fp32" (strict), "bf32" (fp32 tensors, bf16 math allowed), "bf16", "fp16".
+// The dtype activations have in the graph around the op (bf32: fp32).
 at::ScalarType compute_scalar_type(const std::string &dtype);
+
+// How a context dtype runs in oneDNN.
+struct ComputeTypes {
+    at::ScalarType math;    // src and weights inside the primitive
+    at::ScalarType output;  // dst (before promotion by a tensor post-op)
+    bool fpmath_bf16;       // bf32 as oneDNN's bf16 fpmath mode
+};
+// bf32 uses oneDNN's fpmath mode where the CPU has AMX; elsewhere oneDNN keeps such
+// primitives in strict fp32, so the op rounds src and weights to bf16 itself (the same math:
+// bf16 products, fp32 accumulation and output).
+ComputeTypes compute_types(const std::string &dtype);
 
 class ConvolutionContext : public torch::CustomClassHolder {
 public:

@@ -20,7 +20,7 @@ LinearContext::LinearContext(at::Tensor weight, c10::optional<at::Tensor> bias, 
                              PostOps post_ops, int64_t rows_hint)
     : weight_(std::move(weight)), dtype_(std::move(dtype)), post_ops_(std::move(post_ops)),
       rows_hint_(rows_hint) {
-    const at::ScalarType type = compute_scalar_type(dtype_);
+    const ComputeTypes types = compute_types(dtype_);
     TORCH_CHECK(weight_.defined() && weight_.dim() == 2 && weight_.size(0) > 0 && weight_.size(1) > 0,
                 "ipex linear: the weight must be a non-empty 2-D tensor");
     TORCH_CHECK(weight_.is_floating_point(), "ipex linear: the weight must be floating point");
@@ -33,9 +33,10 @@ LinearContext::LinearContext(at::Tensor weight, c10::optional<at::Tensor> bias, 
     validate(post_ops_);
     TORCH_CHECK(tensor_post_op(post_ops_) < 0 || post_ops_[tensor_post_op(post_ops_)].kind != "sum",
                 "ipex linear: use the add post-op rather than sum");
-    weights_ = std::make_shared<WeightCache>(weight_.to(type).contiguous());
+    weights_ = std::make_shared<WeightCache>(weight_.to(types.math).contiguous());
     primitives_ = std::make_shared<PrimitiveCache<Entry>>();
-    if (tensor_post_op(post_ops_) < 0) entry_for(rows_hint_ > 0 ? rows_hint_ : kDefaultRows, type, "", type);
+    if (tensor_post_op(post_ops_) < 0)
+        entry_for(rows_hint_ > 0 ? rows_hint_ : kDefaultRows, types.output, "", types.output);
 }
 
 std::shared_ptr<const LinearContext::Entry> LinearContext::entry_for(int64_t rows, at::ScalarType dst_type,
@@ -45,11 +46,11 @@ std::shared_ptr<const LinearContext::Entry> LinearContext::entry_for(int64_t row
                             (other_kind.empty() ? "" : c10::toString(other_type));
     if (auto hit = primitives_->find(key)) return hit;
 
-    const at::ScalarType type = compute_scalar_type(dtype_);
+    const ComputeTypes types = compute_types(dtype_);
     const int64_t n = out_features(), k = in_features();
-    const memory::desc src_md({rows, k}, to_dnnl(type), memory::format_tag::nc);
+    const memory::desc src_md({rows, k}, to_dnnl(types.math), memory::format_tag::nc);
     const memory::desc dst_md({rows, n}, to_dnnl(dst_type), memory::format_tag::nc);
-    const memory::desc weight_md({n, k}, to_dnnl(type), memory::format_tag::any);
+    const memory::desc weight_md({n, k}, to_dnnl(types.math), memory::format_tag::any);
     const memory::desc bias_md =
         bias_.defined() ? memory::desc({n}, memory::data_type::f32, memory::format_tag::x) : memory::desc();
     memory::desc other_md;
@@ -58,7 +59,7 @@ std::shared_ptr<const LinearContext::Entry> LinearContext::entry_for(int64_t row
 
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    if (dtype_ == "bf32") attr.set_fpmath_mode(dnnl::fpmath_mode::bf16);
+    if (types.fpmath_bf16) attr.set_fpmath_mode(dnnl::fpmath_mode::bf16);
     attr.set_post_ops(to_dnnl(post_ops_, other_md));
 
     auto entry = std::make_shared<Entry>();
@@ -86,24 +87,26 @@ at::Tensor LinearContext::run(const at::Tensor &input, const c10::optional<at::T
                 input.scalar_type());
     TORCH_CHECK(input.dim() >= 1 && input.size(-1) == in_features(), "ipex linear: expected an input with ",
                 in_features(), " features in the last dim, got shape ", input.sizes());
-    const at::ScalarType type = compute_scalar_type(dtype_);
+    const ComputeTypes types = compute_types(dtype_);
     const int64_t n = out_features(), k = in_features();
     const int64_t rows = input.numel() / k;
     std::vector<int64_t> dst_sizes = input.sizes().vec();
     dst_sizes.back() = n;
     at::Tensor dst;
-    if (rows == 0) return at::empty(dst_sizes, input.options().dtype(type));
-    const at::Tensor src = input.to(type).contiguous().view({rows, k});
+    if (rows == 0) return at::empty(dst_sizes, input.options().dtype(types.output));
+    const at::Tensor src = input.to(types.math).contiguous().view({rows, k});
 
-    at::ScalarType dst_type = type;
+    at::ScalarType dst_type = types.output;
     std::string other_kind;
     at::Tensor src1;
     if (tensor_post_op(post_ops_) >= 0) {
         TORCH_CHECK(other && other->defined(), "ipex linear: the ", post_ops_[tensor_post_op(post_ops_)].kind,
                     " post-op needs a second tensor");
         const at::Tensor &o = *other;
-        if (o.dim() > 0) dst_type = at::promote_types(type, o.scalar_type());
-        if (at::infer_size(o.sizes(), dst_sizes) != dst_sizes) return run_unfused(input, o);
+        if (o.dim() > 0) dst_type = at::promote_types(types.output, o.scalar_type());
+        // oneDNN combines fp32/bf16 only, into an output of the linear's shape; aten does the rest.
+        if (!onednn_float(o.scalar_type()) || !onednn_float(dst_type) || at::infer_size(o.sizes(), dst_sizes) != dst_sizes)
+            return run_unfused(input, o);
         if (o.numel() == n && o.dim() >= 1 && o.size(-1) == n) {
             other_kind = "row";
             src1 = o.contiguous().view({1, n});
@@ -113,7 +116,7 @@ at::Tensor LinearContext::run(const at::Tensor &input, const c10::optional<at::T
         }
     }
     dst = at::empty(dst_sizes, input.options().dtype(dst_type));
-    const auto entry = entry_for(rows, dst_type, other_kind, src1.defined() ? src1.scalar_type() : type);
+    const auto entry = entry_for(rows, dst_type, other_kind, src1.defined() ? src1.scalar_type() : dst_type);
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, wrap(src, entry->src)},
         {DNNL_ARG_WEIGHTS, entry->weight.memory},

@@ -19,6 +19,9 @@ dnnl::memory::data_type to_dnnl(at::ScalarType type);
 
 dnnl::memory::dims to_dims(at::IntArrayRef sizes);
 
+// fp32 or bf16: the dtypes a fused post-op tensor and the output may have.
+inline bool onednn_float(at::ScalarType type) { return type == at::kFloat || type == at::kBFloat16; }
+
 // A descriptor with the tensor's sizes and strides (no copy, any layout).
 dnnl::memory::desc strided_desc(const at::Tensor &t);
 

@@ -1,5 +1,7 @@
 #include "passes/fuse_conv_sum.h"
 
+#include <torch/csrc/jit/ir/alias_analysis.h>
+
 #include "passes/graph_utils.h"
 #include "passes/prepacked_nodes.h"
 
@@ -23,6 +25,13 @@ PassResult fuse_conv_sum(std::shared_ptr<torch::jit::Graph> &graph) {
                 result.skipped.push_back(node_label(user) + ": " + user->kind().toQualString() + " kept (" + why + ")");
             continue;
         }
+        // The fused op runs where the add/mul was (`other` may be computed in between); that
+        // must not move the conv/linear past a write to its input.
+        if (!torch::jit::AliasDb(graph).moveBeforeTopologicallyValid(node, user)) {
+            result.skipped.push_back(node_label(user) + ": " + user->kind().toQualString() +
+                                     " kept (its input is written between the op and the " + use->op + ")");
+            continue;
+        }
         const Node *producer = use->other->node();
         const bool in_place = is_prepacked(producer) && use->other->uses().size() == 1 && !is_graph_output(use->other);
         const auto ctx = conv_context(node)->with_post_ops({ops::PostOp{"sum", use->output_first ? use->alpha : 1.0}},
@@ -32,9 +41,6 @@ PassResult fuse_conv_sum(std::shared_ptr<torch::jit::Graph> &graph) {
         Node *fused = replace_node(*graph, node, ops::kConvolutionSum, {node->input(0), use->other, ctx_value});
         fused->output()->setType(user->output()->type());
         user->output()->replaceAllUsesWith(fused->output());
-        // The add now follows its own result; move the fused node to where the add was, so
-        // `other` (computed between the two) is available.
-        fused->moveBefore(user);
         user->destroy();
         result.modules.push_back(label + (in_place ? "+sum(in place)" : "+sum"));
         ++result.count;

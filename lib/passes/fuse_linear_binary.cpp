@@ -1,5 +1,7 @@
 #include "passes/fuse_linear_binary.h"
 
+#include <torch/csrc/jit/ir/alias_analysis.h>
+
 #include "passes/graph_utils.h"
 #include "passes/prepacked_nodes.h"
 
@@ -22,13 +24,19 @@ PassResult fuse_linear_binary(std::shared_ptr<torch::jit::Graph> &graph) {
                 result.skipped.push_back(node_label(user) + ": " + user->kind().toQualString() + " kept (" + why + ")");
             continue;
         }
+        // The fused op runs where the add/mul was (`other` may be computed in between); that
+        // must not move the conv/linear past a write to its input.
+        if (!torch::jit::AliasDb(graph).moveBeforeTopologicallyValid(node, user)) {
+            result.skipped.push_back(node_label(user) + ": " + user->kind().toQualString() +
+                                     " kept (its input is written between the op and the " + use->op + ")");
+            continue;
+        }
         const auto ctx = linear_context(node)->with_post_ops({ops::PostOp{use->op}});
         Value *ctx_value = insert_constant_at_top(*graph, c10::IValue(ctx), node);
         const std::string label = node_label(node);
         Node *fused = replace_node(*graph, node, ops::kLinearBinary, {node->input(0), use->other, ctx_value});
         fused->output()->setType(user->output()->type());
         user->output()->replaceAllUsesWith(fused->output());
-        fused->moveBefore(user);  // `other` may be computed between the linear and the op
         user->destroy();
         result.modules.push_back(label + "+" + use->op);
         ++result.count;

@@ -20,6 +20,7 @@
 #include "ops/ops.h"
 #include "passes/cast_to_lowp.h"
 #include "passes/concat_linear.h"
+#include "passes/decompose_transformer_layer.h"
 #include "passes/fold_conv_bn.h"
 #include "passes/fold_linear_bn.h"
 #include "passes/fuse_conv_sum.h"
@@ -254,7 +255,7 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
             if (on && !k.available)
                 warn(std::string("--") + k.flag + " is not available in this version; the model is written unchanged");
         }
-        for (const char *name : {"cast_to_lowp", "fuse_eltwise", "fuse_conv_sum", "fuse_linear_binary",
+        for (const char *name : {"decompose_transformer_layer", "cast_to_lowp", "fuse_eltwise", "fuse_conv_sum", "fuse_linear_binary",
                                  "restore_output_layout"})
             passes.push_back(pass_entry(name, "disabled"));
         result.report["passes"] = passes;
@@ -294,6 +295,17 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
 
     GraphPtr graph = result.module.get_method("forward").graph();
     if (!options.sample_inputs.empty()) specialize_inputs(graph, options.sample_inputs);
+
+    // The fused encoder-layer op hides its linears from the dtype cast and prepacking; stock
+    // fp32 runs it well, so it is split up only when one of those follows.
+    if (prepacked || options.dtype != "fp32") {
+        start = Clock::now();
+        const PassResult r = decompose_transformer_layer(graph);
+        if (r.changed) cleanup(graph);
+        passes.push_back(applied_entry("decompose_transformer_layer", r, ms_since(start)));
+    } else {
+        passes.push_back(pass_entry("decompose_transformer_layer", "disabled"));
+    }
 
     const at::ScalarType lowp = options.dtype == "bf16" ? at::kBFloat16 : at::kHalf;
     const std::map<std::string, std::function<PassResult(GraphPtr &)>> runners = {

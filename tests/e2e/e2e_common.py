@@ -3,6 +3,7 @@
 Environment (set by tests/e2e/CMakeLists.txt):
   IPEX_TOOL      path to the ipex-tool binary
   IPEX_FIXTURES  directory written by tests/fixtures/make_fixtures.py
+  IPEX_OPS_LIBRARY  libipex_ops.so (models with prepacked ops load it in Python)
 
 Every test case runs the binary in a fresh temporary directory (self.tmp) and copies the
 fixture files it hands to the binary into that directory, so a misbehaving binary can never
@@ -40,8 +41,12 @@ RUN_TIMEOUT = 300
 
 DROPOUT_OPS = ("dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout")
 BATCH_NORM_OPS = ("batch_norm",)
+CONV_LINEAR_OPS = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+                   "conv_transpose3d", "convolution", "_convolution", "linear")
 PASS_NAMES = ("freeze", "remove_dropout", "fold_conv_bn", "fold_linear_bn", "concat_linear",
-              "to_channels_last", "cast_to_lowp")
+              "to_channels_last", "decompose_transformer_layer", "cast_to_lowp", "weights_prepack",
+              "auto_kernel_selection", "fuse_eltwise", "fuse_conv_sum", "fuse_linear_binary",
+              "restore_output_layout")
 PASS_STATUSES = ("applied", "disabled", "not_available")
 
 
@@ -55,6 +60,7 @@ def _require_env(name: str) -> str:
 
 TOOL = _require_env("IPEX_TOOL")
 FIXTURES = _require_env("IPEX_FIXTURES")
+OPS_LIBRARY = _require_env("IPEX_OPS_LIBRARY")
 
 
 def manifest() -> dict:
@@ -94,6 +100,17 @@ def count_ops(histogram: Dict[str, int], names) -> int:
         if kind.split("::", 1)[-1].rstrip("_") in names:
             total += int(n)
     return total
+
+
+def count_aten(histogram: Dict[str, int], names) -> int:
+    """Sums the counts of aten:: ops whose base name is in names."""
+    return sum(int(n) for kind, n in histogram.items()
+               if kind.startswith("aten::") and kind[len("aten::"):].rstrip("_") in names)
+
+
+def count_ipex(histogram: Dict[str, int]) -> int:
+    """Counts the ops of the ipex namespace (prepacked convolutions and linears)."""
+    return sum(int(n) for kind, n in histogram.items() if kind.startswith("ipex::"))
 
 
 class Result:
@@ -217,18 +234,21 @@ class ToolTestCase(unittest.TestCase):
         return result, report
 
     def check_in_python(self, original: str, optimized: str, inputs: str,
-                        dtype: str = "fp32") -> str:
-        """tests/fixtures/check_in_python.py's check, run in this process (plain torch,
-        nothing else loaded) to save an interpreter start per call."""
-        code, text = _check_module().check(original, optimized, inputs, dtype)
+                        dtype: str = "fp32", ops_library: Optional[str] = OPS_LIBRARY) -> str:
+        """tests/fixtures/check_in_python.py's check, run in this process (torch with
+        libipex_ops.so loaded) to save an interpreter start per call. Whether a model runs
+        without the library is checked with run_check_in_python, in a fresh process."""
+        code, text = _check_module().check(original, optimized, inputs, dtype, ops_library)
         self.assertEqual(code, 0, f"check_in_python {dtype} failed (exit {code}):\n{text}")
         return text
 
     def run_check_in_python(self, original: str, optimized: str, inputs: str,
-                            dtype: str = "fp32") -> subprocess.CompletedProcess:
+                            dtype: str = "fp32", ops_library: Optional[str] = None
+                            ) -> subprocess.CompletedProcess:
         """The same check as a separate process, the way a user runs the script."""
+        extra = ["--ops-library", ops_library] if ops_library else []
         return subprocess.run([PYTHON, CHECK_IN_PYTHON, original, optimized, inputs,
-                               "--dtype", dtype],
+                               "--dtype", dtype] + extra,
                               capture_output=True, text=True, timeout=RUN_TIMEOUT)
 
     @staticmethod

@@ -11,12 +11,15 @@ BF16_MODELS = sorted(name for name, entry in e2e.MODELS.items() if entry["bf16"]
 
 
 class OptimizeBf16(e2e.ToolTestCase):
+    portable = False
+
     def _model(self, name: str):
         src = self.copy_model(name)
         inputs = self.copy_input(name)
         digest = e2e.sha256(src)
         out = self.path(f"{name}.bf16.pt")
-        result, report = self.optimize(src, out, "--dtype", "bf16")
+        mode = ["--portable"] if self.portable else []
+        result, report = self.optimize(src, out, "--dtype", "bf16", *mode)
         self.assertEqual(e2e.sha256(src), digest, "IN was modified")
         self.assertEqual(report["dtype"], "bf16")
         cast = self.pass_entry(report, "cast_to_lowp")
@@ -36,7 +39,9 @@ class OptimizeBf16(e2e.ToolTestCase):
         if cast["count"]:
             self.assertIn("bf16", after["parameters"]["by_dtype"], after["parameters"])
         self.assertEqual(after["ipex"].get("dtype"), "bf16", after["ipex"])
-        self.assertEqual(after["runs_on"], "stock")
+        prepacked = self.pass_entry(report, "weights_prepack")["count"]
+        self.assertEqual(prepacked == 0, self.portable or e2e.count_ipex(after["op_histogram"]) == 0)
+        self.assertEqual(after["runs_on"], "ipex_ops" if prepacked else "stock")
         self.assertEqual(e2e.count_ops(after["op_histogram"], e2e.BATCH_NORM_OPS), 0)
         self.assertEqual(e2e.count_ops(after["op_histogram"], e2e.DROPOUT_OPS), 0)
 
@@ -47,7 +52,7 @@ class OptimizeBf16(e2e.ToolTestCase):
         for output in verify["outputs"]:
             self.assertGreaterEqual(output["cosine"], LOWP_MIN_COSINE, output)
 
-        printed = self.check_in_python(src, out, inputs, "bf16")
+        printed = self.check_in_python(src, out, inputs, "bf16", e2e.OPS_LIBRARY if prepacked else None)
         self.assertNotIn("optimized output dtype", printed,
                          "bf16 model must return fp32 outputs without --keep-dtype")
 
@@ -56,7 +61,7 @@ class OptimizeBf16(e2e.ToolTestCase):
         inputs = self.copy_input("conv_bn_relu_2d")
         out = self.path("keep.pt")
         self.optimize(src, out, "--dtype", "bf16", "--keep-dtype")
-        printed = self.check_in_python(src, out, inputs, "bf16")
+        printed = self.check_in_python(src, out, inputs, "bf16", e2e.OPS_LIBRARY)
         self.assertIn("optimized output dtype torch.bfloat16", printed)
 
     def test_random_spec_inputs(self):
@@ -82,10 +87,17 @@ class OptimizeBf16(e2e.ToolTestCase):
         verify = self.tool_json("verify", src, out, "--input", inputs, "--json")
         self.assertIs(verify["ok"], True, verify)
         self.assertEqual(verify["dtype"], "fp16")
-        self.check_in_python(src, out, inputs, "fp16")
+        self.check_in_python(src, out, inputs, "fp16", e2e.OPS_LIBRARY)
+
+
+class OptimizeBf16Portable(OptimizeBf16):
+    """The per-model checks with --portable (the option tests above run once)."""
+    portable = True
+    test_keep_dtype = test_random_spec_inputs = test_fp16 = None
 
 
 e2e.add_per_model_tests(OptimizeBf16, BF16_MODELS, "_model")
+e2e.add_per_model_tests(OptimizeBf16Portable, BF16_MODELS, "_model")
 
 
 if __name__ == "__main__":

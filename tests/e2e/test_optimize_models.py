@@ -1,7 +1,8 @@
 #!/usr/bin/python3
-"""`ipex-tool optimize` (fp32, default level) on every fixture model: op counts before and
-after from `inspect --json`, numerical match in plain PyTorch (check_in_python.py) and with
-`ipex-tool verify`, the input untouched, only OUT (and the report) written."""
+"""`ipex-tool optimize` (fp32, default level) on every fixture model, in the default prepacked
+mode and with --portable: op counts before and after from `inspect --json`, numerical match in
+PyTorch (check_in_python.py; prepacked models load libipex_ops.so there, portable ones nothing)
+and with `ipex-tool verify`, the input untouched, only OUT (and the report) written."""
 
 import os
 
@@ -9,6 +10,8 @@ import e2e_common as e2e
 
 
 class OptimizeFp32(e2e.ToolTestCase):
+    portable = False
+
     def _model(self, name: str):
         entry = e2e.MODELS[name]
         expect = entry["expect"]
@@ -18,7 +21,7 @@ class OptimizeFp32(e2e.ToolTestCase):
         out = self.path(f"{name}.opt.pt")
 
         before = self.inspect(src)
-        flags = []
+        flags = ["--portable"] if self.portable else []
         if entry["needs_shapes"]:
             for spec in entry["inputs"]:
                 flags += ["--sample-input", spec]
@@ -45,8 +48,21 @@ class OptimizeFp32(e2e.ToolTestCase):
             self.assertGreater(e2e.count_ops(before["op_histogram"], e2e.DROPOUT_OPS), 0)
         self.assertIs(after["training"], False)
         self.assertIs(after["frozen"], True)
-        self.assertIs(after["needs_ops_library"], False)
-        self.assertEqual(after["runs_on"], "stock")
+        prepacked = self.pass_entry(report, "weights_prepack")["count"]
+        conv_linear_before = e2e.count_aten(before["op_histogram"], e2e.CONV_LINEAR_OPS)
+        conv_linear_after = e2e.count_aten(after["op_histogram"], e2e.CONV_LINEAR_OPS)
+        if self.portable:
+            self.assertEqual(report["mode"], "portable")
+            self.assertEqual(self.pass_entry(report, "weights_prepack")["status"], "disabled")
+            self.assertEqual(prepacked, 0)
+        else:
+            # Every conv/linear (all have constant weights in these fixtures) became an ipex op.
+            self.assertEqual(report["mode"], "prepacked")
+            self.assertEqual(conv_linear_after, 0, after["op_histogram"])
+            self.assertEqual(prepacked > 0, conv_linear_before > 0, self.pass_entry(report, "weights_prepack"))
+        self.assertEqual(e2e.count_ipex(after["op_histogram"]) > 0, prepacked > 0, after["op_histogram"])
+        self.assertIs(after["needs_ops_library"], prepacked > 0)
+        self.assertEqual(after["runs_on"], "ipex_ops" if prepacked else "stock")
         self.assertIsInstance(after["ipex"], dict, "optimized model carries no ipex metadata")
         self.assertEqual(after["ipex"].get("dtype"), "fp32", after["ipex"])
 
@@ -59,7 +75,7 @@ class OptimizeFp32(e2e.ToolTestCase):
         self.assertEqual(folded, expect["batch_norm_modules"] - expect["batch_norm_after"],
                          "folds reported")
 
-        self.check_in_python(src, out, inputs, "fp32")
+        self.check_in_python(src, out, inputs, "fp32", e2e.OPS_LIBRARY if prepacked else None)
         if entry["training"]:
             return  # verify of a training-mode original: see test_verify_training_mode
         verify = self.tool_json("verify", src, out, "--input", inputs, "--json")
@@ -73,7 +89,7 @@ class OptimizeFp32(e2e.ToolTestCase):
         inputs = self.copy_input("conv_bn_relu_2d")
         out = self.path("opt.pt")
         self.optimize(src, out)
-        proc = self.run_check_in_python(src, out, inputs)
+        proc = self.run_check_in_python(src, out, inputs, ops_library=e2e.OPS_LIBRARY)
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
         self.assertIn("match", proc.stdout)
         proc = self.run_check_in_python(src, other, inputs)
@@ -95,7 +111,30 @@ class OptimizeFp32(e2e.ToolTestCase):
         return {"tensor": 1, "tuple": 2, "dict": 2, "list": 3}[e2e.MODELS[name]["outputs"]]
 
 
+class OptimizeFp32Portable(OptimizeFp32):
+    """The per-model checks with --portable (the other tests above run once)."""
+    portable = True
+    test_check_in_python_script = test_verify_training_mode = None
+
+    def test_portable_runs_without_the_library(self):
+        """A portable model runs in a fresh PyTorch process with nothing loaded; the default
+        (prepacked) model does not, and does with libipex_ops.so."""
+        src = self.copy_model("resnet18")
+        inputs = self.copy_input("resnet18")
+        portable, prepacked = self.path("portable.pt"), self.path("prepacked.pt")
+        self.optimize(src, portable, "--portable")
+        self.optimize(src, prepacked)
+        proc = self.run_check_in_python(src, portable, inputs)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        proc = self.run_check_in_python(src, prepacked, inputs)
+        self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+        self.assertIn("ipex", proc.stderr)
+        proc = self.run_check_in_python(src, prepacked, inputs, ops_library=e2e.OPS_LIBRARY)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+
+
 e2e.add_per_model_tests(OptimizeFp32, sorted(e2e.MODELS), "_model")
+e2e.add_per_model_tests(OptimizeFp32Portable, sorted(e2e.MODELS), "_model")
 
 
 if __name__ == "__main__":
