@@ -32,7 +32,8 @@ for p in r["passes"]:
     extra = f" ({len(p['skipped'])} left alone)" if p.get("skipped") else ""
     print(f"  {p['name']:<22} {p['status']:<14} count={p['count']}{extra}")
 before, after = r["op_histogram"]["before"], r["op_histogram"]["after"]
-for op in ("aten::batch_norm", "aten::dropout", "aten::conv2d", "aten::linear", "aten::to"):
+for op in ("aten::batch_norm", "aten::dropout", "aten::conv2d", "aten::linear", "aten::relu_",
+           "aten::add_", "ipex::convolution", "ipex::convolution_sum", "ipex::linear"):
     print(f"  {op:<22} {before.get(op, 0):>4} -> {after.get(op, 0)}")
 print(f"  bytes {r['bytes']['before']} -> {r['bytes']['after']}, {r['elapsed_ms']:.0f} ms")
 PY

@@ -4,11 +4,14 @@
 #include <iostream>
 #include <sstream>
 
+#include <oneapi/dnnl/dnnl.hpp>
+
 #include "bench/harness.h"
 #include "bench/stock.h"
 #include "commands.h"
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/log.h"
 #include "core/system_info.h"
 #include "core/tensor_spec.h"
 #include "launch/isa_check.h"
@@ -36,6 +39,22 @@ struct BenchArgs {
     std::vector<double> percentiles{50, 90, 99};
     std::string json;
     std::string check_isa;
+    std::string fp32_math_mode = "fp32";
+};
+
+// oneDNN's default fp32 math mode while the candidate runs (primitives created then keep it;
+// the baseline runs strict fp32).
+class Fp32MathScope {
+public:
+    explicit Fp32MathScope(bool bf32) : active_(bf32) {
+        if (active_) dnnl::set_default_fpmath_mode(dnnl::fpmath_mode::bf16);
+    }
+    ~Fp32MathScope() {
+        if (active_) dnnl::set_default_fpmath_mode(dnnl::fpmath_mode::strict);
+    }
+
+private:
+    bool active_;
 };
 
 std::vector<std::string> specs_from_metadata(const model::LoadedModel &m) {
@@ -74,7 +93,12 @@ int run_bench(const BenchArgs &args) {
     const std::string dtype = model::compute_dtype(candidate);
     const std::string what = "'" + args.model + "'";
 
+    const bool bf32 = args.fp32_math_mode == "bf32";
+    if (bf32 && onednn_effective_isa().find("amx") == std::string::npos)
+        log::warn("--fp32-math-mode bf32: oneDNN keeps fp32 math without AMX (this CPU: " + onednn_effective_isa() +
+                  "); models optimized with --fp32-math-mode bf32 round to bf16 in their own ops regardless");
     auto run_candidate = [&] {
+        Fp32MathScope math(bf32);
         c10::InferenceMode guard;
         model::run_forward(candidate.module, inputs, what);
     };
@@ -136,6 +160,7 @@ int run_bench(const BenchArgs &args) {
         {"baseline", baseline_json},
         {"ratio", r.ratio() ? nlohmann::json(*r.ratio()) : nlohmann::json(nullptr)},
         {"isa", isa},
+        {"fp32_math_mode", args.fp32_math_mode},
     };
     if (r.baseline) report["baseline"]["latency_ms"] = r.baseline->to_json();
 
@@ -194,6 +219,10 @@ Runner setup_bench(CLI::App &sub) {
         ->delimiter(',')
         ->check(CLI::Range(0.0, 100.0));
     sub.add_option("--json", a->json, "write the results as JSON to FILE, or - for stdout");
+    sub.add_option("--fp32-math-mode", a->fp32_math_mode,
+                   "bf32 lets oneDNN compute the candidate's fp32 conv/matmul in bf16 (AMX); the baseline stays fp32")
+        ->check(CLI::IsMember({"fp32", "bf32"}))
+        ->capture_default_str();
     sub.add_option("--check-isa", a->check_isa,
                    "run once under oneDNN verbose; exit 1 unless 90% of conv/matmul time ran on ISA or a superset (amx, avx512_core_bf16, ...)");
     return [a] { return run_bench(*a); };

@@ -1,0 +1,150 @@
+#!/usr/bin/python3
+"""`ipex-tool optimize` in its default, prepacked mode: --weights-prepack against --portable,
+--auto-kernel-selection, --fp32-math-mode bf32 (optimize and bench), the report's fusion
+entries, and the optimized model in Python with libipex_ops.so giving ipex-tool's outputs."""
+
+import json
+import os
+import subprocess
+
+import e2e_common as e2e
+
+# Runs an original and an optimized model in a fresh Python process with libipex_ops.so and
+# prints cosine and max |a - b| of the (single tensor) outputs, computed as verify does (fp64).
+PYTHON_COMPARE = r"""
+import json, sys
+import torch
+torch.ops.load_library(sys.argv[1])
+x = torch.load(sys.argv[4])
+inputs = tuple(x) if isinstance(x, (tuple, list)) else (x,)
+a = torch.jit.load(sys.argv[2]).eval()
+b = torch.jit.load(sys.argv[3])
+with torch.no_grad():
+    ra, rb = a(*inputs).double().flatten(), b(*inputs).double().flatten()
+cos = torch.nn.functional.cosine_similarity(ra, rb, dim=0).item()
+print(json.dumps({"cosine": cos, "max_abs_err": (ra - rb).abs().max().item(),
+                  "dtype": str(b(*inputs).dtype)}))
+"""
+
+
+class OptimizePrepacked(e2e.ToolTestCase):
+    def test_report_and_fusions(self):
+        src = self.copy_model("resnet18")
+        out = self.path("r18.pt")
+        _, report = self.optimize(src, out, "--dtype", "bf16")
+        self.assertEqual(report["mode"], "prepacked")
+        prepack = self.pass_entry(report, "weights_prepack")
+        self.assertEqual(prepack["status"], "applied")
+        self.assertEqual(prepack["count"], 21)  # 20 convolutions + the classifier
+        self.assertEqual(prepack["fp32_math_mode"], "fp32")
+        # resnet18: every conv but the last of each block is followed by relu; 8 residual adds,
+        # each with the block's relu after it.
+        self.assertEqual(self.pass_entry(report, "fuse_conv_sum")["count"], 8)
+        self.assertEqual(self.pass_entry(report, "fuse_eltwise")["count"], 17)
+        self.assertEqual(self.pass_entry(report, "restore_output_layout")["count"], 1)
+        after = report["op_histogram"]["after"]
+        self.assertEqual(after.get("ipex::convolution", 0) + after.get("ipex::convolution_sum", 0), 20)
+        for op in ("aten::conv2d", "aten::relu_", "aten::add_", "aten::linear"):
+            self.assertEqual(after.get(op, 0), 0, after)
+        meta = self.inspect(out)
+        self.assertIs(meta["needs_ops_library"], True)
+        self.assertEqual(meta["ipex"]["portable"], False)
+        self.assertIn("bf16", meta["parameters"]["by_dtype"], meta["parameters"])
+
+    def test_no_weights_prepack_is_portable(self):
+        src = self.copy_model("conv_bn_relu_2d")
+        out = self.path("out.pt")
+        _, report = self.optimize(src, out, "--no-weights-prepack")
+        self.assertEqual(report["mode"], "portable")
+        self.assertEqual(self.pass_entry(report, "weights_prepack")["status"], "disabled")
+        self.assertIs(self.inspect(out)["needs_ops_library"], False)
+
+    def test_portable_and_weights_prepack_conflict(self):
+        src = self.copy_model("conv_bn_relu_2d")
+        out = self.path("out.pt")
+        result = self.run_tool("optimize", src, out, "--portable", "--weights-prepack")
+        self.assert_error(result, e2e.EXIT_USAGE, "--portable", "--weights-prepack")
+        self.assertFalse(os.path.exists(out))
+
+    def test_auto_kernel_selection(self):
+        src = self.copy_model("concat_linear")
+        out = self.path("out.pt")
+        specs = e2e.MODELS["concat_linear"]["inputs"]
+        flags = ["--auto-kernel-selection"]
+        for spec in specs:
+            flags += ["--sample-input", spec]
+        _, report = self.optimize(src, out, *flags)
+        prepack = self.pass_entry(report, "weights_prepack")
+        choices = prepack["details"]["kernel_choices"]
+        self.assertGreater(len(choices), 0)
+        for c in choices:
+            self.assertIn(c["choice"], ("aten", "onednn"), c)
+            self.assertGreater(c["onednn_ms"], 0)
+            self.assertGreater(c["aten_ms"], 0)
+            self.assertEqual(c["rows_from"], "sample input")
+            self.assertEqual(c["choice"], "aten" if c["aten_ms"] < c["onednn_ms"] else "onednn", c)
+        onednn = sum(1 for c in choices if c["choice"] == "onednn")
+        after = report["op_histogram"]["after"]
+        self.assertEqual(after.get("ipex::linear", 0) + after.get("ipex::linear_binary", 0), onednn, after)
+        self.assertEqual(after.get("aten::linear", 0), len(choices) - onednn, after)
+        entry = self.pass_entry(report, "auto_kernel_selection")
+        self.assertEqual(entry["status"], "applied")
+        self.assertEqual(entry["count"], len(choices))
+        self.check_in_python(src, out, self.copy_input("concat_linear"))
+
+    def test_bf32(self):
+        src = self.copy_model("conv_bn_relu_2d")
+        inputs = self.copy_input("conv_bn_relu_2d")
+        out = self.path("bf32.pt")
+        _, report = self.optimize(src, out, "--fp32-math-mode", "bf32")
+        self.assertEqual(self.pass_entry(report, "weights_prepack")["fp32_math_mode"], "bf32")
+        meta = self.inspect(out)
+        self.assertEqual(meta["ipex"]["fp32_math_mode"], "bf32")
+        self.assertEqual(meta["ipex"]["dtype"], "fp32")
+        verify = self.tool_json("verify", src, out, "--input", inputs, "--json")
+        self.assertIs(verify["ok"], True, verify)
+        self.assertEqual(verify["dtype"], "bf16", "bf32 is held to the bf16 tolerance")
+        # fp32 in, fp32 out; the arithmetic is bf16-rounded, so not bit-equal to fp32.
+        self.assertLess(verify["outputs"][0]["cosine"], 1.0)
+        self.check_in_python(src, out, inputs, "bf16")
+
+    def test_bf32_portable_warns(self):
+        src = self.copy_model("conv_bn_relu_2d")
+        out = self.path("out.pt")
+        result, report = self.optimize(src, out, "--fp32-math-mode", "bf32", "--portable")
+        self.assertTrue(any("bf32" in w for w in result.warnings()), result.describe())
+        self.assertEqual(self.inspect(out)["ipex"]["fp32_math_mode"], "fp32")
+
+    def test_bench_fp32_math_mode(self):
+        src = self.copy_model("conv_bn_relu_2d")
+        out = self.path("bf32.pt")
+        self.optimize(src, out, "--fp32-math-mode", "bf32")
+        report = self.tool_json("bench", out, "--input", "2x3x16x16", "--iterations", "3", "--warmup", "1",
+                                "--fp32-math-mode", "bf32", "--json", "-")
+        self.assertEqual(report["fp32_math_mode"], "bf32")
+        result = self.run_tool("bench", out, "--input", "2x3x16x16", "--fp32-math-mode", "tf32")
+        self.assert_error(result, e2e.EXIT_USAGE, "--fp32-math-mode")
+
+    def test_python_gets_ipex_tool_outputs(self):
+        """The optimized model in /usr/bin/python3 with torch.ops.load_library gives what
+        ipex-tool computes: the same cosine and max error against the original."""
+        for name, dtype in (("resnet18", "bf16"), ("conv_bn_relu_1d", "fp32"), ("tiny_transformer", "bf16")):
+            with self.subTest(model=name, dtype=dtype):
+                src = self.copy_model(name)
+                inputs = self.copy_input(name)
+                out = self.path(f"{name}.{dtype}.pt")
+                self.optimize(src, out, "--dtype", dtype)
+                verify = self.tool_json("verify", src, out, "--input", inputs, "--json")
+                proc = subprocess.run([e2e.PYTHON, "-c", PYTHON_COMPARE, e2e.OPS_LIBRARY, src, out, inputs],
+                                      capture_output=True, text=True, timeout=e2e.RUN_TIMEOUT)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                py = json.loads(proc.stdout)
+                self.assertEqual(py["dtype"], "torch.float32", "outputs come back as fp32")
+                ours = verify["outputs"][0]
+                self.assertAlmostEqual(py["cosine"], ours["cosine"], places=6)
+                self.assertAlmostEqual(py["max_abs_err"], ours["max_abs_err"],
+                                       delta=1e-6 * max(1.0, ours["max_abs_err"]))
+
+
+if __name__ == "__main__":
+    e2e.main()
