@@ -1,7 +1,5 @@
 #include "passes/fuse_conv_sum.h"
 
-#include <torch/csrc/jit/ir/alias_analysis.h>
-
 #include "passes/graph_utils.h"
 #include "passes/prepacked_nodes.h"
 
@@ -14,24 +12,13 @@ PassResult fuse_conv_sum(std::shared_ptr<torch::jit::Graph> &graph) {
     PassResult result;
     static const auto convolution = c10::Symbol::fromQualString(ops::kConvolution);
     for (Node *node : collect_nodes_of_kind(graph->block(), {convolution})) {
-        Node *user = single_user(node->output());
-        if (!user) continue;
-        std::string why;
-        const auto use = binary_use(node, user, &why);
-        if (use && use->op != "add") continue;
-        if (use && !use->output_first && use->alpha != 1.0) why = "alpha scales the convolution output";
-        if (!use || !why.empty()) {
-            if (!why.empty())
-                result.skipped.push_back(node_label(user) + ": " + user->kind().toQualString() + " kept (" + why + ")");
-            continue;
-        }
-        // The fused op runs where the add/mul was (`other` may be computed in between); that
-        // must not move the conv/linear past a write to its input.
-        if (!torch::jit::AliasDb(graph).moveBeforeTopologicallyValid(node, user)) {
-            result.skipped.push_back(node_label(user) + ": " + user->kind().toQualString() +
-                                     " kept (its input is written between the op and the " + use->op + ")");
-            continue;
-        }
+        const auto taken = take_binary_user(graph, node, [](const BinaryUse &use) -> std::string {
+            if (use.op != "add") return kNotThisPass;
+            return !use.output_first && use.alpha != 1.0 ? "alpha scales the convolution output" : "";
+        }, result.skipped);
+        if (!taken) continue;
+        Node *user = taken->first;
+        const BinaryUse *use = &taken->second;
         const Node *producer = use->other->node();
         const bool in_place = is_prepacked(producer) && use->other->uses().size() == 1 && !is_graph_output(use->other);
         const auto ctx = conv_context(node)->with_post_ops({ops::PostOp{"sum", use->output_first ? use->alpha : 1.0}},

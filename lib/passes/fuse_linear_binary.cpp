@@ -1,7 +1,5 @@
 #include "passes/fuse_linear_binary.h"
 
-#include <torch/csrc/jit/ir/alias_analysis.h>
-
 #include "passes/graph_utils.h"
 #include "passes/prepacked_nodes.h"
 
@@ -14,23 +12,12 @@ PassResult fuse_linear_binary(std::shared_ptr<torch::jit::Graph> &graph) {
     PassResult result;
     static const auto linear = c10::Symbol::fromQualString(ops::kLinear);
     for (Node *node : collect_nodes_of_kind(graph->block(), {linear})) {
-        Node *user = single_user(node->output());
-        if (!user) continue;
-        std::string why;
-        const auto use = binary_use(node, user, &why);
-        if (use && use->alpha != 1.0) why = "alpha is not 1";
-        if (!use || !why.empty()) {
-            if (!why.empty())
-                result.skipped.push_back(node_label(user) + ": " + user->kind().toQualString() + " kept (" + why + ")");
-            continue;
-        }
-        // The fused op runs where the add/mul was (`other` may be computed in between); that
-        // must not move the conv/linear past a write to its input.
-        if (!torch::jit::AliasDb(graph).moveBeforeTopologicallyValid(node, user)) {
-            result.skipped.push_back(node_label(user) + ": " + user->kind().toQualString() +
-                                     " kept (its input is written between the op and the " + use->op + ")");
-            continue;
-        }
+        const auto taken = take_binary_user(graph, node, [](const BinaryUse &use) -> std::string {
+            return use.alpha != 1.0 ? "alpha is not 1" : "";
+        }, result.skipped);
+        if (!taken) continue;
+        Node *user = taken->first;
+        const BinaryUse *use = &taken->second;
         const auto ctx = linear_context(node)->with_post_ops({ops::PostOp{use->op}});
         Value *ctx_value = insert_constant_at_top(*graph, c10::IValue(ctx), node);
         const std::string label = node_label(node);

@@ -118,6 +118,22 @@ double median_ms(const std::function<void()> &fn) {
     return times[times.size() / 2];
 }
 
+// The constant bias (or none) and the context dtype for a conv/linear node, or nullopt with
+// `why` set.
+std::optional<std::string> bias_and_dtype(const Node *node, const at::Tensor &weight, const PrepackOptions &options,
+                                          c10::optional<at::Tensor> *bias, std::string *why) {
+    const Value *bias_value = input_named(node, "bias");
+    const auto bias_constant = bias_value ? constant_tensor(bias_value) : std::nullopt;
+    if (bias_value && !bias_constant && !is_constant_none(bias_value)) {
+        *why = "bias is not a constant";
+        return std::nullopt;
+    }
+    if (bias_constant) *bias = *bias_constant;
+    const auto dtype = compute_dtype(weight.scalar_type(), options);
+    if (!dtype) *why = std::string("weight dtype ") + c10::toString(weight.scalar_type()) + " has no prepacked kernel";
+    return dtype;
+}
+
 struct Replacement {
     c10::IValue context;
     Value *input = nullptr;
@@ -136,18 +152,9 @@ std::optional<Replacement> prepack_conv(Node *node, const PrepackOptions &option
         *why = "weight of rank " + std::to_string(weight->dim()) + " is not 3-D to 5-D";
         return std::nullopt;
     }
-    Value *bias_value = input_named(node, "bias");
-    const auto bias_constant = bias_value ? constant_tensor(bias_value) : std::nullopt;
-    if (bias_value && !bias_constant && !is_constant_none(bias_value)) {
-        *why = "bias is not a constant";
-        return std::nullopt;
-    }
-    const c10::optional<at::Tensor> bias = bias_constant ? c10::optional<at::Tensor>(*bias_constant) : c10::nullopt;
-    const auto dtype = compute_dtype(weight->scalar_type(), options);
-    if (!dtype) {
-        *why = std::string("weight dtype ") + c10::toString(weight->scalar_type()) + " has no prepacked kernel";
-        return std::nullopt;
-    }
+    c10::optional<at::Tensor> bias;
+    const auto dtype = bias_and_dtype(node, *weight, options, &bias, why);
+    if (!dtype) return std::nullopt;
     const std::string kind = kind_of(node);
     bool transposed = kind.find("conv_transpose") != std::string::npos;
     if (Value *t = input_named(node, "transposed")) {
@@ -203,18 +210,9 @@ std::optional<Replacement> prepack_linear(Node *node, const PrepackOptions &opti
         *why = "weight is not a constant 2-D tensor (freeze the model)";
         return std::nullopt;
     }
-    Value *bias_value = input_named(node, "bias");
-    const auto bias_constant = bias_value ? constant_tensor(bias_value) : std::nullopt;
-    if (bias_value && !bias_constant && !is_constant_none(bias_value)) {
-        *why = "bias is not a constant";
-        return std::nullopt;
-    }
-    const c10::optional<at::Tensor> bias = bias_constant ? c10::optional<at::Tensor>(*bias_constant) : c10::nullopt;
-    const auto dtype = compute_dtype(weight->scalar_type(), options);
-    if (!dtype) {
-        *why = std::string("weight dtype ") + c10::toString(weight->scalar_type()) + " has no prepacked kernel";
-        return std::nullopt;
-    }
+    c10::optional<at::Tensor> bias;
+    const auto dtype = bias_and_dtype(node, *weight, options, &bias, why);
+    if (!dtype) return std::nullopt;
     Value *input = node->input(0);
     const std::vector<int64_t> sizes = known_sizes(input);
     int64_t rows = 0;

@@ -1,5 +1,7 @@
 #include "passes/prepacked_nodes.h"
 
+#include <torch/csrc/jit/ir/alias_analysis.h>
+
 #include "passes/graph_utils.h"
 
 namespace ipex::passes {
@@ -117,6 +119,26 @@ std::optional<BinaryUse> binary_use(const Node *producer, const Node *user, std:
         }
     }
     return use;
+}
+
+std::optional<std::pair<Node *, BinaryUse>> take_binary_user(
+    const std::shared_ptr<torch::jit::Graph> &graph, Node *node,
+    const std::function<std::string(const BinaryUse &)> &reject, std::vector<std::string> &skipped) {
+    Node *user = single_user(node->output());
+    if (!user) return std::nullopt;
+    std::string why;
+    auto use = binary_use(node, user, &why);
+    if (use && why.empty()) why = reject(*use);
+    // The fused op runs where the add/mul was (`other` may be computed in between), which
+    // must not move the conv/linear past a write to its input.
+    if (use && why.empty() && !torch::jit::AliasDb(graph).moveBeforeTopologicallyValid(node, user))
+        why = "its input is written between the op and the " + use->op;
+    if (!use || !why.empty()) {
+        if (!why.empty() && why != kNotThisPass)
+            skipped.push_back(node_label(user) + ": " + user->kind().toQualString() + " kept (" + why + ")");
+        return std::nullopt;
+    }
+    return std::make_pair(user, *use);
 }
 
 }  // namespace ipex::passes

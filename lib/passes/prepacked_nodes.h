@@ -4,6 +4,8 @@
 
 #include <torch/csrc/jit/ir/ir.h>
 
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -48,5 +50,16 @@ struct BinaryUse {
 // (in-place into the other operand, non-constant alpha, shapes that would broadcast the
 // output) and left empty when `user` is not an add/mul at all.
 std::optional<BinaryUse> binary_use(const torch::jit::Node *producer, const torch::jit::Node *user, std::string *why);
+
+// What `reject` returns for an op another pass handles (not reported as skipped).
+constexpr const char *kNotThisPass = "-";
+
+// For the fusion passes: the add/mul that is the only user of prepacked `node`, when
+// `reject(use)` returns "" and the fused op may run where that user is (nothing in between
+// writes to the node's input); `node` is then moved to just before the user. Otherwise
+// nullopt, with the reason (if the user is such an op) appended to `skipped`.
+std::optional<std::pair<torch::jit::Node *, BinaryUse>> take_binary_user(
+    const std::shared_ptr<torch::jit::Graph> &graph, torch::jit::Node *node,
+    const std::function<std::string(const BinaryUse &)> &reject, std::vector<std::string> &skipped);
 
 }  // namespace ipex::passes
