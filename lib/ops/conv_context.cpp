@@ -55,16 +55,17 @@ at::Tensor onednn_weight(const at::Tensor &weight, const ConvParams &p, at::Scal
 
 at::ScalarType compute_scalar_type(const std::string &dtype) {
     if (dtype == "fp32" || dtype == "bf32") return at::kFloat;
-    if (dtype == "bf16") return at::kBFloat16;
+    if (dtype == "bf16" || dtype == kBf32ToBf16) return at::kBFloat16;
     if (dtype == "fp16") return at::kHalf;
-    TORCH_CHECK(false, "ipex ops: unknown compute dtype '", dtype, "' (fp32, bf32, bf16, fp16)");
+    TORCH_CHECK(false, "ipex ops: unknown compute dtype '", dtype, "' (fp32, bf32, ", kBf32ToBf16, ", bf16, fp16)");
 }
 
 ComputeTypes compute_types(const std::string &dtype) {
     const at::ScalarType io = compute_scalar_type(dtype);
-    if (dtype != "bf32") return {io, io, false};
+    if (dtype != "bf32" && dtype != kBf32ToBf16) return {io, io, false};
     static const bool amx = dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core_amx;
-    return amx ? ComputeTypes{at::kFloat, at::kFloat, true} : ComputeTypes{at::kBFloat16, at::kFloat, false};
+    if (amx) return ComputeTypes{at::kFloat, at::kFloat, true};
+    return ComputeTypes{at::kBFloat16, dtype == "bf32" ? at::kFloat : at::kBFloat16, false};
 }
 
 struct ConvolutionContext::Entry {
@@ -253,6 +254,15 @@ at::Tensor ConvolutionContext::run_unfused(const at::Tensor &x, const at::Tensor
     prefix->primitives_ = std::make_shared<PrimitiveCache<Entry>>();
     const at::Tensor y = prefix->run(x, c10::nullopt);
     return apply_eltwise(at::add(y, other, post_ops_[sum_at].alpha), post_ops_, sum_at + 1);
+}
+
+c10::intrusive_ptr<ConvolutionContext> ConvolutionContext::with_dtype(const std::string &dtype) const {
+    TORCH_CHECK(compute_types(dtype).math == compute_types(dtype_).math, "ipex convolution: ", dtype_,
+                " and ", dtype, " differ in their math dtype");
+    auto copy = c10::make_intrusive<ConvolutionContext>(*this);
+    copy->dtype_ = dtype;
+    copy->primitives_ = std::make_shared<PrimitiveCache<Entry>>();
+    return copy;
 }
 
 c10::intrusive_ptr<ConvolutionContext> ConvolutionContext::with_post_ops(const PostOps &extra,

@@ -25,7 +25,10 @@ struct ConvParams {
     bool transposed = false;
 };
 
-// Context dtypes: "fp32" (strict), "bf32" (fp32 tensors, bf16 math allowed), "bf16", "fp16".
+// Context dtypes: "fp32" (strict), "bf32" (fp32 tensors, bf16 math allowed), "bf16", "fp16",
+// and kBf32ToBf16: bf32 whose output only feeds other bf32 ops' inputs, which round it to
+// bf16 first; without AMX it is written in bf16 right away (the same values, half the bytes).
+constexpr const char *kBf32ToBf16 = "bf32>bf16";
 // The dtype activations have in the graph around the op (bf32: fp32).
 at::ScalarType compute_scalar_type(const std::string &dtype);
 
@@ -55,6 +58,9 @@ public:
                        std::vector<int64_t> input_hint);
 
     at::Tensor run(const at::Tensor &input, const c10::optional<at::Tensor> &other) const;
+
+    // The same convolution (sharing prepacked weights) with another dtype of the same math.
+    c10::intrusive_ptr<ConvolutionContext> with_dtype(const std::string &dtype) const;
 
     // The same convolution (sharing prepacked weights) with more post-ops appended.
     c10::intrusive_ptr<ConvolutionContext> with_post_ops(const PostOps &extra, bool sum_in_place) const;

@@ -140,6 +140,15 @@ at::Tensor LinearContext::run_unfused(const at::Tensor &input, const at::Tensor 
     return apply_eltwise(combined, post_ops_, at_op + 1);
 }
 
+c10::intrusive_ptr<LinearContext> LinearContext::with_dtype(const std::string &dtype) const {
+    TORCH_CHECK(compute_types(dtype).math == compute_types(dtype_).math, "ipex linear: ", dtype_, " and ", dtype,
+                " differ in their math dtype");
+    auto copy = c10::make_intrusive<LinearContext>(*this);
+    copy->dtype_ = dtype;
+    copy->primitives_ = std::make_shared<PrimitiveCache<Entry>>();
+    return copy;
+}
+
 c10::intrusive_ptr<LinearContext> LinearContext::with_post_ops(const PostOps &extra) const {
     auto copy = c10::make_intrusive<LinearContext>(*this);
     copy->post_ops_.insert(copy->post_ops_.end(), extra.begin(), extra.end());

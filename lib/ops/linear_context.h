@@ -33,6 +33,8 @@ public:
     at::Tensor run(const at::Tensor &input, const c10::optional<at::Tensor> &other) const;
 
     c10::intrusive_ptr<LinearContext> with_post_ops(const PostOps &extra) const;
+    // The same linear (sharing prepacked weights) with another dtype of the same math.
+    c10::intrusive_ptr<LinearContext> with_dtype(const std::string &dtype) const;
 
     State state() const;
     static c10::intrusive_ptr<LinearContext> from_state(State state);

@@ -19,6 +19,7 @@
 #include "core/log.h"
 #include "ops/ops.h"
 #include "passes/cast_to_lowp.h"
+#include "passes/chain_bf32_outputs.h"
 #include "passes/concat_linear.h"
 #include "passes/decompose_transformer_layer.h"
 #include "passes/fold_conv_bn.h"
@@ -143,6 +144,7 @@ void run_prepacking(GraphPtr &graph, const OptimizeOptions &options, bool prepac
         passes.push_back(pass_entry("weights_prepack", "disabled"));
         passes.push_back(pass_entry("auto_kernel_selection", "disabled"));
         for (const char *name : fusions) passes.push_back(pass_entry(name, "disabled"));
+        passes.push_back(pass_entry("chain_bf32_outputs", "disabled"));
         passes.push_back(pass_entry("restore_output_layout", "disabled"));
         if (options.fp32_math_mode == "bf32")
             warn("--fp32-math-mode bf32 needs the prepacked oneDNN ops (off with --portable or --no-weights-prepack); "
@@ -192,6 +194,11 @@ void run_prepacking(GraphPtr &graph, const OptimizeOptions &options, bool prepac
         skipped.erase(std::unique(skipped.begin(), skipped.end()), skipped.end());
         passes.push_back(applied_entry(name, fused[name], ms_since(start)));
     }
+    start = Clock::now();
+    r = chain_bf32_outputs(graph);
+    cleanup(graph);
+    passes.push_back(r.count || options.fp32_math_mode == "bf32" ? applied_entry("chain_bf32_outputs", r, ms_since(start))
+                                                                 : pass_entry("chain_bf32_outputs", "disabled"));
     start = Clock::now();
     r = restore_output_layout(graph);
     passes.push_back(applied_entry("restore_output_layout", r, ms_since(start)));
@@ -256,7 +263,7 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
                 warn(std::string("--") + k.flag + " is not available in this version; the model is written unchanged");
         }
         for (const char *name : {"decompose_transformer_layer", "cast_to_lowp", "fuse_eltwise", "fuse_conv_sum", "fuse_linear_binary",
-                                 "restore_output_layout"})
+                                 "chain_bf32_outputs", "restore_output_layout"})
             passes.push_back(pass_entry(name, "disabled"));
         result.report["passes"] = passes;
         result.report["warnings"] = result.warnings;
