@@ -55,11 +55,17 @@ void run_batches(const torch::jit::Module &module, torch::jit::Graph &graph, con
         torch::jit::Stack stack;
         stack.emplace_back(module._ivalue());
         for (auto &in : inputs) stack.push_back(std::move(in));
+        const std::string hint = "); batches must have the shapes and dtypes of the model's inputs";
         try {
             fn->run(stack);
         } catch (const c10::Error &e) {
-            throw_bad_input(file + ": the model rejects this calibration batch (" + readable_error(e) +
-                            "); batches must have the shapes and dtypes of the model's inputs");
+            throw_bad_input(file + ": the model rejects this calibration batch (" + readable_error(e) + hint);
+        } catch (const Error &) {
+            throw;
+        } catch (const std::exception &e) {  // errors raised by the model's own code
+            std::string what = e.what();
+            what = what.substr(0, what.find('\n'));
+            throw_bad_input(file + ": the model rejects this calibration batch (" + what + hint);
         }
         const auto observed = stack.back().toTupleRef().elements().at(1).toTupleRef().elements();
         std::vector<at::Tensor> tensors;
@@ -167,8 +173,9 @@ QConfig calibrate(const torch::jit::Module &model, const std::vector<std::string
         files.resize(static_cast<size_t>(options.max_batches));
     PreparedModel prepared = prepare_for_quantization(model);
     if (prepared.ops.empty())
-        throw_unsupported("the model has no quantizable op (conv1d/2d/3d or linear with constant weights, "
-                          "matmul by a constant); nothing to calibrate");
+        throw_unsupported("the model has no quantizable op at the top level of its graph (conv1d/2d/3d or "
+                          "linear with constant weights, matmul by a constant; ops inside if/loop blocks stay "
+                          "fp32); nothing to calibrate");
 
     QConfig config;
     config.identity = prepared.identity;

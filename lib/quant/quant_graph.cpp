@@ -20,6 +20,7 @@ Node *sole_user(Value *value) {
     if (passes::is_graph_output(value)) return nullptr;
     Node *user = nullptr;
     for (const auto &use : value->uses()) {
+        if (use.user->owningBlock() != value->node()->owningBlock()) return nullptr;
         if (passes::is_shape_query(use.user)) return nullptr;  // keep shape users on fp32
         if (user) return nullptr;
         user = use.user;
@@ -132,7 +133,9 @@ Value *QuantOp::chain_output() const {
 std::vector<QuantOp> find_quant_ops(const std::shared_ptr<torch::jit::Graph> &graph) {
     std::vector<QuantOp> ops;
     std::map<std::string, int> occurrences;
-    for (Node *node : passes::collect_nodes(graph->block())) {
+    // Top-level ops only: values inside if/loop blocks cannot be observed from outside, and
+    // ops there stay fp32.
+    for (Node *node : graph->block()->nodes()) {
         if (node->outputs().size() != 1) continue;
         std::optional<QuantOp> op;
         const std::string kind = node->kind().toQualString();
@@ -176,6 +179,7 @@ PreparedModel prepare_for_quantization(const torch::jit::Module &input) {
     passes::OptimizeResult optimized = passes::optimize_module(input, options);
     PreparedModel prepared;
     prepared.module = optimized.module;
+    prepared.report = optimized.report;
     prepared.graph = prepared.module.get_method("forward").graph();
     torch::jit::RemoveTensorMutation(prepared.graph);
     torch::jit::EliminateDeadCode(prepared.graph);

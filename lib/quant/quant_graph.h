@@ -4,6 +4,7 @@
 #pragma once
 
 #include <torch/csrc/jit/ir/ir.h>
+#include <nlohmann/json.hpp>
 #include <torch/script.h>
 
 #include <optional>
@@ -13,7 +14,8 @@
 namespace ipex::quant {
 
 // One quantizable op: conv1d/2d/3d or linear with constant weight, or matmul whose second
-// operand is a constant 2-D tensor (weight is then its transpose, [out, in]).
+// operand is a constant 2-D tensor (weight is then its transpose, [out, in]), in the
+// graph's top-level block (ops inside if/loop blocks stay fp32).
 struct QuantOp {
     torch::jit::Node *node = nullptr;
     std::string id;      // "<module path>:<kind>:<occurrence within that module and kind>"
@@ -40,6 +42,7 @@ struct PreparedModel {
     std::shared_ptr<torch::jit::Graph> graph;
     std::vector<QuantOp> ops;
     std::string identity;
+    nlohmann::json report;  // the freeze/fold pipeline's report (passes, warnings)
 };
 
 // Freezes and folds a copy of `input` (dropout removed, BN folded into conv/linear, in-place

@@ -112,7 +112,23 @@ QuantizeResult quantize_model(const torch::jit::Module &model, const QConfig &co
                          {"int8_passthrough", c.int8_passthrough}};
     }
     result.report["portable"] = true;
+    result.report["passes"] = prepared.report.value("passes", nlohmann::json::array());
     result.module = prepared.module;
+    return result;
+}
+
+passes::OptimizeResult optimize_with_qconfig(const torch::jit::Module &model, const QConfig &config,
+                                             const std::string &where, const passes::OptimizeOptions &options) {
+    if (options.dtype == "fp16")
+        throw_unsupported("--qconfig with --dtype fp16: ops outside int8 run in fp32 or bf16; use --dtype bf16");
+    QuantizeOptions q;
+    q.mixed_dtype = options.dtype;
+    QuantizeResult r = quantize_model(model, config, where, q);
+    passes::OptimizeResult result{r.module, nlohmann::json::object(), {}};
+    result.report["passes"] = r.report["passes"];
+    r.report.erase("passes");
+    result.report["quantize"] = r.report;
+    result.report["warnings"] = nlohmann::json::array();
     return result;
 }
 

@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "passes/pipeline.h"
 #include "quant/qconfig.h"
 
 namespace ipex::quant {
@@ -26,5 +27,11 @@ struct QuantizeResult {
 // `config` is ignored (may be empty) with options.dynamic; `where` names the qconfig file.
 QuantizeResult quantize_model(const torch::jit::Module &model, const QConfig &config, const std::string &where,
                               const QuantizeOptions &options);
+
+// `optimize --qconfig`: the INT8 conversion in place of the fp32 pass pipeline (the qconfig
+// was made on the graph calibrate prepares, so the pipeline must be the same). --dtype bf16
+// runs quantizable ops the qconfig does not list in bf16; fp16 is unsupported (exit 4).
+passes::OptimizeResult optimize_with_qconfig(const torch::jit::Module &model, const QConfig &config,
+                                             const std::string &where, const passes::OptimizeOptions &options);
 
 }  // namespace ipex::quant

@@ -37,6 +37,25 @@ bool foldable_layer_norm(const Value *input, const std::vector<const Node *> &us
     return true;
 }
 
+// A producer linear (constant weight and bias), possibly behind a relu (relu(x)/s equals
+// relu(x/s) for s > 0), whose output only the group reads: 1/s goes into its output rows.
+Node *foldable_linear(Value *input, const std::vector<const Node *> &users) {
+    if (passes::is_graph_output(input)) return nullptr;
+    for (const auto &use : input->uses())
+        if (std::find(users.begin(), users.end(), use.user) == users.end()) return nullptr;
+    Node *node = input->node();
+    if (node->kind() == c10::Symbol::aten("relu")) {
+        Value *pre = node->input(0);
+        if (pre->uses().size() != 1 || passes::is_graph_output(pre)) return nullptr;
+        node = pre->node();
+    }
+    if (node->kind() != c10::Symbol::aten("linear")) return nullptr;
+    const auto w = passes::constant_tensor(node->input(1));
+    if (!w || w->dim() != 2) return nullptr;
+    if (!passes::is_constant_none(node->input(2)) && !passes::constant_tensor(node->input(2))) return nullptr;
+    return node;
+}
+
 }  // namespace
 
 std::vector<SmoothGroup> smooth_groups(const std::vector<QuantOp> &ops) {
@@ -90,6 +109,14 @@ std::string apply_smoothing(torch::jit::Graph &graph, const SmoothGroup &group,
         replace_constant_input(graph, ln, 2, lw / s);
         replace_constant_input(graph, ln, 3, lb / s);
         return "layer_norm";
+    }
+    if (Node *linear = foldable_linear(input, users)) {
+        const at::Tensor w = *passes::constant_tensor(linear->input(1));
+        const at::Tensor s = factor_tensor(factors, w);
+        replace_constant_input(graph, linear, 1, w / s.unsqueeze(1));
+        if (!passes::is_constant_none(linear->input(2)))
+            replace_constant_input(graph, linear, 2, *passes::constant_tensor(linear->input(2)) / s);
+        return "linear";
     }
     const at::Tensor inv = 1.0 / at::tensor(factors, at::TensorOptions().dtype(at::kDouble)).to(at::kFloat);
     Value *c = passes::insert_constant_at_top(graph, inv, users.front());

@@ -1,8 +1,9 @@
 // SmoothQuant for linear/matmul ops: per input channel j a factor
 //   s_j = max|X_j|^alpha / max|W_:,j|^(1 - alpha)
 // moves quantization difficulty from activations to weights: W' = W * s, X' = X / s.
-// The 1/s is folded into a preceding layer_norm (weight and bias) when every user of its
-// output is smoothed with the same factors, else applied by an inserted aten::mul.
+// The 1/s is folded into a preceding layer_norm (weight and bias) or linear (output rows
+// and bias, also through a relu) when the group is the only reader of its output, else
+// applied by an inserted aten::mul.
 // Linears reading the same value form one group and share factors.
 #pragma once
 
@@ -29,7 +30,7 @@ std::vector<SmoothGroup> smooth_groups(const std::vector<QuantOp> &ops);
 std::vector<double> smooth_factors(const at::Tensor &activation_channel_max,
                                    const std::vector<at::Tensor> &weights, double alpha);
 
-// Rewrites the graph for one group; returns "layer_norm" or "mul" (where 1/s went).
+// Rewrites the graph for one group; returns "layer_norm", "linear" or "mul" (where 1/s went).
 // The caller re-finds the ops afterwards (find_quant_ops), their inputs and weights changed.
 std::string apply_smoothing(torch::jit::Graph &graph, const SmoothGroup &group,
                             const std::vector<QuantOp> &ops, const std::vector<double> &factors);
