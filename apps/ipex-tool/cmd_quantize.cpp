@@ -29,7 +29,7 @@ int run_quantize(const QuantizeArgs &a) {
     options.dynamic = a.dynamic;
     options.mixed_dtype = a.mixed_dtype;
     const quant::QuantizeResult result = quant::quantize_model(input.module, config, a.qconfig, options);
-    nlohmann::json metadata = {{"tool", "ipex-tool"}, {"version", IPEX_TOOL_VERSION}, {"dtype", "int8"},
+    nlohmann::json metadata = {{"tool", "ipex-tool"}, {"version", IPEX_TOOL_VERSION}, {"dtype", "int8"}, {"level", "O1"},
                                {"portable", true},     {"source", a.model},           {"quantize", result.report}};
     if (!a.dynamic) metadata["qconfig"] = a.qconfig;
     model::save_model(result.module, a.out, metadata);
