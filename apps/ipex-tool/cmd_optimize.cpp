@@ -78,13 +78,11 @@ int run_optimize(const OptimizeArgs &a) {
     passes::OptimizeOptions options;
     options.dtype = a.dtype;
     options.level = a.level;
-    options.portable = true;
+    options.portable = a.portable;
     options.keep_dtype = a.keep_dtype;
     options.fp32_math_mode = a.fp32_math_mode;
     for (const auto &[flag, v] : a.knobs)
         if (v != 0) options.knob_overrides[flag] = v > 0;
-    if (!a.portable)
-        log::verbose("prepacked oneDNN ops are not available yet: writing a portable model");
     options.sample_inputs = make_inputs(a.sample_inputs, a.seed);
     if (!options.sample_inputs.empty()) {
         torch::jit::Module probe = input.module.clone();
@@ -105,7 +103,7 @@ int run_optimize(const OptimizeArgs &a) {
         {"dtype", a.qconfig.empty() ? a.dtype : "int8"},
         {"level", a.level},
         {"keep_dtype", a.keep_dtype},
-        {"portable", true},
+        {"portable", result.report["mode"] == "portable"},
         {"source", absolute(a.in)},
         {"source_bytes", input.bytes},
         {"sample_inputs", describe_inputs(options.sample_inputs)},
@@ -150,8 +148,8 @@ Runner setup_optimize(CLI::App &sub) {
         ->check(CLI::IsMember({"O0", "O1"}))
         ->capture_default_str();
     sub.add_flag("--portable", a->portable,
-                 "write a model that stock PyTorch/libtorch runs with no extra library (the only "
-                 "mode in this version)");
+                 "write a model that stock PyTorch/libtorch runs with no extra library (no prepacked "
+                 "ops; the default needs libipex_ops.so)");
     sub.add_flag("--keep-dtype", a->keep_dtype, "return outputs in the compute dtype instead of fp32");
     for (const auto &k : passes::knobs()) {
         const std::string flag = k.flag;
@@ -164,7 +162,7 @@ Runner setup_optimize(CLI::App &sub) {
         ->allow_extra_args(false);
     sub.add_option("--seed", a->seed, "seed for random sample inputs")->capture_default_str();
     sub.add_option("--report", a->report, "write the JSON report to FILE, or - for stdout");
-    sub.add_option("--fp32-math-mode", a->fp32_math_mode, "fp32 keeps strict fp32; bf32 needs prepacked ops")
+    sub.add_option("--fp32-math-mode", a->fp32_math_mode, "fp32 keeps strict fp32; bf32 lets prepacked fp32 conv/linear compute in bf16")
         ->check(CLI::IsMember({"fp32", "bf32"}))
         ->capture_default_str();
     sub.add_option("--qconfig", a->qconfig,

@@ -13,17 +13,21 @@ struct PassResult {
     int count = 0;                      // rewrites done (folds, removals, merges, casts)
     std::vector<std::string> modules;   // user module paths touched, e.g. "layer1.0.bn1"
     std::vector<std::string> skipped;   // "<module or node>: <why it was left alone>"
+    nlohmann::json details;             // pass-specific facts for the report (or null)
 
     PassResult &merge(const PassResult &other) {
         changed |= other.changed;
         count += other.count;
         modules.insert(modules.end(), other.modules.begin(), other.modules.end());
         skipped.insert(skipped.end(), other.skipped.begin(), other.skipped.end());
+        if (!other.details.is_null()) details.merge_patch(other.details);
         return *this;
     }
 
     nlohmann::json to_json() const {
-        return {{"changed", changed}, {"count", count}, {"modules", modules}, {"skipped", skipped}};
+        nlohmann::json j = {{"changed", changed}, {"count", count}, {"modules", modules}, {"skipped", skipped}};
+        if (!details.is_null()) j["details"] = details;
+        return j;
     }
 };
 

@@ -10,17 +10,24 @@
 
 #include <torch/version.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <set>
 
 #include "core/errors.h"
 #include "core/log.h"
+#include "ops/ops.h"
 #include "passes/cast_to_lowp.h"
 #include "passes/concat_linear.h"
 #include "passes/fold_conv_bn.h"
 #include "passes/fold_linear_bn.h"
+#include "passes/fuse_conv_sum.h"
+#include "passes/fuse_eltwise.h"
+#include "passes/fuse_linear_binary.h"
+#include "passes/prepack_weights.h"
 #include "passes/remove_dropout.h"
+#include "passes/restore_output_layout.h"
 #include "passes/to_channels_last.h"
 
 namespace ipex::passes {
@@ -52,9 +59,14 @@ const Knob *find_knob(const std::string &flag) {
     return nullptr;
 }
 
-// Errors out early when libtorch has no kernel for the requested low-precision dtype.
-void check_dtype_supported(const std::string &dtype) {
+// Errors out early when libtorch (portable) or oneDNN (prepacked) has no kernel for the
+// requested low-precision dtype.
+void check_dtype_supported(const std::string &dtype, bool prepacked) {
     if (dtype != "fp16") return;
+    std::string why;
+    if (prepacked && !ops::dtype_supported(dtype, &why))
+        throw_unsupported("--dtype fp16: this CPU has no oneDNN fp16 convolution/linear (it needs AVX512-FP16 or "
+                          "AMX-FP16): " + why + "; use --dtype bf16");
     try {
         const auto opts = at::TensorOptions().dtype(at::kHalf);
         at::linear(at::ones({2, 4}, opts), at::ones({3, 4}, opts));
@@ -120,6 +132,70 @@ void cleanup(const GraphPtr &graph) {
     torch::jit::ConstantPooling(graph);
 }
 
+// prepack_weights, then the fusions to a fixed point, then the output layout; report entries
+// for each (disabled when prepacking is off).
+void run_prepacking(GraphPtr &graph, const OptimizeOptions &options, bool prepacked, nlohmann::json &passes,
+                    const std::function<void(const std::string &)> &warn) {
+    const bool auto_select = knob_enabled(*find_knob("auto-kernel-selection"), options);
+    const char *const fusions[] = {"fuse_eltwise", "fuse_conv_sum", "fuse_linear_binary"};
+    if (!prepacked) {
+        passes.push_back(pass_entry("weights_prepack", "disabled"));
+        passes.push_back(pass_entry("auto_kernel_selection", "disabled"));
+        for (const char *name : fusions) passes.push_back(pass_entry(name, "disabled"));
+        passes.push_back(pass_entry("restore_output_layout", "disabled"));
+        if (options.fp32_math_mode == "bf32")
+            warn("--fp32-math-mode bf32 needs the prepacked oneDNN ops (off with --portable or --no-weights-prepack); "
+                 "strict fp32 kept");
+        if (auto_select && options.knob_overrides.count("auto-kernel-selection"))
+            warn("--auto-kernel-selection chooses between prepacked oneDNN ops and aten; without prepacking it does "
+                 "nothing");
+        return;
+    }
+    if (auto_select && options.sample_inputs.empty())
+        warn("--auto-kernel-selection without --sample-input times each linear at " +
+             std::to_string(ops::LinearContext::kDefaultRows) + " row(s)");
+    PrepackOptions prepack_options;
+    prepack_options.fp32_math = options.fp32_math_mode;
+    prepack_options.auto_kernel_selection = auto_select;
+    auto start = Clock::now();
+    PassResult r = prepack_weights(graph, prepack_options);
+    cleanup(graph);
+    nlohmann::json entry = applied_entry("weights_prepack", r, ms_since(start));
+    entry["fp32_math_mode"] = options.fp32_math_mode;
+    passes.push_back(entry);
+    passes.push_back(auto_select ? applied_entry("auto_kernel_selection",
+                                                 PassResult{false, r.details.contains("kernel_choices")
+                                                                       ? static_cast<int>(r.details["kernel_choices"].size())
+                                                                       : 0},
+                                                 0.0)
+                                 : pass_entry("auto_kernel_selection", "disabled"));
+
+    std::map<std::string, PassResult> fused;
+    start = Clock::now();
+    for (bool changed = true; changed;) {
+        changed = false;
+        PassResult step = fuse_eltwise(graph);
+        changed |= step.changed;
+        fused["fuse_eltwise"].merge(step);
+        step = fuse_conv_sum(graph);
+        changed |= step.changed;
+        fused["fuse_conv_sum"].merge(step);
+        step = fuse_linear_binary(graph);
+        changed |= step.changed;
+        fused["fuse_linear_binary"].merge(step);
+    }
+    cleanup(graph);
+    for (const char *name : fusions) {
+        auto &skipped = fused[name].skipped;  // the fixed-point loop sees a kept op once per round
+        std::sort(skipped.begin(), skipped.end());
+        skipped.erase(std::unique(skipped.begin(), skipped.end()), skipped.end());
+        passes.push_back(applied_entry(name, fused[name], ms_since(start)));
+    }
+    start = Clock::now();
+    r = restore_output_layout(graph);
+    passes.push_back(applied_entry("restore_output_layout", r, ms_since(start)));
+}
+
 }  // namespace
 
 const std::vector<Knob> &knobs() {
@@ -134,11 +210,13 @@ const std::vector<Knob> &knobs() {
          "merge Linears that share an input into one Linear and a split"},
         {"channels-last", "to_channels_last", true, true,
          "channels-last weights (and entry) for 2-D convolutions"},
-        {"weights-prepack", "weights_prepack", true, false,
-         "oneDNN weight prepacking with fused post-ops (not available yet)"},
+        {"weights-prepack", "weights_prepack", true, true,
+         "run conv/linear as oneDNN ops with weights prepacked once and elementwise neighbours fused "
+         "(needs libipex_ops.so to run; --portable turns it off)"},
         {"optimize-lstm", "optimize_lstm", true, false, "oneDNN LSTM (not available yet)"},
-        {"auto-kernel-selection", "auto_kernel_selection", false, false,
-         "time oneDNN vs aten per linear shape (not available yet)"},
+        {"auto-kernel-selection", "auto_kernel_selection", false, true,
+         "for fp32 linears, time the oneDNN op against aten::linear at the --sample-input shape and keep the "
+         "faster"},
     };
     return table;
 }
@@ -158,7 +236,11 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
         log::warn(msg);
         result.warnings.push_back(msg);
     };
-    result.report["mode"] = options.portable ? "portable" : "portable (prepacked ops not available yet)";
+    const Knob &prepack_knob = *find_knob("weights-prepack");
+    const bool prepacked = !options.portable && knob_enabled(prepack_knob, options);
+    result.report["mode"] = prepacked ? "prepacked" : "portable";
+    if (options.portable && options.knob_overrides.count("weights-prepack") && options.knob_overrides.at("weights-prepack"))
+        throw_usage("--weights-prepack and --portable contradict each other: a portable model holds no prepacked ops");
 
     // O0 writes the model unchanged unless an explicit flag asks for something.
     bool any_requested = options.dtype != "fp32";
@@ -172,12 +254,14 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
             if (on && !k.available)
                 warn(std::string("--") + k.flag + " is not available in this version; the model is written unchanged");
         }
-        passes.push_back(pass_entry("cast_to_lowp", "disabled"));
+        for (const char *name : {"cast_to_lowp", "fuse_eltwise", "fuse_conv_sum", "fuse_linear_binary",
+                                 "restore_output_layout"})
+            passes.push_back(pass_entry(name, "disabled"));
         result.report["passes"] = passes;
         result.report["warnings"] = result.warnings;
         return result;
     }
-    check_dtype_supported(options.dtype);
+    check_dtype_supported(options.dtype, prepacked);
 
     torch::jit::Module model = input.clone();
     if (model.hasattr("training") && model.is_training()) {
@@ -221,6 +305,7 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
     };
     for (const auto &k : knobs()) {
         const bool on = knob_enabled(k, options);
+        if (!runners.count(k.pass) && k.available) continue;  // prepacking runs after the dtype cast
         if (!k.available) {
             passes.push_back(pass_entry(k.pass, "not_available"));
             if (options.knob_overrides.count(k.flag) && on)
@@ -245,10 +330,7 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
         cleanup(graph);
         passes.push_back(applied_entry("cast_to_lowp", r, ms_since(start)));
     }
-    if (options.fp32_math_mode == "bf32") {
-        passes.push_back(pass_entry("fp32_math_mode_bf32", "not_available"));
-        warn("--fp32-math-mode bf32 needs the prepacked oneDNN ops, not available in this version; strict fp32 kept");
-    }
+    run_prepacking(graph, options, prepacked, passes, warn);
     torch::jit::EraseShapeInformation(graph);
 
     if (!options.sample_inputs.empty()) {

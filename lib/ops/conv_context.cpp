@@ -1,0 +1,293 @@
+#include "ops/conv_context.h"
+
+#include <sstream>
+
+#include "ops/onednn_utils.h"
+
+namespace ipex::ops {
+namespace {
+
+using dnnl::memory;
+
+// Input size to prepack for when the caller gives no shape: batch 1 and this spatial extent.
+constexpr int64_t kDefaultSpatial[] = {0, 128, 56, 16};
+
+memory::format_tag channels_last_tag(int64_t rank) {
+    switch (rank) {
+        case 3: return memory::format_tag::nwc;
+        case 4: return memory::format_tag::nhwc;
+        case 5: return memory::format_tag::ndhwc;
+        default: TORCH_CHECK(false, "ipex convolution: rank ", rank, " is not supported");
+    }
+}
+
+std::string join(const std::vector<int64_t> &v, const char *sep = "x") {
+    std::ostringstream out;
+    for (size_t i = 0; i < v.size(); ++i) out << (i ? sep : "") << v[i];
+    return out.str();
+}
+
+void check_list(const char *name, const std::vector<int64_t> &v, size_t n, int64_t min) {
+    TORCH_CHECK(v.size() == n, "ipex convolution: ", name, " has ", v.size(), " values, expected ", n);
+    for (int64_t x : v) TORCH_CHECK(x >= min, "ipex convolution: ", name, " value ", x, " is below ", min);
+}
+
+// The weight in oneDNN's logical order ([G,] O, I, k...), contiguous, in the compute dtype.
+at::Tensor onednn_weight(const at::Tensor &weight, const ConvParams &p, at::ScalarType type) {
+    at::Tensor w = weight.to(type).contiguous();
+    const int64_t g = p.groups;
+    std::vector<int64_t> kernel(w.sizes().begin() + 2, w.sizes().end());
+    if (p.transposed) {
+        // PyTorch: [I, O/G, k...] -> oneDNN: [G, O/G, I/G, k...]
+        std::vector<int64_t> split{g, w.size(0) / g, w.size(1)};
+        split.insert(split.end(), kernel.begin(), kernel.end());
+        w = w.view(split).transpose(1, 2).contiguous();
+    } else if (g > 1) {
+        std::vector<int64_t> split{g, w.size(0) / g, w.size(1)};
+        split.insert(split.end(), kernel.begin(), kernel.end());
+        w = w.view(split);
+    }
+    if (g == 1 && w.dim() == weight.dim() + 1) w = w.squeeze(0);
+    return w.contiguous();
+}
+
+}  // namespace
+
+at::ScalarType compute_scalar_type(const std::string &dtype) {
+    if (dtype == "fp32" || dtype == "bf32") return at::kFloat;
+    if (dtype == "bf16") return at::kBFloat16;
+    if (dtype == "fp16") return at::kHalf;
+    TORCH_CHECK(false, "ipex ops: unknown compute dtype '", dtype, "' (fp32, bf32, bf16, fp16)");
+}
+
+struct ConvolutionContext::Entry {
+    dnnl::primitive primitive;
+    memory::desc src, dst, scratchpad;
+    WeightCache::Packed weight;
+    memory bias;
+};
+
+ConvolutionContext::ConvolutionContext(at::Tensor weight, c10::optional<at::Tensor> bias,
+                                       ConvParams params, std::string dtype, PostOps post_ops,
+                                       bool sum_in_place, std::vector<int64_t> input_hint)
+    : weight_(std::move(weight)), params_(std::move(params)), dtype_(std::move(dtype)),
+      post_ops_(std::move(post_ops)), sum_in_place_(sum_in_place), input_hint_(std::move(input_hint)) {
+    const at::ScalarType type = compute_scalar_type(dtype_);
+    TORCH_CHECK(weight_.defined() && weight_.dim() >= 3 && weight_.dim() <= 5,
+                "ipex convolution: the weight must be 3-D to 5-D");
+    TORCH_CHECK(weight_.is_floating_point(), "ipex convolution: the weight must be floating point");
+    const size_t spatial = static_cast<size_t>(weight_.dim() - 2);
+    if (params_.output_padding.empty()) params_.output_padding.assign(spatial, 0);
+    check_list("stride", params_.stride, spatial, 1);
+    check_list("padding", params_.padding, spatial, 0);
+    check_list("dilation", params_.dilation, spatial, 1);
+    check_list("output_padding", params_.output_padding, spatial, 0);
+    const int64_t g = params_.groups;
+    TORCH_CHECK(g >= 1, "ipex convolution: groups must be >= 1");
+    TORCH_CHECK(weight_.size(0) % g == 0, "ipex convolution: ", weight_.size(0),
+                " channels do not split into ", g, " groups");
+    for (int64_t i = 0; i < weight_.dim(); ++i)
+        TORCH_CHECK(weight_.size(i) > 0, "ipex convolution: the weight has an empty dimension");
+    if (params_.transposed)
+        for (size_t i = 0; i < spatial; ++i)
+            TORCH_CHECK(params_.output_padding[i] < std::max(params_.stride[i], params_.dilation[i]),
+                        "ipex convolution: output_padding must be smaller than stride or dilation");
+    const int64_t out_channels = params_.transposed ? weight_.size(1) * g : weight_.size(0);
+    if (bias && bias->defined()) {
+        TORCH_CHECK(bias->dim() == 1 && bias->size(0) == out_channels, "ipex convolution: bias of shape ",
+                    bias->sizes(), " does not match ", out_channels, " output channels");
+        bias_ = bias->to(at::kFloat).contiguous();
+    }
+    validate(post_ops_);
+    TORCH_CHECK(tensor_post_op(post_ops_) < 0 || post_ops_[tensor_post_op(post_ops_)].kind == "sum",
+                "ipex convolution: the only tensor post-op of a convolution is sum");
+    TORCH_CHECK(input_hint_.empty() || input_hint_.size() == spatial + 2,
+                "ipex convolution: the input hint must have ", spatial + 2, " dims");
+    weights_ = std::make_shared<WeightCache>(onednn_weight(weight_, params_, type));
+    primitives_ = std::make_shared<PrimitiveCache<Entry>>();
+
+    std::vector<int64_t> hint = input_hint_;
+    if (hint.empty()) {
+        const int64_t in_channels = params_.transposed ? weight_.size(0) : weight_.size(1) * g;
+        hint = {1, in_channels};
+        hint.resize(spatial + 2, kDefaultSpatial[spatial]);
+    }
+    bool hint_fits = true;
+    for (int64_t s : output_sizes(hint)) hint_fits &= s > 0;
+    // A sum's dtype is known at run time only; prepack for the common case (compute dtype).
+    if (hint_fits) entry_for(hint, type, output_sizes(hint));
+}
+
+std::vector<int64_t> ConvolutionContext::output_sizes(at::IntArrayRef input) const {
+    const auto &p = params_;
+    const int64_t g = p.groups;
+    std::vector<int64_t> out{input[0], p.transposed ? weight_.size(1) * g : weight_.size(0)};
+    for (int64_t d = 0; d < spatial_dims(); ++d) {
+        const int64_t in = input[d + 2], k = weight_.size(d + 2);
+        const int64_t extent = p.dilation[d] * (k - 1) + 1;
+        if (p.transposed)
+            out.push_back((in - 1) * p.stride[d] - 2 * p.padding[d] + extent + p.output_padding[d]);
+        else
+            out.push_back((in + 2 * p.padding[d] - extent) / p.stride[d] + 1);
+    }
+    return out;
+}
+
+std::shared_ptr<const ConvolutionContext::Entry> ConvolutionContext::entry_for(
+    const std::vector<int64_t> &src_sizes, at::ScalarType dst_type, const std::vector<int64_t> &dst_sizes) const {
+    const std::string key = join(src_sizes) + "/" + c10::toString(dst_type);
+    if (auto hit = primitives_->find(key)) return hit;
+
+    const int64_t rank = static_cast<int64_t>(src_sizes.size());
+    const at::ScalarType type = compute_scalar_type(dtype_);
+    const auto &p = params_;
+    const memory::desc src_md(to_dims(src_sizes), to_dnnl(type), channels_last_tag(rank));
+    const memory::desc dst_md(to_dims(dst_sizes), to_dnnl(dst_type), channels_last_tag(rank));
+    const memory::desc weight_md(to_dims(weights_->plain().sizes()), to_dnnl(type), memory::format_tag::any);
+    const memory::desc bias_md = bias_.defined() ? memory::desc({bias_.size(0)}, memory::data_type::f32,
+                                                                memory::format_tag::x)
+                                                 : memory::desc();
+    memory::dims dilates, pad_r;
+    for (int64_t d = 0; d < spatial_dims(); ++d) {
+        dilates.push_back(p.dilation[d] - 1);
+        pad_r.push_back(p.transposed ? p.padding[d] - p.output_padding[d] : p.padding[d]);
+    }
+    const memory::dims strides(p.stride.begin(), p.stride.end()), pad_l(p.padding.begin(), p.padding.end());
+
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (dtype_ == "bf32") attr.set_fpmath_mode(dnnl::fpmath_mode::bf16);
+    attr.set_post_ops(to_dnnl(post_ops_, memory::desc()));
+
+    auto entry = std::make_shared<Entry>();
+    const auto prop = dnnl::prop_kind::forward_inference;
+    try {
+        if (p.transposed) {
+            dnnl::deconvolution_forward::desc desc(prop, dnnl::algorithm::deconvolution_direct, src_md,
+                                                   weight_md, bias_md, dst_md, strides, dilates, pad_l, pad_r);
+            dnnl::deconvolution_forward::primitive_desc pd(desc, attr, cpu_engine());
+            entry->primitive = dnnl::deconvolution_forward(pd);
+            entry->weight = weights_->get(pd.weights_desc());
+            entry->scratchpad = pd.scratchpad_desc();
+        } else {
+            dnnl::convolution_forward::desc desc(prop, dnnl::algorithm::convolution_direct, src_md,
+                                                 weight_md, bias_md, dst_md, strides, dilates, pad_l, pad_r);
+            dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu_engine());
+            entry->primitive = dnnl::convolution_forward(pd);
+            entry->weight = weights_->get(pd.weights_desc());
+            entry->scratchpad = pd.scratchpad_desc();
+        }
+    } catch (const dnnl::error &e) {
+        TORCH_CHECK(false, "ipex convolution: oneDNN has no ", dtype_, " implementation of ", describe(),
+                    " for input ", join(src_sizes), " on this CPU (", e.what(), ")");
+    }
+    entry->src = src_md;
+    entry->dst = dst_md;
+    if (bias_.defined()) entry->bias = wrap(bias_, bias_md);
+    primitives_->put(key, entry);
+    return entry;
+}
+
+at::Tensor ConvolutionContext::run(const at::Tensor &input, const c10::optional<at::Tensor> &other) const {
+    const int64_t rank = spatial_dims() + 2;
+    TORCH_CHECK(input.is_floating_point(), "ipex convolution: expected a floating-point input, got ",
+                input.scalar_type());
+    const bool unbatched = input.dim() == rank - 1;
+    const at::Tensor x = unbatched ? input.unsqueeze(0) : input;
+    TORCH_CHECK(x.dim() == rank, "ipex convolution: expected a ", rank - 1, "-D or ", rank,
+                "-D input, got shape ", input.sizes());
+    const int64_t in_channels = params_.transposed ? weight_.size(0) : weight_.size(1) * params_.groups;
+    TORCH_CHECK(x.size(1) == in_channels, "ipex convolution: expected ", in_channels,
+                " input channels, got shape ", input.sizes());
+    const std::vector<int64_t> dst_sizes = output_sizes(x.sizes());
+    for (int64_t s : dst_sizes)
+        TORCH_CHECK(s > 0, "ipex convolution: input of shape ", input.sizes(), " is too small for ", describe());
+
+    const at::ScalarType type = compute_scalar_type(dtype_);
+    const at::Tensor src = to_channels_last(x, type);
+    const int sum_at = tensor_post_op(post_ops_);
+    at::ScalarType dst_type = type;
+    at::Tensor dst;
+    if (sum_at >= 0) {
+        TORCH_CHECK(other && other->defined(), "ipex convolution: the sum post-op needs a second tensor");
+        at::Tensor o = unbatched && other->dim() == rank - 1 ? other->unsqueeze(0) : *other;
+        if (o.dim() > 0) dst_type = at::promote_types(type, o.scalar_type());
+        if (at::infer_size(o.sizes(), dst_sizes) != dst_sizes) {
+            const at::Tensor y = run_unfused(x, o);
+            return unbatched ? y.squeeze(0) : y;
+        }
+        if (sum_in_place_ && o.scalar_type() == dst_type && o.sizes() == at::IntArrayRef(dst_sizes) &&
+            is_channels_last(o) && o.storage_offset() == 0 && o.storage().nbytes() == o.nbytes()) {
+            dst = o;
+        } else {
+            dst = empty_channels_last(dst_sizes, dst_type);
+            dst.copy_(o);
+        }
+    } else {
+        dst = empty_channels_last(dst_sizes, dst_type);
+    }
+
+    const auto entry = entry_for(src.sizes().vec(), dst_type, dst_sizes);
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, wrap(src, entry->src)},
+        {DNNL_ARG_WEIGHTS, entry->weight.memory},
+        {DNNL_ARG_DST, wrap(dst, entry->dst)},
+    };
+    if (bias_.defined()) args.emplace(DNNL_ARG_BIAS, entry->bias);
+    execute(entry->primitive, entry->scratchpad, std::move(args));
+    return unbatched ? dst.squeeze(0) : dst;
+}
+
+at::Tensor ConvolutionContext::run_unfused(const at::Tensor &x, const at::Tensor &other) const {
+    const int sum_at = tensor_post_op(post_ops_);
+    auto prefix = c10::make_intrusive<ConvolutionContext>(*this);
+    prefix->post_ops_.resize(sum_at);
+    prefix->primitives_ = std::make_shared<PrimitiveCache<Entry>>();
+    const at::Tensor y = prefix->run(x, c10::nullopt);
+    return apply_eltwise(at::add(y, other, post_ops_[sum_at].alpha), post_ops_, sum_at + 1);
+}
+
+c10::intrusive_ptr<ConvolutionContext> ConvolutionContext::with_post_ops(const PostOps &extra,
+                                                                         bool sum_in_place) const {
+    auto copy = c10::make_intrusive<ConvolutionContext>(*this);
+    copy->post_ops_.insert(copy->post_ops_.end(), extra.begin(), extra.end());
+    validate(copy->post_ops_);
+    TORCH_CHECK(tensor_post_op(copy->post_ops_) < 0 || copy->post_ops_[tensor_post_op(copy->post_ops_)].kind == "sum",
+                "ipex convolution: the only tensor post-op of a convolution is sum");
+    copy->sum_in_place_ = sum_in_place_ || sum_in_place;
+    copy->primitives_ = std::make_shared<PrimitiveCache<Entry>>();
+    return copy;
+}
+
+ConvolutionContext::State ConvolutionContext::state() const {
+    std::vector<at::Tensor> bias;
+    if (bias_.defined()) bias.push_back(bias_);
+    return State{kStateVersion, weight_, bias, params_.stride, params_.padding, params_.dilation,
+                 params_.output_padding, params_.groups, params_.transposed, dtype_, kinds_of(post_ops_),
+                 params_of(post_ops_), sum_in_place_, input_hint_};
+}
+
+c10::intrusive_ptr<ConvolutionContext> ConvolutionContext::from_state(State s) {
+    TORCH_CHECK(std::get<0>(s) == kStateVersion, "ipex convolution: saved context version ", std::get<0>(s),
+                " is not supported (expected ", kStateVersion, ")");
+    const auto &bias = std::get<2>(s);
+    TORCH_CHECK(bias.size() <= 1, "ipex convolution: a saved context has ", bias.size(), " bias tensors");
+    ConvParams p{std::get<3>(s), std::get<4>(s), std::get<5>(s), std::get<6>(s), std::get<7>(s), std::get<8>(s)};
+    return c10::make_intrusive<ConvolutionContext>(
+        std::get<1>(s), bias.empty() ? c10::nullopt : c10::optional<at::Tensor>(bias[0]), std::move(p),
+        std::get<9>(s), from_pickled(std::get<10>(s), std::get<11>(s)), std::get<12>(s), std::get<13>(s));
+}
+
+std::string ConvolutionContext::describe() const {
+    std::ostringstream out;
+    const int64_t g = params_.groups;
+    const int64_t in = params_.transposed ? weight_.size(0) : weight_.size(1) * g;
+    const int64_t outc = params_.transposed ? weight_.size(1) * g : weight_.size(0);
+    out << (params_.transposed ? "conv_transpose" : "conv") << spatial_dims() << "d " << in << "->" << outc
+        << " k" << join(weight_.sizes().slice(2).vec()) << " s" << join(params_.stride) << " p"
+        << join(params_.padding) << " d" << join(params_.dilation) << " g" << g << " " << dtype_;
+    if (!post_ops_.empty()) out << " +" << ops::describe(post_ops_);
+    return out.str();
+}
+
+}  // namespace ipex::ops

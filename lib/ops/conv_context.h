@@ -1,0 +1,80 @@
+// A prepacked convolution (1-D/2-D/3-D, transposed or not): the weight reordered once into
+// the blocked layout oneDNN picks, fused post-ops, primitives cached per input shape.
+// Activations come out channels-last (NWC/NHWC/NDHWC) in the compute dtype; any input layout
+// and floating dtype is accepted (converted once on entry). Pickles to the plain weight and
+// parameters, so a saved model repacks for whatever CPU loads it.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <torch/custom_class.h>
+
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "ops/post_ops.h"
+#include "ops/primitive_cache.h"
+#include "ops/weight_cache.h"
+
+namespace ipex::ops {
+
+struct ConvParams {
+    std::vector<int64_t> stride, padding, dilation, output_padding;
+    int64_t groups = 1;
+    bool transposed = false;
+};
+
+// Compute dtype + fp32 math mode: "fp32" (strict), "bf32" (fp32 tensors, bf16 math allowed),
+// "bf16", "fp16".
+at::ScalarType compute_scalar_type(const std::string &dtype);
+
+class ConvolutionContext : public torch::CustomClassHolder {
+public:
+    using State = std::tuple<int64_t, at::Tensor, std::vector<at::Tensor>, std::vector<int64_t>,
+                             std::vector<int64_t>, std::vector<int64_t>, std::vector<int64_t>, int64_t,
+                             bool, std::string, std::vector<std::string>, std::vector<double>, bool,
+                             std::vector<int64_t>>;
+    static constexpr int64_t kStateVersion = 1;
+
+    // `weight` in PyTorch's layout (conv: O, I/G, k...; transposed: I, O/G, k...). `input_hint`
+    // is the input shape to prepack for now ([] = a default); other shapes pack lazily.
+    ConvolutionContext(at::Tensor weight, c10::optional<at::Tensor> bias, ConvParams params,
+                       std::string dtype, PostOps post_ops, bool sum_in_place,
+                       std::vector<int64_t> input_hint);
+
+    at::Tensor run(const at::Tensor &input, const c10::optional<at::Tensor> &other) const;
+
+    // The same convolution (sharing prepacked weights) with more post-ops appended.
+    c10::intrusive_ptr<ConvolutionContext> with_post_ops(const PostOps &extra, bool sum_in_place) const;
+
+    State state() const;
+    static c10::intrusive_ptr<ConvolutionContext> from_state(State state);
+
+    const PostOps &post_ops() const { return post_ops_; }
+    const std::string &dtype() const { return dtype_; }
+    const ConvParams &params() const { return params_; }
+    int64_t spatial_dims() const { return weight_.dim() - 2; }
+    std::string describe() const;
+    size_t cached_shapes() const { return primitives_->size(); }
+
+private:
+    struct Entry;
+    std::shared_ptr<const Entry> entry_for(const std::vector<int64_t> &src_sizes, at::ScalarType dst_type,
+                                           const std::vector<int64_t> &dst_sizes) const;
+    std::vector<int64_t> output_sizes(at::IntArrayRef input) const;
+    // conv + post-ops before the sum, then the sum and later post-ops with aten.
+    at::Tensor run_unfused(const at::Tensor &x, const at::Tensor &other) const;
+
+    at::Tensor weight_;  // as given (PyTorch layout)
+    at::Tensor bias_;    // fp32 or undefined
+    ConvParams params_;
+    std::string dtype_;
+    PostOps post_ops_;
+    bool sum_in_place_ = false;
+    std::vector<int64_t> input_hint_;
+    std::shared_ptr<WeightCache> weights_;
+    std::shared_ptr<PrimitiveCache<Entry>> primitives_;
+};
+
+}  // namespace ipex::ops

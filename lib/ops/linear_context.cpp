@@ -1,0 +1,175 @@
+#include "ops/linear_context.h"
+
+#include <sstream>
+
+#include "ops/conv_context.h"
+#include "ops/onednn_utils.h"
+
+namespace ipex::ops {
+
+using dnnl::memory;
+
+struct LinearContext::Entry {
+    dnnl::primitive primitive;
+    memory::desc src, dst, other, scratchpad;
+    WeightCache::Packed weight;
+    memory bias;
+};
+
+LinearContext::LinearContext(at::Tensor weight, c10::optional<at::Tensor> bias, std::string dtype,
+                             PostOps post_ops, int64_t rows_hint)
+    : weight_(std::move(weight)), dtype_(std::move(dtype)), post_ops_(std::move(post_ops)),
+      rows_hint_(rows_hint) {
+    const at::ScalarType type = compute_scalar_type(dtype_);
+    TORCH_CHECK(weight_.defined() && weight_.dim() == 2 && weight_.size(0) > 0 && weight_.size(1) > 0,
+                "ipex linear: the weight must be a non-empty 2-D tensor");
+    TORCH_CHECK(weight_.is_floating_point(), "ipex linear: the weight must be floating point");
+    TORCH_CHECK(rows_hint_ >= 0, "ipex linear: the rows hint must be >= 0");
+    if (bias && bias->defined()) {
+        TORCH_CHECK(bias->dim() == 1 && bias->size(0) == weight_.size(0), "ipex linear: bias of shape ",
+                    bias->sizes(), " does not match ", weight_.size(0), " output features");
+        bias_ = bias->to(at::kFloat).contiguous();
+    }
+    validate(post_ops_);
+    TORCH_CHECK(tensor_post_op(post_ops_) < 0 || post_ops_[tensor_post_op(post_ops_)].kind != "sum",
+                "ipex linear: use the add post-op rather than sum");
+    weights_ = std::make_shared<WeightCache>(weight_.to(type).contiguous());
+    primitives_ = std::make_shared<PrimitiveCache<Entry>>();
+    if (tensor_post_op(post_ops_) < 0) entry_for(rows_hint_ > 0 ? rows_hint_ : kDefaultRows, type, "", type);
+}
+
+std::shared_ptr<const LinearContext::Entry> LinearContext::entry_for(int64_t rows, at::ScalarType dst_type,
+                                                                     const std::string &other_kind,
+                                                                     at::ScalarType other_type) const {
+    const std::string key = std::to_string(rows) + "/" + c10::toString(dst_type) + "/" + other_kind + "/" +
+                            (other_kind.empty() ? "" : c10::toString(other_type));
+    if (auto hit = primitives_->find(key)) return hit;
+
+    const at::ScalarType type = compute_scalar_type(dtype_);
+    const int64_t n = out_features(), k = in_features();
+    const memory::desc src_md({rows, k}, to_dnnl(type), memory::format_tag::nc);
+    const memory::desc dst_md({rows, n}, to_dnnl(dst_type), memory::format_tag::nc);
+    const memory::desc weight_md({n, k}, to_dnnl(type), memory::format_tag::any);
+    const memory::desc bias_md =
+        bias_.defined() ? memory::desc({n}, memory::data_type::f32, memory::format_tag::x) : memory::desc();
+    memory::desc other_md;
+    if (other_kind == "row") other_md = memory::desc({1, n}, to_dnnl(other_type), memory::format_tag::nc);
+    if (other_kind == "full") other_md = memory::desc({rows, n}, to_dnnl(other_type), memory::format_tag::nc);
+
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (dtype_ == "bf32") attr.set_fpmath_mode(dnnl::fpmath_mode::bf16);
+    attr.set_post_ops(to_dnnl(post_ops_, other_md));
+
+    auto entry = std::make_shared<Entry>();
+    try {
+        dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference, src_md, weight_md, bias_md,
+                                               dst_md);
+        dnnl::inner_product_forward::primitive_desc pd(desc, attr, cpu_engine());
+        entry->primitive = dnnl::inner_product_forward(pd);
+        entry->weight = weights_->get(pd.weights_desc());
+        entry->scratchpad = pd.scratchpad_desc();
+    } catch (const dnnl::error &e) {
+        TORCH_CHECK(false, "ipex linear: oneDNN has no ", dtype_, " implementation of ", describe(), " for ", rows,
+                    " rows on this CPU (", e.what(), ")");
+    }
+    entry->src = src_md;
+    entry->dst = dst_md;
+    entry->other = other_md;
+    if (bias_.defined()) entry->bias = wrap(bias_, bias_md);
+    primitives_->put(key, entry);
+    return entry;
+}
+
+at::Tensor LinearContext::run(const at::Tensor &input, const c10::optional<at::Tensor> &other) const {
+    TORCH_CHECK(input.is_floating_point(), "ipex linear: expected a floating-point input, got ",
+                input.scalar_type());
+    TORCH_CHECK(input.dim() >= 1 && input.size(-1) == in_features(), "ipex linear: expected an input with ",
+                in_features(), " features in the last dim, got shape ", input.sizes());
+    const at::ScalarType type = compute_scalar_type(dtype_);
+    const int64_t n = out_features(), k = in_features();
+    const int64_t rows = input.numel() / k;
+    std::vector<int64_t> dst_sizes = input.sizes().vec();
+    dst_sizes.back() = n;
+    at::Tensor dst;
+    if (rows == 0) return at::empty(dst_sizes, input.options().dtype(type));
+    const at::Tensor src = input.to(type).contiguous().view({rows, k});
+
+    at::ScalarType dst_type = type;
+    std::string other_kind;
+    at::Tensor src1;
+    if (tensor_post_op(post_ops_) >= 0) {
+        TORCH_CHECK(other && other->defined(), "ipex linear: the ", post_ops_[tensor_post_op(post_ops_)].kind,
+                    " post-op needs a second tensor");
+        const at::Tensor &o = *other;
+        if (o.dim() > 0) dst_type = at::promote_types(type, o.scalar_type());
+        if (at::infer_size(o.sizes(), dst_sizes) != dst_sizes) return run_unfused(input, o);
+        if (o.numel() == n && o.dim() >= 1 && o.size(-1) == n) {
+            other_kind = "row";
+            src1 = o.contiguous().view({1, n});
+        } else {
+            other_kind = "full";
+            src1 = o.expand(dst_sizes).contiguous().view({rows, n});
+        }
+    }
+    dst = at::empty(dst_sizes, input.options().dtype(dst_type));
+    const auto entry = entry_for(rows, dst_type, other_kind, src1.defined() ? src1.scalar_type() : type);
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, wrap(src, entry->src)},
+        {DNNL_ARG_WEIGHTS, entry->weight.memory},
+        {DNNL_ARG_DST, wrap(dst, entry->dst)},
+    };
+    if (bias_.defined()) args.emplace(DNNL_ARG_BIAS, entry->bias);
+    if (src1.defined())
+        args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(tensor_post_op(post_ops_)) | DNNL_ARG_SRC_1,
+                     wrap(src1, entry->other));
+    execute(entry->primitive, entry->scratchpad, std::move(args));
+    return dst;
+}
+
+at::Tensor LinearContext::run_unfused(const at::Tensor &input, const at::Tensor &other) const {
+    const int at_op = tensor_post_op(post_ops_);
+    auto prefix = c10::make_intrusive<LinearContext>(*this);
+    prefix->post_ops_.resize(at_op);
+    prefix->primitives_ = std::make_shared<PrimitiveCache<Entry>>();
+    const at::Tensor y = prefix->run(input, c10::nullopt);
+    const at::Tensor combined = post_ops_[at_op].kind == "mul" ? at::mul(y, other) : at::add(y, other);
+    return apply_eltwise(combined, post_ops_, at_op + 1);
+}
+
+c10::intrusive_ptr<LinearContext> LinearContext::with_post_ops(const PostOps &extra) const {
+    auto copy = c10::make_intrusive<LinearContext>(*this);
+    copy->post_ops_.insert(copy->post_ops_.end(), extra.begin(), extra.end());
+    validate(copy->post_ops_);
+    TORCH_CHECK(tensor_post_op(copy->post_ops_) < 0 || copy->post_ops_[tensor_post_op(copy->post_ops_)].kind != "sum",
+                "ipex linear: use the add post-op rather than sum");
+    copy->primitives_ = std::make_shared<PrimitiveCache<Entry>>();
+    return copy;
+}
+
+LinearContext::State LinearContext::state() const {
+    std::vector<at::Tensor> bias;
+    if (bias_.defined()) bias.push_back(bias_);
+    return State{kStateVersion, weight_, bias, dtype_, kinds_of(post_ops_), params_of(post_ops_), rows_hint_};
+}
+
+c10::intrusive_ptr<LinearContext> LinearContext::from_state(State s) {
+    TORCH_CHECK(std::get<0>(s) == kStateVersion, "ipex linear: saved context version ", std::get<0>(s),
+                " is not supported (expected ", kStateVersion, ")");
+    const auto &bias = std::get<2>(s);
+    TORCH_CHECK(bias.size() <= 1, "ipex linear: a saved context has ", bias.size(), " bias tensors");
+    return c10::make_intrusive<LinearContext>(std::get<1>(s),
+                                              bias.empty() ? c10::nullopt : c10::optional<at::Tensor>(bias[0]),
+                                              std::get<3>(s), from_pickled(std::get<4>(s), std::get<5>(s)),
+                                              std::get<6>(s));
+}
+
+std::string LinearContext::describe() const {
+    std::ostringstream out;
+    out << "linear " << in_features() << "->" << out_features() << (bias_.defined() ? "" : " nobias") << " "
+        << dtype_;
+    if (!post_ops_.empty()) out << " +" << ops::describe(post_ops_);
+    return out.str();
+}
+
+}  // namespace ipex::ops

@@ -1,0 +1,102 @@
+#include "ops/onednn_utils.h"
+
+#include <c10/util/Exception.h>
+
+#include <unordered_map>
+
+namespace ipex::ops {
+
+const dnnl::engine &cpu_engine() {
+    static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+    return engine;
+}
+
+dnnl::stream &thread_stream() {
+    thread_local dnnl::stream stream(cpu_engine());
+    return stream;
+}
+
+dnnl::memory::data_type to_dnnl(at::ScalarType type) {
+    switch (type) {
+        case at::kFloat: return dnnl::memory::data_type::f32;
+        case at::kBFloat16: return dnnl::memory::data_type::bf16;
+        case at::kHalf: return dnnl::memory::data_type::f16;
+        case at::kInt: return dnnl::memory::data_type::s32;
+        case at::kChar: return dnnl::memory::data_type::s8;
+        case at::kByte: return dnnl::memory::data_type::u8;
+        default: TORCH_CHECK(false, "ipex ops: no oneDNN data type for ", type);
+    }
+}
+
+dnnl::memory::dims to_dims(at::IntArrayRef sizes) {
+    return dnnl::memory::dims(sizes.begin(), sizes.end());
+}
+
+dnnl::memory::desc strided_desc(const at::Tensor &t) {
+    return dnnl::memory::desc(to_dims(t.sizes()), to_dnnl(t.scalar_type()), to_dims(t.strides()));
+}
+
+dnnl::memory wrap(const at::Tensor &t, const dnnl::memory::desc &desc) {
+    return dnnl::memory(desc, cpu_engine(), t.data_ptr());
+}
+
+namespace {
+
+// Order of the dims in memory for the channels-last layout of a rank: N, spatial..., C.
+std::vector<int64_t> channels_last_order(int64_t rank) {
+    std::vector<int64_t> order{0};
+    for (int64_t d = 2; d < rank; ++d) order.push_back(d);
+    order.push_back(1);
+    return order;
+}
+
+}  // namespace
+
+at::Tensor empty_channels_last(at::IntArrayRef sizes, at::ScalarType type) {
+    const int64_t rank = static_cast<int64_t>(sizes.size());
+    const auto options = at::TensorOptions().dtype(type);
+    if (rank == 4) return at::empty(sizes, options.memory_format(at::MemoryFormat::ChannelsLast));
+    if (rank == 5) return at::empty(sizes, options.memory_format(at::MemoryFormat::ChannelsLast3d));
+    TORCH_CHECK(rank >= 3, "ipex ops: channels-last needs rank >= 3, got ", rank);
+    const auto order = channels_last_order(rank);
+    std::vector<int64_t> physical;
+    for (int64_t d : order) physical.push_back(sizes[d]);
+    std::vector<int64_t> inverse(rank);
+    for (int64_t i = 0; i < rank; ++i) inverse[order[i]] = i;
+    return at::empty(physical, options).permute(inverse);
+}
+
+bool is_channels_last(const at::Tensor &t) {
+    const int64_t rank = t.dim();
+    if (rank == 4) return t.is_contiguous(at::MemoryFormat::ChannelsLast);
+    if (rank == 5) return t.is_contiguous(at::MemoryFormat::ChannelsLast3d);
+    if (rank < 3) return false;
+    int64_t expected = 1;
+    const auto order = channels_last_order(rank);
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+        if (t.size(*it) != 1 && t.stride(*it) != expected) return false;
+        expected *= t.size(*it);
+    }
+    return true;
+}
+
+at::Tensor to_channels_last(const at::Tensor &t, at::ScalarType type) {
+    if (t.scalar_type() == type && is_channels_last(t)) return t;
+    at::Tensor dst = empty_channels_last(t.sizes(), type);
+    dst.copy_(t);
+    return dst;
+}
+
+void execute(const dnnl::primitive &primitive, const dnnl::memory::desc &scratchpad,
+             std::unordered_map<int, dnnl::memory> args) {
+    at::Tensor buffer;
+    if (scratchpad.get_size() > 0) {
+        buffer = at::empty({static_cast<int64_t>(scratchpad.get_size())}, at::kByte);
+        args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratchpad, cpu_engine(), buffer.data_ptr()));
+    }
+    auto &stream = thread_stream();
+    primitive.execute(stream, args);
+    stream.wait();
+}
+
+}  // namespace ipex::ops

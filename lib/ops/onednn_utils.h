@@ -1,0 +1,39 @@
+// oneDNN plumbing shared by the prepacked ops: the CPU engine, a stream per thread, dtype
+// mapping and memory descriptors that describe a tensor's real strides.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <unordered_map>
+#include <vector>
+
+namespace ipex::ops {
+
+const dnnl::engine &cpu_engine();
+
+// One stream per calling thread: executing from several threads at once is safe.
+dnnl::stream &thread_stream();
+
+dnnl::memory::data_type to_dnnl(at::ScalarType type);
+
+dnnl::memory::dims to_dims(at::IntArrayRef sizes);
+
+// A descriptor with the tensor's sizes and strides (no copy, any layout).
+dnnl::memory::desc strided_desc(const at::Tensor &t);
+
+// Wraps the tensor's storage (the tensor must outlive the memory object).
+dnnl::memory wrap(const at::Tensor &t, const dnnl::memory::desc &desc);
+
+// Memory format of activations between prepacked ops: NWC / NHWC / NDHWC for 3/4/5-D.
+// The returned tensor has the logical shape `sizes` (N, C, spatial...).
+at::Tensor empty_channels_last(at::IntArrayRef sizes, at::ScalarType type);
+bool is_channels_last(const at::Tensor &t);
+// Copy (converting dtype) into the channels-last layout unless already there.
+at::Tensor to_channels_last(const at::Tensor &t, at::ScalarType type);
+
+// Runs `primitive` with a scratchpad of its own (thread safe) and waits.
+void execute(const dnnl::primitive &primitive, const dnnl::memory::desc &scratchpad,
+             std::unordered_map<int, dnnl::memory> args);
+
+}  // namespace ipex::ops

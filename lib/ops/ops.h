@@ -1,0 +1,28 @@
+// Names of the `ipex` TorchScript ops and classes, for graph passes and tests. The ops:
+//   ipex::convolution(Tensor input, ConvolutionContext ctx) -> Tensor
+//   ipex::convolution_sum(Tensor input, Tensor other, ConvolutionContext ctx) -> Tensor
+//       (ctx has a "sum" post-op: out = conv(input) + scale * other, then later post-ops)
+//   ipex::linear(Tensor input, LinearContext ctx) -> Tensor
+//   ipex::linear_binary(Tensor input, Tensor other, LinearContext ctx) -> Tensor
+//       (ctx has an "add" or "mul" post-op with `other`, broadcast to the output)
+//   ipex::convolution_prepack(...) / ipex::linear_prepack(...) build contexts (for scripts).
+#pragma once
+
+#include <ATen/core/ivalue.h>
+#include <c10/core/ScalarType.h>
+
+#include "ops/conv_context.h"
+#include "ops/linear_context.h"
+
+namespace ipex::ops {
+
+constexpr const char *kConvolution = "ipex::convolution";
+constexpr const char *kConvolutionSum = "ipex::convolution_sum";
+constexpr const char *kLinear = "ipex::linear";
+constexpr const char *kLinearBinary = "ipex::linear_binary";
+
+// Whether oneDNN can run a `dtype` ("fp32", "bf32", "bf16", "fp16") convolution and linear on
+// this CPU; the message says why not.
+bool dtype_supported(const std::string &dtype, std::string *why);
+
+}  // namespace ipex::ops

@@ -1,0 +1,44 @@
+// A small least-recently-used map from an input signature to a ready oneDNN primitive (and
+// what it needs). Bounded: a model fed many shapes keeps only the latest kMaxShapes.
+#pragma once
+
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+
+namespace ipex::ops {
+
+template <class Entry>
+class PrimitiveCache {
+public:
+    static constexpr size_t kMaxShapes = 16;
+
+    std::shared_ptr<const Entry> find(const std::string &key) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+            if (it->first != key) continue;
+            entries_.splice(entries_.begin(), entries_, it);
+            return entries_.front().second;
+        }
+        return nullptr;
+    }
+
+    void put(const std::string &key, std::shared_ptr<const Entry> entry) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        entries_.emplace_front(key, std::move(entry));
+        if (entries_.size() > kMaxShapes) entries_.pop_back();
+    }
+
+    size_t size() const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return entries_.size();
+    }
+
+private:
+    mutable std::mutex mutex_;
+    std::list<std::pair<std::string, std::shared_ptr<const Entry>>> entries_;
+};
+
+}  // namespace ipex::ops

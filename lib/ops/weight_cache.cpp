@@ -1,0 +1,27 @@
+#include "ops/weight_cache.h"
+
+#include "ops/onednn_utils.h"
+
+namespace ipex::ops {
+
+WeightCache::Packed WeightCache::get(const dnnl::memory::desc &desc) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto &entry : packed_)
+        if (entry.first == desc) return entry.second;
+    at::Tensor buffer = at::empty({static_cast<int64_t>(desc.get_size())}, at::kByte);
+    dnnl::memory packed(desc, cpu_engine(), buffer.data_ptr());
+    const dnnl::memory src = wrap(plain_, strided_desc(plain_));
+    auto &stream = thread_stream();
+    dnnl::reorder(src, packed).execute(stream, const_cast<dnnl::memory &>(src), packed);
+    stream.wait();
+    if (packed_.size() >= kMaxLayouts) packed_.erase(packed_.begin());
+    packed_.push_back({desc, {buffer, packed}});
+    return packed_.back().second;
+}
+
+size_t WeightCache::layouts() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return packed_.size();
+}
+
+}  // namespace ipex::ops

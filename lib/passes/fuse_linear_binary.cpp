@@ -1,0 +1,40 @@
+#include "passes/fuse_linear_binary.h"
+
+#include "passes/graph_utils.h"
+#include "passes/prepacked_nodes.h"
+
+namespace ipex::passes {
+
+using torch::jit::Node;
+using torch::jit::Value;
+
+PassResult fuse_linear_binary(std::shared_ptr<torch::jit::Graph> &graph) {
+    PassResult result;
+    static const auto linear = c10::Symbol::fromQualString(ops::kLinear);
+    for (Node *node : collect_nodes_of_kind(graph->block(), {linear})) {
+        Node *user = single_user(node->output());
+        if (!user) continue;
+        std::string why;
+        const auto use = binary_use(node, user, &why);
+        if (use && use->alpha != 1.0) why = "alpha is not 1";
+        if (!use || !why.empty()) {
+            if (!why.empty())
+                result.skipped.push_back(node_label(user) + ": " + user->kind().toQualString() + " kept (" + why + ")");
+            continue;
+        }
+        const auto ctx = linear_context(node)->with_post_ops({ops::PostOp{use->op}});
+        Value *ctx_value = insert_constant_at_top(*graph, c10::IValue(ctx), node);
+        const std::string label = node_label(node);
+        Node *fused = replace_node(*graph, node, ops::kLinearBinary, {node->input(0), use->other, ctx_value});
+        fused->output()->setType(user->output()->type());
+        user->output()->replaceAllUsesWith(fused->output());
+        fused->moveBefore(user);  // `other` may be computed between the linear and the op
+        user->destroy();
+        result.modules.push_back(label + "+" + use->op);
+        ++result.count;
+    }
+    result.changed = result.count > 0;
+    return result;
+}
+
+}  // namespace ipex::passes

@@ -1,0 +1,52 @@
+// Reading and rewriting the ipex prepacked-op nodes that prepack_weights creates: which
+// context a node holds, and swapping it for one with more post-ops. Shared by the fusion passes.
+#pragma once
+
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <optional>
+#include <string>
+
+#include "ops/ops.h"
+
+namespace ipex::passes {
+
+// ipex::convolution, convolution_sum, linear or linear_binary.
+bool is_prepacked(const torch::jit::Node *node);
+bool is_prepacked_conv(const torch::jit::Node *node);
+bool is_prepacked_linear(const torch::jit::Node *node);
+
+// The context constant of a prepacked node (its last input).
+c10::intrusive_ptr<ops::ConvolutionContext> conv_context(const torch::jit::Node *node);
+c10::intrusive_ptr<ops::LinearContext> linear_context(const torch::jit::Node *node);
+const ops::PostOps &post_ops_of(const torch::jit::Node *node);
+
+// Makes `node` use `context` (a new constant at the top of the graph).
+void set_context(torch::jit::Graph &graph, torch::jit::Node *node, const c10::IValue &context);
+
+// The only user of `value` when it has exactly one use (a graph output counts as a use).
+torch::jit::Node *single_user(const torch::jit::Value *value);
+
+// Replaces `node` by `kind(inputs...)` with the same output uses, scope and call stack.
+torch::jit::Node *replace_node(torch::jit::Graph &graph, torch::jit::Node *node, const char *kind,
+                               const std::vector<torch::jit::Value *> &inputs);
+
+}  // namespace ipex::passes
+
+namespace ipex::passes {
+
+// `user` combining a prepacked op's output with another tensor: aten::add/add_ (Tensor
+// overload, constant alpha) or aten::mul/mul_.
+struct BinaryUse {
+    std::string op;               // "add" or "mul"
+    torch::jit::Value *other = nullptr;
+    double alpha = 1.0;           // add: result = self + alpha * other
+    bool output_first = true;     // the prepacked output is `self`
+};
+
+// The binary use, or nullopt with `why` set when `user` is such an op that cannot fuse
+// (in-place into the other operand, non-constant alpha, shapes that would broadcast the
+// output) and left empty when `user` is not an add/mul at all.
+std::optional<BinaryUse> binary_use(const torch::jit::Node *producer, const torch::jit::Node *user, std::string *why);
+
+}  // namespace ipex::passes

@@ -1,0 +1,18 @@
+// Returns tensors in the standard contiguous layout: prepacked convolutions hand channels-last
+// activations on, and a model's callers expect what the original returned. Adds
+// aten::contiguous on every tensor the graph returns (also inside returned tuples and lists);
+// it is free for tensors already contiguous. No-op without prepacked convolutions.
+// count = outputs covered.
+#pragma once
+
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <memory>
+
+#include "passes/pass_result.h"
+
+namespace ipex::passes {
+
+PassResult restore_output_layout(std::shared_ptr<torch::jit::Graph> &graph);
+
+}  // namespace ipex::passes
