@@ -22,15 +22,14 @@ int run_quantize(const QuantizeArgs &a) {
     const quant::QConfig config = a.dynamic ? quant::QConfig{} : quant::load_qconfig(a.qconfig);
     const model::LoadedModel input = model::load_model(a.model);
     check_output_path(a.out, a.dynamic ? std::vector<std::string>{a.model} : std::vector<std::string>{a.model, a.qconfig});
-    if (!a.portable) log::verbose("ipex int8 ops are not available yet: writing stock quantized ops (--portable)");
 
     quant::QuantizeOptions options;
-    options.portable = true;
+    options.portable = a.portable;
     options.dynamic = a.dynamic;
     options.mixed_dtype = a.mixed_dtype;
     const quant::QuantizeResult result = quant::quantize_model(input.module, config, a.qconfig, options);
     nlohmann::json metadata = {{"tool", "ipex-tool"}, {"version", IPEX_TOOL_VERSION}, {"dtype", "int8"}, {"level", "O1"},
-                               {"portable", true},     {"source", a.model},           {"quantize", result.report}};
+                               {"portable", result.report["portable"]}, {"source", a.model},           {"quantize", result.report}};
     if (!a.dynamic) metadata["qconfig"] = a.qconfig;
     model::save_model(result.module, a.out, metadata);
     log::info("wrote " + a.out + " (" + result.report["mode"].get<std::string>() + " int8: " +
@@ -46,8 +45,8 @@ Runner setup_quantize(CLI::App &sub) {
     sub.add_option("OUT", a->out, "where to write the INT8 model")->required();
     sub.add_option("--qconfig", a->qconfig, "qconfig JSON written by 'ipex-tool calibrate'");
     sub.add_flag("--portable", a->portable,
-                 "stock PyTorch quantized ops (onednn engine) that stock torch runs (the only mode in this "
-                 "version)");
+                 "stock PyTorch quantized ops (onednn engine) that stock torch runs; default: ipex int8 ops "
+                 "(prepacked oneDNN int8, needs libipex_ops.so)");
     sub.add_option("--mixed-dtype", a->mixed_dtype, "dtype of quantizable ops the qconfig does not list")
         ->check(CLI::IsMember({"fp32", "bf16"}))
         ->capture_default_str();

@@ -9,6 +9,7 @@
 
 #include "core/errors.h"
 #include "passes/graph_utils.h"
+#include "quant/int8_context.h"
 
 namespace ipex::quant {
 namespace {
@@ -35,7 +36,11 @@ bool is_passthrough(const Node *node) {
 
 class PortableConverter {
 public:
-    PortableConverter(torch::jit::Graph &graph, const QConfig &config) : g_(graph), config_(config) {}
+    PortableConverter(torch::jit::Graph &graph, const QConfig &config, bool ipex_ops)
+        : g_(graph), config_(config), ipex_ops_(ipex_ops) {}
+
+    // The quantization parameters an int8 value carries.
+    const TensorQ &qparams(Value *qv) const { return qparams_.at(qv); }
 
     // The int8 value for fp32 `v`: the one it was dequantized from when there is one (an
     // int8 producer keeps its own parameters), else a new quantize_per_tensor before `user`.
@@ -51,7 +56,7 @@ public:
         torch::jit::WithInsertPoint guard(user);
         Value *qv = g_.insert(c10::Symbol::aten("quantize_per_tensor"),
                               {v, q.scale, q.zero_point, static_cast<int64_t>(at::kQUInt8)});
-        int8_.insert(qv);
+        mark(qv, q);
         return qv;
     }
 
@@ -70,7 +75,59 @@ public:
         return v;
     }
 
+    void mark(Value *qv, const TensorQ &q) {
+        int8_.insert(qv);
+        qparams_[qv] = q;
+    }
+
+    Int8Params ipex_params(const QuantOp &op, const TensorQ &in, const TensorQ &out, bool relu) const {
+        Int8Params p;
+        p.kind = op.kind == "matmul" ? "linear" : op.kind;
+        p.stride = op.stride;
+        p.padding = op.padding;
+        p.dilation = op.dilation;
+        p.groups = op.groups;
+        p.in_scale = in.scale;
+        p.in_zero_point = in.zero_point;
+        p.out_scale = out.scale;
+        p.out_zero_point = out.zero_point;
+        p.relu = relu;
+        return p;
+    }
+
+    Value *insert_ipex_op(const QuantOp &op, const OpConfig &cfg, const Int8Params &p, Value *qx, Value *qother) {
+        c10::optional<at::Tensor> bias;
+        if (op.bias) bias = *op.bias;
+        auto ctx = c10::make_intrusive<Int8Context>(op.weight, bias, cfg.weight.scales, p);
+        Value *c = g_.insertConstant(c10::IValue(ctx));
+        Value *qy = qother ? g_.insert(sym("ipex::int8_op_sum"), {qx, qother, c})
+                           : g_.insert(sym("ipex::int8_op"), {qx, c});
+        qy->setType(c10::TensorType::get());
+        return qy;
+    }
+
     void convert_op(const QuantOp &op, const OpConfig &cfg, ConvertCounts &counts) {
+        if (cfg.output.dtype != QDtype::u8)
+            throw_unsupported("op '" + cfg.id + "' output is s8; int8 outputs are u8 in this version");
+        if (ipex_ops_ && op.add && cfg.add) {  // the whole chain becomes one op at the add
+            pending_add_[op.add] = {&op, &cfg};
+            counts.int8_ops++;
+            counts.fused_relu += op.relu != nullptr;
+            return;
+        }
+        if (ipex_ops_) {
+            Value *qx = quantized(op.input, cfg.input, op.node);
+            torch::jit::WithInsertPoint guard(op.node);
+            Value *qy = insert_ipex_op(op, cfg, ipex_params(op, qparams(qx), cfg.output, op.relu != nullptr), qx,
+                                       nullptr);
+            mark(qy, cfg.output);
+            publish(op.output(), qy);
+            counts.int8_ops++;
+            counts.fused_relu += op.relu != nullptr;
+            if (op.relu) dead_.push_back(op.relu);
+            dead_.push_back(op.node);
+            return;
+        }
         const c10::IValue packed = prepack_weight(op, cfg.weight.scales);
         Value *qx = quantized(op.input, cfg.input, op.node);
         torch::jit::WithInsertPoint guard(op.node);
@@ -78,11 +135,9 @@ public:
         const bool relu = op.relu != nullptr;
         std::string name = "quantized::" + std::string(op.kind == "matmul" ? "linear" : op.kind);
         if (relu) name += "_relu";
-        if (cfg.output.dtype != QDtype::u8)
-            throw_unsupported("--portable: op '" + cfg.id + "' output is s8; stock quantized ops need u8");
         Value *qy = g_.insert(sym(name.c_str()), {qx, w, cfg.output.scale, cfg.output.zero_point});
         qy->setType(c10::TensorType::get());
-        int8_.insert(qy);
+        mark(qy, cfg.output);
         Value *fp_out = op.output();
         publish(fp_out, qy);
         counts.int8_ops++;
@@ -93,6 +148,28 @@ public:
     }
 
     void convert_add(Node *add, const QuantOp &op, const OpConfig &cfg, ConvertCounts &counts) {
+        if (ipex_ops_) {
+            const AddQ &a = *cfg.add;
+            if (a.output.dtype != QDtype::u8)
+                throw_unsupported("op '" + cfg.id + "' add output is s8; int8 outputs are u8 in this version");
+            Value *qx = quantized(op.input, cfg.input, add);
+            Value *qo = quantized(op.add_other, a.other, add);
+            Int8Params p = ipex_params(op, qparams(qx), a.output, op.relu != nullptr);
+            p.sum = true;
+            p.other_scale = qparams(qo).scale;
+            p.other_zero_point = qparams(qo).zero_point;
+            p.sum_relu = op.add_relu && a.relu;
+            torch::jit::WithInsertPoint guard(add);
+            Value *qz = insert_ipex_op(op, cfg, p, qx, qo);
+            mark(qz, a.output);
+            publish(p.sum_relu ? op.add_relu->output() : add->output(), qz);
+            if (p.sum_relu) dead_.push_back(op.add_relu);
+            dead_.push_back(add);
+            if (op.relu) dead_.push_back(op.relu);
+            dead_.push_back(op.node);
+            counts.fused_add++;
+            return;
+        }
         Value *other = current(op.add_other);
         Value *mine = add->input(0) == other ? add->input(1) : add->input(0);
         Value *qa = quantized(mine, cfg.output, add);
@@ -105,7 +182,7 @@ public:
         Value *qz = g_.insert(sym(relu ? "quantized::add_relu" : "quantized::add"),
                               {qa, qb, a.output.scale, a.output.zero_point});
         qz->setType(c10::TensorType::get());
-        int8_.insert(qz);
+        mark(qz, a.output);
         publish(relu ? op.add_relu->output() : add->output(), qz);
         if (relu) dead_.push_back(op.add_relu);
         dead_.push_back(add);
@@ -120,7 +197,7 @@ public:
         copy->replaceInput(0, in->node()->input(0));
         copy->insertBefore(node);
         copy->output()->setType(c10::TensorType::get());
-        int8_.insert(copy->output());
+        mark(copy->output(), qparams(in->node()->input(0)));
         publish(node->output(), copy->output());
         dead_.push_back(node);
         return true;
@@ -132,7 +209,9 @@ public:
 private:
     torch::jit::Graph &g_;
     const QConfig &config_;
+    bool ipex_ops_;
     std::set<Value *> int8_;
+    std::unordered_map<Value *, TensorQ> qparams_;
     std::unordered_map<Value *, Value *> replaced_;
 };
 
@@ -171,10 +250,10 @@ void run_op_in_bf16(torch::jit::Graph &graph, const QuantOp &op) {
 }
 
 ConvertCounts convert_portable(torch::jit::Graph &graph, const std::vector<QuantOp> &ops, const QConfig &config,
-                               const std::string &dtype_of_unlisted) {
+                               const std::string &dtype_of_unlisted, bool ipex_ops) {
     at::globalContext().setQEngine(at::QEngine::ONEDNN);
     ConvertCounts counts;
-    PortableConverter conv(graph, config);
+    PortableConverter conv(graph, config, ipex_ops);
     std::unordered_map<Node *, const QuantOp *> by_node;
     for (const auto &op : ops) by_node[op.node] = &op;
     for (Node *node : passes::collect_nodes(graph.block())) {

@@ -26,9 +26,11 @@ struct ConvertCounts {
     int int8_passthrough = 0;  // pooling/flatten/... run on int8 values
 };
 
-// `dtype_of_unlisted`: fp32 or bf16, for ops the qconfig does not list.
+// `dtype_of_unlisted`: fp32 or bf16, for ops the qconfig does not list. With `ipex_ops` the
+// int8 ops are ipex::int8_op / ipex::int8_op_sum (prepacked oneDNN int8 primitives, a
+// residual add fused as a sum post-op; needs libipex_ops.so) instead of stock quantized ops.
 ConvertCounts convert_portable(torch::jit::Graph &graph, const std::vector<QuantOp> &ops, const QConfig &config,
-                               const std::string &dtype_of_unlisted);
+                               const std::string &dtype_of_unlisted, bool ipex_ops);
 
 // Runs one op of a kept quantizable op in bf16 (casts around it); shared with the dynamic path.
 void run_op_in_bf16(torch::jit::Graph &graph, const QuantOp &op);

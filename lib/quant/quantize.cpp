@@ -106,12 +106,13 @@ QuantizeResult quantize_model(const torch::jit::Module &model, const QConfig &co
     } else {
         check_against_model(prepared, config, where);
         apply_recorded_smoothing(prepared, config, where);
-        const ConvertCounts c = convert_portable(*prepared.graph, prepared.ops, config, options.mixed_dtype);
+        const ConvertCounts c = convert_portable(*prepared.graph, prepared.ops, config, options.mixed_dtype,
+                                                 !options.portable);
         result.report = {{"mode", "static"},     {"int8_ops", c.int8_ops},   {"fused_relu", c.fused_relu},
                          {"fused_add", c.fused_add}, {"kept_fp32", c.kept_fp32}, {"bf16_ops", c.bf16_ops},
                          {"int8_passthrough", c.int8_passthrough}};
     }
-    result.report["portable"] = true;
+    result.report["portable"] = options.portable || options.dynamic;
     result.report["passes"] = prepared.report.value("passes", nlohmann::json::array());
     result.module = prepared.module;
     return result;
@@ -123,8 +124,10 @@ passes::OptimizeResult optimize_with_qconfig(const torch::jit::Module &model, co
         throw_unsupported("--qconfig with --dtype fp16: ops outside int8 run in fp32 or bf16; use --dtype bf16");
     QuantizeOptions q;
     q.mixed_dtype = options.dtype;
+    q.portable = options.portable;
     QuantizeResult r = quantize_model(model, config, where, q);
     passes::OptimizeResult result{r.module, nlohmann::json::object(), {}};
+    result.report["mode"] = q.portable ? "portable" : "prepacked";
     result.report["passes"] = r.report["passes"];
     r.report.erase("passes");
     result.report["quantize"] = r.report;
