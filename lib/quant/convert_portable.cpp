@@ -75,6 +75,23 @@ public:
         return v;
     }
 
+    // True when every user of int8 `qv` runs before `node` and none makes a view of it: the
+    // fused op at `node` may then write its result over qv's memory.
+    static bool last_use_before(Value *qv, Node *node) {
+        static const std::set<std::string> views = {"aten::flatten", "aten::reshape", "aten::view",
+                                                    "aten::transpose", "aten::permute", "aten::select",
+                                                    "aten::slice", "aten::expand", "aten::squeeze",
+                                                    "aten::unsqueeze", "aten::contiguous"};
+        if (passes::is_graph_output(qv)) return false;
+        for (const auto &use : qv->uses()) {
+            if (use.user->owningBlock() != node->owningBlock() || !use.user->isBefore(node)) return false;
+            if (views.count(use.user->kind().toQualString()) || use.user->kind() == c10::prim::TupleConstruct ||
+                use.user->kind() == c10::prim::ListConstruct)
+                return false;
+        }
+        return true;
+    }
+
     void mark(Value *qv, const TensorQ &q) {
         int8_.insert(qv);
         qparams_[qv] = q;
@@ -159,6 +176,7 @@ public:
             p.other_scale = qparams(qo).scale;
             p.other_zero_point = qparams(qo).zero_point;
             p.sum_relu = op.add_relu && a.relu;
+            p.sum_in_place = last_use_before(qo, add);
             torch::jit::WithInsertPoint guard(add);
             Value *qz = insert_ipex_op(op, cfg, p, qx, qo);
             mark(qz, a.output);

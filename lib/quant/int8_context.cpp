@@ -1,5 +1,6 @@
 #include "quant/int8_context.h"
 
+#include <ATen/quantized/Quantizer.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cmath>
@@ -47,8 +48,10 @@ dnnl::primitive_attr make_attr(const Int8Params &p, const std::vector<float> &sc
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     attr.set_output_scales(kPerChannelMask, scales);
-    attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
-    attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
+    // Zero points only where they are not 0 (post-relu activations): kernels with a source
+    // zero point carry a compensation term.
+    if (p.in_zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    if (p.out_zero_point != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
     dnnl::post_ops ops;
     if (p.relu) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
     if (p.sum) {
@@ -102,7 +105,9 @@ static void copy_other(const Int8Context &ctx, const c10::optional<at::Tensor> &
                 "ipex int8 ", p.kind, ": the add's other operand has scale ", other->q_scale(), " zero point ",
                 other->q_zero_point(), ", the op was prepacked for ", p.other_scale, " / ", p.other_zero_point);
     at::Tensor raw = at::from_blob(dst.data_ptr(), dst.sizes(), dst.strides(), at::TensorOptions().dtype(at::kByte));
-    raw.copy_(other->int_repr().reshape(dst.sizes()));
+    const at::Tensor src = at::from_blob(other->data_ptr(), other->sizes(), other->strides(),
+                                         at::TensorOptions().dtype(at::kByte));
+    raw.copy_(src.reshape(dst.sizes()));
 }
 
 Int8Context::Int8Context(at::Tensor weight, c10::optional<at::Tensor> bias, std::vector<double> weight_scales,
@@ -235,17 +240,29 @@ at::Tensor Int8Context::run_conv(const at::Tensor &input, const c10::optional<at
         src = src.contiguous(src.dim() == 4 ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::ChannelsLast3d);
     if (src.dim() == 3 && !ops::is_channels_last(src)) src = src.transpose(1, 2).contiguous().transpose(1, 2);
     const std::vector<int64_t> dst_sizes = conv_output_sizes(src.sizes());
-    at::Tensor dst = empty_quint8(dst_sizes, params_.out_scale, params_.out_zero_point, true);
+    at::Tensor dst;
+    if (params_.sum && params_.sum_in_place && other && other->is_quantized() &&
+        other->scalar_type() == at::kQUInt8 && other->sizes() == at::IntArrayRef(dst_sizes) &&
+        ops::is_channels_last(*other) && other->dim() >= 4 && std::abs(other->q_scale() - params_.other_scale) <=
+        1e-6 * params_.other_scale && other->q_zero_point() == params_.other_zero_point) {
+        // The other operand's last use: the sum reads it where the result is written.
+        at::Tensor keep = *other;
+        dst = at::from_blob_quantized_per_tensor_affine(
+            keep.data_ptr(), keep.sizes(), keep.strides(), [keep](void *) {}, static_cast<float>(params_.out_scale),
+            params_.out_zero_point, at::TensorOptions().dtype(at::kQUInt8));
+    } else {
+        dst = empty_quint8(dst_sizes, params_.out_scale, params_.out_zero_point, true);
+        if (params_.sum) copy_other(*this, other, dst);
+    }
     auto entry = entry_for(src, dst);
-    if (params_.sum) copy_other(*this, other, dst);
     const at::Tensor src_zp = zero_point_tensor(params_.in_zero_point);
     const at::Tensor dst_zp = zero_point_tensor(params_.out_zero_point);
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, memory(entry->src, cpu_engine(), src.data_ptr())},
         {DNNL_ARG_WEIGHTS, entry->packed_weights},
-        {DNNL_ARG_DST, memory(entry->dst, cpu_engine(), dst.data_ptr())},
-        {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zero_point_memory(src_zp)},
-        {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, zero_point_memory(dst_zp)}};
+        {DNNL_ARG_DST, memory(entry->dst, cpu_engine(), dst.data_ptr())}};
+    if (params_.in_zero_point != 0) args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zero_point_memory(src_zp));
+    if (params_.out_zero_point != 0) args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, zero_point_memory(dst_zp));
     if (bias_.defined()) args.emplace(DNNL_ARG_BIAS, memory(entry->bias, cpu_engine(), bias_.data_ptr()));
     ops::execute(entry->primitive, entry->scratchpad, std::move(args));
     return dst;
@@ -265,9 +282,9 @@ at::Tensor Int8Context::run_linear(const at::Tensor &input, const c10::optional<
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, memory(entry->src, cpu_engine(), src.data_ptr())},
         {DNNL_ARG_WEIGHTS, entry->packed_weights},
-        {DNNL_ARG_DST, memory(entry->dst, cpu_engine(), dst.data_ptr())},
-        {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zero_point_memory(src_zp)},
-        {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, zero_point_memory(dst_zp)}};
+        {DNNL_ARG_DST, memory(entry->dst, cpu_engine(), dst.data_ptr())}};
+    if (params_.in_zero_point != 0) args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zero_point_memory(src_zp));
+    if (params_.out_zero_point != 0) args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, zero_point_memory(dst_zp));
     if (bias_.defined()) args.emplace(DNNL_ARG_BIAS, memory(entry->bias, cpu_engine(), bias_.data_ptr()));
     ops::execute(entry->primitive, entry->scratchpad, std::move(args));
     return dst.reshape(out_sizes);
@@ -292,7 +309,7 @@ std::string Int8Context::describe() const {
 Int8Context::State Int8Context::state() const {
     const Int8Params &p = params_;
     std::vector<int64_t> ints = {p.groups, p.in_zero_point, p.out_zero_point, p.relu, p.sum, p.other_zero_point,
-                                 p.sum_relu, static_cast<int64_t>(p.stride.size())};
+                                 p.sum_relu, p.sum_in_place, static_cast<int64_t>(p.stride.size())};
     for (const auto *v : {&p.stride, &p.padding, &p.dilation}) ints.insert(ints.end(), v->begin(), v->end());
     c10::optional<at::Tensor> bias;
     if (bias_.defined()) {
@@ -309,7 +326,8 @@ c10::intrusive_ptr<Int8Context> Int8Context::from_state(State state) {
     p.kind = std::get<4>(state);
     const auto &ints = std::get<5>(state);
     const auto &doubles = std::get<6>(state);
-    TORCH_CHECK(ints.size() >= 8 && doubles.size() == 3, "Int8Context: malformed state");
+    constexpr size_t kHeader = 9;
+    TORCH_CHECK(ints.size() >= kHeader && doubles.size() == 3, "Int8Context: malformed state");
     p.groups = ints[0];
     p.in_zero_point = ints[1];
     p.out_zero_point = ints[2];
@@ -317,11 +335,13 @@ c10::intrusive_ptr<Int8Context> Int8Context::from_state(State state) {
     p.sum = ints[4] != 0;
     p.other_zero_point = ints[5];
     p.sum_relu = ints[6] != 0;
-    const auto n = static_cast<size_t>(ints[7]);
-    TORCH_CHECK(ints.size() == 8 + 3 * n, "Int8Context: malformed state");
-    p.stride.assign(ints.begin() + 8, ints.begin() + 8 + n);
-    p.padding.assign(ints.begin() + 8 + n, ints.begin() + 8 + 2 * n);
-    p.dilation.assign(ints.begin() + 8 + 2 * n, ints.end());
+    p.sum_in_place = ints[7] != 0;
+    TORCH_CHECK(ints[8] >= 0 && ints[8] <= 3, "Int8Context: malformed state");
+    const auto n = static_cast<size_t>(ints[8]);
+    TORCH_CHECK(ints.size() == kHeader + 3 * n, "Int8Context: malformed state");
+    p.stride.assign(ints.begin() + kHeader, ints.begin() + kHeader + n);
+    p.padding.assign(ints.begin() + kHeader + n, ints.begin() + kHeader + 2 * n);
+    p.dilation.assign(ints.begin() + kHeader + 2 * n, ints.end());
     p.in_scale = doubles[0];
     p.out_scale = doubles[1];
     p.other_scale = doubles[2];

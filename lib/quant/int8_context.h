@@ -29,6 +29,7 @@ struct Int8Params {
     double other_scale = 1.0;
     int64_t other_zero_point = 0;
     bool sum_relu = false;            // relu after the sum
+    bool sum_in_place = false;        // write the result over the other operand (its last use)
 };
 
 class Int8Context : public torch::CustomClassHolder {

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <map>
+#include <set>
 
 #include "passes/graph_utils.h"
 #include "passes/pipeline.h"
@@ -151,6 +152,16 @@ std::vector<QuantOp> find_quant_ops(const std::shared_ptr<torch::jit::Graph> &gr
         op->id = key + ":" + std::to_string(occurrences[key]++);
         match_fusion(*op);
         ops.push_back(std::move(*op));
+    }
+    // An add of two op outputs (a residual block's main branch and its downsample) fuses
+    // into the first of them only; the second is its other operand.
+    std::set<Node *> claimed;
+    for (auto &op : ops) {
+        if (op.add && !claimed.insert(op.add).second) {
+            op.add = nullptr;
+            op.add_other = nullptr;
+            op.add_relu = nullptr;
+        }
     }
     return ops;
 }
