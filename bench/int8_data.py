@@ -6,6 +6,7 @@ usage: int8_data.py OUTDIR NAME batches BATCH N      calibration batches OUTDIR/
        int8_data.py OUTDIR NAME fx BATCH             FX int8 model OUTDIR/NAME-fx-int8.pt, calibrated on
                                                    the same batches, traced and frozen
        int8_data.py OUTDIR NAME cosine A.pt B.pt     cosine of two models' outputs on the held-out inputs
+                                                   (loads $IPEX_OPS_LIBRARY first when set)
 The eager model is rebuilt exactly as bench/make_models.py builds it (same seed).
 """
 import os
@@ -59,6 +60,8 @@ def fx(out, name, batch):
 
 
 def cosine(out, name, a, b):
+    if os.environ.get("IPEX_OPS_LIBRARY"):
+        torch.ops.load_library(os.environ["IPEX_OPS_LIBRARY"])
     x = torch.load(os.path.join(out, f"{name}-heldout.pt"))
     with torch.no_grad():
         ya, yb = torch.jit.load(a)(x).float().flatten(), torch.jit.load(b)(x).float().flatten()

@@ -31,6 +31,8 @@ STOCK_EVAL = r"""
 import json, sys
 import torch
 import torch.nn.functional as F
+if len(sys.argv) > 5:
+    torch.ops.load_library(sys.argv[5])
 ref = torch.jit.load(sys.argv[1]).eval()
 q = torch.jit.load(sys.argv[2]).eval()
 data = torch.load(sys.argv[3])
@@ -67,11 +69,19 @@ print(json.dumps(out))
 """
 
 
-def stock_eval(case, reference: str, quantized: str, data: str, labels: bool = False) -> dict:
-    """Loads both models in stock PyTorch (no ipex library) and compares them on data: a
-    (x, y) pair with labels=True (adds accuracies), else the model's inputs."""
+# libipex_ops.so of the build that made IPEX_TOOL (BUILD/apps/ipex-tool/ipex-tool).
+OPS_LIBRARY = os.environ.get("IPEX_OPS_LIBRARY") or os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(e2e.TOOL))), "lib", "libipex_ops.so")
+
+
+def stock_eval(case, reference: str, quantized: str, data: str, labels: bool = False,
+               ops_library: bool = False) -> dict:
+    """Loads both models in stock PyTorch and compares them on data: a (x, y) pair with
+    labels=True (adds accuracies), else the model's inputs. With ops_library, Python loads
+    libipex_ops.so first (torch.ops.load_library); otherwise nothing but torch."""
+    extra = [OPS_LIBRARY] if ops_library else []
     proc = subprocess.run(["/usr/bin/python3", "-c", STOCK_EVAL, reference, quantized, data,
-                           "labels" if labels else "inputs"],
+                           "labels" if labels else "inputs"] + extra,
                           capture_output=True, text=True, timeout=e2e.RUN_TIMEOUT)
     case.assertEqual(proc.returncode, 0, f"stock torch could not run {quantized}:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout)

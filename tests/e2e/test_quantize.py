@@ -57,12 +57,26 @@ class DigitsInt8(e2e.ToolTestCase):
                                "aten::batch_norm", "aten::dropout"), 0, ops)
         self.assertEqual(r["dtypes"], ["torch.float32"])
 
-    def test_default_output_runs_and_inspect_metadata(self):
+    def test_default_output_uses_ipex_int8_ops(self):
         out = self._quantize()
-        r = qc.stock_eval(self, self.model, out, self.test_set, labels=True)
-        self.assertLessEqual(100.0 * (r["acc_ref"] - r["acc_q"]), MAX_ACCURACY_DROP_PP)
+        r = qc.stock_eval(self, self.model, out, self.test_set, labels=True, ops_library=True)
+        drop_pp = 100.0 * (r["acc_ref"] - r["acc_q"])
+        print(f"digits accuracy (ipex int8 ops) fp32 {100 * r['acc_ref']:.2f}% int8 {100 * r['acc_q']:.2f}% "
+              f"(drop {drop_pp:.2f} pp)")
+        self.assertLessEqual(drop_pp, MAX_ACCURACY_DROP_PP)
+        ops = r["ops"]
+        # conv2 + add + relu is one op; one quantize at the input, one dequantize at the logits.
+        self.assertEqual(count(ops, "ipex::int8_op"), 4, ops)
+        self.assertEqual(count(ops, "ipex::int8_op_sum"), 1, ops)
+        self.assertEqual(count(ops, "aten::quantize_per_tensor"), 1, ops)
+        self.assertEqual(count(ops, "aten::dequantize"), 1, ops)
+        self.assertEqual(sum(n for k, n in ops.items() if k.startswith("quantized::")), 0, ops)
         info = self.inspect(out)
-        self.assertIn("int8", json.dumps(info))
+        self.assertIs(info["needs_ops_library"], True)
+        # ipex-tool itself runs it (it carries the ops) and agrees with the portable model.
+        portable = self._quantize(None, "--portable", out="portable.pt")
+        self.tool("verify", portable, out, "--input", os.path.join(self.calib, "batch_007.pt"),
+                  "--min-cosine", "0.999")
 
     def test_edited_qconfig_keeps_ops_in_fp32_and_bf16(self):
         with open(self.qconfig) as f:
@@ -99,7 +113,7 @@ class DigitsInt8(e2e.ToolTestCase):
 
     def test_optimize_with_qconfig(self):
         out = self.path("opt.pt")
-        result, report = self.optimize(self.model, out, "--qconfig", self.qconfig)
+        result, report = self.optimize(self.model, out, "--qconfig", self.qconfig, "--portable")
         self.assertEqual(report["quantize"]["int8_ops"], 5)
         r = qc.stock_eval(self, self.model, out, self.test_set, labels=True)
         self.assertEqual(count(r["ops"], "quantized::add_relu"), 1)
