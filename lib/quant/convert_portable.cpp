@@ -176,7 +176,7 @@ public:
             p.other_scale = qparams(qo).scale;
             p.other_zero_point = qparams(qo).zero_point;
             p.sum_relu = op.add_relu && a.relu;
-            p.sum_in_place = last_use_before(qo, add);
+            p.sum_in_place = qo != qx && last_use_before(qo, add);
             torch::jit::WithInsertPoint guard(add);
             Value *qz = insert_ipex_op(op, cfg, p, qx, qo);
             mark(qz, a.output);

@@ -243,7 +243,8 @@ at::Tensor Int8Context::run_conv(const at::Tensor &input, const c10::optional<at
     at::Tensor dst;
     if (params_.sum && params_.sum_in_place && other && other->is_quantized() &&
         other->scalar_type() == at::kQUInt8 && other->sizes() == at::IntArrayRef(dst_sizes) &&
-        ops::is_channels_last(*other) && other->dim() >= 4 && std::abs(other->q_scale() - params_.other_scale) <=
+        ops::is_channels_last(*other) && other->dim() >= 4 && !other->storage().is_alias_of(src.storage()) &&
+        std::abs(other->q_scale() - params_.other_scale) <=
         1e-6 * params_.other_scale && other->q_zero_point() == params_.other_zero_point) {
         // The other operand's last use: the sum reads it where the result is written.
         at::Tensor keep = *other;

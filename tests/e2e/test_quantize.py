@@ -103,9 +103,10 @@ class DigitsInt8(e2e.ToolTestCase):
             q = json.load(f)
         q["ops"] = [op for op in q["ops"] if op["id"] != "fc1:linear:0"]
         partial = qc.write_json(self.path("partial.json"), q)
-        fp32 = qc.stock_eval(self, self.model, self._quantize(partial, out="a.pt"), self.test_set, True)
-        bf16 = qc.stock_eval(self, self.model, self._quantize(partial, "--mixed-dtype", "bf16", out="b.pt"),
-                             self.test_set, True)
+        fp32 = qc.stock_eval(self, self.model, self._quantize(partial, "--portable", out="a.pt"), self.test_set,
+                             True)
+        bf16 = qc.stock_eval(self, self.model, self._quantize(partial, "--portable", "--mixed-dtype", "bf16",
+                                                              out="b.pt"), self.test_set, True)
         self.assertEqual(count(fp32["ops"], "aten::linear"), 1)
         self.assertEqual(count(fp32["ops"], "aten::to"), 0)
         self.assertEqual(count(bf16["ops"], "aten::linear"), 1)

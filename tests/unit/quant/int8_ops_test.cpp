@@ -102,6 +102,34 @@ TEST(Int8Ops, Conv2dReluSumInPlace) {
 TEST(Int8Ops, Linear) { check({"linear", {6, 32}, {24, 32}, {}, {}, {}, 1, 0, 1, false}, 9); }
 TEST(Int8Ops, LinearRank3ZeroPointRelu) { check({"linear", {2, 5, 32}, {24, 32}, {}, {}, {}, 1, 77, 0, true}, 10); }
 
+// The residual operand is the convolution's own input (x + conv(x)): never overwritten in place.
+TEST(Int8Ops, SumWithItsOwnInputIsNotInPlace) {
+    at::manual_seed(11);
+    const at::Tensor x = at::rand({2, 8, 6, 6});
+    const at::Tensor qx = quantize(x, 0.01, 0).contiguous(at::MemoryFormat::ChannelsLast);
+    const at::Tensor w = at::randn({8, 8, 3, 3}) * 0.1;
+    const auto wscales = per_channel_weight_scales(w);
+    const at::Tensor w_deq = at::quantize_per_channel(w, at::tensor(wscales, at::TensorOptions().dtype(at::kDouble)),
+                                                      at::zeros({8}, at::kLong), 0, at::kQInt8).dequantize();
+    const at::Tensor ref = (at::conv2d(qx.dequantize(), w_deq, {}, 1, 1) + qx.dequantize()).relu();
+    const double out_scale = ref.max().item<double>() / 255.0;
+    Int8Params p;
+    p.kind = "conv2d";
+    p.stride = {1, 1};
+    p.padding = {1, 1};
+    p.dilation = {1, 1};
+    p.in_scale = 0.01;
+    p.out_scale = out_scale;
+    p.sum = p.sum_relu = p.sum_in_place = true;
+    p.other_scale = 0.01;
+    Int8Context ctx(w, c10::nullopt, wscales, p);
+    const at::Tensor before = qx.int_repr().clone();
+    const at::Tensor got = ctx.run(qx, qx);
+    EXPECT_TRUE(at::equal(qx.int_repr(), before)) << "the input was overwritten";
+    const at::Tensor expected = quantize(ref, out_scale, 0).int_repr().to(at::kInt);
+    EXPECT_LE((got.int_repr().to(at::kInt) - expected).abs().max().item<int64_t>(), kMaxStepDiff);
+}
+
 TEST(Int8Ops, RejectsInputOfOtherParameters) {
     Int8Params p;
     p.kind = "linear";
