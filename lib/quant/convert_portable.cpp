@@ -51,8 +51,9 @@ public:
             if (int8_.count(src)) return src;
         }
         if (q.dtype != QDtype::u8)
-            throw_unsupported("--portable runs u8 activations only (stock quantized ops); an op input is " +
-                              std::string(qdtype_name(q.dtype)) + ": recalibrate with a u8 recipe");
+            throw_unsupported("int8 activations are u8 in this version and an op input is " +
+                              std::string(qdtype_name(q.dtype)) + ": recalibrate with a u8 recipe "
+                              "(activation.dtype \"u8\")");
         torch::jit::WithInsertPoint guard(user);
         Value *qv = g_.insert(c10::Symbol::aten("quantize_per_tensor"),
                               {v, q.scale, q.zero_point, static_cast<int64_t>(at::kQUInt8)});

@@ -112,6 +112,19 @@ class DigitsInt8(e2e.ToolTestCase):
         self.assertEqual(count(bf16["ops"], "aten::linear"), 1)
         self.assertGreaterEqual(count(bf16["ops"], "aten::to"), 2)
 
+    def test_s8_activations_are_unsupported(self):
+        recipe = qc.write_json(self.path("s8.json"), {
+            "format": "ipex-quant-recipe", "version": 1,
+            "activation": {"dtype": "s8", "observer": {"name": "min_max"}}})
+        q = qc.calibrate(self, self.model, self.calib, self.path("s8q.json"), "--recipe", recipe)
+        self.assertEqual({op["input"]["dtype"] for op in q["ops"]}, {"s8"})
+        self.assertEqual({op["input"]["zero_point"] for op in q["ops"]}, {0})
+        for flags in ((), ("--portable",)):
+            result = self.run_tool("quantize", self.model, self.path("o.pt"), "--qconfig", self.path("s8q.json"),
+                                   *flags)
+            self.assert_error(result, e2e.EXIT_UNSUPPORTED, "u8")
+            self.assertFalse(os.path.exists(self.path("o.pt")))
+
     def test_optimize_with_qconfig(self):
         out = self.path("opt.pt")
         result, report = self.optimize(self.model, out, "--qconfig", self.qconfig, "--portable")
