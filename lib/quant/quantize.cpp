@@ -7,7 +7,7 @@
 
 #include "core/errors.h"
 #include "core/log.h"
-#include "quant/convert_portable.h"
+#include "quant/convert_static.h"
 #include "quant/quant_graph.h"
 #include "quant/smooth_quant.h"
 
@@ -106,7 +106,7 @@ QuantizeResult quantize_model(const torch::jit::Module &model, const QConfig &co
     } else {
         check_against_model(prepared, config, where);
         apply_recorded_smoothing(prepared, config, where);
-        const ConvertCounts c = convert_portable(*prepared.graph, prepared.ops, config, options.mixed_dtype,
+        const ConvertCounts c = convert_static(*prepared.graph, prepared.ops, config, options.mixed_dtype,
                                                  !options.portable);
         result.report = {{"mode", "static"},     {"int8_ops", c.int8_ops},   {"fused_relu", c.fused_relu},
                          {"fused_add", c.fused_add}, {"kept_fp32", c.kept_fp32}, {"bf16_ops", c.bf16_ops},

@@ -1,10 +1,10 @@
-// Static INT8 conversion to stock PyTorch quantized ops (engine onednn): per op
+// Static INT8 conversion. Portable form: stock PyTorch quantized ops (engine onednn), per op
 // quantize_per_tensor -> quantized::conv{1,2,3}d[_relu] / quantized::linear[_relu] ->
 // quantized::add[_relu] for fused residual adds, with packed weights stored as graph
-// constants (they pickle with the model). int8 activations flow on between int8 ops and
+// constants (they pickle with the model). ipex form: ipex::int8_op / ipex::int8_op_sum. int8 activations flow on between int8 ops and
 // through max/avg pooling, flatten, reshape and relu; aten::dequantize appears only where
 // an fp32 op reads an int8 value. Needs a prepared graph (quant_graph.h) and ops already
-// checked against the qconfig (quantize.h). Stock libtorch runs the result.
+// checked against the qconfig (quantize.h). Stock libtorch runs the portable result.
 #pragma once
 
 #include <torch/csrc/jit/ir/ir.h>
@@ -29,7 +29,7 @@ struct ConvertCounts {
 // `dtype_of_unlisted`: fp32 or bf16, for ops the qconfig does not list. With `ipex_ops` the
 // int8 ops are ipex::int8_op / ipex::int8_op_sum (prepacked oneDNN int8 primitives, a
 // residual add fused as a sum post-op; needs libipex_ops.so) instead of stock quantized ops.
-ConvertCounts convert_portable(torch::jit::Graph &graph, const std::vector<QuantOp> &ops, const QConfig &config,
+ConvertCounts convert_static(torch::jit::Graph &graph, const std::vector<QuantOp> &ops, const QConfig &config,
                                const std::string &dtype_of_unlisted, bool ipex_ops);
 
 // Runs one op of a kept quantizable op in bf16 (casts around it); shared with the dynamic path.

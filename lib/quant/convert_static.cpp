@@ -1,4 +1,4 @@
-#include "quant/convert_portable.h"
+#include "quant/convert_static.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -34,9 +34,9 @@ bool is_passthrough(const Node *node) {
     return kinds.count(node->kind().toQualString()) && node->outputs().size() == 1;
 }
 
-class PortableConverter {
+class StaticConverter {
 public:
-    PortableConverter(torch::jit::Graph &graph, const QConfig &config, bool ipex_ops)
+    StaticConverter(torch::jit::Graph &graph, const QConfig &config, bool ipex_ops)
         : g_(graph), config_(config), ipex_ops_(ipex_ops) {}
 
     // The quantization parameters an int8 value carries.
@@ -268,11 +268,11 @@ void run_op_in_bf16(torch::jit::Graph &graph, const QuantOp &op) {
     y->replaceAllUsesAfterNodeWith(back->node(), back);
 }
 
-ConvertCounts convert_portable(torch::jit::Graph &graph, const std::vector<QuantOp> &ops, const QConfig &config,
+ConvertCounts convert_static(torch::jit::Graph &graph, const std::vector<QuantOp> &ops, const QConfig &config,
                                const std::string &dtype_of_unlisted, bool ipex_ops) {
     at::globalContext().setQEngine(at::QEngine::ONEDNN);
     ConvertCounts counts;
-    PortableConverter conv(graph, config, ipex_ops);
+    StaticConverter conv(graph, config, ipex_ops);
     std::unordered_map<Node *, const QuantOp *> by_node;
     for (const auto &op : ops) by_node[op.node] = &op;
     for (Node *node : passes::collect_nodes(graph.block())) {
