@@ -13,6 +13,8 @@
 #include "model/load.h"
 #include "passes/graph_utils.h"
 #include "passes/pipeline.h"
+#include "quant/qconfig.h"
+#include "quant/quantize.h"
 
 namespace ipex::app {
 namespace {
@@ -50,7 +52,6 @@ uint64_t file_size(const std::string &path) {
 
 void reject_later_work(const OptimizeArgs &a) {
     const std::pair<const std::string *, const char *> later[] = {
-        {&a.qconfig, "--qconfig (INT8 quantization)"},
         {&a.lowp_checkpoint, "--low-precision-checkpoint (weight-only quantization)"},
         {&a.woq_dtype, "--woq-dtype (weight-only quantization)"},
         {&a.lowp_mode, "--lowp-mode (weight-only quantization)"},
@@ -64,8 +65,10 @@ void reject_later_work(const OptimizeArgs &a) {
 int run_optimize(const OptimizeArgs &a) {
     const auto start = std::chrono::steady_clock::now();
     reject_later_work(a);
+    const quant::QConfig qconfig = a.qconfig.empty() ? quant::QConfig{} : quant::load_qconfig(a.qconfig);
     const model::LoadedModel input = model::load_model(a.in);
-    check_output_path(a.out, {a.in});
+    check_output_path(a.out, a.qconfig.empty() ? std::vector<std::string>{a.in}
+                                               : std::vector<std::string>{a.in, a.qconfig});
     if (!a.report.empty() && a.report != "-") {
         if (absolute_target(a.report) == absolute_target(a.out))
             throw_usage("--report '" + a.report + "' names the output model '" + a.out + "'; give another file");
@@ -87,7 +90,9 @@ int run_optimize(const OptimizeArgs &a) {
         model::run_forward(probe, clone_inputs(options.sample_inputs), "'" + a.in + "'");
     }
 
-    passes::OptimizeResult result = passes::optimize_module(input.module, options);
+    passes::OptimizeResult result = a.qconfig.empty()
+                                        ? passes::optimize_module(input.module, options)
+                                        : quant::optimize_with_qconfig(input.module, qconfig, a.qconfig, options);
 
     nlohmann::json pass_counts = nlohmann::json::object();
     for (const auto &p : result.report["passes"])
@@ -95,7 +100,7 @@ int run_optimize(const OptimizeArgs &a) {
     const nlohmann::json metadata = {
         {"tool", "ipex-tool"},
         {"version", IPEX_TOOL_VERSION},
-        {"dtype", a.dtype},
+        {"dtype", a.qconfig.empty() ? a.dtype : "int8"},
         {"level", a.level},
         {"keep_dtype", a.keep_dtype},
         {"portable", result.report["mode"] == "portable"},
@@ -161,7 +166,9 @@ Runner setup_optimize(CLI::App &sub) {
     sub.add_option("--fp32-math-mode", a->fp32_math_mode, "fp32 keeps strict fp32; bf32 lets prepacked fp32 conv/linear compute in bf16")
         ->check(CLI::IsMember({"fp32", "bf32"}))
         ->capture_default_str();
-    sub.add_option("--qconfig", a->qconfig, "INT8 qconfig (not available in this version)");
+    sub.add_option("--qconfig", a->qconfig,
+                   "INT8 qconfig from 'ipex-tool calibrate': convert to static INT8 (--dtype bf16: ops outside "
+                   "int8 in bf16)");
     sub.add_option("--low-precision-checkpoint", a->lowp_checkpoint,
                    "GPTQ/AWQ checkpoint (not available in this version)");
     sub.add_option("--woq-dtype", a->woq_dtype, "int4|int8 (not available in this version)");

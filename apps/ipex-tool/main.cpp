@@ -18,6 +18,8 @@ const std::vector<Command> &commands() {
         {"optimize", "optimize a TorchScript model for inference on this CPU", setup_optimize},
         {"verify", "run two models on the same inputs and compare their outputs", setup_verify},
         {"bench", "time a model, optionally side by side with a baseline", setup_bench},
+        {"calibrate", "observe a model on calibration data and write an INT8 qconfig", setup_calibrate},
+        {"quantize", "convert a model to INT8 with a qconfig (or dynamic INT8 linear)", setup_quantize},
     };
     return table;
 }

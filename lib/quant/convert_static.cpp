@@ -1,0 +1,303 @@
+#include "quant/convert_static.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
+
+#include <set>
+#include <unordered_map>
+
+#include "core/errors.h"
+#include "passes/graph_utils.h"
+#include "quant/int8_context.h"
+
+namespace ipex::quant {
+namespace {
+
+using torch::jit::Node;
+using torch::jit::Value;
+
+c10::Symbol sym(const char *qualified) { return c10::Symbol::fromQualString(qualified); }
+
+c10::IValue call_op(const char *name, const char *overload, torch::jit::Stack stack) {
+    const auto op = c10::Dispatcher::singleton().findSchemaOrThrow(name, overload);
+    op.callBoxed(&stack);
+    return stack.at(0);
+}
+
+// Ops that compute on int8 values as they are (stock kernels accept quantized tensors) and
+// keep the input's quantization parameters.
+bool is_passthrough(const Node *node) {
+    static const std::set<std::string> kinds = {"aten::max_pool1d", "aten::max_pool2d", "aten::max_pool3d",
+                                                "aten::adaptive_avg_pool2d", "aten::avg_pool2d",
+                                                "aten::flatten", "aten::reshape", "aten::view", "aten::relu"};
+    return kinds.count(node->kind().toQualString()) && node->outputs().size() == 1;
+}
+
+class StaticConverter {
+public:
+    StaticConverter(torch::jit::Graph &graph, const QConfig &config, bool ipex_ops)
+        : g_(graph), config_(config), ipex_ops_(ipex_ops) {}
+
+    // The quantization parameters an int8 value carries.
+    const TensorQ &qparams(Value *qv) const { return qparams_.at(qv); }
+
+    // The int8 value for fp32 `v`: the one it was dequantized from when there is one (an
+    // int8 producer keeps its own parameters), else a new quantize_per_tensor before `user`.
+    Value *quantized(Value *v, const TensorQ &q, Node *user) {
+        v = current(v);
+        if (v->node()->kind() == c10::Symbol::aten("dequantize")) {
+            Value *src = v->node()->input(0);
+            if (int8_.count(src)) return src;
+        }
+        if (q.dtype != QDtype::u8)
+            throw_unsupported("int8 activations are u8 in this version and an op input is " +
+                              std::string(qdtype_name(q.dtype)) + ": recalibrate with a u8 recipe "
+                              "(activation.dtype \"u8\")");
+        torch::jit::WithInsertPoint guard(user);
+        Value *qv = g_.insert(c10::Symbol::aten("quantize_per_tensor"),
+                              {v, q.scale, q.zero_point, static_cast<int64_t>(at::kQUInt8)});
+        mark(qv, q);
+        return qv;
+    }
+
+    // Replaces fp32 `old` by dequantize(qv) for every remaining user.
+    void publish(Value *old, Value *qv) {
+        torch::jit::WithInsertPoint guard(qv->node()->next());
+        Value *deq = g_.insert(c10::Symbol::aten("dequantize"), {qv});
+        deq->setType(old->type());
+        old->replaceAllUsesWith(deq);
+        replaced_[old] = deq;
+    }
+
+    // What an fp32 value of the prepared graph is called now (publish replaces values).
+    Value *current(Value *v) const {
+        for (auto it = replaced_.find(v); it != replaced_.end(); it = replaced_.find(v)) v = it->second;
+        return v;
+    }
+
+    // True when every user of int8 `qv` runs before `node` and none makes a view of it: the
+    // fused op at `node` may then write its result over qv's memory.
+    static bool last_use_before(Value *qv, Node *node) {
+        static const std::set<std::string> views = {"aten::flatten", "aten::reshape", "aten::view",
+                                                    "aten::transpose", "aten::permute", "aten::select",
+                                                    "aten::slice", "aten::expand", "aten::squeeze",
+                                                    "aten::unsqueeze", "aten::contiguous"};
+        if (passes::is_graph_output(qv)) return false;
+        for (const auto &use : qv->uses()) {
+            if (use.user->owningBlock() != node->owningBlock() || !use.user->isBefore(node)) return false;
+            if (views.count(use.user->kind().toQualString()) || use.user->kind() == c10::prim::TupleConstruct ||
+                use.user->kind() == c10::prim::ListConstruct)
+                return false;
+        }
+        return true;
+    }
+
+    void mark(Value *qv, const TensorQ &q) {
+        int8_.insert(qv);
+        qparams_[qv] = q;
+    }
+
+    Int8Params ipex_params(const QuantOp &op, const TensorQ &in, const TensorQ &out, bool relu) const {
+        Int8Params p;
+        p.kind = op.kind == "matmul" ? "linear" : op.kind;
+        p.stride = op.stride;
+        p.padding = op.padding;
+        p.dilation = op.dilation;
+        p.groups = op.groups;
+        p.in_scale = in.scale;
+        p.in_zero_point = in.zero_point;
+        p.out_scale = out.scale;
+        p.out_zero_point = out.zero_point;
+        p.relu = relu;
+        return p;
+    }
+
+    Value *insert_ipex_op(const QuantOp &op, const OpConfig &cfg, const Int8Params &p, Value *qx, Value *qother) {
+        c10::optional<at::Tensor> bias;
+        if (op.bias) bias = *op.bias;
+        auto ctx = c10::make_intrusive<Int8Context>(op.weight, bias, cfg.weight.scales, p);
+        Value *c = g_.insertConstant(c10::IValue(ctx));
+        Value *qy = qother ? g_.insert(sym("ipex::int8_op_sum"), {qx, qother, c})
+                           : g_.insert(sym("ipex::int8_op"), {qx, c});
+        qy->setType(c10::TensorType::get());
+        return qy;
+    }
+
+    void convert_op(const QuantOp &op, const OpConfig &cfg, ConvertCounts &counts) {
+        if (cfg.output.dtype != QDtype::u8)
+            throw_unsupported("op '" + cfg.id + "' output is s8; int8 outputs are u8 in this version");
+        if (ipex_ops_ && op.add && cfg.add) {  // the whole chain becomes one op at the add
+            pending_add_[op.add] = {&op, &cfg};
+            counts.int8_ops++;
+            counts.fused_relu += op.relu != nullptr;
+            return;
+        }
+        if (ipex_ops_) {
+            Value *qx = quantized(op.input, cfg.input, op.node);
+            torch::jit::WithInsertPoint guard(op.node);
+            Value *qy = insert_ipex_op(op, cfg, ipex_params(op, qparams(qx), cfg.output, op.relu != nullptr), qx,
+                                       nullptr);
+            mark(qy, cfg.output);
+            publish(op.output(), qy);
+            counts.int8_ops++;
+            counts.fused_relu += op.relu != nullptr;
+            if (op.relu) dead_.push_back(op.relu);
+            dead_.push_back(op.node);
+            return;
+        }
+        const c10::IValue packed = prepack_weight(op, cfg.weight.scales);
+        Value *qx = quantized(op.input, cfg.input, op.node);
+        torch::jit::WithInsertPoint guard(op.node);
+        Value *w = g_.insertConstant(packed);
+        const bool relu = op.relu != nullptr;
+        std::string name = "quantized::" + std::string(op.kind == "matmul" ? "linear" : op.kind);
+        if (relu) name += "_relu";
+        Value *qy = g_.insert(sym(name.c_str()), {qx, w, cfg.output.scale, cfg.output.zero_point});
+        qy->setType(c10::TensorType::get());
+        mark(qy, cfg.output);
+        Value *fp_out = op.output();
+        publish(fp_out, qy);
+        counts.int8_ops++;
+        counts.fused_relu += relu;
+        if (op.relu) dead_.push_back(op.relu);
+        dead_.push_back(op.node);
+        if (op.add && cfg.add) pending_add_[op.add] = {&op, &cfg};
+    }
+
+    void convert_add(Node *add, const QuantOp &op, const OpConfig &cfg, ConvertCounts &counts) {
+        if (ipex_ops_) {
+            const AddQ &a = *cfg.add;
+            if (a.output.dtype != QDtype::u8)
+                throw_unsupported("op '" + cfg.id + "' add output is s8; int8 outputs are u8 in this version");
+            Value *qx = quantized(op.input, cfg.input, add);
+            Value *qo = quantized(op.add_other, a.other, add);
+            Int8Params p = ipex_params(op, qparams(qx), a.output, op.relu != nullptr);
+            p.sum = true;
+            p.other_scale = qparams(qo).scale;
+            p.other_zero_point = qparams(qo).zero_point;
+            p.sum_relu = op.add_relu && a.relu;
+            p.sum_in_place = qo != qx && last_use_before(qo, add);
+            torch::jit::WithInsertPoint guard(add);
+            Value *qz = insert_ipex_op(op, cfg, p, qx, qo);
+            mark(qz, a.output);
+            publish(p.sum_relu ? op.add_relu->output() : add->output(), qz);
+            if (p.sum_relu) dead_.push_back(op.add_relu);
+            dead_.push_back(add);
+            if (op.relu) dead_.push_back(op.relu);
+            dead_.push_back(op.node);
+            counts.fused_add++;
+            return;
+        }
+        Value *other = current(op.add_other);
+        Value *mine = add->input(0) == other ? add->input(1) : add->input(0);
+        Value *qa = quantized(mine, cfg.output, add);
+        Value *qb = quantized(op.add_other, cfg.add->other, add);
+        const bool relu = op.add_relu && cfg.add->relu;
+        const AddQ &a = *cfg.add;
+        if (a.output.dtype != QDtype::u8)
+            throw_unsupported("--portable: op '" + cfg.id + "' add output is s8; stock quantized ops need u8");
+        torch::jit::WithInsertPoint guard(add);
+        Value *qz = g_.insert(sym(relu ? "quantized::add_relu" : "quantized::add"),
+                              {qa, qb, a.output.scale, a.output.zero_point});
+        qz->setType(c10::TensorType::get());
+        mark(qz, a.output);
+        publish(relu ? op.add_relu->output() : add->output(), qz);
+        if (relu) dead_.push_back(op.add_relu);
+        dead_.push_back(add);
+        counts.fused_add++;
+    }
+
+    bool passthrough(Node *node) {
+        Value *in = node->input(0);
+        if (in->node()->kind() != c10::Symbol::aten("dequantize") || !int8_.count(in->node()->input(0)))
+            return false;
+        Node *copy = g_.createClone(node, [](Value *v) { return v; });
+        copy->replaceInput(0, in->node()->input(0));
+        copy->insertBefore(node);
+        copy->output()->setType(c10::TensorType::get());
+        mark(copy->output(), qparams(in->node()->input(0)));
+        publish(node->output(), copy->output());
+        dead_.push_back(node);
+        return true;
+    }
+
+    std::unordered_map<Node *, std::pair<const QuantOp *, const OpConfig *>> pending_add_;
+    std::vector<Node *> dead_;
+
+private:
+    torch::jit::Graph &g_;
+    const QConfig &config_;
+    bool ipex_ops_;
+    std::set<Value *> int8_;
+    std::unordered_map<Value *, TensorQ> qparams_;
+    std::unordered_map<Value *, Value *> replaced_;
+};
+
+at::Tensor quantize_weight(const at::Tensor &weight, const std::vector<double> &scales) {
+    const auto opts = at::TensorOptions().dtype(at::kDouble);
+    const at::Tensor s = at::tensor(scales, opts);
+    const at::Tensor zp = at::zeros({static_cast<int64_t>(scales.size())}, at::TensorOptions().dtype(at::kLong));
+    return at::quantize_per_channel(weight.to(at::kFloat).contiguous(), s, zp, 0, at::kQInt8);
+}
+
+}  // namespace
+
+c10::IValue prepack_weight(const QuantOp &op, const std::vector<double> &scales) {
+    at::globalContext().setQEngine(at::QEngine::ONEDNN);
+    const at::Tensor qw = quantize_weight(op.weight, scales);
+    c10::optional<at::Tensor> bias;
+    if (op.bias) bias = op.bias->to(at::kFloat).contiguous();
+    if (op.kind == "linear" || op.kind == "matmul") return call_op("quantized::linear_prepack", "", {qw, bias});
+    const std::string name = "quantized::" + op.kind + "_prepack";
+    return call_op(name.c_str(), "", {qw, bias, op.stride, op.padding, op.dilation, op.groups});
+}
+
+void run_op_in_bf16(torch::jit::Graph &graph, const QuantOp &op) {
+    Node *node = op.node;
+    torch::jit::WithInsertPoint guard(node);
+    Value *x = graph.insert(c10::Symbol::aten("to"), {node->input(0), at::kBFloat16});
+    node->replaceInput(0, x);
+    const at::Tensor w = *passes::constant_tensor(node->input(1));
+    node->replaceInput(1, graph.insertConstant(w.to(at::kBFloat16)));
+    if (op.kind != "matmul" && op.bias) node->replaceInput(2, graph.insertConstant(op.bias->to(at::kBFloat16)));
+    Value *y = node->output();
+    torch::jit::WithInsertPoint after(node->next());
+    Value *back = graph.insert(c10::Symbol::aten("to"), {y, at::kFloat});
+    back->setType(y->type());
+    y->replaceAllUsesAfterNodeWith(back->node(), back);
+}
+
+ConvertCounts convert_static(torch::jit::Graph &graph, const std::vector<QuantOp> &ops, const QConfig &config,
+                               const std::string &dtype_of_unlisted, bool ipex_ops) {
+    at::globalContext().setQEngine(at::QEngine::ONEDNN);
+    ConvertCounts counts;
+    StaticConverter conv(graph, config, ipex_ops);
+    std::unordered_map<Node *, const QuantOp *> by_node;
+    for (const auto &op : ops) by_node[op.node] = &op;
+    for (Node *node : passes::collect_nodes(graph.block())) {
+        if (auto it = by_node.find(node); it != by_node.end()) {
+            const QuantOp &op = *it->second;
+            const OpConfig *cfg = config.find(op.id);
+            const std::string dtype = cfg ? cfg->dtype : dtype_of_unlisted;
+            if (dtype == "int8") {
+                conv.convert_op(op, *cfg, counts);
+            } else if (dtype == "bf16") {
+                run_op_in_bf16(graph, op);
+                counts.bf16_ops++;
+            } else {
+                counts.kept_fp32++;
+            }
+        } else if (auto add = conv.pending_add_.find(node); add != conv.pending_add_.end()) {
+            conv.convert_add(node, *add->second.first, *add->second.second, counts);
+        } else if (is_passthrough(node)) {
+            counts.int8_passthrough += conv.passthrough(node);
+        }
+    }
+    for (Node *dead : conv.dead_)
+        if (!dead->hasUses()) dead->destroy();
+    torch::jit::EliminateDeadCode(graph.block());
+    return counts;
+}
+
+}  // namespace ipex::quant

@@ -1,0 +1,352 @@
+#include "quant/int8_context.h"
+
+#include <ATen/quantized/Quantizer.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cmath>
+#include <mutex>
+#include <sstream>
+
+#include "ops/onednn_utils.h"
+#include "ops/primitive_cache.h"
+
+namespace ipex::quant {
+
+using dnnl::memory;
+using ipex::ops::cpu_engine;
+
+struct Int8Context::Entry {
+    dnnl::primitive primitive;
+    memory::desc src, weights, dst, bias, scratchpad;
+    memory packed_weights;  // weights reordered into this primitive's layout
+    at::Tensor packed_storage;
+};
+
+struct Int8Context::Cache {
+    ops::PrimitiveCache<Entry> primitives;
+    std::mutex pack_mutex;
+    // The most recent reordered weight and its layout: shapes that pick the same layout share it.
+    memory::desc packed_desc;
+    at::Tensor packed_storage;
+};
+
+namespace {
+
+constexpr int kPerChannelMask = 1 << 1;  // output-channel axis of conv dst / matmul dst
+
+memory::desc any_desc(const std::vector<int64_t> &dims, memory::data_type type) {
+    return memory::desc(ops::to_dims(dims), type, memory::format_tag::any);
+}
+
+at::Tensor zero_point_tensor(int64_t zp) { return at::full({1}, static_cast<int32_t>(zp), at::kInt); }
+
+memory zero_point_memory(const at::Tensor &zp) {
+    return memory(memory::desc({1}, memory::data_type::s32, memory::format_tag::x), cpu_engine(), zp.data_ptr());
+}
+
+dnnl::primitive_attr make_attr(const Int8Params &p, const std::vector<float> &scales) {
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    attr.set_output_scales(kPerChannelMask, scales);
+    // Zero points only where they are not 0 (post-relu activations): kernels with a source
+    // zero point carry a compensation term.
+    if (p.in_zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    if (p.out_zero_point != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
+    dnnl::post_ops ops;
+    if (p.relu) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    if (p.sum) {
+        ops.append_sum(static_cast<float>(p.other_scale / p.out_scale), static_cast<int32_t>(p.other_zero_point),
+                       memory::data_type::u8);
+        if (p.sum_relu) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+    }
+    attr.set_post_ops(ops);
+    return attr;
+}
+
+at::Tensor empty_quint8(const std::vector<int64_t> &sizes, double scale, int64_t zp, bool channels_last) {
+    const auto options = at::TensorOptions().dtype(at::kQUInt8);
+    at::MemoryFormat format = at::MemoryFormat::Contiguous;
+    if (channels_last && sizes.size() == 4) format = at::MemoryFormat::ChannelsLast;
+    if (channels_last && sizes.size() == 5) format = at::MemoryFormat::ChannelsLast3d;
+    if (channels_last && sizes.size() == 3)  // NWC: allocate N, W, C and view as N, C, W
+        return at::_empty_affine_quantized({sizes[0], sizes[2], sizes[1]}, options, scale, zp).transpose(1, 2);
+    return at::_empty_affine_quantized(sizes, options, scale, zp, format);
+}
+
+at::Tensor u8_view_desc_check(const at::Tensor &t, const char *what) {
+    TORCH_CHECK(t.is_quantized() && t.scalar_type() == at::kQUInt8 &&
+                    t.qscheme() == at::kPerTensorAffine,
+                "ipex int8 op: ", what, " must be a quint8 per-tensor quantized tensor (got ", t.toString(), ")");
+    return t;
+}
+
+// A channels-last tensor is described by its tag: with one channel its strides would also
+// read as NCHW, a layout oneDNN's int8 kernels do not take.
+memory::desc u8_desc(const at::Tensor &t) {
+    static const memory::format_tag kChannelsLast[] = {memory::format_tag::nwc, memory::format_tag::nhwc,
+                                                      memory::format_tag::ndhwc};
+    if (t.dim() >= 3 && t.dim() <= 5 && ops::is_channels_last(t))
+        return memory::desc(ops::to_dims(t.sizes()), memory::data_type::u8, kChannelsLast[t.dim() - 3]);
+    return memory::desc(ops::to_dims(t.sizes()), memory::data_type::u8, ops::to_dims(t.strides()));
+}
+
+}  // namespace
+
+// The sum post-op reads dst before writing it: the other operand's u8 values go there first.
+static void copy_other(const Int8Context &ctx, const c10::optional<at::Tensor> &other, at::Tensor &dst) {
+    const Int8Params &p = ctx.params();
+    TORCH_CHECK(other.has_value(), "ipex int8 ", p.kind, ": the fused add needs its other operand");
+    u8_view_desc_check(*other, "the other operand");
+    TORCH_CHECK(other->numel() == dst.numel() && (other->dim() != dst.dim() || other->sizes() == dst.sizes()),
+                "ipex int8 ", p.kind, ": the fused add's other operand has shape ", other->sizes(),
+                ", the output ", dst.sizes());
+    TORCH_CHECK(std::abs(other->q_scale() - p.other_scale) <= 1e-6 * p.other_scale &&
+                    other->q_zero_point() == p.other_zero_point,
+                "ipex int8 ", p.kind, ": the add's other operand has scale ", other->q_scale(), " zero point ",
+                other->q_zero_point(), ", the op was prepacked for ", p.other_scale, " / ", p.other_zero_point);
+    at::Tensor raw = at::from_blob(dst.data_ptr(), dst.sizes(), dst.strides(), at::TensorOptions().dtype(at::kByte));
+    const at::Tensor src = at::from_blob(other->data_ptr(), other->sizes(), other->strides(),
+                                         at::TensorOptions().dtype(at::kByte));
+    raw.copy_(src.reshape(dst.sizes()));
+}
+
+Int8Context::Int8Context(at::Tensor weight, c10::optional<at::Tensor> bias, std::vector<double> weight_scales,
+                         Int8Params params)
+    : weight_(weight.to(at::kFloat).contiguous()),
+      weight_scales_(std::move(weight_scales)),
+      params_(std::move(params)),
+      cache_(std::make_shared<Cache>()) {
+    const bool linear = params_.kind == "linear";
+    TORCH_CHECK(linear || params_.kind == "conv1d" || params_.kind == "conv2d" || params_.kind == "conv3d",
+                "Int8Context: unknown kind ", params_.kind);
+    TORCH_CHECK(weight_.dim() == (linear ? 2 : weight_.dim()) && weight_.dim() >= 2,
+                "Int8Context: bad weight rank ", weight_.dim());
+    const int64_t out_channels = weight_.size(0);
+    TORCH_CHECK(static_cast<int64_t>(weight_scales_.size()) == out_channels,
+                "Int8Context: ", weight_scales_.size(), " weight scales for ", out_channels, " channels");
+    TORCH_CHECK(params_.in_scale > 0 && params_.out_scale > 0 && std::isfinite(params_.in_scale) &&
+                    std::isfinite(params_.out_scale),
+                "Int8Context: scales must be finite and > 0");
+    const at::Tensor s = at::tensor(weight_scales_, at::TensorOptions().dtype(at::kDouble));
+    const at::Tensor zp = at::zeros({out_channels}, at::TensorOptions().dtype(at::kLong));
+    at::Tensor q = at::quantize_per_channel(weight_, s, zp, 0, at::kQInt8).int_repr();  // int8 values
+    qweight_ = linear ? q.t().contiguous() : q.contiguous();
+    for (double ws : weight_scales_)
+        output_scales_.push_back(static_cast<float>(params_.in_scale * ws / params_.out_scale));
+    if (bias && bias->defined()) {
+        TORCH_CHECK(bias->numel() == out_channels, "Int8Context: bias has ", bias->numel(), " entries for ",
+                    out_channels, " channels");
+        bias_ = (bias->to(at::kDouble) / (s * params_.in_scale)).to(at::kFloat).contiguous();
+    }
+}
+
+std::vector<int64_t> Int8Context::conv_output_sizes(at::IntArrayRef input) const {
+    const int64_t spatial = weight_.dim() - 2;
+    TORCH_CHECK(static_cast<int64_t>(input.size()) == spatial + 2, "ipex int8 ", params_.kind, ": input rank ",
+                input.size(), ", expected ", spatial + 2);
+    TORCH_CHECK(input[1] == weight_.size(1) * params_.groups, "ipex int8 ", params_.kind, ": input has ", input[1],
+                " channels, expected ", weight_.size(1) * params_.groups);
+    std::vector<int64_t> out{input[0], weight_.size(0)};
+    for (int64_t d = 0; d < spatial; ++d) {
+        const int64_t k = params_.dilation[d] * (weight_.size(d + 2) - 1) + 1;
+        const int64_t o = (input[d + 2] + 2 * params_.padding[d] - k) / params_.stride[d] + 1;
+        TORCH_CHECK(o > 0, "ipex int8 ", params_.kind, ": input too small");
+        out.push_back(o);
+    }
+    return out;
+}
+
+std::shared_ptr<const Int8Context::Entry> Int8Context::entry_for(const at::Tensor &src,
+                                                                 const at::Tensor &dst) const {
+    std::ostringstream key;
+    for (auto s : src.sizes()) key << s << ',';
+    key << '|';
+    for (auto s : src.strides()) key << s << ',';
+    if (auto hit = cache_->primitives.find(key.str())) return hit;
+
+    auto entry = std::make_shared<Entry>();
+    const dnnl::primitive_attr attr = make_attr(params_, output_scales_);
+    const memory::desc src_md = u8_desc(src);
+    const memory::desc bias_md = bias_.defined()
+                                     ? memory::desc({bias_.numel()}, memory::data_type::f32, memory::format_tag::x)
+                                     : memory::desc();
+    memory::desc plain_weights;
+    if (params_.kind == "linear") {
+        const int64_t k = qweight_.size(0), n = qweight_.size(1);
+        const memory::desc w_any = any_desc({k, n}, memory::data_type::s8);
+        const memory::desc dst_md = u8_desc(dst);
+        const memory::desc bias2 = bias_.defined() ? memory::desc({1, n}, memory::data_type::f32, memory::format_tag::ab)
+                                                   : memory::desc();
+        dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_md, w_any, bias2, dst_md), attr, cpu_engine());
+        entry->primitive = dnnl::matmul(pd);
+        entry->weights = pd.weights_desc();
+        entry->dst = pd.dst_desc();
+        entry->scratchpad = pd.scratchpad_desc();
+        plain_weights = memory::desc({k, n}, memory::data_type::s8, memory::format_tag::ab);
+        entry->bias = bias2;
+    } else {
+        std::vector<int64_t> wdims(qweight_.sizes().begin(), qweight_.sizes().end());
+        if (params_.groups > 1) {
+            wdims[0] /= params_.groups;
+            wdims.insert(wdims.begin(), params_.groups);
+        }
+        const memory::desc w_any = any_desc(wdims, memory::data_type::s8);
+        const memory::desc dst_md = u8_desc(dst);
+        std::vector<int64_t> dil;
+        for (int64_t d : params_.dilation) dil.push_back(d - 1);  // oneDNN counts from 0
+        dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                             src_md, w_any, bias_md, dst_md, ops::to_dims(params_.stride),
+                                             ops::to_dims(dil), ops::to_dims(params_.padding),
+                                             ops::to_dims(params_.padding));
+        dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu_engine());
+        entry->primitive = dnnl::convolution_forward(pd);
+        entry->weights = pd.weights_desc();
+        entry->dst = pd.dst_desc();
+        entry->scratchpad = pd.scratchpad_desc();
+        entry->bias = bias_md;
+        plain_weights = memory::desc(ops::to_dims(wdims), memory::data_type::s8, ops::to_dims(
+            [&] {
+                std::vector<int64_t> strides(wdims.size());
+                int64_t run = 1;
+                for (int64_t i = static_cast<int64_t>(wdims.size()) - 1; i >= 0; --i) {
+                    strides[i] = run;
+                    run *= wdims[i];
+                }
+                return strides;
+            }()));
+    }
+    entry->src = src_md;
+    {
+        std::lock_guard<std::mutex> lock(cache_->pack_mutex);
+        if (!cache_->packed_storage.defined() || cache_->packed_desc != entry->weights) {
+            at::Tensor storage = at::empty({static_cast<int64_t>(entry->weights.get_size())}, at::kByte);
+            memory dst(entry->weights, cpu_engine(), storage.data_ptr());
+            memory src_w(plain_weights, cpu_engine(), qweight_.data_ptr());
+            dnnl::reorder(src_w, dst).execute(ops::thread_stream(), src_w, dst);
+            ops::thread_stream().wait();
+            cache_->packed_desc = entry->weights;
+            cache_->packed_storage = storage;
+        }
+        entry->packed_storage = cache_->packed_storage;
+        entry->packed_weights = memory(entry->weights, cpu_engine(), entry->packed_storage.data_ptr());
+    }
+    cache_->primitives.put(key.str(), entry);
+    return entry;
+}
+
+at::Tensor Int8Context::run_conv(const at::Tensor &input, const c10::optional<at::Tensor> &other) const {
+    at::Tensor src = input;
+    if (src.dim() >= 4 && !ops::is_channels_last(src))
+        src = src.contiguous(src.dim() == 4 ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::ChannelsLast3d);
+    if (src.dim() == 3 && !ops::is_channels_last(src)) src = src.transpose(1, 2).contiguous().transpose(1, 2);
+    const std::vector<int64_t> dst_sizes = conv_output_sizes(src.sizes());
+    at::Tensor dst;
+    if (params_.sum && params_.sum_in_place && other && other->is_quantized() &&
+        other->scalar_type() == at::kQUInt8 && other->sizes() == at::IntArrayRef(dst_sizes) &&
+        ops::is_channels_last(*other) && other->dim() >= 4 && !other->storage().is_alias_of(src.storage()) &&
+        std::abs(other->q_scale() - params_.other_scale) <=
+        1e-6 * params_.other_scale && other->q_zero_point() == params_.other_zero_point) {
+        // The other operand's last use: the sum reads it where the result is written.
+        at::Tensor keep = *other;
+        dst = at::from_blob_quantized_per_tensor_affine(
+            keep.data_ptr(), keep.sizes(), keep.strides(), [keep](void *) {}, static_cast<float>(params_.out_scale),
+            params_.out_zero_point, at::TensorOptions().dtype(at::kQUInt8));
+    } else {
+        dst = empty_quint8(dst_sizes, params_.out_scale, params_.out_zero_point, true);
+        if (params_.sum) copy_other(*this, other, dst);
+    }
+    auto entry = entry_for(src, dst);
+    const at::Tensor src_zp = zero_point_tensor(params_.in_zero_point);
+    const at::Tensor dst_zp = zero_point_tensor(params_.out_zero_point);
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, memory(entry->src, cpu_engine(), src.data_ptr())},
+        {DNNL_ARG_WEIGHTS, entry->packed_weights},
+        {DNNL_ARG_DST, memory(entry->dst, cpu_engine(), dst.data_ptr())}};
+    if (params_.in_zero_point != 0) args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zero_point_memory(src_zp));
+    if (params_.out_zero_point != 0) args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, zero_point_memory(dst_zp));
+    if (bias_.defined()) args.emplace(DNNL_ARG_BIAS, memory(entry->bias, cpu_engine(), bias_.data_ptr()));
+    ops::execute(entry->primitive, entry->scratchpad, std::move(args));
+    return dst;
+}
+
+at::Tensor Int8Context::run_linear(const at::Tensor &input, const c10::optional<at::Tensor> &other) const {
+    TORCH_CHECK(input.dim() >= 1 && input.size(-1) == qweight_.size(0), "ipex int8 linear: input has ",
+                input.size(-1), " features, expected ", qweight_.size(0));
+    const at::Tensor src = input.reshape({-1, input.size(-1)}).contiguous();
+    std::vector<int64_t> out_sizes(input.sizes().begin(), input.sizes().end());
+    out_sizes.back() = qweight_.size(1);
+    at::Tensor dst = empty_quint8({src.size(0), qweight_.size(1)}, params_.out_scale, params_.out_zero_point, false);
+    auto entry = entry_for(src, dst);
+    if (params_.sum) copy_other(*this, other, dst);
+    const at::Tensor src_zp = zero_point_tensor(params_.in_zero_point);
+    const at::Tensor dst_zp = zero_point_tensor(params_.out_zero_point);
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, memory(entry->src, cpu_engine(), src.data_ptr())},
+        {DNNL_ARG_WEIGHTS, entry->packed_weights},
+        {DNNL_ARG_DST, memory(entry->dst, cpu_engine(), dst.data_ptr())}};
+    if (params_.in_zero_point != 0) args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zero_point_memory(src_zp));
+    if (params_.out_zero_point != 0) args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, zero_point_memory(dst_zp));
+    if (bias_.defined()) args.emplace(DNNL_ARG_BIAS, memory(entry->bias, cpu_engine(), bias_.data_ptr()));
+    ops::execute(entry->primitive, entry->scratchpad, std::move(args));
+    return dst.reshape(out_sizes);
+}
+
+at::Tensor Int8Context::run(const at::Tensor &input, const c10::optional<at::Tensor> &other) const {
+    u8_view_desc_check(input, "the input");
+    TORCH_CHECK(std::abs(input.q_scale() - params_.in_scale) <= 1e-6 * params_.in_scale &&
+                    input.q_zero_point() == params_.in_zero_point,
+                "ipex int8 ", params_.kind, ": input quantized with scale ", input.q_scale(), " zero point ",
+                input.q_zero_point(), ", the op was prepacked for ", params_.in_scale, " / ", params_.in_zero_point);
+    return params_.kind == "linear" ? run_linear(input, other) : run_conv(input, other);
+}
+
+std::string Int8Context::describe() const {
+    std::ostringstream os;
+    os << "int8 " << params_.kind << " " << weight_.sizes() << (params_.relu ? " +relu" : "")
+       << (params_.sum ? " +sum" : "") << (params_.sum_relu ? " +relu" : "");
+    return os.str();
+}
+
+Int8Context::State Int8Context::state() const {
+    const Int8Params &p = params_;
+    std::vector<int64_t> ints = {p.groups, p.in_zero_point, p.out_zero_point, p.relu, p.sum, p.other_zero_point,
+                                 p.sum_relu, p.sum_in_place, static_cast<int64_t>(p.stride.size())};
+    for (const auto *v : {&p.stride, &p.padding, &p.dilation}) ints.insert(ints.end(), v->begin(), v->end());
+    c10::optional<at::Tensor> bias;
+    if (bias_.defined()) {
+        const at::Tensor s = at::tensor(weight_scales_, at::TensorOptions().dtype(at::kDouble));
+        bias = (bias_.to(at::kDouble) * s * p.in_scale).to(at::kFloat);
+    }
+    return {kStateVersion, weight_, bias, weight_scales_, p.kind, ints, {p.in_scale, p.out_scale, p.other_scale}, {}};
+}
+
+c10::intrusive_ptr<Int8Context> Int8Context::from_state(State state) {
+    TORCH_CHECK(std::get<0>(state) == kStateVersion, "Int8Context: state version ", std::get<0>(state),
+                " is not supported");
+    Int8Params p;
+    p.kind = std::get<4>(state);
+    const auto &ints = std::get<5>(state);
+    const auto &doubles = std::get<6>(state);
+    constexpr size_t kHeader = 9;
+    TORCH_CHECK(ints.size() >= kHeader && doubles.size() == 3, "Int8Context: malformed state");
+    p.groups = ints[0];
+    p.in_zero_point = ints[1];
+    p.out_zero_point = ints[2];
+    p.relu = ints[3] != 0;
+    p.sum = ints[4] != 0;
+    p.other_zero_point = ints[5];
+    p.sum_relu = ints[6] != 0;
+    p.sum_in_place = ints[7] != 0;
+    TORCH_CHECK(ints[8] >= 0 && ints[8] <= 3, "Int8Context: malformed state");
+    const auto n = static_cast<size_t>(ints[8]);
+    TORCH_CHECK(ints.size() == kHeader + 3 * n, "Int8Context: malformed state");
+    p.stride.assign(ints.begin() + kHeader, ints.begin() + kHeader + n);
+    p.padding.assign(ints.begin() + kHeader + n, ints.begin() + kHeader + 2 * n);
+    p.dilation.assign(ints.begin() + kHeader + 2 * n, ints.end());
+    p.in_scale = doubles[0];
+    p.out_scale = doubles[1];
+    p.other_scale = doubles[2];
+    return c10::make_intrusive<Int8Context>(std::get<1>(state), std::get<2>(state), std::get<3>(state), p);
+}
+
+}  // namespace ipex::quant

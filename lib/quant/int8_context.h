@@ -1,0 +1,70 @@
+// ipex int8 ops: a prepacked oneDNN int8 convolution (1-D/2-D/3-D) or linear (as a oneDNN
+// matmul) on quint8 activations. The s8 weight is reordered once into the layout oneDNN
+// picks (format any); output scales (input scale x per-channel weight scale / output scale),
+// source and destination zero points, a fused relu and a fused residual add (sum post-op
+// with the other operand's scale and zero point, then an optional relu) are primitive
+// attributes. Inputs are quint8 tensors of any layout; outputs are quint8 (convolutions
+// channels-last), so consecutive int8 ops pass u8 data on directly. Pickles to the fp32
+// weight and the numbers, so a saved model repacks on the CPU that loads it.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <torch/custom_class.h>
+
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace ipex::quant {
+
+struct Int8Params {
+    std::string kind;                 // conv1d conv2d conv3d linear
+    std::vector<int64_t> stride, padding, dilation;
+    int64_t groups = 1;
+    double in_scale = 1.0, out_scale = 1.0;
+    int64_t in_zero_point = 0, out_zero_point = 0;
+    bool relu = false;                // relu after the op (before a sum)
+    bool sum = false;                 // add the second input (quint8): other_scale, other_zero_point
+    double other_scale = 1.0;
+    int64_t other_zero_point = 0;
+    bool sum_relu = false;            // relu after the sum
+    bool sum_in_place = false;        // write the result over the other operand (its last use)
+};
+
+class Int8Context : public torch::CustomClassHolder {
+public:
+    using State = std::tuple<int64_t, at::Tensor, c10::optional<at::Tensor>, std::vector<double>, std::string,
+                             std::vector<int64_t>, std::vector<double>, std::vector<int64_t>>;
+    static constexpr int64_t kStateVersion = 1;
+
+    // weight: fp32 in PyTorch layout ([O, I/G, k...] or [O, I]); weight_scales per O.
+    Int8Context(at::Tensor weight, c10::optional<at::Tensor> bias, std::vector<double> weight_scales,
+                Int8Params params);
+
+    // input: quint8; other: quint8 when params.sum. Returns quint8 with the output parameters.
+    at::Tensor run(const at::Tensor &input, const c10::optional<at::Tensor> &other) const;
+
+    const Int8Params &params() const { return params_; }
+    std::string describe() const;
+    State state() const;
+    static c10::intrusive_ptr<Int8Context> from_state(State state);
+
+private:
+    struct Entry;
+    std::shared_ptr<const Entry> entry_for(const at::Tensor &src, const at::Tensor &dst) const;
+    std::vector<int64_t> conv_output_sizes(at::IntArrayRef input) const;
+    at::Tensor run_conv(const at::Tensor &input, const c10::optional<at::Tensor> &other) const;
+    at::Tensor run_linear(const at::Tensor &input, const c10::optional<at::Tensor> &other) const;
+
+    at::Tensor weight_;      // fp32, as given
+    at::Tensor qweight_;     // s8, PyTorch layout (linear: [K, N] for the matmul)
+    at::Tensor bias_;        // fp32 bias in accumulator units (bias / (in_scale * w_scale)), or undefined
+    std::vector<double> weight_scales_;
+    std::vector<float> output_scales_;
+    Int8Params params_;
+    struct Cache;
+    std::shared_ptr<Cache> cache_;
+};
+
+}  // namespace ipex::quant

@@ -1,0 +1,300 @@
+#!/usr/bin/python3
+"""ipex-tool quantize: static INT8 from a qconfig (stock quantized ops that plain PyTorch
+runs), the digits accuracy budget, hand edits of the qconfig, SmoothQuant, dynamic INT8,
+optimize --qconfig, other models, and every bad qconfig."""
+
+import copy
+import json
+import os
+
+import e2e_common as e2e
+import quant_common as qc
+
+# Accuracy budget of the issue: fp32 vs int8 on the held-out digits, percentage points.
+MAX_ACCURACY_DROP_PP = 0.5
+MIN_COSINE = 0.99
+
+
+def count(hist: dict, *kinds) -> int:
+    return sum(n for k, n in hist.items() if k in kinds)
+
+
+class DigitsInt8(e2e.ToolTestCase):
+    def setUp(self):
+        super().setUp()
+        self.model = qc.copy_quant(self, qc.DIGITS["model"])
+        self.calib = qc.copy_quant(self, qc.DIGITS["calib"])
+        self.test_set = qc.copy_quant(self, qc.DIGITS["test"])
+        self.qconfig = self.path("q.json")
+        self.tool("calibrate", self.model, "--data", self.calib, "--out", self.qconfig)
+
+    def _quantize(self, qconfig=None, *flags, out="int8.pt") -> str:
+        out = self.path(out)
+        self.tool("quantize", self.model, out, "--qconfig", qconfig or self.qconfig, *flags)
+        self.assertTrue(os.path.isfile(out))
+        return out
+
+    def test_portable_accuracy_in_stock_torch(self):
+        digest = e2e.sha256(self.model)
+        out = self._quantize(None, "--portable")
+        self.assertEqual(e2e.sha256(self.model), digest, "quantize modified the model")
+        r = qc.stock_eval(self, self.model, out, self.test_set, labels=True)
+        drop_pp = 100.0 * (r["acc_ref"] - r["acc_q"])
+        print(f"digits accuracy fp32 {100 * r['acc_ref']:.2f}% int8 {100 * r['acc_q']:.2f}% "
+              f"(drop {drop_pp:.2f} pp)")
+        self.assertGreater(r["acc_ref"], 0.9, "the fp32 digits model is not trained")
+        self.assertLessEqual(drop_pp, MAX_ACCURACY_DROP_PP)
+        self.assertGreater(r["cosine"], MIN_COSINE)
+        ops = r["ops"]
+        # One int8 region from input to logits: a single quantize and dequantize.
+        self.assertEqual(count(ops, "quantized::conv2d", "quantized::conv2d_relu"), 3, ops)
+        self.assertEqual(count(ops, "quantized::conv2d_relu"), 2, ops)
+        self.assertEqual(count(ops, "quantized::linear", "quantized::linear_relu"), 2, ops)
+        self.assertEqual(count(ops, "quantized::add_relu"), 1, ops)
+        self.assertEqual(count(ops, "aten::quantize_per_tensor"), 1, ops)
+        self.assertEqual(count(ops, "aten::dequantize"), 1, ops)
+        self.assertEqual(count(ops, "aten::conv2d", "aten::linear", "aten::relu", "aten::add",
+                               "aten::batch_norm", "aten::dropout"), 0, ops)
+        self.assertEqual(r["dtypes"], ["torch.float32"])
+
+    def test_default_output_uses_ipex_int8_ops(self):
+        out = self._quantize()
+        r = qc.stock_eval(self, self.model, out, self.test_set, labels=True, ops_library=True)
+        drop_pp = 100.0 * (r["acc_ref"] - r["acc_q"])
+        print(f"digits accuracy (ipex int8 ops) fp32 {100 * r['acc_ref']:.2f}% int8 {100 * r['acc_q']:.2f}% "
+              f"(drop {drop_pp:.2f} pp)")
+        self.assertLessEqual(drop_pp, MAX_ACCURACY_DROP_PP)
+        ops = r["ops"]
+        # conv2 + add + relu is one op; one quantize at the input, one dequantize at the logits.
+        self.assertEqual(count(ops, "ipex::int8_op"), 4, ops)
+        self.assertEqual(count(ops, "ipex::int8_op_sum"), 1, ops)
+        self.assertEqual(count(ops, "aten::quantize_per_tensor"), 1, ops)
+        self.assertEqual(count(ops, "aten::dequantize"), 1, ops)
+        self.assertEqual(sum(n for k, n in ops.items() if k.startswith("quantized::")), 0, ops)
+        info = self.inspect(out)
+        self.assertIs(info["needs_ops_library"], True)
+        # ipex-tool itself runs it (it carries the ops) and agrees with the portable model.
+        portable = self._quantize(None, "--portable", out="portable.pt")
+        self.tool("verify", portable, out, "--input", os.path.join(self.calib, "batch_007.pt"),
+                  "--min-cosine", "0.999")
+
+    def test_edited_qconfig_keeps_ops_in_fp32_and_bf16(self):
+        with open(self.qconfig) as f:
+            q = json.load(f)
+        for op in q["ops"]:
+            if op["id"] == "conv3:conv2d:0":
+                op["dtype"] = "fp32"
+            if op["id"] == "fc2:linear:0":
+                op["dtype"] = "bf16"
+        edited = qc.write_json(self.path("edited.json"), q)
+        out = self._quantize(edited, "--portable")
+        r = qc.stock_eval(self, self.model, out, self.test_set, labels=True)
+        ops = r["ops"]
+        self.assertEqual(count(ops, "aten::conv2d"), 1, ops)
+        self.assertEqual(count(ops, "aten::linear"), 1, ops)
+        self.assertEqual(count(ops, "quantized::conv2d", "quantized::conv2d_relu"), 2, ops)
+        self.assertEqual(count(ops, "quantized::linear", "quantized::linear_relu"), 1, ops)
+        self.assertGreaterEqual(count(ops, "aten::to"), 2, ops)  # casts around the bf16 linear
+        self.assertEqual(r["dtypes"], ["torch.float32"])
+        self.assertLessEqual(100.0 * (r["acc_ref"] - r["acc_q"]), MAX_ACCURACY_DROP_PP)
+
+    def test_unlisted_ops_follow_mixed_dtype(self):
+        with open(self.qconfig) as f:
+            q = json.load(f)
+        q["ops"] = [op for op in q["ops"] if op["id"] != "fc1:linear:0"]
+        partial = qc.write_json(self.path("partial.json"), q)
+        fp32 = qc.stock_eval(self, self.model, self._quantize(partial, "--portable", out="a.pt"), self.test_set,
+                             True)
+        bf16 = qc.stock_eval(self, self.model, self._quantize(partial, "--portable", "--mixed-dtype", "bf16",
+                                                              out="b.pt"), self.test_set, True)
+        self.assertEqual(count(fp32["ops"], "aten::linear"), 1)
+        self.assertEqual(count(fp32["ops"], "aten::to"), 0)
+        self.assertEqual(count(bf16["ops"], "aten::linear"), 1)
+        self.assertGreaterEqual(count(bf16["ops"], "aten::to"), 2)
+
+    def test_s8_activations_are_unsupported(self):
+        recipe = qc.write_json(self.path("s8.json"), {
+            "format": "ipex-quant-recipe", "version": 1,
+            "activation": {"dtype": "s8", "observer": {"name": "min_max"}}})
+        q = qc.calibrate(self, self.model, self.calib, self.path("s8q.json"), "--recipe", recipe)
+        self.assertEqual({op["input"]["dtype"] for op in q["ops"]}, {"s8"})
+        self.assertEqual({op["input"]["zero_point"] for op in q["ops"]}, {0})
+        for flags in ((), ("--portable",)):
+            result = self.run_tool("quantize", self.model, self.path("o.pt"), "--qconfig", self.path("s8q.json"),
+                                   *flags)
+            self.assert_error(result, e2e.EXIT_UNSUPPORTED, "u8")
+            self.assertFalse(os.path.exists(self.path("o.pt")))
+
+    def test_optimize_with_qconfig(self):
+        out = self.path("opt.pt")
+        result, report = self.optimize(self.model, out, "--qconfig", self.qconfig, "--portable")
+        self.assertEqual(report["quantize"]["int8_ops"], 5)
+        r = qc.stock_eval(self, self.model, out, self.test_set, labels=True)
+        self.assertEqual(count(r["ops"], "quantized::add_relu"), 1)
+        self.assertLessEqual(100.0 * (r["acc_ref"] - r["acc_q"]), MAX_ACCURACY_DROP_PP)
+
+
+class BadQConfig(e2e.ToolTestCase):
+    """Every bad qconfig: exit 3 naming the op and field, nothing written."""
+
+    @classmethod
+    def setUpClass(cls):
+        case = e2e.ToolTestCase()
+        case.setUp()
+        model = qc.copy_quant(case, qc.DIGITS["model"])
+        calib = qc.copy_quant(case, qc.DIGITS["calib"])
+        cls.good = qc.calibrate(case, model, calib, case.path("q.json"), "--max-batches", "2")
+        case._cleanup()
+
+    def setUp(self):
+        super().setUp()
+        self.model = qc.copy_quant(self, qc.DIGITS["model"])
+        self.out = self.path("int8.pt")
+
+    def _bad(self, mutate, *mentions, code=e2e.EXIT_BAD_INPUT):
+        q = copy.deepcopy(self.good)
+        mutate(q)
+        path = qc.write_json(self.path("bad.json"), q)
+        digest = e2e.sha256(path)
+        result = self.run_tool("quantize", self.model, self.out, "--qconfig", path)
+        self.assert_error(result, code, "bad.json", *mentions)
+        self.assertFalse(os.path.exists(self.out), "OUT written for a bad qconfig")
+        self.assertEqual(e2e.sha256(path), digest)
+        self.assert_no_stray_files(self.tmp, ["digits_cnn.pt", "bad.json"])
+
+    def test_missing_field(self):
+        self._bad(lambda q: q["ops"][1]["output"].pop("zero_point"), "conv2:conv2d:0", "output.zero_point")
+
+    def test_wrong_type(self):
+        self._bad(lambda q: q["ops"][0]["input"].__setitem__("scale", "big"), "conv1:conv2d:0", "input.scale")
+
+    def test_unknown_op_id(self):
+        self._bad(lambda q: q["ops"][2].__setitem__("id", "conv9:conv2d:0"), "conv9:conv2d:0", "unknown op id")
+
+    def test_scale_not_positive(self):
+        self._bad(lambda q: q["ops"][3]["output"].__setitem__("scale", 0), "fc1:linear:0", "output.scale")
+        self._bad(lambda q: q["ops"][3]["weight"]["scales"].__setitem__(0, -1e-3), "fc1:linear:0",
+                  "weight.scales[0]")
+
+    def test_scale_not_finite(self):
+        def mutate(q):
+            q["ops"][0]["input"]["scale"] = 1e308 * 10  # inf: json.dump writes Infinity
+        self._bad(mutate, "bad.json")
+
+    def test_zero_point_out_of_range(self):
+        self._bad(lambda q: q["ops"][4]["output"].__setitem__("zero_point", 300), "fc2:linear:0",
+                  "output.zero_point")
+
+    def test_channel_count_mismatch(self):
+        def mutate(q):
+            q["ops"][2]["weight"]["scales"].pop()
+            q["ops"][2]["weight"].pop("channels")
+        self._bad(mutate, "conv3:conv2d:0", "weight.scales", "31", "32")
+
+    def test_made_for_another_model(self):
+        # An identity edited by hand is caught like a qconfig of another model.
+        self._bad(lambda q: q["model"].__setitem__("identity", "0" * 16), "another model")
+        other = qc.copy_quant(self, "digits_cnn_other.pt")
+        calib = qc.copy_quant(self, qc.DIGITS["calib"])
+        qc.calibrate(self, other, calib, self.path("other.json"), "--max-batches", "1")
+        result = self.run_tool("quantize", self.model, self.out, "--qconfig", self.path("other.json"))
+        self.assert_error(result, e2e.EXIT_BAD_INPUT, "other.json", "another model")
+        self.assertFalse(os.path.exists(self.out))
+
+    def test_not_json(self):
+        with open(self.path("bad.json"), "w") as f:
+            f.write('{"format": "ipex-qconfig", ')
+        result = self.run_tool("quantize", self.model, self.out, "--qconfig", self.path("bad.json"))
+        self.assert_error(result, e2e.EXIT_BAD_INPUT, "bad.json", "JSON")
+        self.assertFalse(os.path.exists(self.out))
+
+    def test_usage(self):
+        result = self.run_tool("quantize", self.model, self.out)
+        self.assert_error(result, e2e.EXIT_USAGE, "--qconfig")
+        q = qc.write_json(self.path("q.json"), self.good)
+        result = self.run_tool("quantize", self.model, self.out, "--qconfig", q, "--dynamic")
+        self.assert_error(result, e2e.EXIT_USAGE, "--dynamic")
+        self.assertFalse(os.path.exists(self.out))
+
+
+class SmoothQuantAndDynamic(e2e.ToolTestCase):
+    def setUp(self):
+        super().setUp()
+        self.model = qc.copy_quant(self, qc.LN_MLP["model"])
+        self.calib = qc.copy_quant(self, qc.LN_MLP["calib"])
+        self.test_in = qc.copy_quant(self, qc.LN_MLP["test"])
+
+    def test_smooth_quant_lowers_the_error(self):
+        errors = {}
+        for name, flags in (("plain", ()), ("smooth", ("--smooth-quant", "0.5"))):
+            q = self.path(f"{name}.json")
+            self.tool("calibrate", self.model, "--data", self.calib, "--out", q, "--observer", "min_max", *flags)
+            out = self.path(f"{name}.pt")
+            self.tool("quantize", self.model, out, "--qconfig", q, "--portable")
+            r = qc.stock_eval(self, self.model, out, self.test_in)
+            errors[name] = r["mse"]
+            self.assertGreater(r["cosine"], MIN_COSINE)
+            self.assertEqual(count(r["ops"], "quantized::linear", "quantized::linear_relu"), 3, r["ops"])
+        print(f"ln_mlp int8 mse: plain {errors['plain']:.3g}, smooth-quant {errors['smooth']:.3g}")
+        self.assertLess(errors["smooth"], errors["plain"])
+
+    def test_smooth_factors_of_a_group_must_agree(self):
+        q = qc.calibrate(self, self.model, self.calib, self.path("sq.json"), "--smooth-quant", "0.5")
+        q["ops"][0]["smooth_quant"]["factors"] = q["ops"][0]["smooth_quant"]["factors"][:5]
+        bad = qc.write_json(self.path("bad.json"), q)
+        result = self.run_tool("quantize", self.model, self.path("o.pt"), "--qconfig", bad)
+        self.assert_error(result, e2e.EXIT_BAD_INPUT, "fc1:linear:0", "smooth_quant.factors")
+        self.assertFalse(os.path.exists(self.path("o.pt")))
+
+    def test_dynamic_linear(self):
+        out = self.path("dyn.pt")
+        self.tool("quantize", self.model, out, "--dynamic")
+        r = qc.stock_eval(self, self.model, out, self.test_in)
+        self.assertEqual(count(r["ops"], "quantized::linear_dynamic"), 3, r["ops"])
+        self.assertEqual(count(r["ops"], "aten::linear"), 0, r["ops"])
+        self.assertGreater(r["cosine"], MIN_COSINE)
+
+    def test_calibrate_without_top_level_ops(self):
+        # Without shapes, BatchNorm1d folding leaves each linear inside a rank check.
+        model = self.copy_model("linear_bn")
+        data = self.copy_input("linear_bn")
+        result = self.run_tool("calibrate", model, "--data", data, "--out", self.path("q.json"))
+        self.assert_error(result, e2e.EXIT_UNSUPPORTED, "no quantizable op", "if/loop")
+        self.assertFalse(os.path.exists(self.path("q.json")))
+
+    def test_dynamic_needs_a_linear(self):
+        model = self.copy_model("conv_bn_relu_2d")
+        result = self.run_tool("quantize", model, self.path("o.pt"), "--dynamic")
+        self.assert_error(result, e2e.EXIT_UNSUPPORTED, "linear")
+        self.assertFalse(os.path.exists(self.path("o.pt")))
+
+
+# Models of the shared fixtures, calibrated on their own sample input: conversion must be
+# general (traced and scripted graphs, 1-D/3-D/depthwise conv, tuple/dict outputs, control flow).
+GENERAL_MODELS = ["conv_bn_relu_1d", "conv_bn_relu_2d", "conv_bn_relu_3d", "conv_bn_traced_2d",
+                  "depthwise_conv_bn", "concat_linear", "two_in_two_out", "dict_out",
+                  "list_out", "control_flow", "tiny_transformer", "dropout_all", "bn_two_users",
+                  "resnet18", "mobilenet_v2"]
+GENERAL_MIN_COSINE = 0.98
+
+
+class OtherModels(e2e.ToolTestCase):
+    def _convert(self, name: str):
+        model = self.copy_model(name)
+        data = self.copy_input(name)
+        q = qc.calibrate(self, model, data, self.path("q.json"))
+        self.assertGreater(len(q["ops"]), 0)
+        out = self.path("int8.pt")
+        self.tool("quantize", model, out, "--qconfig", self.path("q.json"), "--portable")
+        r = qc.stock_eval(self, model, out, data)
+        self.assertEqual(r["outputs"], r["outputs_ref"])
+        self.assertGreater(r["cosine"], GENERAL_MIN_COSINE, f"{name}: {r}")
+        quantized = sum(n for k, n in r["ops"].items() if k.startswith("quantized::"))
+        self.assertGreater(quantized, 0, r["ops"])
+
+
+e2e.add_per_model_tests(OtherModels, [m for m in GENERAL_MODELS if m in e2e.MODELS], "_convert")
+
+
+if __name__ == "__main__":
+    e2e.main()

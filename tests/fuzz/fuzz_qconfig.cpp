@@ -1,0 +1,26 @@
+// Fuzz target: the qconfig loader turns any byte string into a validated qconfig or a
+// bad-input error (exit 3), never a crash; what it accepts survives a write/read round trip.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/errors.h"
+#include "quant/qconfig.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    const std::string text(reinterpret_cast<const char *>(data), size);
+    try {
+        const ipex::quant::QConfig config = ipex::quant::parse_qconfig(text, "fuzz.json");
+        for (const auto &op : config.ops) {
+            if (!(op.input.scale > 0 && std::isfinite(op.input.scale))) __builtin_trap();
+            if (!(op.output.scale > 0 && std::isfinite(op.output.scale))) __builtin_trap();
+            if (op.weight.scales.empty()) __builtin_trap();
+        }
+        const auto again = ipex::quant::parse_qconfig(ipex::quant::qconfig_to_json(config).dump(), "again.json");
+        if (again.ops.size() != config.ops.size()) __builtin_trap();
+    } catch (const ipex::Error &e) {
+        if (e.code() != ipex::ExitCode::bad_input) __builtin_trap();
+    }
+    return 0;
+}
