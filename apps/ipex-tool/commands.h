@@ -25,6 +25,7 @@ Runner setup_inspect(CLI::App &sub);
 Runner setup_optimize(CLI::App &sub);
 Runner setup_verify(CLI::App &sub);
 Runner setup_bench(CLI::App &sub);
+Runner setup_import(CLI::App &sub);
 
 // Options every subcommand takes: --quiet, --verbose.
 void add_common_options(CLI::App &sub);

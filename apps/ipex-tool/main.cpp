@@ -18,6 +18,7 @@ const std::vector<Command> &commands() {
         {"optimize", "optimize a TorchScript model for inference on this CPU", setup_optimize},
         {"verify", "run two models on the same inputs and compare their outputs", setup_verify},
         {"bench", "time a model, optionally side by side with a baseline", setup_bench},
+        {"import", "convert a GPTQ/AWQ checkpoint into a weight-only checkpoint", setup_import},
     };
     return table;
 }

@@ -116,6 +116,8 @@ std::optional<QuantConfig> detect_quant_config(const std::string &dir) {
         std::ostringstream ss;
         ss << in.rdbuf();
         QuantConfig c = parse_quant_config(ss.str(), path);
+        // AutoGPTQ's file states no method: it is GPTQ by name.
+        if (c.method.empty() && c.bits != 0 && std::string(name) == "quantize_config.json") c.method = "gptq";
         if (!c.method.empty() || c.bits != 0) return c;
     }
     return std::nullopt;
