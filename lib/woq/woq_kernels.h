@@ -1,0 +1,63 @@
+// Inner kernels of ipex::woq_linear on raw pointers (no libtorch types, so that the AVX-512
+// translation unit holds nothing but its own code). Weights are in the layout of
+// woq_layout.h; every kernel handles output channels [n_begin, n_end) for all rows of x.
+#pragma once
+
+#include <cstdint>
+
+namespace ipex::woq::kernels {
+
+struct WeightView {
+    const uint8_t *qweight;   // [N, row_bytes]
+    const float *scales;      // [N, groups]
+    const float *zeros;       // [N, groups]
+    int64_t n = 0;            // output channels
+    int64_t k = 0;            // input channels
+    int64_t kp = 0;           // padded input channels (multiple of 32)
+    int64_t groups = 0;
+    int64_t group_size = 0;
+    int bits = 4;
+
+    int64_t row_bytes() const { return bits == 4 ? kp / 2 : kp; }
+    // Groups that span whole 32-channel blocks (what the vector kernels need).
+    bool block_aligned() const { return groups == 1 || group_size % 32 == 0; }
+};
+
+// out[m, n] = sum_k x[m, k] W[n, k] for fp32 activations x [m, kp] (zero padded) whose group
+// sums (over the real channels) are xsum [m, groups]. out has row stride ldo.
+struct GemvF32 {
+    const float *x;
+    const float *xsum;
+    int64_t m;
+    float *out;
+    int64_t ldo;
+};
+
+// The same with activations quantized per row: x ~ xq [m, kp] (int8, zero padded) * xscale[m],
+// xsum [m, groups] the int32 group sums of xq.
+struct GemvS8 {
+    const int8_t *xq;
+    const float *xscale;
+    const int32_t *xsum;
+    int64_t m;
+    float *out;
+    int64_t ldo;
+};
+
+// Portable versions: any group size.
+void gemv_f32_ref(const WeightView &w, const GemvF32 &a, int64_t n_begin, int64_t n_end);
+void gemv_s8_ref(const WeightView &w, const GemvS8 &a, int64_t n_begin, int64_t n_end);
+// Dequantized rows n_begin..n_end into dst (row stride ld, K columns): fp32 or bf16 bits.
+void dequant_f32_ref(const WeightView &w, float *dst, int64_t ld, int64_t n_begin, int64_t n_end);
+void dequant_bf16_ref(const WeightView &w, uint16_t *dst, int64_t ld, int64_t n_begin, int64_t n_end);
+
+// AVX-512 versions (need w.block_aligned()); call only when avx512_usable() / vnni_usable().
+bool avx512_usable();  // AVX512F/BW/VL with the OS saving the state
+bool vnni_usable();    // and AVX512-VNNI
+bool bf16_usable();    // and AVX512-BF16
+void gemv_f32_avx512(const WeightView &w, const GemvF32 &a, int64_t n_begin, int64_t n_end);
+void gemv_s8_avx512vnni(const WeightView &w, const GemvS8 &a, int64_t n_begin, int64_t n_end);
+void dequant_f32_avx512(const WeightView &w, float *dst, int64_t ld, int64_t n_begin, int64_t n_end);
+void dequant_bf16_avx512(const WeightView &w, uint16_t *dst, int64_t ld, int64_t n_begin, int64_t n_end);
+
+}  // namespace ipex::woq::kernels

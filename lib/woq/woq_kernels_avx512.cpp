@@ -1,0 +1,204 @@
+// AVX-512 kernels of ipex::woq_linear. This file is compiled with -mavx512f -mavx512bw
+// -mavx512vl -mavx512bf16 -mavx512vnni -mfma; callers check kernels::avx512_usable() and friends
+// first. It includes no libtorch header, so no inline library code is built with these flags.
+//
+// Batch-1 decode reads each weight once: int4 nibbles are widened and converted in
+// registers, four output channels share every activation load, the per-group dot products
+// are scaled once per group, and the zero points are folded in through the group sums of x:
+//   y[n] = sum_g s[n,g] * (sum_{k in g} q[n,k] x[k] - z[n,g] * sum_{k in g} x[k]).
+#include <immintrin.h>
+
+#include "woq/woq_kernels.h"
+#include "woq/woq_layout.h"
+
+namespace ipex::woq::kernels {
+namespace {
+
+constexpr int kRows = 4;  // output channels per step
+
+int64_t blocks_per_group(const WeightView &w) { return (w.groups == 1 ? w.kp : w.group_size) / kBlock; }
+int64_t block_bytes(const WeightView &w) { return w.bits == 4 ? kBlock / 2 : kBlock; }
+
+// The 32 weights of one block as two vectors of 16 floats (channels 0-15 and 16-31).
+template <int kBits>
+inline void load_block_f32(const uint8_t *src, __m512 &lo, __m512 &hi) {
+    if constexpr (kBits == 4) {
+        const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src)));
+        lo = _mm512_cvtepi32_ps(_mm512_and_si512(v, _mm512_set1_epi32(0x0f)));
+        hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(v, 4));
+    } else {
+        lo = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src))));
+        hi = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src + 16))));
+    }
+}
+
+// The 32 weights of one block as 32 unsigned bytes in channel order.
+template <int kBits>
+inline __m256i load_block_u8(const uint8_t *src) {
+    if constexpr (kBits == 4) {
+        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src));
+        const __m128i mask = _mm_set1_epi8(0x0f);
+        const __m128i lo = _mm_and_si128(b, mask);
+        const __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), mask);
+        return _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+    } else {
+        return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(src));
+    }
+}
+
+template <int kBits, int kR>
+void gemv_f32_rows(const WeightView &w, const GemvF32 &a, int64_t n) {
+    const int64_t rb = w.row_bytes(), bpg = blocks_per_group(w), bb = block_bytes(w);
+    const uint8_t *rows[kR];
+    for (int r = 0; r < kR; ++r) rows[r] = w.qweight + (n + r) * rb;
+    for (int64_t m = 0; m < a.m; ++m) {
+        const float *x = a.x + m * w.kp;
+        const float *xsum = a.xsum + m * w.groups;
+        __m512 acc[kR];
+        float corr[kR];
+        for (int r = 0; r < kR; ++r) {
+            acc[r] = _mm512_setzero_ps();
+            corr[r] = 0.f;
+        }
+        for (int64_t g = 0; g < w.groups; ++g) {
+            __m512 ga[kR];
+            for (int r = 0; r < kR; ++r) ga[r] = _mm512_setzero_ps();
+            for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) {
+                const __m512 x0 = _mm512_loadu_ps(x + b * kBlock);
+                const __m512 x1 = _mm512_loadu_ps(x + b * kBlock + 16);
+                for (int r = 0; r < kR; ++r) {
+                    __m512 lo, hi;
+                    load_block_f32<kBits>(rows[r] + b * bb, lo, hi);
+                    ga[r] = _mm512_fmadd_ps(lo, x0, ga[r]);
+                    ga[r] = _mm512_fmadd_ps(hi, x1, ga[r]);
+                }
+            }
+            for (int r = 0; r < kR; ++r) {
+                const float s = w.scales[(n + r) * w.groups + g];
+                acc[r] = _mm512_fmadd_ps(ga[r], _mm512_set1_ps(s), acc[r]);
+                corr[r] += s * w.zeros[(n + r) * w.groups + g] * xsum[g];
+            }
+        }
+        for (int r = 0; r < kR; ++r) a.out[m * a.ldo + n + r] = _mm512_reduce_add_ps(acc[r]) - corr[r];
+    }
+}
+
+template <int kBits, int kR>
+void gemv_s8_rows(const WeightView &w, const GemvS8 &a, int64_t n) {
+    const int64_t rb = w.row_bytes(), bpg = blocks_per_group(w), bb = block_bytes(w);
+    const uint8_t *rows[kR];
+    for (int r = 0; r < kR; ++r) rows[r] = w.qweight + (n + r) * rb;
+    for (int64_t m = 0; m < a.m; ++m) {
+        const int8_t *x = a.xq + m * w.kp;
+        const int32_t *xsum = a.xsum + m * w.groups;
+        __m256 acc[kR];
+        float corr[kR];
+        for (int r = 0; r < kR; ++r) {
+            acc[r] = _mm256_setzero_ps();
+            corr[r] = 0.f;
+        }
+        for (int64_t g = 0; g < w.groups; ++g) {
+            __m256i ga[kR];
+            for (int r = 0; r < kR; ++r) ga[r] = _mm256_setzero_si256();
+            for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) {
+                const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x + b * kBlock));
+                for (int r = 0; r < kR; ++r)
+                    ga[r] = _mm256_dpbusd_epi32(ga[r], load_block_u8<kBits>(rows[r] + b * bb), xv);
+            }
+            for (int r = 0; r < kR; ++r) {
+                const float s = w.scales[(n + r) * w.groups + g];
+                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ga[r]), _mm256_set1_ps(s), acc[r]);
+                corr[r] += s * w.zeros[(n + r) * w.groups + g] * static_cast<float>(xsum[g]);
+            }
+        }
+        for (int r = 0; r < kR; ++r) {
+            const __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc[r]), _mm256_extractf128_ps(acc[r], 1));
+            const __m128 q = _mm_add_ps(h, _mm_movehl_ps(h, h));
+            const float sum = _mm_cvtss_f32(_mm_add_ss(q, _mm_movehdup_ps(q)));
+            a.out[m * a.ldo + n + r] = (sum - corr[r]) * a.xscale[m];
+        }
+    }
+}
+
+template <int kBits>
+void gemv_f32_range(const WeightView &w, const GemvF32 &a, int64_t n0, int64_t n1) {
+    int64_t n = n0;
+    for (; n + kRows <= n1; n += kRows) gemv_f32_rows<kBits, kRows>(w, a, n);
+    for (; n < n1; ++n) gemv_f32_rows<kBits, 1>(w, a, n);
+}
+
+template <int kBits>
+void gemv_s8_range(const WeightView &w, const GemvS8 &a, int64_t n0, int64_t n1) {
+    int64_t n = n0;
+    for (; n + kRows <= n1; n += kRows) gemv_s8_rows<kBits, kRows>(w, a, n);
+    for (; n < n1; ++n) gemv_s8_rows<kBits, 1>(w, a, n);
+}
+
+// One dequantized row as fp32 (all kp channels; the caller's row holds at least kp).
+template <int kBits>
+void dequant_row(const WeightView &w, int64_t n, float *dst) {
+    const int64_t bpg = blocks_per_group(w), bb = block_bytes(w);
+    const uint8_t *row = w.qweight + n * w.row_bytes();
+    for (int64_t g = 0; g < w.groups; ++g) {
+        const __m512 s = _mm512_set1_ps(w.scales[n * w.groups + g]);
+        const __m512 z = _mm512_set1_ps(w.zeros[n * w.groups + g]);
+        for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) {
+            __m512 lo, hi;
+            load_block_f32<kBits>(row + b * bb, lo, hi);
+            _mm512_storeu_ps(dst + b * kBlock, _mm512_mul_ps(_mm512_sub_ps(lo, z), s));
+            _mm512_storeu_ps(dst + b * kBlock + 16, _mm512_mul_ps(_mm512_sub_ps(hi, z), s));
+        }
+    }
+}
+
+}  // namespace
+
+void gemv_f32_avx512(const WeightView &w, const GemvF32 &a, int64_t n_begin, int64_t n_end) {
+    if (w.bits == 4) gemv_f32_range<4>(w, a, n_begin, n_end);
+    else gemv_f32_range<8>(w, a, n_begin, n_end);
+}
+
+void gemv_s8_avx512vnni(const WeightView &w, const GemvS8 &a, int64_t n_begin, int64_t n_end) {
+    if (w.bits == 4) gemv_s8_range<4>(w, a, n_begin, n_end);
+    else gemv_s8_range<8>(w, a, n_begin, n_end);
+}
+
+// Heap scratch for one padded row (raw new/delete: no inline library templates in this file).
+struct Scratch {
+    explicit Scratch(int64_t n) : data(new float[n]) {}
+    ~Scratch() { delete[] data; }
+    float *data;
+};
+
+void dequant_f32_avx512(const WeightView &w, float *dst, int64_t ld, int64_t n_begin, int64_t n_end) {
+    Scratch tmp(w.kp);
+    for (int64_t n = n_begin; n < n_end; ++n) {
+        float *row = w.kp == w.k ? dst + n * ld : tmp.data;
+        if (w.bits == 4) dequant_row<4>(w, n, row);
+        else dequant_row<8>(w, n, row);
+        if (row == tmp.data)
+            for (int64_t k = 0; k < w.k; ++k) dst[n * ld + k] = tmp.data[k];
+    }
+}
+
+void dequant_bf16_avx512(const WeightView &w, uint16_t *dst, int64_t ld, int64_t n_begin, int64_t n_end) {
+    Scratch tmp(w.kp);
+    for (int64_t n = n_begin; n < n_end; ++n) {
+        if (w.bits == 4) dequant_row<4>(w, n, tmp.data);
+        else dequant_row<8>(w, n, tmp.data);
+        uint16_t *row = dst + n * ld;
+        int64_t k = 0;
+        for (; k + 16 <= w.k; k += 16) {
+            const __m256i v = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_loadu_ps(tmp.data + k)));
+            _mm256_storeu_si256(reinterpret_cast<__m256i *>(row + k), v);
+        }
+        if (k < w.k) {
+            const __mmask16 mask = static_cast<__mmask16>((1u << (w.k - k)) - 1);
+            const __m256i v =
+                reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(mask, tmp.data + k)));
+            _mm256_mask_storeu_epi16(row + k, mask, v);
+        }
+    }
+}
+
+}  // namespace ipex::woq::kernels
