@@ -11,6 +11,7 @@
 #include "core/tensor_spec.h"
 #include "model/inspect.h"
 #include "model/load.h"
+#include "optimize_woq.h"
 #include "passes/graph_utils.h"
 #include "passes/pipeline.h"
 
@@ -28,7 +29,8 @@ struct OptimizeArgs {
     uint64_t seed = 0;
     std::string report;
     std::string fp32_math_mode = "fp32";
-    std::string qconfig, lowp_checkpoint, woq_dtype, lowp_mode;
+    std::string qconfig;
+    WoqArgs woq;  // --low-precision-checkpoint, --woq-dtype, --group-size, --lowp-mode, --allow-partial
 };
 
 std::string absolute(const std::string &path) {
@@ -51,9 +53,6 @@ uint64_t file_size(const std::string &path) {
 void reject_later_work(const OptimizeArgs &a) {
     const std::pair<const std::string *, const char *> later[] = {
         {&a.qconfig, "--qconfig (INT8 quantization)"},
-        {&a.lowp_checkpoint, "--low-precision-checkpoint (weight-only quantization)"},
-        {&a.woq_dtype, "--woq-dtype (weight-only quantization)"},
-        {&a.lowp_mode, "--lowp-mode (weight-only quantization)"},
     };
     for (const auto &[value, what] : later)
         if (!value->empty())
@@ -89,6 +88,8 @@ int run_optimize(const OptimizeArgs &a) {
         model::run_forward(probe, clone_inputs(options.sample_inputs), "'" + a.in + "'");
     }
 
+    const auto woq = add_woq_pass(a.woq, a.dtype, options, input.module);
+
     passes::OptimizeResult result = passes::optimize_module(input.module, options);
 
     nlohmann::json pass_counts = nlohmann::json::object();
@@ -100,7 +101,7 @@ int run_optimize(const OptimizeArgs &a) {
         {"dtype", a.dtype},
         {"level", a.level},
         {"keep_dtype", a.keep_dtype},
-        {"portable", true},
+        {"portable", !woq},
         {"source", absolute(a.in)},
         {"source_bytes", input.bytes},
         {"sample_inputs", describe_inputs(options.sample_inputs)},
@@ -119,6 +120,7 @@ int run_optimize(const OptimizeArgs &a) {
         {"before", passes::op_histogram(*model::inlined_forward(input.module))},
         {"after", passes::op_histogram(*model::inlined_forward(result.module))}};
     report["bytes"] = {{"before", input.bytes}, {"after", file_size(a.out)}};
+    if (woq) report["woq"] = woq->to_json();
     report["elapsed_ms"] =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (!a.report.empty()) write_text_atomically(a.report, report.dump(2) + "\n");
@@ -163,10 +165,7 @@ Runner setup_optimize(CLI::App &sub) {
         ->check(CLI::IsMember({"fp32", "bf32"}))
         ->capture_default_str();
     sub.add_option("--qconfig", a->qconfig, "INT8 qconfig (not available in this version)");
-    sub.add_option("--low-precision-checkpoint", a->lowp_checkpoint,
-                   "GPTQ/AWQ checkpoint (not available in this version)");
-    sub.add_option("--woq-dtype", a->woq_dtype, "int4|int8 (not available in this version)");
-    sub.add_option("--lowp-mode", a->lowp_mode, "auto|fp32|bf16|int8 (not available in this version)");
+    add_woq_options(sub, a->woq);
     return [a] { return run_optimize(*a); };
 }
 

@@ -161,7 +161,7 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
     result.report["mode"] = options.portable ? "portable" : "portable (prepacked ops not available yet)";
 
     // O0 writes the model unchanged unless an explicit flag asks for something.
-    bool any_requested = options.dtype != "fp32";
+    bool any_requested = options.dtype != "fp32" || !options.early_passes.empty();
     for (const auto &k : knobs()) any_requested |= k.available && knob_enabled(k, options);
     if (options.level == "O0" && !any_requested) {
         result.module = input.clone();
@@ -210,6 +210,13 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
 
     GraphPtr graph = result.module.get_method("forward").graph();
     if (!options.sample_inputs.empty()) specialize_inputs(graph, options.sample_inputs);
+
+    for (const auto &early : options.early_passes) {
+        start = Clock::now();
+        const PassResult r = early.run(graph);
+        if (r.changed) cleanup(graph);
+        passes.push_back(applied_entry(early.name, r, ms_since(start)));
+    }
 
     const at::ScalarType lowp = options.dtype == "bf16" ? at::kBFloat16 : at::kHalf;
     const std::map<std::string, std::function<PassResult(GraphPtr &)>> runners = {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/script.h>
 
+#include "core/errors.h"
 #include "woq/woq_format.h"
 #include "woq/woq_kernels.h"
 #include "woq/woq_linear.h"
@@ -128,4 +129,19 @@ TEST(WoqFormat, ActOrderRegroupsToTheGcdOfGroupRuns) {
     const at::Tensor want = at::tensor({(0 - 3) * 2.0f, (1 - 1) * 0.5f, (2 - 1) * 0.5f, (3 - 3) * 2.0f,
                                         (4 - 1) * 0.5f, (5 - 1) * 0.5f}).unsqueeze(0);
     EXPECT_TRUE(at::equal(ipex::woq::dequantize(l), want)) << ipex::woq::dequantize(l);
+}
+
+TEST(WoqFormat, RoundToNearestErrorIsAtMostHalfAStep) {
+    at::manual_seed(12);
+    const at::Tensor w = at::randn({24, 128});
+    for (const int bits : {4, 8})
+        for (const int64_t gs : {int64_t(32), int64_t(-1)}) {
+            const WoqLayer l = ipex::woq::quantize_rtn("l", w, at::Tensor(), bits, gs);
+            const int64_t g = gs == -1 ? 128 : gs;
+            const at::Tensor step = l.scales.repeat_interleave(g, 1);
+            const at::Tensor err = (ipex::woq::dequantize(l) - w).abs();
+            EXPECT_TRUE((err <= step * 0.5 + 1e-6).all().item<bool>()) << "bits " << bits << " gs " << gs;
+            EXPECT_GT(err.max().item<float>(), 0.f);
+        }
+    EXPECT_THROW(ipex::woq::quantize_rtn("l", w, at::Tensor(), 4, 48), ipex::Error);
 }
