@@ -44,10 +44,20 @@ struct GemvS8 {
     int64_t ldo;
 };
 
+// bf16 activations: x [m, kp] as bf16 bits (zero padded), xsum [m, groups] their group sums.
+struct GemvBF16 {
+    const uint16_t *x;
+    const float *xsum;
+    int64_t m;
+    float *out;
+    int64_t ldo;
+};
+
 // Portable versions: any group size.
 void gemv_f32_ref(const WeightView &w, const GemvF32 &a, int64_t n_begin, int64_t n_end);
 void gemv_s8_ref(const WeightView &w, const GemvS8 &a, int64_t n_begin, int64_t n_end);
-// Dequantized rows n_begin..n_end into dst (row stride ld, K columns): fp32 or bf16 bits.
+// Rows n_begin..n_end dequantized (fp32, or bf16 bits): row n at dst + (n - n_begin) * ld,
+// K columns.
 void dequant_f32_ref(const WeightView &w, float *dst, int64_t ld, int64_t n_begin, int64_t n_end);
 void dequant_bf16_ref(const WeightView &w, uint16_t *dst, int64_t ld, int64_t n_begin, int64_t n_end);
 
@@ -55,8 +65,12 @@ void dequant_bf16_ref(const WeightView &w, uint16_t *dst, int64_t ld, int64_t n_
 bool avx512_usable();  // AVX512F/BW/VL with the OS saving the state
 bool vnni_usable();    // and AVX512-VNNI
 bool bf16_usable();    // and AVX512-BF16
+// fp32: one x row as a dot product per weight row; several rows in tiles that reuse each
+// converted weight block for four rows of x.
 void gemv_f32_avx512(const WeightView &w, const GemvF32 &a, int64_t n_begin, int64_t n_end);
 void gemv_s8_avx512vnni(const WeightView &w, const GemvS8 &a, int64_t n_begin, int64_t n_end);
+// int4 weights only; needs bf16_usable(). Nibbles become bf16 through a lookup, VDPBF16PS.
+void gemv_bf16_avx512(const WeightView &w, const GemvBF16 &a, int64_t n_begin, int64_t n_end);
 void dequant_f32_avx512(const WeightView &w, float *dst, int64_t ld, int64_t n_begin, int64_t n_end);
 void dequant_bf16_avx512(const WeightView &w, uint16_t *dst, int64_t ld, int64_t n_begin, int64_t n_end);
 

@@ -83,6 +83,106 @@ void gemv_f32_rows(const WeightView &w, const GemvF32 &a, int64_t n) {
     }
 }
 
+// kR weight rows x kM activation rows: each weight block is converted and scaled once and
+// used for kM rows of x.
+template <int kBits, int kR, int kM>
+void gemm_f32_tile(const WeightView &w, const GemvF32 &a, int64_t n, int64_t m0) {
+    const int64_t rb = w.row_bytes(), bpg = blocks_per_group(w), bb = block_bytes(w);
+    __m512 acc[kR][kM];
+    float corr[kR][kM];
+    for (int r = 0; r < kR; ++r)
+        for (int i = 0; i < kM; ++i) {
+            acc[r][i] = _mm512_setzero_ps();
+            corr[r][i] = 0.f;
+        }
+    for (int64_t g = 0; g < w.groups; ++g) {
+        __m512 sv[kR];
+        for (int r = 0; r < kR; ++r) {
+            const float s = w.scales[(n + r) * w.groups + g];
+            const float sz = s * w.zeros[(n + r) * w.groups + g];
+            sv[r] = _mm512_set1_ps(s);
+            for (int i = 0; i < kM; ++i) corr[r][i] += sz * a.xsum[(m0 + i) * w.groups + g];
+        }
+        for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) {
+            __m512 lo[kR], hi[kR];
+            for (int r = 0; r < kR; ++r) {
+                load_block_f32<kBits>(w.qweight + (n + r) * rb + b * bb, lo[r], hi[r]);
+                lo[r] = _mm512_mul_ps(lo[r], sv[r]);
+                hi[r] = _mm512_mul_ps(hi[r], sv[r]);
+            }
+            for (int i = 0; i < kM; ++i) {
+                const float *x = a.x + (m0 + i) * w.kp + b * kBlock;
+                const __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16);
+                for (int r = 0; r < kR; ++r) {
+                    acc[r][i] = _mm512_fmadd_ps(lo[r], x0, acc[r][i]);
+                    acc[r][i] = _mm512_fmadd_ps(hi[r], x1, acc[r][i]);
+                }
+            }
+        }
+    }
+    for (int r = 0; r < kR; ++r)
+        for (int i = 0; i < kM; ++i) a.out[(m0 + i) * a.ldo + n + r] = _mm512_reduce_add_ps(acc[r][i]) - corr[r][i];
+}
+
+template <int kBits, int kR>
+void gemm_f32_rows(const WeightView &w, const GemvF32 &a, int64_t n) {
+    constexpr int kTileM = 4;
+    int64_t m = 0;
+    for (; m + kTileM <= a.m; m += kTileM) gemm_f32_tile<kBits, kR, kTileM>(w, a, n, m);
+    switch (a.m - m) {
+    case 3: gemm_f32_tile<kBits, kR, 3>(w, a, n, m); break;
+    case 2: gemm_f32_tile<kBits, kR, 2>(w, a, n, m); break;
+    case 1: gemm_f32_tile<kBits, kR, 1>(w, a, n, m); break;
+    default: break;
+    }
+}
+
+// bf16 values of 0..15 (entries 16..31 repeat them), the lookup for int4 nibbles.
+alignas(64) constexpr uint16_t kBf16OfNibble[32] = {
+    0x0000, 0x3f80, 0x4000, 0x4040, 0x4080, 0x40a0, 0x40c0, 0x40e0, 0x4100, 0x4110, 0x4120,
+    0x4130, 0x4140, 0x4150, 0x4160, 0x4170, 0x0000, 0x3f80, 0x4000, 0x4040, 0x4080, 0x40a0,
+    0x40c0, 0x40e0, 0x4100, 0x4110, 0x4120, 0x4130, 0x4140, 0x4150, 0x4160, 0x4170};
+
+template <int kR>
+void gemv_bf16_rows(const WeightView &w, const GemvBF16 &a, int64_t n) {
+    const int64_t rb = w.row_bytes(), bpg = blocks_per_group(w);
+    const __m512i lut = _mm512_load_si512(kBf16OfNibble);
+    const __m128i mask = _mm_set1_epi8(0x0f);
+    const uint8_t *rows[kR];
+    for (int r = 0; r < kR; ++r) rows[r] = w.qweight + (n + r) * rb;
+    for (int64_t m = 0; m < a.m; ++m) {
+        const uint16_t *x = a.x + m * w.kp;
+        const float *xsum = a.xsum + m * w.groups;
+        __m512 acc[kR];
+        float corr[kR];
+        for (int r = 0; r < kR; ++r) {
+            acc[r] = _mm512_setzero_ps();
+            corr[r] = 0.f;
+        }
+        for (int64_t g = 0; g < w.groups; ++g) {
+            __m512 ga[kR];
+            for (int r = 0; r < kR; ++r) ga[r] = _mm512_setzero_ps();
+            for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) {
+                const __m512bh xv = (__m512bh)_mm512_loadu_si512(x + b * kBlock);
+                for (int r = 0; r < kR; ++r) {
+                    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i *>(rows[r] + b * (kBlock / 2)));
+                    const __m128i lo = _mm_and_si128(bytes, mask);
+                    const __m128i hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), mask);
+                    const __m512i idx = _mm512_cvtepu8_epi16(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
+                    const __m512bh wv = (__m512bh)_mm512_permutexvar_epi16(idx, lut);
+                    ga[r] = _mm512_dpbf16_ps(ga[r], wv, xv);
+                }
+            }
+            for (int r = 0; r < kR; ++r) {
+                const float s = w.scales[(n + r) * w.groups + g];
+                acc[r] = _mm512_fmadd_ps(ga[r], _mm512_set1_ps(s), acc[r]);
+                corr[r] += s * w.zeros[(n + r) * w.groups + g] * xsum[g];
+            }
+        }
+        for (int r = 0; r < kR; ++r) a.out[m * a.ldo + n + r] = _mm512_reduce_add_ps(acc[r]) - corr[r];
+    }
+}
+
 template <int kBits, int kR>
 void gemv_s8_rows(const WeightView &w, const GemvS8 &a, int64_t n) {
     const int64_t rb = w.row_bytes(), bpg = blocks_per_group(w), bb = block_bytes(w);
@@ -123,8 +223,13 @@ void gemv_s8_rows(const WeightView &w, const GemvS8 &a, int64_t n) {
 template <int kBits>
 void gemv_f32_range(const WeightView &w, const GemvF32 &a, int64_t n0, int64_t n1) {
     int64_t n = n0;
-    for (; n + kRows <= n1; n += kRows) gemv_f32_rows<kBits, kRows>(w, a, n);
-    for (; n < n1; ++n) gemv_f32_rows<kBits, 1>(w, a, n);
+    if (a.m == 1) {
+        for (; n + kRows <= n1; n += kRows) gemv_f32_rows<kBits, kRows>(w, a, n);
+        for (; n < n1; ++n) gemv_f32_rows<kBits, 1>(w, a, n);
+        return;
+    }
+    for (; n + kRows <= n1; n += kRows) gemm_f32_rows<kBits, kRows>(w, a, n);
+    for (; n < n1; ++n) gemm_f32_rows<kBits, 1>(w, a, n);
 }
 
 template <int kBits>
@@ -158,6 +263,12 @@ void gemv_f32_avx512(const WeightView &w, const GemvF32 &a, int64_t n_begin, int
     else gemv_f32_range<8>(w, a, n_begin, n_end);
 }
 
+void gemv_bf16_avx512(const WeightView &w, const GemvBF16 &a, int64_t n_begin, int64_t n_end) {
+    int64_t n = n_begin;
+    for (; n + kRows <= n_end; n += kRows) gemv_bf16_rows<kRows>(w, a, n);
+    for (; n < n_end; ++n) gemv_bf16_rows<1>(w, a, n);
+}
+
 void gemv_s8_avx512vnni(const WeightView &w, const GemvS8 &a, int64_t n_begin, int64_t n_end) {
     if (w.bits == 4) gemv_s8_range<4>(w, a, n_begin, n_end);
     else gemv_s8_range<8>(w, a, n_begin, n_end);
@@ -173,20 +284,54 @@ struct Scratch {
 void dequant_f32_avx512(const WeightView &w, float *dst, int64_t ld, int64_t n_begin, int64_t n_end) {
     Scratch tmp(w.kp);
     for (int64_t n = n_begin; n < n_end; ++n) {
-        float *row = w.kp == w.k ? dst + n * ld : tmp.data;
-        if (w.bits == 4) dequant_row<4>(w, n, row);
-        else dequant_row<8>(w, n, row);
-        if (row == tmp.data)
-            for (int64_t k = 0; k < w.k; ++k) dst[n * ld + k] = tmp.data[k];
+        float *row = dst + (n - n_begin) * ld;
+        float *target = w.kp == w.k ? row : tmp.data;
+        if (w.bits == 4) dequant_row<4>(w, n, target);
+        else dequant_row<8>(w, n, target);
+        if (target != row)
+            for (int64_t k = 0; k < w.k; ++k) row[k] = tmp.data[k];
+    }
+}
+
+// int4 rows to bf16 through a per-group table: entry i = bf16((i - zero) * scale), so each
+// block of 32 weights is one lookup (VPERMW) of its nibbles. Same rounding as converting the
+// fp32 product: the table entries are those products rounded to nearest even.
+static void dequant_bf16_int4_row(const WeightView &w, int64_t n, uint16_t *dst) {
+    const int64_t bpg = blocks_per_group(w);
+    const uint8_t *row = w.qweight + n * w.row_bytes();
+    const __m128i mask = _mm_set1_epi8(0x0f);
+    const __m512 iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (int64_t g = 0; g < w.groups; ++g) {
+        const __m512 v = _mm512_mul_ps(_mm512_sub_ps(iota, _mm512_set1_ps(w.zeros[n * w.groups + g])),
+                                       _mm512_set1_ps(w.scales[n * w.groups + g]));
+        const __m256i half = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v));
+        const __m512i lut = _mm512_inserti64x4(_mm512_castsi256_si512(half), half, 1);
+        for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) {
+            const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i *>(row + b * (kBlock / 2)));
+            const __m128i lo = _mm_and_si128(bytes, mask);
+            const __m128i hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), mask);
+            const __m512i idx = _mm512_cvtepu8_epi16(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
+            const __m512i out = _mm512_permutexvar_epi16(idx, lut);
+            const int64_t k0 = b * kBlock;
+            if (k0 + kBlock <= w.k) {
+                _mm512_storeu_si512(dst + k0, out);
+            } else if (k0 < w.k) {
+                const __mmask32 keep = static_cast<__mmask32>((uint64_t(1) << (w.k - k0)) - 1);
+                _mm512_mask_storeu_epi16(dst + k0, keep, out);
+            }
+        }
     }
 }
 
 void dequant_bf16_avx512(const WeightView &w, uint16_t *dst, int64_t ld, int64_t n_begin, int64_t n_end) {
+    if (w.bits == 4) {
+        for (int64_t n = n_begin; n < n_end; ++n) dequant_bf16_int4_row(w, n, dst + (n - n_begin) * ld);
+        return;
+    }
     Scratch tmp(w.kp);
     for (int64_t n = n_begin; n < n_end; ++n) {
-        if (w.bits == 4) dequant_row<4>(w, n, tmp.data);
-        else dequant_row<8>(w, n, tmp.data);
-        uint16_t *row = dst + n * ld;
+        dequant_row<8>(w, n, tmp.data);
+        uint16_t *row = dst + (n - n_begin) * ld;
         int64_t k = 0;
         for (; k + 16 <= w.k; k += 16) {
             const __m256i v = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_loadu_ps(tmp.data + k)));

@@ -70,7 +70,7 @@ void dequant_f32_ref(const WeightView &w, float *dst, int64_t ld, int64_t n_begi
         const uint8_t *row = w.qweight + n * w.row_bytes();
         for (int64_t k = 0; k < w.k; ++k) {
             const int64_t g = k / w.group_size;
-            dst[n * ld + k] = (weight_q(w, row, k) - w.zeros[n * w.groups + g]) * w.scales[n * w.groups + g];
+            dst[(n - n_begin) * ld + k] = (weight_q(w, row, k) - w.zeros[n * w.groups + g]) * w.scales[n * w.groups + g];
         }
     }
 }
@@ -81,7 +81,7 @@ void dequant_bf16_ref(const WeightView &w, uint16_t *dst, int64_t ld, int64_t n_
         for (int64_t k = 0; k < w.k; ++k) {
             const int64_t g = k / w.group_size;
             const float v = (weight_q(w, row, k) - w.zeros[n * w.groups + g]) * w.scales[n * w.groups + g];
-            dst[n * ld + k] = c10::BFloat16(v).x;
+            dst[(n - n_begin) * ld + k] = c10::BFloat16(v).x;
         }
     }
 }

@@ -1,9 +1,13 @@
 // ipex::woq_linear: y = x W^T + b with W held int4/int8 per woq_layout.h. Registered as a
 // TorchScript op (TORCH_LIBRARY_FRAGMENT(ipex)) so optimized models call it; callable from C++.
-//   lowp_mode "fp32": fp32 activations and math.
-//   lowp_mode "bf16": small batches as fp32; from kMatmulRows rows on, the weight is
-//                     dequantized to bf16 and multiplied with oneDNN's bf16 matmul.
-//   lowp_mode "int8": activations quantized per row to int8, VNNI dot products.
+//   lowp_mode "fp32": fp32 activations and math (AVX-512 FMA; several rows share each
+//                     converted weight block); from kMatmulRows rows on, weight blocks are
+//                     dequantized to fp32 and multiplied with oneDNN's fp32 matmul.
+//   lowp_mode "bf16": activations rounded to bf16, AVX512-BF16 dot products with fp32
+//                     accumulation; from kMatmulRows rows on, weight blocks are dequantized
+//                     to bf16 and multiplied with oneDNN's bf16 matmul (AVX512-BF16/AMX).
+//   lowp_mode "int8": activations quantized per row to int8, VNNI dot products; from
+//                     kMatmulRows rows on as bf16.
 // Output has the input's dtype and shape [..., N].
 #pragma once
 

@@ -4,6 +4,9 @@
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
 #include <atomic>
 #include <string>
 
@@ -76,20 +79,91 @@ at::Tensor gemv_s8(const kernels::WeightView &w, const at::Tensor &x2d) {
     return out;
 }
 
-at::Tensor dequantized(const kernels::WeightView &w, at::ScalarType dtype) {
-    at::Tensor dst = at::empty({w.n, w.k}, dtype);
-    const bool simd = use_simd(w) && (dtype == at::kFloat || kernels::bf16_usable());
-    at::parallel_for(0, w.n, kGrainRows, [&](int64_t n0, int64_t n1) {
-        if (dtype == at::kFloat) {
-            if (simd) kernels::dequant_f32_avx512(w, dst.data_ptr<float>(), w.k, n0, n1);
-            else kernels::dequant_f32_ref(w, dst.data_ptr<float>(), w.k, n0, n1);
-        } else {
-            auto *p = reinterpret_cast<uint16_t *>(dst.data_ptr<at::BFloat16>());
-            if (simd) kernels::dequant_bf16_avx512(w, p, w.k, n0, n1);
-            else kernels::dequant_bf16_ref(w, p, w.k, n0, n1);
-        }
-    });
-    return dst;
+at::Tensor gemv_bf16(const kernels::WeightView &w, const at::Tensor &x2d) {
+    const int64_t m = x2d.size(0);
+    const at::Tensor x = pad_channels(x2d.to(at::kBFloat16), w.kp);
+    const at::Tensor xsum =
+        x.narrow(1, 0, w.k).to(at::kFloat).reshape({m, w.groups, w.group_size}).sum(2).contiguous();
+    at::Tensor out = at::empty({m, w.n}, at::kFloat);
+    const kernels::GemvBF16 a{reinterpret_cast<const uint16_t *>(x.data_ptr<at::BFloat16>()), xsum.data_ptr<float>(),
+                              m, out.data_ptr<float>(), w.n};
+    at::parallel_for(0, w.n, kGrainRows, [&](int64_t n0, int64_t n1) { kernels::gemv_bf16_avx512(w, a, n0, n1); });
+    return out;
+}
+
+// Output channels dequantized per block of the large-batch path: about half a megabyte of
+// weights, so a block stays in L2 between dequantization and the matmul.
+int64_t block_rows(int64_t k, int64_t elem) {
+    constexpr int64_t kBlockBytes = int64_t(1024) << 10;
+    const int64_t rows = kBlockBytes / (elem * k) / 16 * 16;
+    return std::max<int64_t>(16, std::min<int64_t>(256, rows));
+}
+
+const dnnl::engine &cpu_engine() {
+    static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+    return engine;
+}
+
+// oneDNN matmul dst[rows, M] (fp32) = block[rows, K] x x[M, K]^T. The weight block is the
+// matmul's source, which oneDNN reads as it is; only the small x is packed per call.
+dnnl::matmul::primitive_desc block_matmul(int64_t m, int64_t k, int64_t rows, dnnl::memory::data_type dt) {
+    using tag = dnnl::memory::format_tag;
+    const dnnl::memory::desc src({rows, k}, dt, tag::ab);
+    const dnnl::memory::desc wei({k, m}, dt, tag::ba);
+    const dnnl::memory::desc dst({rows, m}, dnnl::memory::data_type::f32, tag::ab);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, dst), attr, cpu_engine());
+}
+
+// Large batches: blocks of output channels are dequantized in turn (bf16, or fp32 in fp32
+// mode; the rows of a block spread over the threads) and multiplied with oneDNN's matmul
+// (itself parallel). A block is about half a megabyte per thread, so it is still in cache
+// when the matmul reads it.
+at::Tensor blocked_matmul(const kernels::WeightView &w, const at::Tensor &x2d, bool fp32) {
+    using tag = dnnl::memory::format_tag;
+    const at::ScalarType dtype = fp32 ? at::kFloat : at::kBFloat16;
+    const auto dt = fp32 ? dnnl::memory::data_type::f32 : dnnl::memory::data_type::bf16;
+    const at::Tensor x = x2d.to(dtype).contiguous();
+    const int64_t m = x.size(0);
+    at::Tensor out = at::empty({m, w.n}, at::kFloat);
+    const int64_t threads = std::max(1, at::get_num_threads());
+    const int64_t rows = std::min(w.n, block_rows(w.k, fp32 ? 4 : 2) * threads), blocks = (w.n + rows - 1) / rows;
+    const int64_t tail = w.n - (blocks - 1) * rows;
+    const auto full_pd = block_matmul(m, w.k, rows, dt);
+    const auto last_pd = block_matmul(m, w.k, tail, dt);
+    const dnnl::matmul full(full_pd), last(last_pd);
+    at::Tensor scratch = at::empty(
+        {static_cast<int64_t>(std::max(full_pd.scratchpad_desc().get_size(), last_pd.scratchpad_desc().get_size())) + 64},
+        at::kByte);
+    at::Tensor buf = at::empty({rows, w.k}, dtype);
+    at::Tensor part = at::empty({rows, m}, at::kFloat);
+    const bool simd = use_simd(w) && (fp32 || kernels::bf16_usable());
+    dnnl::stream stream(cpu_engine());
+    dnnl::memory xt({{w.k, m}, dt, tag::ba}, cpu_engine(), x.data_ptr());
+    for (int64_t b = 0; b < blocks; ++b) {
+        const int64_t n0 = b * rows, n1 = std::min(w.n, n0 + rows), nb = n1 - n0;
+        at::parallel_for(n0, n1, kGrainRows, [&](int64_t r0, int64_t r1) {
+            if (fp32) {
+                float *dst = buf.data_ptr<float>() + (r0 - n0) * w.k;
+                if (simd) kernels::dequant_f32_avx512(w, dst, w.k, r0, r1);
+                else kernels::dequant_f32_ref(w, dst, w.k, r0, r1);
+            } else {
+                auto *dst = reinterpret_cast<uint16_t *>(buf.data_ptr<at::BFloat16>()) + (r0 - n0) * w.k;
+                if (simd) kernels::dequant_bf16_avx512(w, dst, w.k, r0, r1);
+                else kernels::dequant_bf16_ref(w, dst, w.k, r0, r1);
+            }
+        });
+        const auto &pd = nb == rows ? full_pd : last_pd;
+        dnnl::memory wb({{nb, w.k}, dt, tag::ab}, cpu_engine(), buf.data_ptr());
+        dnnl::memory dst({{nb, m}, dnnl::memory::data_type::f32, tag::ab}, cpu_engine(), part.data_ptr());
+        dnnl::memory pad(pd.scratchpad_desc(), cpu_engine(), scratch.data_ptr());
+        (nb == rows ? full : last)
+            .execute(stream, {{DNNL_ARG_SRC, wb}, {DNNL_ARG_WEIGHTS, xt}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, pad}});
+        stream.wait();
+        out.narrow(1, n0, nb).copy_(part.narrow(0, 0, nb).t());
+    }
+    return out;
 }
 
 }  // namespace
@@ -130,12 +204,15 @@ at::Tensor woq_linear(const at::Tensor &input, const at::Tensor &qweight, const 
     const int64_t m = x2d.size(0);
     at::Tensor out;
     if (m >= kMatmulRows) {
-        const at::ScalarType dtype = mode == "fp32" ? at::kFloat : at::kBFloat16;
-        out = at::matmul(x2d.to(dtype), dequantized(w, dtype).t()).to(at::kFloat);
+        out = blocked_matmul(w, x2d, mode == "fp32");
+    } else if (mode == "fp32") {
+        out = gemv_f32(w, x2d);
     } else if (mode == "int8") {
         out = gemv_s8(w, x2d);
+    } else if (bits == 4 && use_simd(w) && kernels::bf16_usable()) {
+        out = gemv_bf16(w, x2d);
     } else {
-        out = gemv_f32(w, x2d);
+        out = gemv_f32(w, x2d.to(at::kBFloat16));
     }
     if (bias && bias->defined()) out.add_(bias->to(at::kFloat));
     std::vector<int64_t> shape = input.sizes().vec();
