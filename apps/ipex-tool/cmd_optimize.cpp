@@ -88,7 +88,7 @@ int run_optimize(const OptimizeArgs &a) {
         model::run_forward(probe, clone_inputs(options.sample_inputs), "'" + a.in + "'");
     }
 
-    const auto woq = add_woq_pass(a.woq, a.dtype, options, input.module);
+    const auto woq = add_woq_pass(a.woq, a.dtype, a.portable, options, input.module);
 
     passes::OptimizeResult result = passes::optimize_module(input.module, options);
 

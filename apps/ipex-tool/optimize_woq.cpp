@@ -34,8 +34,8 @@ void add_woq_options(CLI::App &sub, WoqArgs &a) {
                  "report instead of failing");
 }
 
-std::shared_ptr<WoqRun> add_woq_pass(const WoqArgs &a, const std::string &dtype, passes::OptimizeOptions &options,
-                                     const torch::jit::Module &model) {
+std::shared_ptr<WoqRun> add_woq_pass(const WoqArgs &a, const std::string &dtype, bool portable,
+                                     passes::OptimizeOptions &options, const torch::jit::Module &model) {
     if (a.checkpoint.empty() && a.woq_dtype.empty()) {
         if (!a.lowp_mode.empty()) throw_usage("--lowp-mode needs --low-precision-checkpoint or --woq-dtype");
         if (a.group_size != 0) throw_usage("--group-size needs --woq-dtype");
@@ -47,6 +47,8 @@ std::shared_ptr<WoqRun> add_woq_pass(const WoqArgs &a, const std::string &dtype,
     if (!a.checkpoint.empty() && a.group_size != 0)
         throw_usage("--group-size applies to --woq-dtype; the checkpoint carries its own group size");
     if (a.allow_partial && a.checkpoint.empty()) throw_usage("--allow-partial needs --low-precision-checkpoint");
+    if (portable)
+        throw_usage("weight-only linears need libipex_ops.so, so the model cannot be --portable; drop one of them");
 
     auto run = std::make_shared<WoqRun>();
     std::string mode = a.lowp_mode.empty() ? "auto" : a.lowp_mode;

@@ -35,7 +35,7 @@ void add_woq_options(CLI::App &sub, WoqArgs &args);
 // Checks the flag combination, reads the checkpoint (exit 3 on bad files) and appends the
 // replace_woq_linear pass to `options`; nullptr when no weight-only flag was given. `model`
 // (the input) must outlive the optimize run.
-std::shared_ptr<WoqRun> add_woq_pass(const WoqArgs &args, const std::string &dtype, passes::OptimizeOptions &options,
-                                     const torch::jit::Module &model);
+std::shared_ptr<WoqRun> add_woq_pass(const WoqArgs &args, const std::string &dtype, bool portable,
+                                     passes::OptimizeOptions &options, const torch::jit::Module &model);
 
 }  // namespace ipex::app

@@ -7,6 +7,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <string>
 
@@ -99,6 +100,15 @@ int64_t block_rows(int64_t k, int64_t elem) {
     return std::max<int64_t>(16, std::min<int64_t>(256, rows));
 }
 
+// Buffers of the large-batch path, kept per thread between calls: fresh megabyte buffers would
+// be page-faulted and zeroed by the kernel on every call.
+void *reusable_buffer(size_t slot, int64_t bytes) {
+    thread_local std::array<at::Tensor, 3> cache;
+    at::Tensor &t = cache.at(slot);
+    if (!t.defined() || t.numel() < bytes) t = at::empty({bytes}, at::kByte);
+    return t.data_ptr();
+}
+
 const dnnl::engine &cpu_engine() {
     static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
     return engine;
@@ -133,11 +143,11 @@ at::Tensor blocked_matmul(const kernels::WeightView &w, const at::Tensor &x2d, b
     const auto full_pd = block_matmul(m, w.k, rows, dt);
     const auto last_pd = block_matmul(m, w.k, tail, dt);
     const dnnl::matmul full(full_pd), last(last_pd);
-    at::Tensor scratch = at::empty(
-        {static_cast<int64_t>(std::max(full_pd.scratchpad_desc().get_size(), last_pd.scratchpad_desc().get_size())) + 64},
-        at::kByte);
-    at::Tensor buf = at::empty({rows, w.k}, dtype);
-    at::Tensor part = at::empty({rows, m}, at::kFloat);
+    void *scratch = reusable_buffer(
+        0, static_cast<int64_t>(std::max(full_pd.scratchpad_desc().get_size(), last_pd.scratchpad_desc().get_size())) + 64);
+    const int64_t elem = fp32 ? 4 : 2;
+    void *buf = reusable_buffer(1, rows * w.k * elem);
+    const at::Tensor part = at::from_blob(reusable_buffer(2, rows * m * 4), {rows, m}, at::kFloat);
     const bool simd = use_simd(w) && (fp32 || kernels::bf16_usable());
     dnnl::stream stream(cpu_engine());
     dnnl::memory xt({{w.k, m}, dt, tag::ba}, cpu_engine(), x.data_ptr());
@@ -145,19 +155,19 @@ at::Tensor blocked_matmul(const kernels::WeightView &w, const at::Tensor &x2d, b
         const int64_t n0 = b * rows, n1 = std::min(w.n, n0 + rows), nb = n1 - n0;
         at::parallel_for(n0, n1, kGrainRows, [&](int64_t r0, int64_t r1) {
             if (fp32) {
-                float *dst = buf.data_ptr<float>() + (r0 - n0) * w.k;
+                float *dst = static_cast<float *>(buf) + (r0 - n0) * w.k;
                 if (simd) kernels::dequant_f32_avx512(w, dst, w.k, r0, r1);
                 else kernels::dequant_f32_ref(w, dst, w.k, r0, r1);
             } else {
-                auto *dst = reinterpret_cast<uint16_t *>(buf.data_ptr<at::BFloat16>()) + (r0 - n0) * w.k;
+                uint16_t *dst = static_cast<uint16_t *>(buf) + (r0 - n0) * w.k;
                 if (simd) kernels::dequant_bf16_avx512(w, dst, w.k, r0, r1);
                 else kernels::dequant_bf16_ref(w, dst, w.k, r0, r1);
             }
         });
         const auto &pd = nb == rows ? full_pd : last_pd;
-        dnnl::memory wb({{nb, w.k}, dt, tag::ab}, cpu_engine(), buf.data_ptr());
+        dnnl::memory wb({{nb, w.k}, dt, tag::ab}, cpu_engine(), buf);
         dnnl::memory dst({{nb, m}, dnnl::memory::data_type::f32, tag::ab}, cpu_engine(), part.data_ptr());
-        dnnl::memory pad(pd.scratchpad_desc(), cpu_engine(), scratch.data_ptr());
+        dnnl::memory pad(pd.scratchpad_desc(), cpu_engine(), scratch);
         (nb == rows ? full : last)
             .execute(stream, {{DNNL_ARG_SRC, wb}, {DNNL_ARG_WEIGHTS, xt}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, pad}});
         stream.wait();

@@ -125,6 +125,7 @@ class WoqOptimizeTest(e2e.ToolTestCase):
             (("--allow-partial",), e2e.EXIT_USAGE, "--allow-partial"),
             (("--woq-dtype", "int4", "--low-precision-checkpoint", self.ckpt), e2e.EXIT_USAGE, "--woq-dtype"),
             (("--woq-dtype", "int2"), e2e.EXIT_USAGE, "int2"),
+            (("--woq-dtype", "int4", "--portable"), e2e.EXIT_USAGE, "--portable"),
             (("--low-precision-checkpoint", self.path("missing.safetensors")), e2e.EXIT_BAD_INPUT, "missing"),
             (("--low-precision-checkpoint", self.ids), e2e.EXIT_BAD_INPUT, "safetensors"),
         ]

@@ -45,7 +45,7 @@ void expect_bad(const std::string &bytes, const std::string &needle) {
     }
 }
 
-class TempDir : public ::testing::Test {
+class SafetensorsFiles : public ::testing::Test {
 protected:
     void SetUp() override {
         char tmpl[] = "/tmp/woq-st-XXXXXX";
@@ -101,7 +101,7 @@ TEST(Safetensors, RejectsMalformedHeaders) {
     expect_bad(make_file(R"({"__metadata__":{"k":1}})", ""), "not a string");
 }
 
-TEST_F(TempDir, ReadsTensorsFromFile) {
+TEST_F(SafetensorsFiles, ReadsTensorsFromFile) {
     const std::string path = write("m.safetensors", make_file(kTwo, floats({1.5f, -2.0f}) + std::string("\x07\0\0\0\xff\xff\xff\xff", 8)));
     ipex::woq::SafetensorsFile f(path);
     EXPECT_TRUE(at::equal(f.tensor("a"), at::tensor({1.5f, -2.0f})));
@@ -109,7 +109,7 @@ TEST_F(TempDir, ReadsTensorsFromFile) {
     EXPECT_EQ(code_of([&] { f.tensor("zzz"); }), ExitCode::bad_input);
 }
 
-TEST_F(TempDir, WriterRoundTripsEveryDtype) {
+TEST_F(SafetensorsFiles, WriterRoundTripsEveryDtype) {
     const std::vector<std::pair<std::string, at::Tensor>> tensors = {
         {"f32", at::randn({3, 5})},
         {"bf16", at::randn({4}).to(at::kBFloat16)},
@@ -131,7 +131,7 @@ TEST_F(TempDir, WriterRoundTripsEveryDtype) {
     }
 }
 
-TEST_F(TempDir, ReadsShardedCheckpointThroughIndex) {
+TEST_F(SafetensorsFiles, ReadsShardedCheckpointThroughIndex) {
     ipex::woq::write_safetensors(dir_ + "/s1.safetensors", {{"x", at::ones({2})}}, {});
     ipex::woq::write_safetensors(dir_ + "/s2.safetensors", {{"y", at::zeros({3})}}, {});
     write("model.safetensors.index.json",
@@ -142,7 +142,7 @@ TEST_F(TempDir, ReadsShardedCheckpointThroughIndex) {
     EXPECT_EQ(c.files().size(), 2u);
 }
 
-TEST_F(TempDir, IndexErrorsAreBadInput) {
+TEST_F(SafetensorsFiles, IndexErrorsAreBadInput) {
     ipex::woq::write_safetensors(dir_ + "/s1.safetensors", {{"x", at::ones({2})}}, {});
     const std::string wrong = write("wrong.json", R"({"weight_map":{"y":"s1.safetensors"}})");
     EXPECT_EQ(code_of([&] { ipex::woq::Checkpoint c(wrong); }), ExitCode::bad_input);
