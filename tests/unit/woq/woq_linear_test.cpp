@@ -71,6 +71,8 @@ TEST(WoqLinear, Int4Group128) { check_case({4, 64, 512, 128, false}); }
 TEST(WoqLinear, Int4PerChannelPaddedK) { check_case({4, 19, 100, -1, false}); }
 TEST(WoqLinear, Int4GroupNotBlockAligned) { check_case({4, 21, 96, 16, false}); }
 TEST(WoqLinear, Int4ActOrder) { check_case({4, 40, 128, 32, true}); }
+// Wide enough that the large-batch path runs several weight blocks and a shorter last one.
+TEST(WoqLinear, Int4SeveralMatmulBlocks) { check_case({4, 600, 4096, 128, false}); }
 TEST(WoqLinear, Int8Grouped) { check_case({8, 33, 192, 64, false}); }
 TEST(WoqLinear, Int8PerChannelPaddedK) { check_case({8, 8, 72, -1, false}); }
 
