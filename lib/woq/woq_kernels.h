@@ -45,13 +45,22 @@ struct GemvS8 {
 };
 
 // bf16 activations: x [m, kp] as bf16 bits (zero padded), xsum [m, groups] their group sums.
+// paired: x is in pair order (see bf16_pair_order) and the weights allow it.
 struct GemvBF16 {
     const uint16_t *x;
     const float *xsum;
     int64_t m;
     float *out;
     int64_t ldo;
+    bool paired = false;
 };
+
+// The pair order of the bf16 kernel: per 64 input channels (two blocks), channel
+// blk*32 + q*8 + e (q = 0..3) goes to (q % 2)*32 + (q / 2)*16 + blk*8 + e, the order in which
+// byte unpacking yields the weights. Usable when every group spans whole pairs.
+inline bool bf16_pair_order(const WeightView &w) {
+    return w.bits == 4 && (w.groups == 1 ? w.kp % 64 == 0 : w.group_size % 64 == 0);
+}
 
 // Portable versions: any group size.
 void gemv_f32_ref(const WeightView &w, const GemvF32 &a, int64_t n_begin, int64_t n_end);

@@ -21,6 +21,18 @@ std::atomic<bool> g_force_portable{false};
 
 // Output channels per parallel task.
 constexpr int64_t kGrainRows = 16;
+// Output channels per chunk of the gemv kernels, handed out to the threads on demand: a thread
+// that loses its core for a while (other processes) does not hold the others back.
+constexpr int64_t kChunkRows = 64;
+
+template <typename F>
+void for_row_chunks(int64_t n, const F &fn) {
+    const int64_t chunks = (n + kChunkRows - 1) / kChunkRows;
+    std::atomic<int64_t> next{0};
+    at::parallel_for(0, std::min<int64_t>(at::get_num_threads(), chunks), 1, [&](int64_t, int64_t) {
+        for (int64_t c = next++; c < chunks; c = next++) fn(c * kChunkRows, std::min(n, (c + 1) * kChunkRows));
+    });
+}
 
 kernels::WeightView view_of(const at::Tensor &qweight, const at::Tensor &scales, const at::Tensor &zeros, int64_t bits,
                             int64_t group_size, int64_t k) {
@@ -54,7 +66,7 @@ at::Tensor gemv_f32(const kernels::WeightView &w, const at::Tensor &x2d) {
     at::Tensor out = at::empty({m, w.n}, at::kFloat);
     const kernels::GemvF32 a{x.data_ptr<float>(), xsum.data_ptr<float>(), m, out.data_ptr<float>(), w.n};
     const bool simd = use_simd(w);
-    at::parallel_for(0, w.n, kGrainRows, [&](int64_t n0, int64_t n1) {
+    for_row_chunks(w.n, [&](int64_t n0, int64_t n1) {
         if (simd) kernels::gemv_f32_avx512(w, a, n0, n1);
         else kernels::gemv_f32_ref(w, a, n0, n1);
     });
@@ -73,7 +85,7 @@ at::Tensor gemv_s8(const kernels::WeightView &w, const at::Tensor &x2d) {
     const kernels::GemvS8 a{xq.data_ptr<int8_t>(), scale.data_ptr<float>(), xsum.data_ptr<int32_t>(), m,
                             out.data_ptr<float>(), w.n};
     const bool simd = use_simd(w) && kernels::vnni_usable();
-    at::parallel_for(0, w.n, kGrainRows, [&](int64_t n0, int64_t n1) {
+    for_row_chunks(w.n, [&](int64_t n0, int64_t n1) {
         if (simd) kernels::gemv_s8_avx512vnni(w, a, n0, n1);
         else kernels::gemv_s8_ref(w, a, n0, n1);
     });
@@ -82,13 +94,16 @@ at::Tensor gemv_s8(const kernels::WeightView &w, const at::Tensor &x2d) {
 
 at::Tensor gemv_bf16(const kernels::WeightView &w, const at::Tensor &x2d) {
     const int64_t m = x2d.size(0);
-    const at::Tensor x = pad_channels(x2d.to(at::kBFloat16), w.kp);
+    at::Tensor x = pad_channels(x2d.to(at::kBFloat16), w.kp);
     const at::Tensor xsum =
         x.narrow(1, 0, w.k).to(at::kFloat).reshape({m, w.groups, w.group_size}).sum(2).contiguous();
+    const bool paired = kernels::bf16_pair_order(w);
+    if (paired)  // [pair, blk, q/2, q%2, e] -> [pair, q%2, q/2, blk, e]
+        x = x.view({m, w.kp / 64, 2, 2, 2, 8}).permute({0, 1, 4, 3, 2, 5}).contiguous().view({m, w.kp});
     at::Tensor out = at::empty({m, w.n}, at::kFloat);
     const kernels::GemvBF16 a{reinterpret_cast<const uint16_t *>(x.data_ptr<at::BFloat16>()), xsum.data_ptr<float>(),
-                              m, out.data_ptr<float>(), w.n};
-    at::parallel_for(0, w.n, kGrainRows, [&](int64_t n0, int64_t n1) { kernels::gemv_bf16_avx512(w, a, n0, n1); });
+                              m, out.data_ptr<float>(), w.n, paired};
+    for_row_chunks(w.n, [&](int64_t n0, int64_t n1) { kernels::gemv_bf16_avx512(w, a, n0, n1); });
     return out;
 }
 
