@@ -200,48 +200,69 @@ void gemv_bf16_rows(const WeightView &w, const GemvBF16 &a, int64_t n) {
 // Two blocks per step in pair order (woq_kernels.h): the nibbles of both blocks are spread
 // over one 512-bit register and unpacked bytewise against 0x43, which makes bf16 words of
 // value 128 + q (exact), so no lookup is needed; the 128 * sum(x) this adds is taken off with
-// the zero point: y = s * (dot - (zero + 128) * sum(x)).
-template <int kR>
-void gemv_bf16_pair_rows(const WeightView &w, const GemvBF16 &a, int64_t n) {
+// the zero point: y = s * (dot - (zero + 128) * sum(x)). kM rows of x share each unpacked pair.
+template <int kR, int kM>
+void gemv_bf16_pair_tile(const WeightView &w, const GemvBF16 &a, int64_t n, int64_t m0) {
     constexpr float kBias = 128.f;
     const int64_t rb = w.row_bytes(), bpg = blocks_per_group(w);
     const __m256i mask = _mm256_set1_epi8(0x0f);
     const __m512i high = _mm512_set1_epi8(0x43);
     const uint8_t *rows[kR];
     for (int r = 0; r < kR; ++r) rows[r] = w.qweight + (n + r) * rb;
-    for (int64_t m = 0; m < a.m; ++m) {
-        const uint16_t *x = a.x + m * w.kp;
-        const float *xsum = a.xsum + m * w.groups;
-        __m512 acc[kR];
-        float corr[kR];
-        for (int r = 0; r < kR; ++r) {
-            acc[r] = _mm512_setzero_ps();
-            corr[r] = 0.f;
+    __m512 acc[kR][kM];
+    float corr[kR][kM];
+    for (int r = 0; r < kR; ++r)
+        for (int i = 0; i < kM; ++i) {
+            acc[r][i] = _mm512_setzero_ps();
+            corr[r][i] = 0.f;
         }
-        for (int64_t g = 0; g < w.groups; ++g) {
-            __m512 ga[kR];
-            for (int r = 0; r < kR; ++r) ga[r] = _mm512_setzero_ps();
-            for (int64_t b = g * bpg; b < (g + 1) * bpg; b += 2) {
-                const __m512bh x0 = (__m512bh)_mm512_loadu_si512(x + b * kBlock);
-                const __m512bh x1 = (__m512bh)_mm512_loadu_si512(x + b * kBlock + kBlock);
-                if (m == 0) prefetch_next_tile<kR>(rows, rb, b * (kBlock / 2));
-                for (int r = 0; r < kR; ++r) {
-                    const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(rows[r] + b * (kBlock / 2)));
-                    const __m256i lo = _mm256_and_si256(bytes, mask);
-                    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask);
-                    const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-                    ga[r] = _mm512_dpbf16_ps(ga[r], (__m512bh)_mm512_unpacklo_epi8(both, high), x0);
-                    ga[r] = _mm512_dpbf16_ps(ga[r], (__m512bh)_mm512_unpackhi_epi8(both, high), x1);
+    for (int64_t g = 0; g < w.groups; ++g) {
+        __m512 ga[kR][kM];
+        for (int r = 0; r < kR; ++r)
+            for (int i = 0; i < kM; ++i) ga[r][i] = _mm512_setzero_ps();
+        for (int64_t b = g * bpg; b < (g + 1) * bpg; b += 2) {
+            __m512bh x0[kM], x1[kM];
+            for (int i = 0; i < kM; ++i) {
+                const uint16_t *x = a.x + (m0 + i) * w.kp + b * kBlock;
+                x0[i] = (__m512bh)_mm512_loadu_si512(x);
+                x1[i] = (__m512bh)_mm512_loadu_si512(x + kBlock);
+            }
+            if (m0 == 0) prefetch_next_tile<kR>(rows, rb, b * (kBlock / 2));
+            for (int r = 0; r < kR; ++r) {
+                const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(rows[r] + b * (kBlock / 2)));
+                const __m256i lo = _mm256_and_si256(bytes, mask);
+                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask);
+                const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+                const __m512bh u0 = (__m512bh)_mm512_unpacklo_epi8(both, high);
+                const __m512bh u1 = (__m512bh)_mm512_unpackhi_epi8(both, high);
+                for (int i = 0; i < kM; ++i) {
+                    ga[r][i] = _mm512_dpbf16_ps(ga[r][i], u0, x0[i]);
+                    ga[r][i] = _mm512_dpbf16_ps(ga[r][i], u1, x1[i]);
                 }
             }
-            for (int r = 0; r < kR; ++r) {
-                const float s = w.scales[(n + r) * w.groups + g];
-                acc[r] = _mm512_fmadd_ps(ga[r], _mm512_set1_ps(s), acc[r]);
-                corr[r] += s * (w.zeros[(n + r) * w.groups + g] + kBias) * xsum[g];
+        }
+        for (int r = 0; r < kR; ++r) {
+            const float s = w.scales[(n + r) * w.groups + g];
+            const float sz = s * (w.zeros[(n + r) * w.groups + g] + kBias);
+            for (int i = 0; i < kM; ++i) {
+                acc[r][i] = _mm512_fmadd_ps(ga[r][i], _mm512_set1_ps(s), acc[r][i]);
+                corr[r][i] += sz * a.xsum[(m0 + i) * w.groups + g];
             }
         }
-        for (int r = 0; r < kR; ++r) a.out[m * a.ldo + n + r] = _mm512_reduce_add_ps(acc[r]) - corr[r];
     }
+    for (int r = 0; r < kR; ++r)
+        for (int i = 0; i < kM; ++i) a.out[(m0 + i) * a.ldo + n + r] = _mm512_reduce_add_ps(acc[r][i]) - corr[r][i];
+}
+
+// Rows of x several at a time, so each unpacked weight pair serves all of them (with two
+// weight rows per tile then, to stay within the 32 vector registers).
+template <int kR>
+void gemv_bf16_pair_rows(const WeightView &w, const GemvBF16 &a, int64_t n) {
+    int64_t m = 0;
+    if constexpr (kR <= 2)
+        for (; m + 4 <= a.m; m += 4) gemv_bf16_pair_tile<kR, 4>(w, a, n, m);
+    for (; m + 2 <= a.m; m += 2) gemv_bf16_pair_tile<kR, 2>(w, a, n, m);
+    if (m < a.m) gemv_bf16_pair_tile<kR, 1>(w, a, n, m);
 }
 
 template <int kBits, int kR>
@@ -327,6 +348,11 @@ void gemv_f32_avx512(const WeightView &w, const GemvF32 &a, int64_t n_begin, int
 
 void gemv_bf16_avx512(const WeightView &w, const GemvBF16 &a, int64_t n_begin, int64_t n_end) {
     int64_t n = n_begin;
+    if (a.paired && a.m >= 4) {
+        for (; n + 2 <= n_end; n += 2) gemv_bf16_pair_rows<2>(w, a, n);
+        for (; n < n_end; ++n) gemv_bf16_pair_rows<1>(w, a, n);
+        return;
+    }
     if (a.paired) {
         for (; n + kRows <= n_end; n += kRows) gemv_bf16_pair_rows<kRows>(w, a, n);
         for (; n < n_end; ++n) gemv_bf16_pair_rows<1>(w, a, n);
