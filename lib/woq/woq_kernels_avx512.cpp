@@ -15,17 +15,19 @@ namespace ipex::woq::kernels {
 namespace {
 
 constexpr int kRows = 4;  // output channels per step
-// Software prefetch: while a tile of kRows weight rows is read, the same positions of the
-// next tile's rows are fetched (one tile ahead, every byte once). With short rows read side
-// by side (4096 input channels = 2 KiB of int4 per row) the hardware prefetchers fall behind.
+// Software prefetch: while a tile of kRows weight rows is read, the same positions of a tile
+// further on are fetched (every byte once); with several short rows read side by side the
+// hardware prefetchers fall behind. Tiles ahead: measured on Zen 4, 1 tile leaves the 2 KiB
+// rows of 4096 input channels at ~9 GB/s, 3-4 tiles reach 12-17 GB/s on one core.
+constexpr int64_t kPrefetchTiles = 4;
 
-// Prefetches, for each of the kR rows, the byte `offset` of the row kR rows further on (once
-// per 64-byte line).
+// Prefetches, for each of the kR rows, the byte `offset` of the row kPrefetchTiles tiles
+// further on (once per 64-byte line).
 template <int kR>
 inline void prefetch_next_tile(const uint8_t *const *rows, int64_t row_bytes, int64_t offset) {
     if (offset % 64 != 0) return;
     for (int r = 0; r < kR; ++r)
-        _mm_prefetch(reinterpret_cast<const char *>(rows[r] + offset + kR * row_bytes), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char *>(rows[r] + offset + kPrefetchTiles * kR * row_bytes), _MM_HINT_T0);
 }
 
 int64_t blocks_per_group(const WeightView &w) { return (w.groups == 1 ? w.kp : w.group_size) / kBlock; }
