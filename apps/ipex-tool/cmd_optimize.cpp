@@ -11,6 +11,7 @@
 #include "core/tensor_spec.h"
 #include "model/inspect.h"
 #include "model/load.h"
+#include "optimize_woq.h"
 #include "passes/graph_utils.h"
 #include "passes/pipeline.h"
 #include "quant/qconfig.h"
@@ -30,7 +31,8 @@ struct OptimizeArgs {
     uint64_t seed = 0;
     std::string report;
     std::string fp32_math_mode = "fp32";
-    std::string qconfig, lowp_checkpoint, woq_dtype, lowp_mode;
+    std::string qconfig;
+    WoqArgs woq;  // --low-precision-checkpoint, --woq-dtype, --group-size, --lowp-mode, --allow-partial
 };
 
 std::string absolute(const std::string &path) {
@@ -50,21 +52,17 @@ uint64_t file_size(const std::string &path) {
     return stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
 }
 
-void reject_later_work(const OptimizeArgs &a) {
-    const std::pair<const std::string *, const char *> later[] = {
-        {&a.lowp_checkpoint, "--low-precision-checkpoint (weight-only quantization)"},
-        {&a.woq_dtype, "--woq-dtype (weight-only quantization)"},
-        {&a.lowp_mode, "--lowp-mode (weight-only quantization)"},
-    };
-    for (const auto &[value, what] : later)
-        if (!value->empty())
-            throw_unsupported(std::string(what) +
-                              " is not available in this version; run without it");
+// INT8 static quantization and weight-only quantization are two different conversions.
+void reject_conflicts(const OptimizeArgs &a) {
+    const bool woq = !a.woq.checkpoint.empty() || !a.woq.woq_dtype.empty() || !a.woq.lowp_mode.empty();
+    if (!a.qconfig.empty() && woq)
+        throw_usage("--qconfig (INT8 static quantization) cannot be combined with --low-precision-checkpoint, "
+                    "--woq-dtype or --lowp-mode (weight-only quantization); choose one");
 }
 
 int run_optimize(const OptimizeArgs &a) {
     const auto start = std::chrono::steady_clock::now();
-    reject_later_work(a);
+    reject_conflicts(a);
     const quant::QConfig qconfig = a.qconfig.empty() ? quant::QConfig{} : quant::load_qconfig(a.qconfig);
     const model::LoadedModel input = model::load_model(a.in);
     check_output_path(a.out, a.qconfig.empty() ? std::vector<std::string>{a.in}
@@ -90,6 +88,8 @@ int run_optimize(const OptimizeArgs &a) {
         model::run_forward(probe, clone_inputs(options.sample_inputs), "'" + a.in + "'");
     }
 
+    const auto woq = add_woq_pass(a.woq, a.dtype, a.portable, options, input.module);
+
     passes::OptimizeResult result = a.qconfig.empty()
                                         ? passes::optimize_module(input.module, options)
                                         : quant::optimize_with_qconfig(input.module, qconfig, a.qconfig, options);
@@ -103,7 +103,7 @@ int run_optimize(const OptimizeArgs &a) {
         {"dtype", a.qconfig.empty() ? a.dtype : "int8"},
         {"level", a.level},
         {"keep_dtype", a.keep_dtype},
-        {"portable", result.report["mode"] == "portable"},
+        {"portable", result.report["mode"] == "portable" && !woq},
         {"fp32_math_mode", result.report["mode"] == "prepacked" ? a.fp32_math_mode : std::string("fp32")},
         {"source", absolute(a.in)},
         {"source_bytes", input.bytes},
@@ -123,6 +123,7 @@ int run_optimize(const OptimizeArgs &a) {
         {"before", passes::op_histogram(*model::inlined_forward(input.module))},
         {"after", passes::op_histogram(*model::inlined_forward(result.module))}};
     report["bytes"] = {{"before", input.bytes}, {"after", file_size(a.out)}};
+    if (woq) report["woq"] = woq->to_json();
     report["elapsed_ms"] =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (!a.report.empty()) write_text_atomically(a.report, report.dump(2) + "\n");
@@ -169,10 +170,7 @@ Runner setup_optimize(CLI::App &sub) {
     sub.add_option("--qconfig", a->qconfig,
                    "INT8 qconfig from 'ipex-tool calibrate': convert to static INT8 (--dtype bf16: ops outside "
                    "int8 in bf16)");
-    sub.add_option("--low-precision-checkpoint", a->lowp_checkpoint,
-                   "GPTQ/AWQ checkpoint (not available in this version)");
-    sub.add_option("--woq-dtype", a->woq_dtype, "int4|int8 (not available in this version)");
-    sub.add_option("--lowp-mode", a->lowp_mode, "auto|fp32|bf16|int8 (not available in this version)");
+    add_woq_options(sub, a->woq);
     return [a] { return run_optimize(*a); };
 }
 

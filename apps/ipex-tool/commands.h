@@ -27,6 +27,7 @@ Runner setup_verify(CLI::App &sub);
 Runner setup_bench(CLI::App &sub);
 Runner setup_calibrate(CLI::App &sub);
 Runner setup_quantize(CLI::App &sub);
+Runner setup_import(CLI::App &sub);
 
 // Options every subcommand takes: --quiet, --verbose.
 void add_common_options(CLI::App &sub);

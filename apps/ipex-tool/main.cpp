@@ -20,6 +20,7 @@ const std::vector<Command> &commands() {
         {"bench", "time a model, optionally side by side with a baseline", setup_bench},
         {"calibrate", "observe a model on calibration data and write an INT8 qconfig", setup_calibrate},
         {"quantize", "convert a model to INT8 with a qconfig (or dynamic INT8 linear)", setup_quantize},
+        {"import", "convert a GPTQ/AWQ checkpoint into a weight-only checkpoint", setup_import},
     };
     return table;
 }

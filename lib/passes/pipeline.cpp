@@ -251,7 +251,7 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
         throw_usage("--weights-prepack and --portable contradict each other: a portable model holds no prepacked ops");
 
     // O0 writes the model unchanged unless an explicit flag asks for something.
-    bool any_requested = options.dtype != "fp32";
+    bool any_requested = options.dtype != "fp32" || !options.early_passes.empty();
     for (const auto &k : knobs()) any_requested |= k.available && knob_enabled(k, options);
     if (options.level == "O0" && !any_requested) {
         result.module = input.clone();
@@ -302,6 +302,13 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
 
     GraphPtr graph = result.module.get_method("forward").graph();
     if (!options.sample_inputs.empty()) specialize_inputs(graph, options.sample_inputs);
+
+    for (const auto &early : options.early_passes) {
+        start = Clock::now();
+        const PassResult r = early.run(graph);
+        if (r.changed) cleanup(graph);
+        passes.push_back(applied_entry(early.name, r, ms_since(start)));
+    }
 
     // The fused encoder-layer op hides its linears from the dtype cast and prepacking; stock
     // fp32 runs it well, so it is split up only when one of those follows.

@@ -5,7 +5,11 @@
 #include <nlohmann/json.hpp>
 #include <torch/script.h>
 
+#include "passes/pass_result.h"
+
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +35,13 @@ struct OptimizeOptions {
     std::map<std::string, bool> knob_overrides;  // flag -> on/off, from the command line
     std::vector<c10::IValue> sample_inputs;      // specialize shapes; also a run check
     std::string fp32_math_mode = "fp32";
+    // Passes run right after freezing, before the knob passes (e.g. weight-only quantization,
+    // which matches Linears by module path before concat-linear merges them).
+    struct EarlyPass {
+        std::string name;
+        std::function<PassResult(std::shared_ptr<torch::jit::Graph> &)> run;
+    };
+    std::vector<EarlyPass> early_passes;
 };
 
 struct OptimizeResult {

@@ -1,0 +1,96 @@
+// int4 weight-only linear (ipex::woq_linear) against stock bf16 aten::linear on LLM-decoder
+// shapes, batch 1 (decode, memory-bound) and batch 32 (prefill). Both runners get the same
+// bf16 activations and are interleaved (rotating order) in one run; prints medians and
+// ratio = stock median / woq median (> 1: woq is faster). Targets (issue 6): batch 1 >= 3x,
+// batch 32 >= 1x.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <CLI/CLI.hpp>
+
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "bench/harness.h"
+#include "core/system_info.h"
+#include "woq/woq_format.h"
+#include "woq/woq_linear.h"
+
+namespace {
+
+struct Shape {
+    int64_t k, n;
+};
+
+int run(int argc, char **argv) {
+    std::vector<int64_t> batches{1, 32};
+    std::vector<std::string> shapes{"4096x11008", "11008x4096"};
+    std::vector<std::string> modes{"bf16"};
+    int iterations = 30, warmup = 5, threads = 0, bits = 4;
+    int64_t group_size = 128;
+    bool json = false;
+    CLI::App app{"int4 weight-only linear vs stock bf16 linear, interleaved medians"};
+    app.add_option("--shapes", shapes, "KxN (in x out) per linear")->delimiter(',')->capture_default_str();
+    app.add_option("--batches", batches, "rows of x")->delimiter(',')->capture_default_str();
+    app.add_option("--modes", modes, "woq lowp modes to time: fp32, bf16, int8")->delimiter(',')->capture_default_str();
+    app.add_option("--bits", bits, "4 or 8")->capture_default_str();
+    app.add_option("--group-size", group_size, "quantization group size")->capture_default_str();
+    app.add_option("--iterations", iterations, "timed rounds")->capture_default_str();
+    app.add_option("--warmup", warmup, "untimed rounds")->capture_default_str();
+    app.add_option("--threads", threads, "intra-op threads (default: OMP_NUM_THREADS, else physical cores)");
+    app.add_flag("--json", json, "print JSON lines");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError &e) {
+        return app.exit(e);
+    }
+    at::set_num_threads(threads > 0 ? threads : ipex::default_threads());
+    c10::InferenceMode guard;
+    if (!json)
+        std::cout << "threads " << at::get_num_threads() << ", int" << bits << " group " << group_size
+                  << ", stock = aten::linear on bf16 weights\n";
+    bool all_ok = true;
+    for (const auto &spec : shapes) {
+        Shape s{};
+        char x = 0;
+        std::istringstream(spec) >> s.k >> x >> s.n;
+        at::manual_seed(0);
+        const at::Tensor w = at::randn({s.n, s.k}) * 0.02;
+        const ipex::woq::WoqLayer layer = ipex::woq::quantize_rtn("bench", w, at::Tensor(), bits, group_size);
+        const at::Tensor w_bf16 = w.to(at::kBFloat16);
+        for (const int64_t m : batches) {
+            const at::Tensor input = at::randn({m, s.k}).to(at::kBFloat16);
+            for (const auto &mode : modes) {
+                const ipex::bench::RunFn stock = [&] { at::linear(input, w_bf16); };
+                const ipex::bench::RunFn woq = [&] {
+                    ipex::woq::woq_linear(input, layer.qweight, layer.scales, layer.zeros, c10::nullopt, c10::nullopt,
+                                          bits, layer.group_size, s.k, mode);
+                };
+                ipex::bench::TimingOptions opts;
+                opts.iterations = iterations;
+                opts.warmup = warmup;
+                const auto stats = ipex::bench::time_round_robin({woq, stock}, opts);
+                const double ratio = stats[1].median / stats[0].median;
+                const double target = m == 1 ? 3.0 : 1.0;
+                all_ok &= mode != "bf16" || ratio >= target;
+                if (json) {
+                    std::cout << nlohmann::json{{"k", s.k}, {"n", s.n}, {"batch", m}, {"mode", mode},
+                                                {"woq_ms", stats[0].median}, {"stock_bf16_ms", stats[1].median},
+                                                {"ratio", ratio}, {"target", target}}
+                                     .dump()
+                              << "\n";
+                } else {
+                    std::cout << std::fixed << std::setprecision(3) << "linear " << s.k << "->" << s.n << " batch "
+                              << std::setw(2) << m << "  woq " << mode << " " << std::setw(8) << stats[0].median
+                              << " ms   stock bf16 " << std::setw(8) << stats[1].median << " ms   ratio "
+                              << std::setprecision(2) << ratio << "x (target >= " << target << "x)\n";
+                }
+            }
+        }
+    }
+    return all_ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) { return run(argc, argv); }

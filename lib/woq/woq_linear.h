@@ -1,0 +1,31 @@
+// ipex::woq_linear: y = x W^T + b with W held int4/int8 per woq_layout.h. Registered as a
+// TorchScript op (TORCH_LIBRARY_FRAGMENT(ipex)) so optimized models call it; callable from C++.
+//   lowp_mode "fp32": fp32 activations and math (AVX-512 FMA; several rows share each
+//                     converted weight block); from kMatmulRows rows on, weight blocks are
+//                     dequantized to fp32 and multiplied with oneDNN's fp32 matmul.
+//   lowp_mode "bf16": activations rounded to bf16, AVX512-BF16 dot products with fp32
+//                     accumulation; from kMatmulRows rows on, weight blocks are dequantized
+//                     to bf16 and multiplied with oneDNN's bf16 matmul (AVX512-BF16/AMX).
+//   lowp_mode "int8": activations quantized per row to int8, VNNI dot products; from
+//                     kMatmulRows rows on as bf16.
+// Output has the input's dtype and shape [..., N].
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/util/Optional.h>
+#include <c10/util/string_view.h>
+
+namespace ipex::woq {
+
+// Rows of x from which the dequantize-then-matmul path is taken.
+constexpr int64_t kMatmulRows = 16;
+
+at::Tensor woq_linear(const at::Tensor &input, const at::Tensor &qweight, const at::Tensor &scales,
+                      const at::Tensor &zeros, const c10::optional<at::Tensor> &bias,
+                      const c10::optional<at::Tensor> &perm, int64_t bits, int64_t group_size,
+                      int64_t in_features, c10::string_view lowp_mode);
+
+// Tests and benches: force the portable kernels even where AVX-512 is available.
+void set_force_portable_kernels(bool on);
+
+}  // namespace ipex::woq

@@ -1,0 +1,256 @@
+#include "woq/woq_linear.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <string>
+
+#include "woq/woq_kernels.h"
+#include "woq/woq_layout.h"
+
+namespace ipex::woq {
+namespace {
+
+std::atomic<bool> g_force_portable{false};
+
+// Output channels per parallel task.
+constexpr int64_t kGrainRows = 16;
+// Output channels per chunk of the gemv kernels, handed out to the threads on demand: a thread
+// that loses its core for a while (other processes) does not hold the others back.
+constexpr int64_t kChunkRows = 64;
+
+template <typename F>
+void for_row_chunks(int64_t n, const F &fn) {
+    const int64_t chunks = (n + kChunkRows - 1) / kChunkRows;
+    std::atomic<int64_t> next{0};
+    at::parallel_for(0, std::min<int64_t>(at::get_num_threads(), chunks), 1, [&](int64_t, int64_t) {
+        for (int64_t c = next++; c < chunks; c = next++) fn(c * kChunkRows, std::min(n, (c + 1) * kChunkRows));
+    });
+}
+
+kernels::WeightView view_of(const at::Tensor &qweight, const at::Tensor &scales, const at::Tensor &zeros, int64_t bits,
+                            int64_t group_size, int64_t k) {
+    kernels::WeightView w;
+    w.qweight = qweight.data_ptr<uint8_t>();
+    w.scales = scales.data_ptr<float>();
+    w.zeros = zeros.data_ptr<float>();
+    w.n = qweight.size(0);
+    w.k = k;
+    w.kp = padded_in_features(k);
+    w.groups = k / group_size;
+    w.group_size = group_size;
+    w.bits = static_cast<int>(bits);
+    return w;
+}
+
+bool use_simd(const kernels::WeightView &w) {
+    return !g_force_portable.load() && w.block_aligned() && kernels::avx512_usable();
+}
+
+// x [M, K] fp32 -> [M, Kp] zero padded.
+at::Tensor pad_channels(const at::Tensor &x, int64_t kp) {
+    if (x.size(1) == kp) return x.contiguous();
+    return at::constant_pad_nd(x, {0, kp - x.size(1)}, 0);
+}
+
+at::Tensor gemv_f32(const kernels::WeightView &w, const at::Tensor &x2d) {
+    const int64_t m = x2d.size(0);
+    const at::Tensor x = pad_channels(x2d.to(at::kFloat), w.kp);
+    const at::Tensor xsum = x.narrow(1, 0, w.k).reshape({m, w.groups, w.group_size}).sum(2).contiguous();
+    at::Tensor out = at::empty({m, w.n}, at::kFloat);
+    const kernels::GemvF32 a{x.data_ptr<float>(), xsum.data_ptr<float>(), m, out.data_ptr<float>(), w.n};
+    const bool simd = use_simd(w);
+    for_row_chunks(w.n, [&](int64_t n0, int64_t n1) {
+        if (simd) kernels::gemv_f32_avx512(w, a, n0, n1);
+        else kernels::gemv_f32_ref(w, a, n0, n1);
+    });
+    return out;
+}
+
+at::Tensor gemv_s8(const kernels::WeightView &w, const at::Tensor &x2d) {
+    const int64_t m = x2d.size(0);
+    const at::Tensor xf = x2d.to(at::kFloat);
+    at::Tensor scale = xf.abs().amax(1) / 127.0;
+    scale = at::where(scale > 0, scale, at::ones_like(scale)).contiguous();
+    const at::Tensor xq = pad_channels(at::round(xf / scale.unsqueeze(1)).clamp(-127, 127).to(at::kChar), w.kp);
+    const at::Tensor xsum =
+        xq.narrow(1, 0, w.k).to(at::kInt).reshape({m, w.groups, w.group_size}).sum(2, false, at::kInt).contiguous();
+    at::Tensor out = at::empty({m, w.n}, at::kFloat);
+    const kernels::GemvS8 a{xq.data_ptr<int8_t>(), scale.data_ptr<float>(), xsum.data_ptr<int32_t>(), m,
+                            out.data_ptr<float>(), w.n};
+    const bool simd = use_simd(w) && kernels::vnni_usable();
+    for_row_chunks(w.n, [&](int64_t n0, int64_t n1) {
+        if (simd) kernels::gemv_s8_avx512vnni(w, a, n0, n1);
+        else kernels::gemv_s8_ref(w, a, n0, n1);
+    });
+    return out;
+}
+
+at::Tensor gemv_bf16(const kernels::WeightView &w, const at::Tensor &x2d) {
+    const int64_t m = x2d.size(0);
+    at::Tensor x = pad_channels(x2d.to(at::kBFloat16), w.kp);
+    const at::Tensor xsum =
+        x.narrow(1, 0, w.k).to(at::kFloat).reshape({m, w.groups, w.group_size}).sum(2).contiguous();
+    const bool paired = kernels::bf16_pair_order(w);
+    if (paired)  // [pair, blk, q/2, q%2, e] -> [pair, q%2, q/2, blk, e]
+        x = x.view({m, w.kp / 64, 2, 2, 2, 8}).permute({0, 1, 4, 3, 2, 5}).contiguous().view({m, w.kp});
+    at::Tensor out = at::empty({m, w.n}, at::kFloat);
+    const kernels::GemvBF16 a{reinterpret_cast<const uint16_t *>(x.data_ptr<at::BFloat16>()), xsum.data_ptr<float>(),
+                              m, out.data_ptr<float>(), w.n, paired};
+    for_row_chunks(w.n, [&](int64_t n0, int64_t n1) { kernels::gemv_bf16_avx512(w, a, n0, n1); });
+    return out;
+}
+
+// Output channels dequantized per block of the large-batch path, per thread: about 2 MiB of
+// weights (measured best on Zen 4 among 0.5-4 MiB), fewer oneDNN calls than L2-sized blocks
+// and still read back from cache.
+int64_t block_rows(int64_t k, int64_t elem) {
+    constexpr int64_t kBlockBytes = int64_t(2048) << 10;
+    const int64_t rows = kBlockBytes / (elem * k) / 16 * 16;
+    return std::max<int64_t>(16, std::min<int64_t>(1024, rows));
+}
+
+// Buffers of the large-batch path, kept per thread between calls: fresh megabyte buffers would
+// be page-faulted and zeroed by the kernel on every call.
+void *reusable_buffer(size_t slot, int64_t bytes) {
+    thread_local std::array<at::Tensor, 3> cache;
+    at::Tensor &t = cache.at(slot);
+    if (!t.defined() || t.numel() < bytes) t = at::empty({bytes}, at::kByte);
+    return t.data_ptr();
+}
+
+const dnnl::engine &cpu_engine() {
+    static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+    return engine;
+}
+
+// oneDNN matmul dst[rows, M] (fp32) = block[rows, K] x x[M, K]^T. The weight block is the
+// matmul's source, which oneDNN reads as it is; only the small x is packed per call.
+dnnl::matmul::primitive_desc block_matmul(int64_t m, int64_t k, int64_t rows, dnnl::memory::data_type dt) {
+    using tag = dnnl::memory::format_tag;
+    const dnnl::memory::desc src({rows, k}, dt, tag::ab);
+    const dnnl::memory::desc wei({k, m}, dt, tag::ba);
+    const dnnl::memory::desc dst({rows, m}, dnnl::memory::data_type::f32, tag::ab);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, dst), attr, cpu_engine());
+}
+
+// Large batches: blocks of output channels are dequantized in turn (bf16, or fp32 in fp32
+// mode; the rows of a block spread over the threads) and multiplied with oneDNN's matmul
+// (itself parallel). A block is about half a megabyte per thread, so it is still in cache
+// when the matmul reads it.
+at::Tensor blocked_matmul(const kernels::WeightView &w, const at::Tensor &x2d, bool fp32) {
+    using tag = dnnl::memory::format_tag;
+    const at::ScalarType dtype = fp32 ? at::kFloat : at::kBFloat16;
+    const auto dt = fp32 ? dnnl::memory::data_type::f32 : dnnl::memory::data_type::bf16;
+    const at::Tensor x = x2d.to(dtype).contiguous();
+    const int64_t m = x.size(0);
+    at::Tensor out = at::empty({m, w.n}, at::kFloat);
+    const int64_t threads = std::max(1, at::get_num_threads());
+    const int64_t rows = std::min(w.n, block_rows(w.k, fp32 ? 4 : 2) * threads), blocks = (w.n + rows - 1) / rows;
+    const int64_t tail = w.n - (blocks - 1) * rows;
+    const auto full_pd = block_matmul(m, w.k, rows, dt);
+    const auto last_pd = block_matmul(m, w.k, tail, dt);
+    const dnnl::matmul full(full_pd), last(last_pd);
+    void *scratch = reusable_buffer(
+        0, static_cast<int64_t>(std::max(full_pd.scratchpad_desc().get_size(), last_pd.scratchpad_desc().get_size())) + 64);
+    const int64_t elem = fp32 ? 4 : 2;
+    void *buf = reusable_buffer(1, rows * w.k * elem);
+    const at::Tensor part = at::from_blob(reusable_buffer(2, rows * m * 4), {rows, m}, at::kFloat);
+    const bool simd = use_simd(w) && (fp32 || kernels::bf16_usable());
+    dnnl::stream stream(cpu_engine());
+    dnnl::memory xt({{w.k, m}, dt, tag::ba}, cpu_engine(), x.data_ptr());
+    for (int64_t b = 0; b < blocks; ++b) {
+        const int64_t n0 = b * rows, n1 = std::min(w.n, n0 + rows), nb = n1 - n0;
+        at::parallel_for(n0, n1, kGrainRows, [&](int64_t r0, int64_t r1) {
+            if (fp32) {
+                float *dst = static_cast<float *>(buf) + (r0 - n0) * w.k;
+                if (simd) kernels::dequant_f32_avx512(w, dst, w.k, r0, r1);
+                else kernels::dequant_f32_ref(w, dst, w.k, r0, r1);
+            } else {
+                uint16_t *dst = static_cast<uint16_t *>(buf) + (r0 - n0) * w.k;
+                if (simd) kernels::dequant_bf16_avx512(w, dst, w.k, r0, r1);
+                else kernels::dequant_bf16_ref(w, dst, w.k, r0, r1);
+            }
+        });
+        const auto &pd = nb == rows ? full_pd : last_pd;
+        dnnl::memory wb({{nb, w.k}, dt, tag::ab}, cpu_engine(), buf);
+        dnnl::memory dst({{nb, m}, dnnl::memory::data_type::f32, tag::ab}, cpu_engine(), part.data_ptr());
+        dnnl::memory pad(pd.scratchpad_desc(), cpu_engine(), scratch);
+        (nb == rows ? full : last)
+            .execute(stream, {{DNNL_ARG_SRC, wb}, {DNNL_ARG_WEIGHTS, xt}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, pad}});
+        stream.wait();
+        out.narrow(1, n0, nb).copy_(part.narrow(0, 0, nb).t());
+    }
+    return out;
+}
+
+}  // namespace
+
+void set_force_portable_kernels(bool on) { g_force_portable = on; }
+
+at::Tensor woq_linear(const at::Tensor &input, const at::Tensor &qweight, const at::Tensor &scales,
+                      const at::Tensor &zeros, const c10::optional<at::Tensor> &bias,
+                      const c10::optional<at::Tensor> &perm, int64_t bits, int64_t group_size, int64_t in_features,
+                      c10::string_view lowp_mode) {
+    const std::string mode(lowp_mode);
+    TORCH_CHECK(mode == "fp32" || mode == "bf16" || mode == "int8", "ipex::woq_linear: lowp_mode must be fp32, bf16 or int8, got ",
+                mode);
+    TORCH_CHECK(bits == 4 || bits == 8, "ipex::woq_linear: bits must be 4 or 8, got ", bits);
+    const int64_t k = in_features;
+    TORCH_CHECK(k > 0 && group_size > 0 && k % group_size == 0, "ipex::woq_linear: group_size ", group_size,
+                " must divide in_features ", k);
+    TORCH_CHECK(at::isFloatingType(input.scalar_type()) && input.dim() >= 1 && input.size(-1) == k,
+                "ipex::woq_linear: input must be a float tensor [..., ", k, "], got ", input.sizes());
+    TORCH_CHECK(qweight.scalar_type() == at::kByte && qweight.dim() == 2 && qweight.is_contiguous() &&
+                    qweight.size(1) == packed_row_bytes(k, static_cast<int>(bits)),
+                "ipex::woq_linear: qweight must be contiguous uint8 [N, ", packed_row_bytes(k, static_cast<int>(bits)),
+                "], got ", qweight.sizes());
+    const int64_t n = qweight.size(0), groups = k / group_size;
+    for (const at::Tensor *t : {&scales, &zeros})
+        TORCH_CHECK(t->scalar_type() == at::kFloat && t->is_contiguous() && t->sizes() == at::IntArrayRef({n, groups}),
+                    "ipex::woq_linear: scales and zeros must be contiguous float [", n, ", ", groups, "], got ",
+                    t->sizes());
+    if (bias && bias->defined())
+        TORCH_CHECK(bias->dim() == 1 && bias->size(0) == n, "ipex::woq_linear: bias must have ", n, " elements");
+    if (perm && perm->defined())
+        TORCH_CHECK(perm->scalar_type() == at::kLong && perm->dim() == 1 && perm->size(0) == k,
+                    "ipex::woq_linear: perm must be int64 [", k, "]");
+
+    const kernels::WeightView w = view_of(qweight, scales, zeros, bits, group_size, k);
+    at::Tensor x2d = input.reshape({-1, k});
+    if (perm && perm->defined()) x2d = x2d.index_select(1, *perm);
+    const int64_t m = x2d.size(0);
+    at::Tensor out;
+    if (m >= kMatmulRows) {
+        out = blocked_matmul(w, x2d, mode == "fp32");
+    } else if (mode == "fp32") {
+        out = gemv_f32(w, x2d);
+    } else if (mode == "int8") {
+        out = gemv_s8(w, x2d);
+    } else if (bits == 4 && use_simd(w) && kernels::bf16_usable()) {
+        out = gemv_bf16(w, x2d);
+    } else {
+        out = gemv_f32(w, x2d.to(at::kBFloat16));
+    }
+    if (bias && bias->defined()) out.add_(bias->to(at::kFloat));
+    std::vector<int64_t> shape = input.sizes().vec();
+    shape.back() = n;
+    return out.to(input.scalar_type()).reshape(shape);
+}
+
+}  // namespace ipex::woq
+
+TORCH_LIBRARY_FRAGMENT(ipex, m) {
+    m.def("woq_linear(Tensor input, Tensor qweight, Tensor scales, Tensor zeros, Tensor? bias, Tensor? perm, "
+          "int bits, int group_size, int in_features, str lowp_mode) -> Tensor");
+}
+
+TORCH_LIBRARY_IMPL(ipex, CPU, m) { m.impl("woq_linear", TORCH_FN(ipex::woq::woq_linear)); }
