@@ -171,6 +171,19 @@ class Bench(e2e.ToolTestCase):
         self.assertIs(data["isa"]["ok"], False)
         self.assertIsInstance(data["isa"]["compute_isas"], list)
 
+    def test_check_isa_prepacked_bf16(self):
+        """A prepacked bf16 model's convolutions run on the best ISA oneDNN dispatches here:
+        avx512_core_amx where AMX is usable (--check-isa amx), else what `info` names."""
+        info = self.tool_json("info", "--json")
+        amx = info["amx"]["usable"]
+        out = self.path("bf16.pt")
+        self.optimize(self.copy_model("conv_bn_relu_2d"), out, "--dtype", "bf16")
+        data = self._bench(out, "--input", "2x3x32x32", "--iterations", "2",
+                           "--check-isa", "amx" if amx else info["onednn"]["isa"])
+        self.assertIs(data["isa"]["ok"], True, data["isa"])
+        expected = "avx512_core_amx" if amx else info["onednn"]["isa"]
+        self.assertTrue(any(i.startswith(expected) for i in data["isa"]["compute_isas"]), data["isa"])
+
     def test_check_isa_avx512(self):
         if "avx512f" not in cpu_flags():
             self.skipTest("no AVX-512 on this machine")
