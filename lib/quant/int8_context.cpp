@@ -234,6 +234,19 @@ std::shared_ptr<const Int8Context::Entry> Int8Context::entry_for(const at::Tenso
     return entry;
 }
 
+void Int8Context::execute_entry(const Entry &entry, const at::Tensor &src, const at::Tensor &dst) const {
+    const at::Tensor src_zp = zero_point_tensor(params_.in_zero_point);
+    const at::Tensor dst_zp = zero_point_tensor(params_.out_zero_point);
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, memory(entry.src, cpu_engine(), src.data_ptr())},
+        {DNNL_ARG_WEIGHTS, entry.packed_weights},
+        {DNNL_ARG_DST, memory(entry.dst, cpu_engine(), dst.data_ptr())}};
+    if (params_.in_zero_point != 0) args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zero_point_memory(src_zp));
+    if (params_.out_zero_point != 0) args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, zero_point_memory(dst_zp));
+    if (bias_.defined()) args.emplace(DNNL_ARG_BIAS, memory(entry.bias, cpu_engine(), bias_.data_ptr()));
+    ops::execute(entry.primitive, entry.scratchpad, std::move(args));
+}
+
 at::Tensor Int8Context::run_conv(const at::Tensor &input, const c10::optional<at::Tensor> &other) const {
     at::Tensor src = input;
     if (src.dim() >= 4 && !ops::is_channels_last(src))
@@ -256,16 +269,7 @@ at::Tensor Int8Context::run_conv(const at::Tensor &input, const c10::optional<at
         if (params_.sum) copy_other(*this, other, dst);
     }
     auto entry = entry_for(src, dst);
-    const at::Tensor src_zp = zero_point_tensor(params_.in_zero_point);
-    const at::Tensor dst_zp = zero_point_tensor(params_.out_zero_point);
-    std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, memory(entry->src, cpu_engine(), src.data_ptr())},
-        {DNNL_ARG_WEIGHTS, entry->packed_weights},
-        {DNNL_ARG_DST, memory(entry->dst, cpu_engine(), dst.data_ptr())}};
-    if (params_.in_zero_point != 0) args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zero_point_memory(src_zp));
-    if (params_.out_zero_point != 0) args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, zero_point_memory(dst_zp));
-    if (bias_.defined()) args.emplace(DNNL_ARG_BIAS, memory(entry->bias, cpu_engine(), bias_.data_ptr()));
-    ops::execute(entry->primitive, entry->scratchpad, std::move(args));
+    execute_entry(*entry, src, dst);
     return dst;
 }
 
@@ -278,16 +282,7 @@ at::Tensor Int8Context::run_linear(const at::Tensor &input, const c10::optional<
     at::Tensor dst = empty_quint8({src.size(0), qweight_.size(1)}, params_.out_scale, params_.out_zero_point, false);
     auto entry = entry_for(src, dst);
     if (params_.sum) copy_other(*this, other, dst);
-    const at::Tensor src_zp = zero_point_tensor(params_.in_zero_point);
-    const at::Tensor dst_zp = zero_point_tensor(params_.out_zero_point);
-    std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, memory(entry->src, cpu_engine(), src.data_ptr())},
-        {DNNL_ARG_WEIGHTS, entry->packed_weights},
-        {DNNL_ARG_DST, memory(entry->dst, cpu_engine(), dst.data_ptr())}};
-    if (params_.in_zero_point != 0) args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zero_point_memory(src_zp));
-    if (params_.out_zero_point != 0) args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, zero_point_memory(dst_zp));
-    if (bias_.defined()) args.emplace(DNNL_ARG_BIAS, memory(entry->bias, cpu_engine(), bias_.data_ptr()));
-    ops::execute(entry->primitive, entry->scratchpad, std::move(args));
+    execute_entry(*entry, src, dst);
     return dst.reshape(out_sizes);
 }
 

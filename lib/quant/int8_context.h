@@ -53,6 +53,8 @@ public:
 private:
     struct Entry;
     std::shared_ptr<const Entry> entry_for(const at::Tensor &src, const at::Tensor &dst) const;
+    // Runs the entry's primitive on src/dst with this op's zero points and bias.
+    void execute_entry(const Entry &entry, const at::Tensor &src, const at::Tensor &dst) const;
     std::vector<int64_t> conv_output_sizes(at::IntArrayRef input) const;
     at::Tensor run_conv(const at::Tensor &input, const c10::optional<at::Tensor> &other) const;
     at::Tensor run_linear(const at::Tensor &input, const c10::optional<at::Tensor> &other) const;
