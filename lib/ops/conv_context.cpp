@@ -143,7 +143,8 @@ std::vector<int64_t> ConvolutionContext::output_sizes(at::IntArrayRef input) con
 
 std::shared_ptr<const ConvolutionContext::Entry> ConvolutionContext::entry_for(
     const std::vector<int64_t> &src_sizes, at::ScalarType dst_type, const std::vector<int64_t> &dst_sizes) const {
-    const std::string key = join(src_sizes) + "/" + c10::toString(dst_type);
+    CacheKey key(src_sizes);
+    key.push_back(static_cast<int64_t>(dst_type));
     if (auto hit = primitives_->find(key)) return hit;
 
     const int64_t rank = static_cast<int64_t>(src_sizes.size());

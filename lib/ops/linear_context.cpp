@@ -42,8 +42,9 @@ LinearContext::LinearContext(at::Tensor weight, c10::optional<at::Tensor> bias, 
 std::shared_ptr<const LinearContext::Entry> LinearContext::entry_for(int64_t rows, at::ScalarType dst_type,
                                                                      const std::string &other_kind,
                                                                      at::ScalarType other_type) const {
-    const std::string key = std::to_string(rows) + "/" + c10::toString(dst_type) + "/" + other_kind + "/" +
-                            (other_kind.empty() ? "" : c10::toString(other_type));
+    const CacheKey key{rows, static_cast<int64_t>(dst_type),
+                       other_kind.empty() ? 0 : (other_kind == "row" ? 1 : 2),
+                       other_kind.empty() ? -1 : static_cast<int64_t>(other_type)};
     if (auto hit = primitives_->find(key)) return hit;
 
     const ComputeTypes types = compute_types(dtype_);

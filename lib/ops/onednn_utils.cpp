@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <cstdlib>
 #include <unordered_map>
 
 namespace ipex::ops {
@@ -87,13 +88,36 @@ at::Tensor to_channels_last(const at::Tensor &t, at::ScalarType type) {
     return dst;
 }
 
+namespace {
+
+// The scratchpad of the calling thread: grown when a primitive needs more, then kept. A
+// thread runs one primitive at a time (execute waits), so reuse is safe, and it spares each
+// call a fresh allocation of up to megabytes with its page faults.
+void *thread_scratchpad(size_t bytes) {
+    struct Buffer {
+        void *data = nullptr;
+        size_t size = 0;
+        ~Buffer() { std::free(data); }
+    };
+    thread_local Buffer buffer;
+    if (buffer.size < bytes) {
+        constexpr size_t kAlign = 64;
+        const size_t size = (bytes + kAlign - 1) / kAlign * kAlign;
+        std::free(buffer.data);
+        buffer.data = std::aligned_alloc(kAlign, size);
+        buffer.size = buffer.data ? size : 0;
+        TORCH_CHECK(buffer.data, "ipex ops: cannot allocate a scratchpad of ", bytes, " bytes");
+    }
+    return buffer.data;
+}
+
+}  // namespace
+
 void execute(const dnnl::primitive &primitive, const dnnl::memory::desc &scratchpad,
              std::unordered_map<int, dnnl::memory> args) {
-    at::Tensor buffer;
-    if (scratchpad.get_size() > 0) {
-        buffer = at::empty({static_cast<int64_t>(scratchpad.get_size())}, at::kByte);
-        args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratchpad, cpu_engine(), buffer.data_ptr()));
-    }
+    if (scratchpad.get_size() > 0)
+        args.emplace(DNNL_ARG_SCRATCHPAD,
+                     dnnl::memory(scratchpad, cpu_engine(), thread_scratchpad(scratchpad.get_size())));
     auto &stream = thread_stream();
     primitive.execute(stream, args);
     stream.wait();

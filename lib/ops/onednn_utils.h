@@ -35,7 +35,7 @@ bool is_channels_last(const at::Tensor &t);
 // Copy (converting dtype) into the channels-last layout unless already there.
 at::Tensor to_channels_last(const at::Tensor &t, at::ScalarType type);
 
-// Runs `primitive` with a scratchpad of its own (thread safe) and waits.
+// Runs `primitive` with the calling thread's scratchpad (thread safe: each thread has its own) and waits.
 void execute(const dnnl::primitive &primitive, const dnnl::memory::desc &scratchpad,
              std::unordered_map<int, dnnl::memory> args);
 

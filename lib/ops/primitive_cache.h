@@ -1,21 +1,26 @@
 // A small least-recently-used map from an input signature to a ready oneDNN primitive (and
-// what it needs). Bounded: a model fed many shapes keeps only the latest kMaxShapes.
+// what it needs). Bounded: a model fed many shapes keeps only the latest kMaxShapes. The
+// signature is a short list of integers (sizes, dtypes, kinds), compared on every call, so a
+// lookup costs no formatting.
 #pragma once
 
+#include <cstdint>
 #include <list>
 #include <memory>
 #include <mutex>
-#include <string>
 #include <utility>
+#include <vector>
 
 namespace ipex::ops {
+
+using CacheKey = std::vector<int64_t>;
 
 template <class Entry>
 class PrimitiveCache {
 public:
     static constexpr size_t kMaxShapes = 16;
 
-    std::shared_ptr<const Entry> find(const std::string &key) {
+    std::shared_ptr<const Entry> find(const CacheKey &key) {
         std::lock_guard<std::mutex> lock(mutex_);
         for (auto it = entries_.begin(); it != entries_.end(); ++it) {
             if (it->first != key) continue;
@@ -25,7 +30,7 @@ public:
         return nullptr;
     }
 
-    void put(const std::string &key, std::shared_ptr<const Entry> entry) {
+    void put(const CacheKey &key, std::shared_ptr<const Entry> entry) {
         std::lock_guard<std::mutex> lock(mutex_);
         entries_.emplace_front(key, std::move(entry));
         if (entries_.size() > kMaxShapes) entries_.pop_back();
@@ -38,7 +43,7 @@ public:
 
 private:
     mutable std::mutex mutex_;
-    std::list<std::pair<std::string, std::shared_ptr<const Entry>>> entries_;
+    std::list<std::pair<CacheKey, std::shared_ptr<const Entry>>> entries_;
 };
 
 }  // namespace ipex::ops

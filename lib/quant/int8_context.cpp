@@ -158,11 +158,10 @@ std::vector<int64_t> Int8Context::conv_output_sizes(at::IntArrayRef input) const
 
 std::shared_ptr<const Int8Context::Entry> Int8Context::entry_for(const at::Tensor &src,
                                                                  const at::Tensor &dst) const {
-    std::ostringstream key;
-    for (auto s : src.sizes()) key << s << ',';
-    key << '|';
-    for (auto s : src.strides()) key << s << ',';
-    if (auto hit = cache_->primitives.find(key.str())) return hit;
+    ops::CacheKey key = src.sizes().vec();
+    key.push_back(-1);  // sizes, then strides
+    key.insert(key.end(), src.strides().begin(), src.strides().end());
+    if (auto hit = cache_->primitives.find(key)) return hit;
 
     auto entry = std::make_shared<Entry>();
     const dnnl::primitive_attr attr = make_attr(params_, output_scales_);
@@ -230,7 +229,7 @@ std::shared_ptr<const Int8Context::Entry> Int8Context::entry_for(const at::Tenso
         entry->packed_storage = cache_->packed_storage;
         entry->packed_weights = memory(entry->weights, cpu_engine(), entry->packed_storage.data_ptr());
     }
-    cache_->primitives.put(key.str(), entry);
+    cache_->primitives.put(key, entry);
     return entry;
 }
 
