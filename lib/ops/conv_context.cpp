@@ -72,6 +72,7 @@ struct ConvolutionContext::Entry {
     dnnl::primitive primitive;
     memory::desc src, dst, scratchpad;
     WeightCache::Packed weight;
+    at::Tensor bias_data;
     memory bias;
 };
 
@@ -153,7 +154,10 @@ std::shared_ptr<const ConvolutionContext::Entry> ConvolutionContext::entry_for(
     const memory::desc src_md(to_dims(src_sizes), to_dnnl(types.math), channels_last_tag(rank));
     const memory::desc dst_md(to_dims(dst_sizes), to_dnnl(dst_type), channels_last_tag(rank));
     const memory::desc weight_md(to_dims(weights_->plain().sizes()), to_dnnl(types.math), memory::format_tag::any);
-    const memory::desc bias_md = bias_.defined() ? memory::desc({bias_.size(0)}, memory::data_type::f32,
+    // A bf16 output takes a bf16 bias, as aten's bf16 convolution does: the same rounding the
+    // output gets anyway, and oneDNN's bf16 kernels run measurably faster with it.
+    const at::Tensor bias_data = !bias_.defined() ? bias_ : bias_.to(bias_type(dst_type));
+    const memory::desc bias_md = bias_.defined() ? memory::desc({bias_.size(0)}, to_dnnl(bias_data.scalar_type()),
                                                                 memory::format_tag::x)
                                                  : memory::desc();
     memory::dims dilates, pad_r;
@@ -192,12 +196,14 @@ std::shared_ptr<const ConvolutionContext::Entry> ConvolutionContext::entry_for(
     }
     entry->src = src_md;
     entry->dst = dst_md;
-    if (bias_.defined()) entry->bias = wrap(bias_, bias_md);
+    entry->bias_data = bias_data;
+    if (bias_.defined()) entry->bias = wrap(bias_data, bias_md);
     primitives_->put(key, entry);
     return entry;
 }
 
-at::Tensor ConvolutionContext::run(const at::Tensor &input, const c10::optional<at::Tensor> &other) const {
+at::Tensor ConvolutionContext::run(const at::Tensor &input, const c10::optional<at::Tensor> &other,
+                                   bool may_write_other) const {
     const int64_t rank = spatial_dims() + 2;
     TORCH_CHECK(input.is_floating_point(), "ipex convolution: expected a floating-point input, got ",
                 input.scalar_type());
@@ -226,7 +232,7 @@ at::Tensor ConvolutionContext::run(const at::Tensor &input, const c10::optional<
             const at::Tensor y = run_unfused(x, o);
             return unbatched ? y.squeeze(0) : y;
         }
-        if (sum_in_place_ && o.scalar_type() == dst_type && o.sizes() == at::IntArrayRef(dst_sizes) &&
+        if (sum_in_place_ && may_write_other && o.scalar_type() == dst_type && o.sizes() == at::IntArrayRef(dst_sizes) &&
             is_channels_last(o) && o.storage_offset() == 0 && o.storage().nbytes() == o.nbytes()) {
             dst = o;
         } else {

@@ -57,7 +57,11 @@ public:
                        std::string dtype, PostOps post_ops, bool sum_in_place,
                        std::vector<int64_t> input_hint);
 
-    at::Tensor run(const at::Tensor &input, const c10::optional<at::Tensor> &other) const;
+    // With a sum post-op and sum_in_place, the result is written into `other` itself when its
+    // dtype, shape and layout allow and `may_write_other` (what ipex::convolution_sum_ passes;
+    // the functional ipex::convolution_sum never writes its inputs).
+    at::Tensor run(const at::Tensor &input, const c10::optional<at::Tensor> &other,
+                   bool may_write_other = true) const;
 
     // The same convolution (sharing prepacked weights) with another dtype of the same math.
     c10::intrusive_ptr<ConvolutionContext> with_dtype(const std::string &dtype) const;
@@ -69,6 +73,7 @@ public:
     static c10::intrusive_ptr<ConvolutionContext> from_state(State state);
 
     const PostOps &post_ops() const { return post_ops_; }
+    bool sum_in_place() const { return sum_in_place_; }
     const std::string &dtype() const { return dtype_; }
     const ConvParams &params() const { return params_; }
     int64_t spatial_dims() const { return weight_.dim() - 2; }

@@ -35,6 +35,9 @@ bool is_channels_last(const at::Tensor &t);
 // Copy (converting dtype) into the channels-last layout unless already there.
 at::Tensor to_channels_last(const at::Tensor &t, at::ScalarType type);
 
+// The dtype of the bias a primitive with output `dst` takes: bf16 for bf16 outputs, else fp32.
+inline at::ScalarType bias_type(at::ScalarType dst) { return dst == at::kBFloat16 ? at::kBFloat16 : at::kFloat; }
+
 // Runs `primitive` with the calling thread's scratchpad (thread safe: each thread has its own) and waits.
 void execute(const dnnl::primitive &primitive, const dnnl::memory::desc &scratchpad,
              std::unordered_map<int, dnnl::memory> args);

@@ -2,6 +2,8 @@
 //   ipex::convolution(Tensor input, ConvolutionContext ctx) -> Tensor
 //   ipex::convolution_sum(Tensor input, Tensor other, ConvolutionContext ctx) -> Tensor
 //       (ctx has a "sum" post-op: out = conv(input) + scale * other, then later post-ops)
+//   ipex::convolution_sum_(Tensor input, Tensor(a!) other, ConvolutionContext ctx) -> Tensor(a!)
+//       (the same, computed in other's buffer: for an other nothing reads afterwards)
 //   ipex::linear(Tensor input, LinearContext ctx) -> Tensor
 //   ipex::linear_binary(Tensor input, Tensor other, LinearContext ctx) -> Tensor
 //       (ctx has an "add" or "mul" post-op with `other`, broadcast to the output)
@@ -18,6 +20,7 @@ namespace ipex::ops {
 
 constexpr const char *kConvolution = "ipex::convolution";
 constexpr const char *kConvolutionSum = "ipex::convolution_sum";
+constexpr const char *kConvolutionSumInPlace = "ipex::convolution_sum_";
 constexpr const char *kLinear = "ipex::linear";
 constexpr const char *kLinearBinary = "ipex::linear_binary";
 

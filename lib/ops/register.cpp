@@ -18,7 +18,13 @@ at::Tensor convolution(const at::Tensor &input, const ConvPtr &ctx) {
 }
 
 at::Tensor convolution_sum(const at::Tensor &input, const at::Tensor &other, const ConvPtr &ctx) {
-    return ctx->run(input, other);
+    return ctx->run(input, other, /*may_write_other=*/false);
+}
+
+// Writes the result into `other` when the context allows it and dtype, shape and layout match;
+// otherwise returns a new tensor (the schema's alias annotation is then merely conservative).
+at::Tensor convolution_sum_(const at::Tensor &input, const at::Tensor &other, const ConvPtr &ctx) {
+    return ctx->run(input, other, /*may_write_other=*/true);
 }
 
 at::Tensor linear(const at::Tensor &input, const LinearPtr &ctx) {
@@ -81,6 +87,9 @@ TORCH_LIBRARY(ipex, m) {
     m.def("convolution(Tensor input, __torch__.torch.classes.ipex.ConvolutionContext ctx) -> Tensor", convolution);
     m.def("convolution_sum(Tensor input, Tensor other, __torch__.torch.classes.ipex.ConvolutionContext ctx) -> Tensor",
           convolution_sum);
+    m.def("convolution_sum_(Tensor input, Tensor(a!) other, __torch__.torch.classes.ipex.ConvolutionContext ctx) "
+          "-> Tensor(a!)",
+          convolution_sum_);
     m.def("linear(Tensor input, __torch__.torch.classes.ipex.LinearContext ctx) -> Tensor", linear);
     m.def("linear_binary(Tensor input, Tensor other, __torch__.torch.classes.ipex.LinearContext ctx) -> Tensor",
           linear_binary);

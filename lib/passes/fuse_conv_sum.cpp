@@ -1,5 +1,7 @@
 #include "passes/fuse_conv_sum.h"
 
+#include <torch/csrc/jit/ir/alias_analysis.h>
+
 #include "passes/graph_utils.h"
 #include "passes/prepacked_nodes.h"
 
@@ -7,6 +9,46 @@ namespace ipex::passes {
 
 using torch::jit::Node;
 using torch::jit::Value;
+
+namespace {
+
+// `node` itself, or the node of `block` that contains it (nested in an if/loop), or null.
+const Node *ancestor_in(const Node *node, const torch::jit::Block *block) {
+    while (node && node->owningBlock() != block) node = node->owningBlock()->owningNode();
+    return node;
+}
+
+// Whether the sum of `conv` at `user` may write its result into `other`: `other` is computed
+// in the graph (it may alias no graph input and no constant), the conv does not read it, and
+// neither it nor anything that may alias it is returned by the graph or read after `user`.
+bool may_write_other(const std::shared_ptr<torch::jit::Graph> &graph, const Node *conv, const Value *other,
+                     const Node *user) {
+    torch::jit::AliasDb aliases(graph);
+    if (aliases.mayAlias(conv->input(0), other)) return false;
+    std::vector<const Value *> values(graph->inputs().begin(), graph->inputs().end());
+    std::vector<const torch::jit::Block *> blocks{graph->block()};
+    while (!blocks.empty()) {
+        const torch::jit::Block *block = blocks.back();
+        blocks.pop_back();
+        for (const Node *node : block->nodes()) {
+            values.insert(values.end(), node->outputs().begin(), node->outputs().end());
+            blocks.insert(blocks.end(), node->blocks().begin(), node->blocks().end());
+        }
+    }
+    for (const Value *value : values) {
+        if (value != other && !aliases.mayAlias(value, other)) continue;
+        const auto kind = value->node()->kind();
+        if (kind == c10::prim::Param || kind == c10::prim::Constant || is_graph_output(value)) return false;
+        for (const auto &use : value->uses()) {
+            if (use.user == user) continue;
+            const Node *reader = ancestor_in(use.user, user->owningBlock());
+            if (!reader || !reader->isBefore(user)) return false;
+        }
+    }
+    return true;
+}
+
+}  // namespace
 
 PassResult fuse_conv_sum(std::shared_ptr<torch::jit::Graph> &graph) {
     PassResult result;
@@ -19,13 +61,13 @@ PassResult fuse_conv_sum(std::shared_ptr<torch::jit::Graph> &graph) {
         if (!taken) continue;
         Node *user = taken->first;
         const BinaryUse *use = &taken->second;
-        const Node *producer = use->other->node();
-        const bool in_place = is_prepacked(producer) && use->other->uses().size() == 1 && !is_graph_output(use->other);
+        const bool in_place = may_write_other(graph, node, use->other, user);
         const auto ctx = conv_context(node)->with_post_ops({ops::PostOp{"sum", use->output_first ? use->alpha : 1.0}},
                                                            in_place);
         Value *ctx_value = insert_constant_at_top(*graph, c10::IValue(ctx), node);
         const std::string label = node_label(node);
-        Node *fused = replace_node(*graph, node, ops::kConvolutionSum, {node->input(0), use->other, ctx_value});
+        Node *fused = replace_node(*graph, node, in_place ? ops::kConvolutionSumInPlace : ops::kConvolutionSum,
+                                   {node->input(0), use->other, ctx_value});
         fused->output()->setType(user->output()->type());
         user->output()->replaceAllUsesWith(fused->output());
         user->destroy();

@@ -1,7 +1,9 @@
 // Folds a residual add into the prepacked convolution feeding it, as oneDNN's sum post-op:
 // conv(x) + alpha * other (aten::add/add_; alpha must be 1 when the conv output is the second
-// operand), then later post-ops such as relu fold on top (fuse_eltwise). When `other` comes
-// fresh from another prepacked op and has no other user, the sum runs in place in its buffer.
+// operand), then later post-ops such as relu fold on top (fuse_eltwise). When `other` is
+// computed in the graph (no graph input, no constant) and nothing reads it (or an alias of it)
+// after the add, the sum runs in place in its buffer: ipex::convolution_sum_, whose schema
+// says it writes `other`.
 // Needs prepack_weights to have run; no-op without such a pattern. A conv output with a
 // second user or returned by the graph is left alone. count = adds folded.
 #pragma once

@@ -29,6 +29,7 @@
 #include "passes/fuse_linear_binary.h"
 #include "passes/prepack_weights.h"
 #include "passes/remove_dropout.h"
+#include "passes/contiguous_before_view.h"
 #include "passes/restore_output_layout.h"
 #include "passes/to_channels_last.h"
 
@@ -263,7 +264,7 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
                 warn(std::string("--") + k.flag + " is not available in this version; the model is written unchanged");
         }
         for (const char *name : {"decompose_transformer_layer", "cast_to_lowp", "fuse_eltwise", "fuse_conv_sum", "fuse_linear_binary",
-                                 "chain_bf32_outputs", "restore_output_layout"})
+                                 "chain_bf32_outputs", "restore_output_layout", "contiguous_before_view"})
             passes.push_back(pass_entry(name, "disabled"));
         result.report["passes"] = passes;
         result.report["warnings"] = result.warnings;
@@ -357,6 +358,10 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
         passes.push_back(applied_entry("cast_to_lowp", r, ms_since(start)));
     }
     run_prepacking(graph, options, prepacked, passes, warn);
+    start = Clock::now();
+    const PassResult views = contiguous_before_view(graph);
+    if (views.changed) cleanup(graph);
+    passes.push_back(applied_entry("contiguous_before_view", views, ms_since(start)));
     torch::jit::EraseShapeInformation(graph);
 
     if (!options.sample_inputs.empty()) {
@@ -366,6 +371,11 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
             result.module.forward(args);
         } catch (const c10::Error &e) {
             throw_unsupported("the optimized model fails on --sample-input: " + readable_error(e) +
+                              "; try --level O0 or switch off the pass named above with --no-KNOB");
+        } catch (const std::exception &e) {  // the interpreter's error: its last line names the cause
+            std::string text = e.what();
+            while (!text.empty() && text.back() == '\n') text.pop_back();
+            throw_unsupported("the optimized model fails on --sample-input: " + text.substr(text.rfind('\n') + 1) +
                               "; try --level O0 or switch off the pass named above with --no-KNOB");
         }
     }

@@ -11,7 +11,7 @@ using torch::jit::Value;
 
 bool is_prepacked_conv(const Node *node) {
     const std::string kind = node->kind().toQualString();
-    return kind == ops::kConvolution || kind == ops::kConvolutionSum;
+    return kind == ops::kConvolution || kind == ops::kConvolutionSum || kind == ops::kConvolutionSumInPlace;
 }
 
 bool is_prepacked_linear(const Node *node) {

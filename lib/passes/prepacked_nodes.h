@@ -13,7 +13,7 @@
 
 namespace ipex::passes {
 
-// ipex::convolution, convolution_sum, linear or linear_binary.
+// ipex::convolution, convolution_sum(_), linear or linear_binary.
 bool is_prepacked(const torch::jit::Node *node);
 bool is_prepacked_conv(const torch::jit::Node *node);
 bool is_prepacked_linear(const torch::jit::Node *node);

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "pass_test_utils.h"
+#include "passes/contiguous_before_view.h"
 #include "passes/decompose_transformer_layer.h"
 #include "passes/fuse_conv_sum.h"
 #include "passes/fuse_eltwise.h"
@@ -57,6 +58,7 @@ Pipeline run_pipeline(GraphPtr &graph, bool restore = true) {
     }
     torch::jit::EliminateDeadCode(graph);
     if (restore) p.layout = restore_output_layout(graph);
+    contiguous_before_view(graph);
     graph->lint();
     return p;
 }
@@ -211,10 +213,48 @@ TEST_F(PrepackFusion, SumWithAlphaAndInPlace) {
     const Pipeline p2 = run_pipeline(two.graph);
     EXPECT_EQ(p2.sum.count, 1);
     EXPECT_EQ(testing::count(two.graph, "ipex::convolution"), 1);
-    EXPECT_EQ(testing::count(two.graph, "ipex::convolution_sum"), 1);
+    EXPECT_EQ(testing::count(two.graph, "ipex::convolution_sum_"), 1);
+    EXPECT_EQ(testing::count(two.graph, "ipex::convolution_sum"), 0);
     ASSERT_EQ(p2.sum.modules.size(), 1u);
     EXPECT_NE(p2.sum.modules[0].find("in place"), std::string::npos) << p2.sum.modules[0];
     expect_same_outputs(original2, two.graph, two.module, {image()});
+}
+
+// The residual of a bottleneck block: `a` feeds a conv and then the add, its last reader, so the
+// sum writes into a's buffer (ipex::convolution_sum_). Not when `a`, or a view of it, is read
+// after the add, is returned, is the graph input, or is the summed conv's own input.
+TEST_F(PrepackFusion, SumInPlaceOnlyIntoADeadOperand) {
+    struct Case {
+        std::string body;
+        bool in_place;
+    };
+    const std::string a = "    a = torch.relu(" + conv("x", 1) + ")\n    b = torch.relu(" + conv("a", 2) + ")\n";
+    const std::vector<Case> cases = {
+        {a + "    return torch.relu(" + conv("b", 2) + " + a)\n", true},
+        {a + "    y = torch.relu(" + conv("b", 2) + " + a)\n    return y * a.sum()\n", false},
+        {a + "    v = a.view([-1])\n    y = " + conv("b", 2) + " + a\n    return y, v\n", false},
+        {a + "    v = a.view([-1])\n    y = " + conv("b", 2) + " + a\n    return y * v.sum()\n", false},
+        {a + "    y = " + conv("b", 2) + " + a\n    return y, a\n", false},
+        {a + "    return torch.relu(" + conv("a", 2) + " + a)\n", false},
+        {"    return torch.relu(" + conv("x", 2) + " + x)\n", false},
+        {"    s = torch.sin(x)\n    return torch.relu(" + conv("x", 2) + " + s)\n", true},
+        {"    return torch.relu(" + conv("x", 2) + " + self.lo.expand([2, 8, 7, 9]))\n", false},
+    };
+    for (const auto &c : cases) {
+        auto frozen = testing::freeze(net(c.body));
+        const GraphPtr original = frozen.graph->copy();
+        const Pipeline p = run_pipeline(frozen.graph);
+        EXPECT_EQ(p.sum.count, 1) << c.body;
+        EXPECT_EQ(testing::count(frozen.graph, "ipex::convolution_sum_"), c.in_place ? 1 : 0) << c.body << *frozen.graph;
+        EXPECT_EQ(testing::count(frozen.graph, "ipex::convolution_sum"), c.in_place ? 0 : 1) << c.body;
+        const at::Tensor x = image();
+        const at::Tensor kept = x.clone();
+        expect_same_outputs(original, frozen.graph, frozen.module, {x});
+        const auto first = testing::run_graph(frozen.graph, frozen.module, {x});
+        EXPECT_TRUE(at::equal(x, kept)) << "the input was written: " << c.body;
+        const auto second = testing::run_graph(frozen.graph, frozen.module, {x});
+        EXPECT_EQ(testing::max_relative_error(second, first), 0.0) << "a constant was written: " << c.body;
+    }
 }
 
 // Shapes unknown at optimize time: the fused sum meets an `other` that broadcasts the output

@@ -1,0 +1,78 @@
+#include "passes/contiguous_before_view.h"
+
+#include <set>
+#include <unordered_set>
+
+#include "passes/graph_utils.h"
+
+namespace ipex::passes {
+namespace {
+
+using torch::jit::Node;
+using torch::jit::Value;
+
+// Ops whose output may be channels-last although the original's was not.
+bool changes_layout(const Node *node) {
+    const std::string ns = node->kind().ns().toUnqualString();
+    if (ns == "ipex" || ns == "quantized") return true;
+    if (ns != "aten") return false;
+    static const std::set<std::string> convs = {"conv1d", "conv2d", "conv3d", "convolution", "_convolution",
+                                                "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"};
+    const std::string name = node->kind().toUnqualString();
+    if (convs.count(name)) return true;
+    const Value *format = input_named(node, "memory_format");
+    const auto code = format ? constant_int(format) : std::nullopt;
+    return code && (*code == static_cast<int64_t>(at::MemoryFormat::ChannelsLast) ||
+                    *code == static_cast<int64_t>(at::MemoryFormat::ChannelsLast3d));
+}
+
+// Values computed from a layout-changing op, through any ops, if/loop blocks included.
+std::unordered_set<const Value *> maybe_channels_last(torch::jit::Graph &graph) {
+    std::unordered_set<const Value *> marked;
+    const auto mark = [&](const Value *v) { return marked.insert(v).second; };
+    const std::vector<Node *> nodes = collect_nodes(graph.block());
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (const Node *node : nodes) {
+            bool hit = changes_layout(node);
+            for (const Value *in : node->inputs()) hit |= marked.count(in) > 0;
+            for (const torch::jit::Block *block : node->blocks())
+                for (const Value *out : block->outputs()) hit |= marked.count(out) > 0;
+            if (!hit) continue;
+            for (const Value *out : node->outputs()) changed |= mark(out);
+            // Loop-carried values and block parameters follow the node's inputs.
+            for (const torch::jit::Block *block : node->blocks())
+                for (const Value *param : block->inputs())
+                    if (param->type()->kind() == c10::TypeKind::TensorType) changed |= mark(param);
+        }
+    }
+    return marked;
+}
+
+bool is_view(const Node *node) {
+    if (node->kind() == c10::aten::view_as) return true;
+    return node->kind() == c10::aten::view && node->inputs().size() == 2 &&
+           node->input(1)->type()->kind() == c10::TypeKind::ListType;
+}
+
+}  // namespace
+
+PassResult contiguous_before_view(std::shared_ptr<torch::jit::Graph> &graph) {
+    PassResult result;
+    const auto marked = maybe_channels_last(*graph);
+    if (marked.empty()) return result;
+    for (Node *view : collect_nodes(graph->block())) {
+        if (!is_view(view) || !marked.count(view->input(0))) continue;
+        Value *base = view->input(0);
+        torch::jit::WithInsertPoint guard(view);
+        Node *contiguous = graph->insertNode(graph->create(c10::aten::contiguous, {base, graph->insertConstant(0)}));
+        contiguous->output()->setType(base->type());
+        base->replaceAllUsesAfterNodeWith(contiguous, contiguous->output());
+        result.modules.push_back(node_label(view));
+        ++result.count;
+    }
+    result.changed = result.count > 0;
+    return result;
+}
+
+}  // namespace ipex::passes
