@@ -175,21 +175,20 @@ std::shared_ptr<const ConvolutionContext::Entry> ConvolutionContext::entry_for(
     auto entry = std::make_shared<Entry>();
     const auto prop = dnnl::prop_kind::forward_inference;
     try {
-        if (p.transposed) {
-            dnnl::deconvolution_forward::desc desc(prop, dnnl::algorithm::deconvolution_direct, src_md,
-                                                   weight_md, bias_md, dst_md, strides, dilates, pad_l, pad_r);
-            dnnl::deconvolution_forward::primitive_desc pd(desc, attr, cpu_engine());
-            entry->primitive = dnnl::deconvolution_forward(pd);
+        // The same steps for either primitive kind.
+        const auto build = [&](auto primitive_tag, dnnl::algorithm algorithm) {
+            using Primitive = decltype(primitive_tag);
+            typename Primitive::desc desc(prop, algorithm, src_md, weight_md, bias_md, dst_md, strides, dilates,
+                                          pad_l, pad_r);
+            typename Primitive::primitive_desc pd(desc, attr, cpu_engine());
+            entry->primitive = Primitive(pd);
             entry->weight = weights_->get(pd.weights_desc());
             entry->scratchpad = pd.scratchpad_desc();
-        } else {
-            dnnl::convolution_forward::desc desc(prop, dnnl::algorithm::convolution_direct, src_md,
-                                                 weight_md, bias_md, dst_md, strides, dilates, pad_l, pad_r);
-            dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu_engine());
-            entry->primitive = dnnl::convolution_forward(pd);
-            entry->weight = weights_->get(pd.weights_desc());
-            entry->scratchpad = pd.scratchpad_desc();
-        }
+        };
+        if (p.transposed)
+            build(dnnl::deconvolution_forward(), dnnl::algorithm::deconvolution_direct);
+        else
+            build(dnnl::convolution_forward(), dnnl::algorithm::convolution_direct);
     } catch (const dnnl::error &e) {
         TORCH_CHECK(false, "ipex convolution: oneDNN has no ", dtype_, " implementation of ", describe(),
                     " for input ", join(src_sizes), " on this CPU (", e.what(), ")");

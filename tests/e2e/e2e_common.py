@@ -47,7 +47,7 @@ PASS_NAMES = ("freeze", "remove_dropout", "fold_conv_bn", "fold_linear_bn", "con
               "to_channels_last", "decompose_transformer_layer", "cast_to_lowp", "weights_prepack",
               "auto_kernel_selection", "fuse_eltwise", "fuse_conv_sum", "fuse_linear_binary",
               "chain_bf32_outputs",
-              "restore_output_layout")
+              "restore_output_layout", "contiguous_before_view")
 PASS_STATUSES = ("applied", "disabled", "not_available")
 
 
