@@ -64,7 +64,7 @@ Runner setup_verify(CLI::App &sub) {
         ->allow_extra_args(false);
     sub.add_option("--seed", a->seed, "seed for random inputs")->capture_default_str();
     sub.add_option("--min-cosine", a->min_cosine,
-                   "minimum cosine similarity per output (default 0.99999 fp32, 0.999 bf16/fp16)")
+                   "minimum cosine similarity per output (default 0.99999 fp32, 0.999 bf16/fp16, 0.99 int8)")
         ->check(CLI::Range(-1.0, 1.0));
     sub.add_option("--atol", a->atol, "also require |a-b| <= atol + rtol*|a| elementwise")
         ->check(CLI::NonNegativeNumber);

@@ -44,6 +44,19 @@ TEST(Compare, MetricsMatchANaiveReference) {
     EXPECT_TRUE(compare_outputs(a, b, ipex::model::default_tolerance("bf16"))[0].ok);
 }
 
+TEST(Compare, DefaultCosinePerDtype) {
+    EXPECT_EQ(ipex::model::default_tolerance("fp32").min_cosine, 0.99999);
+    EXPECT_EQ(ipex::model::default_tolerance("bf16").min_cosine, 0.999);
+    EXPECT_EQ(ipex::model::default_tolerance("fp16").min_cosine, 0.999);
+    EXPECT_EQ(ipex::model::default_tolerance("int8").min_cosine, 0.99);
+    // Noise that takes the cosine to about 0.995 passes for int8 only.
+    at::manual_seed(3);
+    const at::Tensor a = at::randn({4096});
+    const at::Tensor b = a + 0.1 * at::randn({4096});
+    EXPECT_FALSE(compare_outputs(a, b, ipex::model::default_tolerance("bf16"))[0].ok);
+    EXPECT_TRUE(compare_outputs(a, b, ipex::model::default_tolerance("int8"))[0].ok);
+}
+
 TEST(Compare, AbsoluteAndRelativeBounds) {
     const at::Tensor a = at::tensor({1.0f, 100.0f});
     const at::Tensor b = at::tensor({1.05f, 100.0f});
