@@ -11,14 +11,16 @@ namespace {
 using torch::jit::Node;
 using torch::jit::Value;
 
-// Ops whose output may be channels-last although the original's was not.
+// Ops whose output may be channels-last although the original's was not: convolutions (aten
+// ones after to_channels_last, prepacked, int8) and explicit channels-last conversions.
 bool changes_layout(const Node *node) {
     const std::string ns = node->kind().ns().toUnqualString();
-    if (ns == "ipex" || ns == "quantized") return true;
+    const std::string name = node->kind().toUnqualString();
+    if (ns == "ipex" || ns == "quantized")
+        return name.find("conv") != std::string::npos || name.find("int8") != std::string::npos;
     if (ns != "aten") return false;
     static const std::set<std::string> convs = {"conv1d", "conv2d", "conv3d", "convolution", "_convolution",
                                                 "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"};
-    const std::string name = node->kind().toUnqualString();
     if (convs.count(name)) return true;
     const Value *format = input_named(node, "memory_format");
     const auto code = format ? constant_int(format) : std::nullopt;
@@ -26,7 +28,20 @@ bool changes_layout(const Node *node) {
                     *code == static_cast<int64_t>(at::MemoryFormat::ChannelsLast3d));
 }
 
-// Values computed from a layout-changing op, through any ops, if/loop blocks included.
+// Ops that return a new tensor in the standard layout whatever their input's layout.
+bool resets_layout(const Node *node) {
+    static const std::set<std::string> kinds = {"aten::linear", "aten::matmul", "aten::mm", "aten::bmm",
+                                                "aten::addmm", "aten::baddbmm", "ipex::linear", "ipex::linear_binary",
+                                                "ipex::woq_linear"};
+    if (kinds.count(node->kind().toQualString())) return true;
+    if (node->kind() != c10::aten::contiguous) return false;
+    const Value *format = input_named(node, "memory_format");
+    const auto code = format ? constant_int(format) : std::nullopt;
+    return code && *code == static_cast<int64_t>(at::MemoryFormat::Contiguous);
+}
+
+// Values computed from a layout-changing op, through any ops but those that reset the layout,
+// if/loop blocks included.
 std::unordered_set<const Value *> maybe_channels_last(torch::jit::Graph &graph) {
     std::unordered_set<const Value *> marked;
     const auto mark = [&](const Value *v) { return marked.insert(v).second; };
@@ -35,6 +50,7 @@ std::unordered_set<const Value *> maybe_channels_last(torch::jit::Graph &graph) 
         changed = false;
         for (const Node *node : nodes) {
             bool hit = changes_layout(node);
+            if (!hit && resets_layout(node)) continue;
             for (const Value *in : node->inputs()) hit |= marked.count(in) > 0;
             for (const torch::jit::Block *block : node->blocks())
                 for (const Value *out : block->outputs()) hit |= marked.count(out) > 0;

@@ -35,6 +35,8 @@ const std::vector<Case> &cases() {
                  "    return z\n",
          2},
         {"no_conv_upstream", "    z = x.view(x.size(0), -1)\n    return torch.relu(z)\n", 0},
+        {"reset_by_matmul",
+         kConv + "    z = torch.matmul(y.flatten(2), y.flatten(2).transpose(1, 2))\n    return z.view(x.size(0), -1)\n", 0},
     };
     return list;
 }
