@@ -26,11 +26,11 @@ constexpr int64_t kGrainRows = 16;
 constexpr int64_t kChunkRows = 64;
 
 template <typename F>
-void for_row_chunks(int64_t n, const F &fn) {
-    const int64_t chunks = (n + kChunkRows - 1) / kChunkRows;
+void for_row_chunks(int64_t n, const F &fn, int64_t rows = kChunkRows) {
+    const int64_t chunks = (n + rows - 1) / rows;
     std::atomic<int64_t> next{0};
     at::parallel_for(0, std::min<int64_t>(at::get_num_threads(), chunks), 1, [&](int64_t, int64_t) {
-        for (int64_t c = next++; c < chunks; c = next++) fn(c * kChunkRows, std::min(n, (c + 1) * kChunkRows));
+        for (int64_t c = next++; c < chunks; c = next++) fn(c * rows, std::min(n, (c + 1) * rows));
     });
 }
 
@@ -104,6 +104,19 @@ at::Tensor gemv_bf16(const kernels::WeightView &w, const at::Tensor &x2d) {
     const kernels::GemvBF16 a{reinterpret_cast<const uint16_t *>(x.data_ptr<at::BFloat16>()), xsum.data_ptr<float>(),
                               m, out.data_ptr<float>(), w.n, paired};
     for_row_chunks(w.n, [&](int64_t n0, int64_t n1) { kernels::gemv_bf16_avx512(w, a, n0, n1); });
+    return out;
+}
+
+// Large batches in bf16 on AVX512-BF16: x packed once into channel pairs, then each thread
+// dequantizes chunks of its output channels in cache and multiplies them with all rows.
+at::Tensor fused_gemm_bf16(const kernels::WeightView &w, const at::Tensor &x2d) {
+    const int64_t m = x2d.size(0), mp = kernels::gemm_padded_rows(m);
+    const at::Tensor x = at::constant_pad_nd(x2d.to(at::kBFloat16), {0, w.kp - w.k, 0, mp - m}, 0);
+    const at::Tensor xp = x.view(at::kInt).t().contiguous();  // [kp/2, mp] channel pairs
+    at::Tensor out = at::empty({m, w.n}, at::kFloat);
+    const kernels::GemmBF16 a{reinterpret_cast<const uint32_t *>(xp.data_ptr<int32_t>()), m, mp,
+                              out.data_ptr<float>(), w.n};
+    for_row_chunks(w.n, [&](int64_t n0, int64_t n1) { kernels::gemm_bf16_avx512(w, a, n0, n1); }, kernels::kGemmPanelRows);
     return out;
 }
 
@@ -229,7 +242,9 @@ at::Tensor woq_linear(const at::Tensor &input, const at::Tensor &qweight, const 
     if (perm && perm->defined()) x2d = x2d.index_select(1, *perm);
     const int64_t m = x2d.size(0);
     at::Tensor out;
-    if (m >= kMatmulRows) {
+    if (m >= kMatmulRows && mode != "fp32" && use_simd(w) && kernels::bf16_usable()) {
+        out = fused_gemm_bf16(w, x2d);
+    } else if (m >= kMatmulRows) {
         out = blocked_matmul(w, x2d, mode == "fp32");
     } else if (mode == "fp32") {
         out = gemv_f32(w, x2d);
