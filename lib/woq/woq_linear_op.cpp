@@ -108,14 +108,21 @@ at::Tensor gemv_bf16(const kernels::WeightView &w, const at::Tensor &x2d) {
 }
 
 // Large batches in bf16 on AVX512-BF16: x packed once into channel pairs, then each thread
-// dequantizes chunks of its output channels in cache and multiplies them with all rows.
+// expands chunks of its output channels in cache and multiplies them with all rows.
 at::Tensor fused_gemm_bf16(const kernels::WeightView &w, const at::Tensor &x2d) {
     const int64_t m = x2d.size(0), mp = kernels::gemm_padded_rows(m);
-    const at::Tensor x = at::constant_pad_nd(x2d.to(at::kBFloat16), {0, w.kp - w.k, 0, mp - m}, 0);
+    const bool exact = kernels::gemm_exact_weights(w);
+    at::Tensor x = at::constant_pad_nd(x2d.to(at::kBFloat16), {0, w.kp - w.k, 0, mp - m}, 0);
+    at::Tensor xsum;
+    if (exact) {  // group sums [groups, mp]; channels to pair order as in gemv_bf16
+        xsum = x.narrow(1, 0, w.k).to(at::kFloat).reshape({mp, w.groups, w.k / w.groups}).sum(2).t().contiguous();
+        x = x.view({mp, w.kp / 64, 2, 2, 2, 8}).permute({0, 1, 4, 3, 2, 5}).contiguous().view({mp, w.kp});
+    }
     const at::Tensor xp = x.view(at::kInt).t().contiguous();  // [kp/2, mp] channel pairs
     at::Tensor out = at::empty({m, w.n}, at::kFloat);
-    const kernels::GemmBF16 a{reinterpret_cast<const uint32_t *>(xp.data_ptr<int32_t>()), m, mp,
-                              out.data_ptr<float>(), w.n};
+    kernels::GemmBF16 a{reinterpret_cast<const uint32_t *>(xp.data_ptr<int32_t>()), m, mp, out.data_ptr<float>(), w.n};
+    a.exact = exact;
+    a.xsum = exact ? xsum.data_ptr<float>() : nullptr;
     for_row_chunks(w.n, [&](int64_t n0, int64_t n1) { kernels::gemm_bf16_avx512(w, a, n0, n1); }, kernels::kGemmPanelRows);
     return out;
 }
@@ -242,7 +249,7 @@ at::Tensor woq_linear(const at::Tensor &input, const at::Tensor &qweight, const 
     if (perm && perm->defined()) x2d = x2d.index_select(1, *perm);
     const int64_t m = x2d.size(0);
     at::Tensor out;
-    if (m >= kMatmulRows && mode != "fp32" && use_simd(w) && kernels::bf16_usable()) {
+    if (m >= kMatmulRows && mode != "fp32" && use_simd(w) && kernels::bf16_usable() && !kernels::amx_bf16_present()) {
         out = fused_gemm_bf16(w, x2d);
     } else if (m >= kMatmulRows) {
         out = blocked_matmul(w, x2d, mode == "fp32");

@@ -1,13 +1,14 @@
 // The large-batch bf16 kernel of ipex::woq_linear (kernels::gemm_bf16_avx512) against an fp64
-// product of the bf16-rounded activations and bf16-rounded dequantized weights: what remains
-// is fp32 accumulation error, so the bound is tight (any wrong index, group, tail or padding
-// shows). Batches around the 16-row blocks, int4/int8, group sizes 32/64/128/per channel,
+// product of the bf16-rounded activations and the dequantized weights (exact for int4 in pair
+// order, else rounded to bf16 as the kernel documents): what remains is fp32 accumulation
+// error, so the bound is tight (any wrong index, group, tail or padding shows). Batches around the 16-row blocks, int4/int8, group sizes 32/64/128/per channel,
 // input channels not a multiple of 64 and output channels not a multiple of the panel.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "woq/woq_format.h"
 #include "woq/woq_kernels.h"
@@ -29,6 +30,8 @@ const Case kCases[] = {
     {4, 13, 96, 32},  {4, 50, 160, -1}, {4, 1, 160, 32},   {4, 120, 320, 64}, {4, 61, 384, 128},
     {4, 57, 4128, 32}, {4, 29, 4100, -1}, {8, 13, 96, 32},  {8, 50, 160, -1},  {8, 120, 384, 128},
     {8, 57, 320, 64}, {8, 7, 4100, -1},
+    // int4 in pair order (exact weights): per channel, and groups spanning several chunks.
+    {4, 50, 192, -1}, {4, 30, 1024, 512}, {4, 59, 4160, -1},
 };
 
 std::string describe(const Case &c, int64_t m) {
@@ -66,12 +69,43 @@ struct Reference {
     at::Tensor want, abs_sum;  // double [m, n]: x_bf16 w_bf16^T (+ bias), |x| |w|^T
 };
 
-Reference reference(const WoqLayer &l, const at::Tensor &x, bool bias) {
+Reference reference(const WoqLayer &l, const at::Tensor &x, bool bias, bool exact_weights) {
     const at::Tensor xr = x.to(at::kBFloat16).to(at::kDouble);
-    const at::Tensor wr = ipex::woq::dequantize(l).to(at::kBFloat16).to(at::kDouble);
+    const at::Tensor wf = ipex::woq::dequantize(l);
+    const at::Tensor wr = (exact_weights ? wf : wf.to(at::kBFloat16)).to(at::kDouble);
     Reference r{at::matmul(xr, wr.t()), at::matmul(xr.abs(), wr.abs().t())};
     if (bias) r.want = r.want + l.bias.to(at::kDouble);
     return r;
+}
+
+// Whether ipex::woq_linear runs the AVX-512 kernel with exact weights for this layer on large
+// batches (else the weights are rounded to bf16).
+bool exact_on_this_cpu(const WoqLayer &l) {
+    return kernels::bf16_usable() && !kernels::amx_bf16_present() && kernels::gemm_exact_weights(view_of(l));
+}
+
+// x [m, k] as the kernel's input: bf16, padded to [mp, kp], in pair order when exact (within
+// every 64 channels, channel blk*32 + q*8 + e at position (q%2)*32 + (q/2)*16 + blk*8 + e),
+// then channel pairs transposed to [kp/2, mp]; xsum [groups, mp] the group sums of bf16 x.
+struct Packed {
+    at::Tensor xp, xsum;
+};
+
+Packed pack(const kernels::WeightView &w, const at::Tensor &x, int64_t mp, bool exact) {
+    const int64_t m = x.size(0);
+    at::Tensor xb = at::constant_pad_nd(x.to(at::kBFloat16), {0, w.kp - w.k, 0, mp - m}, 0);
+    Packed p;
+    if (exact) {
+        p.xsum = xb.narrow(1, 0, w.k).to(at::kFloat).reshape({mp, w.groups, -1}).sum(2).t().contiguous();
+        std::vector<int64_t> src(static_cast<size_t>(w.kp));
+        for (int64_t c = 0; c < w.kp; ++c) {
+            const int64_t base = c / 64 * 64, blk = c % 64 / 32, q = c % 32 / 8, e = c % 8;
+            src[static_cast<size_t>(base + (q % 2) * 32 + (q / 2) * 16 + blk * 8 + e)] = c;
+        }
+        xb = xb.index_select(1, at::tensor(src, at::kLong));
+    }
+    p.xp = xb.view(at::kInt).t().contiguous();
+    return p;
 }
 
 }  // namespace
@@ -87,18 +121,20 @@ TEST(WoqGemm, KernelMatchesBf16ReferenceForAllBatchesAndTails) {
             const int64_t mp = kernels::gemm_padded_rows(m);
             ASSERT_EQ(mp % 16, 0);
             ASSERT_GE(mp, m);
-            const at::Tensor xb = at::constant_pad_nd(x.to(at::kBFloat16), {0, w.kp - w.k, 0, mp - m}, 0);
-            const at::Tensor xp = xb.view(at::kInt).t().contiguous();
+            const bool exact = kernels::gemm_exact_weights(w);
+            const Packed p = pack(w, x, mp, exact);
             // Poisoned output (NaN) with a wider row stride: every real element must be written,
             // and nothing beyond n.
             const int64_t ldo = c.n + 5;
             at::Tensor out = at::full({m, ldo}, std::numeric_limits<float>::quiet_NaN());
-            const kernels::GemmBF16 a{reinterpret_cast<const uint32_t *>(xp.data_ptr<int32_t>()), m, mp,
-                                      out.data_ptr<float>(), ldo};
+            kernels::GemmBF16 a{reinterpret_cast<const uint32_t *>(p.xp.data_ptr<int32_t>()), m, mp,
+                                out.data_ptr<float>(), ldo};
+            a.exact = exact;
+            a.xsum = exact ? p.xsum.data_ptr<float>() : nullptr;
             const int64_t split = c.n > 3 ? c.n / 3 + 1 : c.n;
             kernels::gemm_bf16_avx512(w, a, 0, split);
             kernels::gemm_bf16_avx512(w, a, split, c.n);
-            const Reference r = reference(l, x, false);
+            const Reference r = reference(l, x, false, exact);
             const at::Tensor got = out.narrow(1, 0, c.n);
             ASSERT_FALSE(got.isnan().any().item<bool>()) << describe(c, m);
             EXPECT_TRUE(out.narrow(1, c.n, 5).isnan().all().item<bool>()) << describe(c, m);
@@ -114,7 +150,7 @@ TEST(WoqGemm, OpLargeBatchesMatchBf16Reference) {
         const WoqLayer l = make(c, 200 + c.n + c.k);
         for (const int64_t m : kBatches) {
             const at::Tensor x = at::randn({m, c.k});
-            const Reference r = reference(l, x, true);
+            const Reference r = reference(l, x, true, exact_on_this_cpu(l));
             for (const auto dtype : {at::kFloat, at::kBFloat16}) {
                 // bf16 output: rounding to 8 bits of mantissa.
                 const double rel = dtype == at::kBFloat16 ? 1.0 / 256 : 1e-6;
@@ -143,8 +179,8 @@ TEST(WoqGemm, ActOrderAndPortablePathAgree) {
     const WoqLayer l = ipex::woq::make_layer("l", q, g_idx, base.scales, base.zeros, base.bias, 4, gs);
     ASSERT_TRUE(l.act_order);
     const at::Tensor x = at::randn({m, k});
-    const Reference r = reference(l, x, true);
     for (const bool portable : {false, true}) {
+        const Reference r = reference(l, x, true, !portable && exact_on_this_cpu(l));
         ipex::woq::set_force_portable_kernels(portable);
         const at::Tensor y = ipex::woq::woq_linear(x, l.qweight, l.scales, l.zeros, l.bias, l.perm, 4, l.group_size,
                                                    k, "bf16");
