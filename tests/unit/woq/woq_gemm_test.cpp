@@ -144,7 +144,8 @@ TEST(WoqGemm, KernelMatchesBf16ReferenceForAllBatchesAndTails) {
 }
 
 // Through the op: fp32 and bf16 activations (output in the input's dtype), bias, leading
-// dimensions, lowp modes bf16 and int8 (which computes large batches in bf16 too).
+// dimensions, lowp modes bf16 and int8 (which computes large batches in bf16 too). Batches 17,
+// 33 and 100 of int4 layers in pair order also send their last rows through the gemv kernel.
 TEST(WoqGemm, OpLargeBatchesMatchBf16Reference) {
     for (const Case &c : kCases) {
         const WoqLayer l = make(c, 200 + c.n + c.k);
