@@ -112,18 +112,51 @@ at::Tensor gemv_bf16(const kernels::WeightView &w, const at::Tensor &x2d) {
     return out;
 }
 
+// The input of gemm_bf16_avx512 (woq_kernels.h): x [m, k] as bf16 channel-pair words
+// [kp/2, mp] (pair order when exact) and, when exact, the group sums of the bf16 x
+// [groups, mp]. One serial pass: as a chain of ATen ops this took several parallel regions,
+// and on a shared machine each waits for a worker thread to be scheduled (milliseconds).
+template <typename T>
+void pack_rows(const kernels::WeightView &w, const T *x, int64_t m, int64_t mp, bool exact, int32_t *xp, float *xsum) {
+    const int64_t gs = w.k / w.groups;
+    for (int64_t i = 0; i < mp; ++i) {
+        const T *row = x + (i < m ? i : 0) * w.k;  // padding rows read nothing
+        double group_sum = 0;
+        for (int64_t p = 0; p < w.kp / 2; ++p) {
+            // Channel at position 2p (pair order: inverse of the map in bf16_pair_order).
+            int64_t c = 2 * p;
+            if (exact) {
+                const int64_t pos = c % 64, q = (pos % 32) / 16 * 2 + pos / 32;
+                c = c - pos + (pos % 16) / 8 * 32 + q * 8 + pos % 8;
+            }
+            uint16_t lo = 0, hi = 0;
+            if (i < m && c < w.k) lo = c10::BFloat16(static_cast<float>(row[c])).x;
+            if (i < m && c + 1 < w.k) hi = c10::BFloat16(static_cast<float>(row[c + 1])).x;
+            xp[p * mp + i] = static_cast<int32_t>(static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16));
+        }
+        if (!exact) continue;
+        for (int64_t c = 0; c < w.k; ++c) {  // sums of the bf16 values, natural order
+            if (i < m) group_sum += static_cast<float>(c10::BFloat16(static_cast<float>(row[c])));
+            if ((c + 1) % gs == 0) {
+                xsum[(c / gs) * mp + i] = static_cast<float>(group_sum);
+                group_sum = 0;
+            }
+        }
+    }
+}
+
 // Large batches in bf16 on AVX512-BF16: x packed once into channel pairs, then each thread
 // expands chunks of its output channels in cache and multiplies them with all rows.
 void fused_gemm_bf16_into(const kernels::WeightView &w, const at::Tensor &x2d, const at::Tensor &out) {
     const int64_t m = x2d.size(0), mp = kernels::gemm_padded_rows(m);
     const bool exact = kernels::gemm_exact_weights(w);
-    at::Tensor x = at::constant_pad_nd(x2d.to(at::kBFloat16), {0, w.kp - w.k, 0, mp - m}, 0);
-    at::Tensor xsum;
-    if (exact) {  // group sums [groups, mp]; channels to pair order as in gemv_bf16
-        xsum = x.narrow(1, 0, w.k).to(at::kFloat).reshape({mp, w.groups, w.k / w.groups}).sum(2).t().contiguous();
-        x = x.view({mp, w.kp / 64, 2, 2, 2, 8}).permute({0, 1, 4, 3, 2, 5}).contiguous().view({mp, w.kp});
-    }
-    const at::Tensor xp = x.view(at::kInt).t().contiguous();  // [kp/2, mp] channel pairs
+    const at::Tensor x = x2d.scalar_type() == at::kBFloat16 ? x2d.contiguous() : x2d.to(at::kFloat).contiguous();
+    const at::Tensor xp = at::empty({w.kp / 2, mp}, at::kInt);
+    const at::Tensor xsum = at::empty({exact ? w.groups : 0, mp}, at::kFloat);
+    if (x.scalar_type() == at::kBFloat16)
+        pack_rows(w, x.data_ptr<at::BFloat16>(), m, mp, exact, xp.data_ptr<int32_t>(), xsum.data_ptr<float>());
+    else
+        pack_rows(w, x.data_ptr<float>(), m, mp, exact, xp.data_ptr<int32_t>(), xsum.data_ptr<float>());
     kernels::GemmBF16 a{reinterpret_cast<const uint32_t *>(xp.data_ptr<int32_t>()), m, mp, out.data_ptr<float>(), w.n};
     a.exact = exact;
     a.xsum = exact ? xsum.data_ptr<float>() : nullptr;
