@@ -10,6 +10,7 @@
 #include <array>
 #include <atomic>
 #include <string>
+#include <vector>
 
 #include "woq/woq_kernels.h"
 #include "woq/woq_layout.h"
@@ -114,33 +115,39 @@ at::Tensor gemv_bf16(const kernels::WeightView &w, const at::Tensor &x2d) {
 
 // The input of gemm_bf16_avx512 (woq_kernels.h): x [m, k] as bf16 channel-pair words
 // [kp/2, mp] (pair order when exact) and, when exact, the group sums of the bf16 x
-// [groups, mp]. One serial pass: as a chain of ATen ops this took several parallel regions,
-// and on a shared machine each waits for a worker thread to be scheduled (milliseconds).
+// [groups, mp]. One serial pass, 16 rows at a time (rounded to bf16 into a scratch block,
+// then written pair by pair as 64-byte runs): as a chain of ATen ops this took several
+// parallel regions, and on a shared machine each waits for a worker thread to be scheduled.
 template <typename T>
-void pack_rows(const kernels::WeightView &w, const T *x, int64_t m, int64_t mp, bool exact, int32_t *xp, float *xsum) {
-    const int64_t gs = w.k / w.groups;
-    for (int64_t i = 0; i < mp; ++i) {
-        const T *row = x + (i < m ? i : 0) * w.k;  // padding rows read nothing
-        double group_sum = 0;
-        for (int64_t p = 0; p < w.kp / 2; ++p) {
-            // Channel at position 2p (pair order: inverse of the map in bf16_pair_order).
-            int64_t c = 2 * p;
-            if (exact) {
-                const int64_t pos = c % 64, q = (pos % 32) / 16 * 2 + pos / 32;
-                c = c - pos + (pos % 16) / 8 * 32 + q * 8 + pos % 8;
-            }
-            uint16_t lo = 0, hi = 0;
-            if (i < m && c < w.k) lo = c10::BFloat16(static_cast<float>(row[c])).x;
-            if (i < m && c + 1 < w.k) hi = c10::BFloat16(static_cast<float>(row[c + 1])).x;
-            xp[p * mp + i] = static_cast<int32_t>(static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16));
+void pack_rows(const kernels::WeightView &w, const T *x, int64_t m, int64_t mp, bool exact, uint32_t *xp, float *xsum) {
+    const int64_t gs = w.k / w.groups, pairs = w.kp / 2;
+    // Source pair of each pair position within 64 channels (inverse of bf16_pair_order's map).
+    std::array<int64_t, 32> src{};
+    for (int64_t pos = 0; pos < 64; pos += 2) {
+        const int64_t q = (pos % 32) / 16 * 2 + pos / 32;
+        src[static_cast<size_t>(pos / 2)] = exact ? ((pos % 16) / 8 * 32 + q * 8 + pos % 8) / 2 : pos / 2;
+    }
+    std::vector<uint16_t> block(static_cast<size_t>(16 * w.kp));
+    for (int64_t i0 = 0; i0 < mp; i0 += 16) {
+        std::fill(block.begin(), block.end(), uint16_t(0));
+        for (int64_t r = 0; r < 16 && i0 + r < m; ++r) {
+            const T *row = x + (i0 + r) * w.k;
+            uint16_t *dst = block.data() + r * w.kp;
+            for (int64_t c = 0; c < w.k; ++c) dst[c] = c10::BFloat16(static_cast<float>(row[c])).x;
         }
-        if (!exact) continue;
-        for (int64_t c = 0; c < w.k; ++c) {  // sums of the bf16 values, natural order
-            if (i < m) group_sum += static_cast<float>(c10::BFloat16(static_cast<float>(row[c])));
-            if ((c + 1) % gs == 0) {
-                xsum[(c / gs) * mp + i] = static_cast<float>(group_sum);
-                group_sum = 0;
-            }
+        if (exact)
+            for (int64_t r = 0; r < 16; ++r)
+                for (int64_t g = 0; g < w.groups; ++g) {
+                    float sum = 0;  // of bf16 values; padding rows give 0
+                    const uint16_t *v = block.data() + r * w.kp + g * gs;
+                    for (int64_t c = 0; c < gs; ++c) sum += static_cast<float>(c10::BFloat16(v[c], c10::BFloat16::from_bits()));
+                    xsum[g * mp + i0 + r] = sum;
+                }
+        const uint32_t *words = reinterpret_cast<const uint32_t *>(block.data());
+        for (int64_t p = 0; p < pairs; ++p) {
+            const int64_t from = exact ? p / 32 * 32 + src[static_cast<size_t>(p % 32)] : p;
+            uint32_t *dst = xp + p * mp + i0;
+            for (int64_t r = 0; r < 16; ++r) dst[r] = words[r * pairs + from];
         }
     }
 }
@@ -153,10 +160,11 @@ void fused_gemm_bf16_into(const kernels::WeightView &w, const at::Tensor &x2d, c
     const at::Tensor x = x2d.scalar_type() == at::kBFloat16 ? x2d.contiguous() : x2d.to(at::kFloat).contiguous();
     const at::Tensor xp = at::empty({w.kp / 2, mp}, at::kInt);
     const at::Tensor xsum = at::empty({exact ? w.groups : 0, mp}, at::kFloat);
+    uint32_t *xpw = reinterpret_cast<uint32_t *>(xp.data_ptr<int32_t>());
     if (x.scalar_type() == at::kBFloat16)
-        pack_rows(w, x.data_ptr<at::BFloat16>(), m, mp, exact, xp.data_ptr<int32_t>(), xsum.data_ptr<float>());
+        pack_rows(w, x.data_ptr<at::BFloat16>(), m, mp, exact, xpw, xsum.data_ptr<float>());
     else
-        pack_rows(w, x.data_ptr<float>(), m, mp, exact, xp.data_ptr<int32_t>(), xsum.data_ptr<float>());
+        pack_rows(w, x.data_ptr<float>(), m, mp, exact, xpw, xsum.data_ptr<float>());
     kernels::GemmBF16 a{reinterpret_cast<const uint32_t *>(xp.data_ptr<int32_t>()), m, mp, out.data_ptr<float>(), w.n};
     a.exact = exact;
     a.xsum = exact ? xsum.data_ptr<float>() : nullptr;
