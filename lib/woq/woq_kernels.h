@@ -109,8 +109,9 @@ void gemv_f32_avx512(const WeightView &w, const GemvF32 &a, int64_t n_begin, int
 void gemv_s8_avx512vnni(const WeightView &w, const GemvS8 &a, int64_t n_begin, int64_t n_end);
 // int4 weights only; needs bf16_usable(). Nibbles become bf16 through a lookup, VDPBF16PS.
 void gemv_bf16_avx512(const WeightView &w, const GemvBF16 &a, int64_t n_begin, int64_t n_end);
-// Dequantizes chunks of weight rows to bf16 in cache and multiplies them with every row of
-// x at once (VDPBF16PS); int4 and int8; needs bf16_usable() (woq_gemm_avx512.cpp).
+// Expands chunks of weight rows to bf16 in cache (exactly or dequantized, see GemmBF16) and
+// multiplies them with every row of x at once (VDPBF16PS); int4 and int8; needs
+// bf16_usable() and w.block_aligned() (woq_gemm_avx512.cpp).
 void gemm_bf16_avx512(const WeightView &w, const GemmBF16 &a, int64_t n_begin, int64_t n_end);
 void dequant_f32_avx512(const WeightView &w, float *dst, int64_t ld, int64_t n_begin, int64_t n_end);
 void dequant_bf16_avx512(const WeightView &w, uint16_t *dst, int64_t ld, int64_t n_begin, int64_t n_end);
