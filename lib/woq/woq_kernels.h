@@ -62,6 +62,32 @@ inline bool bf16_pair_order(const WeightView &w) {
     return w.bits == 4 && (w.groups == 1 ? w.kp % 64 == 0 : w.group_size % 64 == 0);
 }
 
+// Large batches in bf16: xp holds x [m, kp] as bf16 channel pairs transposed, [kp/2][mp]
+// 32-bit words (word p of row i = channels 2p, 2p+1), mp = m rounded up to 16, padding rows
+// and channels zero. out [m, n] with row stride ldo.
+// exact (when gemm_exact_weights(w)): int4 weights enter the products as the exact bf16
+// values 128 + q with the scale applied per group to the fp32 sums and the zero point
+// through the group sums of x: y = sum_g s (dot_g - (zero + 128) xsum_g). x is then in pair
+// order (bf16_pair_order) and xsum holds the group sums of the bf16 x transposed,
+// [groups][mp]. Otherwise the weights are dequantized to bf16((q - zero) * scale).
+struct GemmBF16 {
+    const uint32_t *xp;
+    int64_t m;
+    int64_t mp;
+    float *out;
+    int64_t ldo;
+    bool exact = false;
+    const float *xsum = nullptr;
+};
+
+inline bool gemm_exact_weights(const WeightView &w) { return bf16_pair_order(w); }
+
+// Output channels per panel of gemm_bf16_avx512 (a multiple of its register tiles); callers
+// split the output channels in multiples of it.
+constexpr int64_t kGemmPanelRows = 56;
+
+inline int64_t gemm_padded_rows(int64_t m) { return (m + 15) / 16 * 16; }
+
 // Portable versions: any group size.
 void gemv_f32_ref(const WeightView &w, const GemvF32 &a, int64_t n_begin, int64_t n_end);
 void gemv_s8_ref(const WeightView &w, const GemvS8 &a, int64_t n_begin, int64_t n_end);
@@ -74,12 +100,19 @@ void dequant_bf16_ref(const WeightView &w, uint16_t *dst, int64_t ld, int64_t n_
 bool avx512_usable();  // AVX512F/BW/VL with the OS saving the state
 bool vnni_usable();    // and AVX512-VNNI
 bool bf16_usable();    // and AVX512-BF16
+// AMX-BF16 in the CPU: there oneDNN's bf16 matmul (AMX tiles) beats gemm_bf16_avx512 on large
+// batches, so the dequantize+matmul path is kept.
+bool amx_bf16_present();
 // fp32: one x row as a dot product per weight row; several rows in tiles that reuse each
 // converted weight block for four rows of x.
 void gemv_f32_avx512(const WeightView &w, const GemvF32 &a, int64_t n_begin, int64_t n_end);
 void gemv_s8_avx512vnni(const WeightView &w, const GemvS8 &a, int64_t n_begin, int64_t n_end);
 // int4 weights only; needs bf16_usable(). Nibbles become bf16 through a lookup, VDPBF16PS.
 void gemv_bf16_avx512(const WeightView &w, const GemvBF16 &a, int64_t n_begin, int64_t n_end);
+// Expands chunks of weight rows to bf16 in cache (exactly or dequantized, see GemmBF16) and
+// multiplies them with every row of x at once (VDPBF16PS); int4 and int8; needs
+// bf16_usable() and w.block_aligned() (woq_gemm_avx512.cpp).
+void gemm_bf16_avx512(const WeightView &w, const GemmBF16 &a, int64_t n_begin, int64_t n_end);
 void dequant_f32_avx512(const WeightView &w, float *dst, int64_t ld, int64_t n_begin, int64_t n_end);
 void dequant_bf16_avx512(const WeightView &w, uint16_t *dst, int64_t ld, int64_t n_begin, int64_t n_end);
 

@@ -30,6 +30,11 @@ bool bf16_usable() {
     return ok;
 }
 
+bool amx_bf16_present() {
+    static const bool ok = __builtin_cpu_supports("amx-bf16");
+    return ok;
+}
+
 void gemv_f32_ref(const WeightView &w, const GemvF32 &a, int64_t n_begin, int64_t n_end) {
     for (int64_t n = n_begin; n < n_end; ++n) {
         const uint8_t *row = w.qweight + n * w.row_bytes();

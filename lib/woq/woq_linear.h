@@ -4,8 +4,11 @@
 //                     converted weight block); from kMatmulRows rows on, weight blocks are
 //                     dequantized to fp32 and multiplied with oneDNN's fp32 matmul.
 //   lowp_mode "bf16": activations rounded to bf16, AVX512-BF16 dot products with fp32
-//                     accumulation; from kMatmulRows rows on, weight blocks are dequantized
-//                     to bf16 and multiplied with oneDNN's bf16 matmul (AVX512-BF16/AMX).
+//                     accumulation; from kMatmulRows rows on, a fused AVX512-BF16 kernel
+//                     expands chunks of weights in cache and multiplies them with all rows
+//                     (int4 in pair order exactly, with per-group scales; else as bf16 of the
+//                     dequantized value); on CPUs with AMX or without AVX512-BF16, weight
+//                     blocks are dequantized to bf16 and multiplied with oneDNN's matmul.
 //   lowp_mode "int8": activations quantized per row to int8, VNNI dot products; from
 //                     kMatmulRows rows on as bf16.
 // Output has the input's dtype and shape [..., N].

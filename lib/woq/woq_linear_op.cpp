@@ -10,6 +10,7 @@
 #include <array>
 #include <atomic>
 #include <string>
+#include <vector>
 
 #include "woq/woq_kernels.h"
 #include "woq/woq_layout.h"
@@ -26,11 +27,11 @@ constexpr int64_t kGrainRows = 16;
 constexpr int64_t kChunkRows = 64;
 
 template <typename F>
-void for_row_chunks(int64_t n, const F &fn) {
-    const int64_t chunks = (n + kChunkRows - 1) / kChunkRows;
+void for_row_chunks(int64_t n, const F &fn, int64_t rows = kChunkRows) {
+    const int64_t chunks = (n + rows - 1) / rows;
     std::atomic<int64_t> next{0};
     at::parallel_for(0, std::min<int64_t>(at::get_num_threads(), chunks), 1, [&](int64_t, int64_t) {
-        for (int64_t c = next++; c < chunks; c = next++) fn(c * kChunkRows, std::min(n, (c + 1) * kChunkRows));
+        for (int64_t c = next++; c < chunks; c = next++) fn(c * rows, std::min(n, (c + 1) * rows));
     });
 }
 
@@ -92,7 +93,8 @@ at::Tensor gemv_s8(const kernels::WeightView &w, const at::Tensor &x2d) {
     return out;
 }
 
-at::Tensor gemv_bf16(const kernels::WeightView &w, const at::Tensor &x2d) {
+// out: float [m, n], contiguous (rows of a larger output are fine).
+void gemv_bf16_into(const kernels::WeightView &w, const at::Tensor &x2d, const at::Tensor &out) {
     const int64_t m = x2d.size(0);
     at::Tensor x = pad_channels(x2d.to(at::kBFloat16), w.kp);
     const at::Tensor xsum =
@@ -100,10 +102,90 @@ at::Tensor gemv_bf16(const kernels::WeightView &w, const at::Tensor &x2d) {
     const bool paired = kernels::bf16_pair_order(w);
     if (paired)  // [pair, blk, q/2, q%2, e] -> [pair, q%2, q/2, blk, e]
         x = x.view({m, w.kp / 64, 2, 2, 2, 8}).permute({0, 1, 4, 3, 2, 5}).contiguous().view({m, w.kp});
-    at::Tensor out = at::empty({m, w.n}, at::kFloat);
     const kernels::GemvBF16 a{reinterpret_cast<const uint16_t *>(x.data_ptr<at::BFloat16>()), xsum.data_ptr<float>(),
                               m, out.data_ptr<float>(), w.n, paired};
     for_row_chunks(w.n, [&](int64_t n0, int64_t n1) { kernels::gemv_bf16_avx512(w, a, n0, n1); });
+}
+
+at::Tensor gemv_bf16(const kernels::WeightView &w, const at::Tensor &x2d) {
+    at::Tensor out = at::empty({x2d.size(0), w.n}, at::kFloat);
+    gemv_bf16_into(w, x2d, out);
+    return out;
+}
+
+// The input of gemm_bf16_avx512 (woq_kernels.h): x [m, k] as bf16 channel-pair words
+// [kp/2, mp] (pair order when exact) and, when exact, the group sums of the bf16 x
+// [groups, mp]. One serial pass, 16 rows at a time (rounded to bf16 into a scratch block,
+// then written pair by pair as 64-byte runs): as a chain of ATen ops this took several
+// parallel regions, and on a shared machine each waits for a worker thread to be scheduled.
+template <typename T>
+void pack_rows(const kernels::WeightView &w, const T *x, int64_t m, int64_t mp, bool exact, uint32_t *xp, float *xsum) {
+    const int64_t gs = w.k / w.groups, pairs = w.kp / 2;
+    // Source pair of each pair position within 64 channels (inverse of bf16_pair_order's map).
+    std::array<int64_t, 32> src{};
+    for (int64_t pos = 0; pos < 64; pos += 2) {
+        const int64_t q = (pos % 32) / 16 * 2 + pos / 32;
+        src[static_cast<size_t>(pos / 2)] = exact ? ((pos % 16) / 8 * 32 + q * 8 + pos % 8) / 2 : pos / 2;
+    }
+    std::vector<uint16_t> block(static_cast<size_t>(16 * w.kp));
+    for (int64_t i0 = 0; i0 < mp; i0 += 16) {
+        std::fill(block.begin(), block.end(), uint16_t(0));
+        for (int64_t r = 0; r < 16 && i0 + r < m; ++r) {
+            const T *row = x + (i0 + r) * w.k;
+            uint16_t *dst = block.data() + r * w.kp;
+            for (int64_t c = 0; c < w.k; ++c) dst[c] = c10::BFloat16(static_cast<float>(row[c])).x;
+        }
+        if (exact)
+            for (int64_t r = 0; r < 16; ++r)
+                for (int64_t g = 0; g < w.groups; ++g) {
+                    float sum = 0;  // of bf16 values; padding rows give 0
+                    const uint16_t *v = block.data() + r * w.kp + g * gs;
+                    for (int64_t c = 0; c < gs; ++c) sum += static_cast<float>(c10::BFloat16(v[c], c10::BFloat16::from_bits()));
+                    xsum[g * mp + i0 + r] = sum;
+                }
+        const uint32_t *words = reinterpret_cast<const uint32_t *>(block.data());
+        for (int64_t p = 0; p < pairs; ++p) {
+            const int64_t from = exact ? p / 32 * 32 + src[static_cast<size_t>(p % 32)] : p;
+            uint32_t *dst = xp + p * mp + i0;
+            for (int64_t r = 0; r < 16; ++r) dst[r] = words[r * pairs + from];
+        }
+    }
+}
+
+// Large batches in bf16 on AVX512-BF16: x packed once into channel pairs, then each thread
+// expands chunks of its output channels in cache and multiplies them with all rows.
+void fused_gemm_bf16_into(const kernels::WeightView &w, const at::Tensor &x2d, const at::Tensor &out) {
+    const int64_t m = x2d.size(0), mp = kernels::gemm_padded_rows(m);
+    const bool exact = kernels::gemm_exact_weights(w);
+    const at::Tensor x = x2d.scalar_type() == at::kBFloat16 ? x2d.contiguous() : x2d.to(at::kFloat).contiguous();
+    const at::Tensor xp = at::empty({w.kp / 2, mp}, at::kInt);
+    const at::Tensor xsum = at::empty({exact ? w.groups : 0, mp}, at::kFloat);
+    uint32_t *xpw = reinterpret_cast<uint32_t *>(xp.data_ptr<int32_t>());
+    if (x.scalar_type() == at::kBFloat16)
+        pack_rows(w, x.data_ptr<at::BFloat16>(), m, mp, exact, xpw, xsum.data_ptr<float>());
+    else
+        pack_rows(w, x.data_ptr<float>(), m, mp, exact, xpw, xsum.data_ptr<float>());
+    kernels::GemmBF16 a{reinterpret_cast<const uint32_t *>(xp.data_ptr<int32_t>()), m, mp, out.data_ptr<float>(), w.n};
+    a.exact = exact;
+    a.xsum = exact ? xsum.data_ptr<float>() : nullptr;
+    for_row_chunks(w.n, [&](int64_t n0, int64_t n1) { kernels::gemm_bf16_avx512(w, a, n0, n1); }, kernels::kGemmPanelRows);
+}
+
+// Rows beyond whole blocks of 16 would cost the kernel a full block; up to this many of them
+// go through the paired int4 gemv kernel instead (the same exact weights), which reads the
+// weights once more (Zen 4, 4096->11008 at batch 17: 9.2 + 2.3 ms instead of 15.3 ms on one
+// thread).
+constexpr int64_t kGemvTailRows = 4;
+
+at::Tensor fused_gemm_bf16(const kernels::WeightView &w, const at::Tensor &x2d) {
+    const int64_t m = x2d.size(0), tail = m % 16;
+    at::Tensor out = at::empty({m, w.n}, at::kFloat);
+    if (tail == 0 || tail > kGemvTailRows || m < 16 || !kernels::gemm_exact_weights(w)) {
+        fused_gemm_bf16_into(w, x2d, out);
+        return out;
+    }
+    fused_gemm_bf16_into(w, x2d.narrow(0, 0, m - tail), out.narrow(0, 0, m - tail));
+    gemv_bf16_into(w, x2d.narrow(0, m - tail, tail), out.narrow(0, m - tail, tail));
     return out;
 }
 
@@ -229,7 +311,9 @@ at::Tensor woq_linear(const at::Tensor &input, const at::Tensor &qweight, const 
     if (perm && perm->defined()) x2d = x2d.index_select(1, *perm);
     const int64_t m = x2d.size(0);
     at::Tensor out;
-    if (m >= kMatmulRows) {
+    if (m >= kMatmulRows && mode != "fp32" && use_simd(w) && kernels::bf16_usable() && !kernels::amx_bf16_present()) {
+        out = fused_gemm_bf16(w, x2d);
+    } else if (m >= kMatmulRows) {
         out = blocked_matmul(w, x2d, mode == "fp32");
     } else if (mode == "fp32") {
         out = gemv_f32(w, x2d);
