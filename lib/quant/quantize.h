@@ -16,7 +16,9 @@ namespace ipex::quant {
 struct QuantizeOptions {
     bool portable = true;
     bool dynamic = false;
-    std::string mixed_dtype = "fp32";  // fp32 | bf16: quantizable ops the qconfig does not list
+    // fp32 | bf16: with bf16 every float op outside the int8 regions (quantizable ops the qconfig
+    // does not list or marks bf16 included) runs in bf16 (mixed_bf16.h)
+    std::string mixed_dtype = "fp32";
 };
 
 struct QuantizeResult {

@@ -13,6 +13,8 @@ import quant_common as qc
 # Accuracy budget of the issue: fp32 vs int8 on the held-out digits, percentage points.
 MAX_ACCURACY_DROP_PP = 0.5
 MIN_COSINE = 0.99
+# c10::ScalarType numbers of the activation types (the dtype argument of quantize_per_tensor).
+QINT8, QUINT8 = 12, 13
 
 
 def count(hist: dict, *kinds) -> int:
@@ -112,18 +114,82 @@ class DigitsInt8(e2e.ToolTestCase):
         self.assertEqual(count(bf16["ops"], "aten::linear"), 1)
         self.assertGreaterEqual(count(bf16["ops"], "aten::to"), 2)
 
-    def test_s8_activations_are_unsupported(self):
+    def _s8_qconfig(self) -> str:
         recipe = qc.write_json(self.path("s8.json"), {
             "format": "ipex-quant-recipe", "version": 1,
-            "activation": {"dtype": "s8", "observer": {"name": "min_max"}}})
+            "activation": {"dtype": "s8", "observer": {"name": "histogram_l2", "bins": 2048}}})
         q = qc.calibrate(self, self.model, self.calib, self.path("s8q.json"), "--recipe", recipe)
-        self.assertEqual({op["input"]["dtype"] for op in q["ops"]}, {"s8"})
-        self.assertEqual({op["input"]["zero_point"] for op in q["ops"]}, {0})
-        for flags in ((), ("--portable",)):
-            result = self.run_tool("quantize", self.model, self.path("o.pt"), "--qconfig", self.path("s8q.json"),
-                                   *flags)
-            self.assert_error(result, e2e.EXIT_UNSUPPORTED, "u8")
-            self.assertFalse(os.path.exists(self.path("o.pt")))
+        tensors = [op[k] for op in q["ops"] for k in ("input", "output")]
+        tensors += [op["add"][k] for op in q["ops"] if "add" in op for k in ("other", "output")]
+        self.assertEqual({t["dtype"] for t in tensors}, {"s8"})
+        self.assertEqual({t["zero_point"] for t in tensors}, {0})
+        return self.path("s8q.json")
+
+    def test_s8_activations_with_ipex_ops(self):
+        out = self._quantize(self._s8_qconfig(), out="s8.pt")
+        r = qc.stock_eval(self, self.model, out, self.test_set, labels=True, ops_library=True)
+        drop_pp = 100.0 * (r["acc_ref"] - r["acc_q"])
+        print(f"digits accuracy (s8, ipex int8 ops) fp32 {100 * r['acc_ref']:.2f}% int8 {100 * r['acc_q']:.2f}% "
+              f"(drop {drop_pp:.2f} pp)")
+        self.assertLessEqual(drop_pp, MAX_ACCURACY_DROP_PP)
+        self.assertGreater(r["cosine"], MIN_COSINE)
+        ops = r["ops"]
+        self.assertEqual(count(ops, "ipex::int8_op"), 4, ops)
+        self.assertEqual(count(ops, "ipex::int8_op_sum"), 1, ops)
+        self.assertEqual(count(ops, "aten::quantize_per_tensor"), 1, ops)
+        self.assertEqual(count(ops, "aten::dequantize"), 1, ops)
+        facts = qc.graph_facts(self, out, ops_library=True)
+        self.assertEqual(facts["quantize"], [{"zero_point": 0, "dtype": str(QINT8)}])
+        self.assertEqual(len(facts["contexts"]), 5, facts)
+        for text in facts["contexts"]:
+            self.assertIn(" s8->s8", text)
+        self.assertTrue(any("+sum s8" in t for t in facts["contexts"]), facts)
+
+    def test_s8_activations_portable_run_as_u8_zero_point_128(self):
+        qconfig = self._s8_qconfig()
+        result = self.tool("quantize", self.model, self.path("p.pt"), "--qconfig", qconfig, "--portable")
+        self.assertIn("zero point + 128", result.stderr)
+        r = qc.stock_eval(self, self.model, self.path("p.pt"), self.test_set, labels=True)
+        self.assertLessEqual(100.0 * (r["acc_ref"] - r["acc_q"]), MAX_ACCURACY_DROP_PP)
+        ops = r["ops"]
+        self.assertEqual(count(ops, "quantized::conv2d", "quantized::conv2d_relu"), 3, ops)
+        self.assertEqual(count(ops, "quantized::linear", "quantized::linear_relu"), 2, ops)
+        self.assertEqual(count(ops, "quantized::add_relu"), 1, ops)
+        self.assertEqual(count(ops, "aten::dequantize"), 1, ops)
+        facts = qc.graph_facts(self, self.path("p.pt"))
+        self.assertEqual(facts["quantize"], [{"zero_point": 128, "dtype": str(QUINT8)}])
+        # The same grid: the portable and the ipex s8 model compute the same numbers.
+        ipex = self._quantize(qconfig, out="s8.pt")
+        self.tool("verify", self.path("p.pt"), ipex, "--input", os.path.join(self.calib, "batch_007.pt"),
+                  "--min-cosine", "0.9999")
+
+    def test_mixed_u8_s8_chain(self):
+        with open(self.qconfig) as f:
+            q = json.load(f)
+        s8 = lambda t: t.update({"dtype": "s8", "zero_point": 0})  # noqa: E731 (same scale: a wider range)
+        by_id = {op["id"]: op for op in q["ops"]}
+        s8(by_id["conv1:conv2d:0"]["output"])  # relu output as s8; conv2 and the add read s8
+        s8(by_id["conv2:conv2d:0"]["add"]["other"])
+        s8(by_id["fc1:linear:0"]["input"])  # ignored: the producer (conv3, u8) decides
+        s8(by_id["fc2:linear:0"]["output"])  # logits as s8
+        for op in q["ops"]:
+            op["input"]["scale"] *= 2 if op["input"]["dtype"] == "s8" else 1
+            op["output"]["scale"] *= 2 if op["output"]["dtype"] == "s8" else 1
+        by_id["conv2:conv2d:0"]["add"]["other"]["scale"] *= 2
+        edited = qc.write_json(self.path("mixed.json"), q)
+        out = self._quantize(edited, out="mixed.pt")
+        r = qc.stock_eval(self, self.model, out, self.test_set, labels=True, ops_library=True)
+        self.assertLessEqual(100.0 * (r["acc_ref"] - r["acc_q"]), MAX_ACCURACY_DROP_PP)
+        facts = qc.graph_facts(self, out, ops_library=True)
+        texts = sorted(facts["contexts"])
+        self.assertEqual(len(texts), 5, facts)
+        self.assertEqual(sum(" u8->s8" in t for t in texts), 2, texts)  # conv1, fc2
+        self.assertEqual(sum(" s8->u8 +relu +sum s8" in t or " s8->u8 +sum s8" in t for t in texts), 1, texts)
+        self.assertEqual(facts["quantize"], [{"zero_point": q["ops"][0]["input"]["zero_point"],
+                                              "dtype": str(QUINT8)}])
+        portable = self._quantize(edited, "--portable", out="mixed_p.pt")
+        self.tool("verify", portable, out, "--input", os.path.join(self.calib, "batch_007.pt"),
+                  "--min-cosine", "0.9999")
 
     def test_optimize_with_qconfig(self):
         out = self.path("opt.pt")
