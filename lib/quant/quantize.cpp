@@ -121,6 +121,8 @@ QuantizeResult quantize_model(const torch::jit::Module &model, const QConfig &co
                           "there stay fp32");
         }
     }
+    result.report["nested_fp32"] = prepared.nested_fp32;
+    for (const auto &n : prepared.nested_fp32) log::warn(n);
     result.report["portable"] = options.portable || options.dynamic;
     result.report["passes"] = prepared.report.value("passes", nlohmann::json::array());
     result.module = prepared.module;

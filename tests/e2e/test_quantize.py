@@ -325,8 +325,27 @@ class SmoothQuantAndDynamic(e2e.ToolTestCase):
         model = self.copy_model("linear_bn")
         data = self.copy_input("linear_bn")
         result = self.run_tool("calibrate", model, "--data", data, "--out", self.path("q.json"))
-        self.assert_error(result, e2e.EXIT_UNSUPPORTED, "no quantizable op", "if/loop")
+        self.assert_error(result, e2e.EXIT_UNSUPPORTED, "no quantizable op", "if/loop", "linear inside a prim::If")
         self.assertFalse(os.path.exists(self.path("q.json")))
+
+    def test_ops_inside_control_flow_are_named_as_kept_fp32(self):
+        # control_flow: head.fc runs under `if z.size(1) == 4`; the stem and residual convs
+        # are at the top level.
+        model = self.copy_model("control_flow")
+        data = self.copy_input("control_flow")
+        result = self.tool("calibrate", model, "--data", data, "--out", self.path("q.json"))
+        warning = "head.fc: linear inside a prim::If block stays fp32"
+        self.assertIn(warning, result.stderr)
+        with open(self.path("q.json")) as f:
+            ids = [op["id"] for op in json.load(f)["ops"]]
+        self.assertEqual(len(ids), 3, ids)
+        self.assertFalse(any(i.startswith("head.fc") for i in ids), ids)
+        result = self.tool("quantize", model, self.path("o.pt"), "--qconfig", self.path("q.json"), "--portable")
+        self.assertIn(warning, result.stderr)
+        _, report = self.optimize(model, self.path("opt.pt"), "--qconfig", self.path("q.json"), "--portable")
+        nested = report["quantize"]["nested_fp32"]
+        self.assertEqual(len(nested), 1, nested)
+        self.assertIn(warning, nested[0])
 
     def test_dynamic_needs_a_linear(self):
         model = self.copy_model("conv_bn_relu_2d")
