@@ -4,7 +4,9 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 
+#include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "core/errors.h"
@@ -19,6 +21,13 @@ using torch::jit::Node;
 using torch::jit::Value;
 
 c10::Symbol sym(const char *qualified) { return c10::Symbol::fromQualString(qualified); }
+
+// Queries whose answer is the same for a tensor and its quantized form (not dtype ones).
+bool is_size_query(const Node *node) {
+    static const std::set<std::string> kinds = {"aten::size", "aten::dim", "aten::numel", "aten::len",
+                                                "prim::shape"};
+    return kinds.count(node->kind().toQualString()) > 0;
+}
 
 at::ScalarType torch_qtype(QDtype dtype) { return dtype == QDtype::s8 ? at::kQInt8 : at::kQUInt8; }
 
@@ -53,10 +62,15 @@ public:
             Value *src = v->node()->input(0);
             if (int8_.count(src)) return src;
         }
+        // Ops reading one value with the same parameters (calibrate observes a value once)
+        // share one quantize, placed before the first of them.
+        const auto key = std::make_tuple(v, q.scale, q.zero_point, q.dtype);
+        if (auto it = quantized_.find(key); it != quantized_.end()) return it->second;
         torch::jit::WithInsertPoint guard(user);
         Value *qv = g_.insert(c10::Symbol::aten("quantize_per_tensor"),
                               {v, q.scale, q.zero_point, static_cast<int64_t>(torch_qtype(q.dtype))});
         mark(qv, q);
+        quantized_[key] = qv;
         return qv;
     }
 
@@ -67,6 +81,10 @@ public:
         deq->setType(old->type());
         old->replaceAllUsesWith(deq);
         replaced_[old] = deq;
+        // Size queries read the int8 value: no dequantize for them.
+        const std::vector<torch::jit::Use> uses = deq->uses();
+        for (const auto &use : uses)
+            if (is_size_query(use.user)) use.user->replaceInput(use.offset, qv);
     }
 
     // What an fp32 value of the prepared graph is called now (publish replaces values).
@@ -228,6 +246,7 @@ private:
     std::set<Value *> int8_;
     std::unordered_map<Value *, TensorQ> qparams_;
     std::unordered_map<Value *, Value *> replaced_;
+    std::map<std::tuple<Value *, double, int64_t, QDtype>, Value *> quantized_;
 };
 
 // The same grid on u8: q_s8 = q_u8 - 128, so scale * (q_s8 - zp) = scale * (q_u8 - (zp + 128)).
