@@ -42,6 +42,14 @@ print(json.dumps({"output": str(outs[0].dtype).replace("torch.", ""),
 """
 
 
+def runtime_dtypes(case, model: str, data: str, ops_library: bool) -> dict:
+    extra = [qc.OPS_LIBRARY] if ops_library else []
+    proc = subprocess.run(["/usr/bin/python3", "-c", RUNTIME_DTYPES, model, data] + extra,
+                          capture_output=True, text=True, timeout=e2e.RUN_TIMEOUT)
+    case.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
+    return json.loads(proc.stdout)
+
+
 def count(hist: dict, *kinds) -> int:
     return sum(n for k, n in hist.items() if k in kinds)
 
@@ -65,11 +73,7 @@ class MixedBf16(e2e.ToolTestCase):
         return qc.write_json(self.path(name), q)
 
     def _runtime(self, model: str, ops_library: bool) -> dict:
-        extra = [qc.OPS_LIBRARY] if ops_library else []
-        proc = subprocess.run(["/usr/bin/python3", "-c", RUNTIME_DTYPES, model, self.test_set] + extra,
-                              capture_output=True, text=True, timeout=e2e.RUN_TIMEOUT)
-        self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
-        return json.loads(proc.stdout)
+        return runtime_dtypes(self, model, self.test_set, ops_library)
 
     def _quantize(self, qconfig: str, out: str, *flags) -> str:
         out = self.path(out)
@@ -155,6 +159,39 @@ class MixedBf16(e2e.ToolTestCase):
         self.assertEqual(mixed["compute_ops"], 2)
         self.assertEqual(mixed["bf16_edges"], 1)
         self._check_accuracy(out, True)
+
+
+class ResNetMixed(e2e.ToolTestCase):
+    """resnet18 with its stem conv and classifier left out of int8 (not in the qconfig)."""
+
+    def test_stem_and_fc_in_bf16_int8_body(self):
+        model = self.copy_model("resnet18")
+        data = self.copy_input("resnet18")
+        q = qc.calibrate(self, model, data, self.path("q.json"))
+        # All int8: one quantize at the input, one dequantize at the logits (the rank check
+        # before adaptive_avg_pool2d reads the int8 tensor).
+        full = self.path("full.pt")
+        self.tool("quantize", model, full, "--qconfig", self.path("q.json"))
+        ops = qc.stock_eval(self, model, full, data, ops_library=True)["ops"]
+        self.assertEqual(count(ops, "aten::quantize_per_tensor"), 1, ops)
+        self.assertEqual(count(ops, "aten::dequantize"), 1, ops)
+        q["ops"] = [op for op in q["ops"] if op["id"] not in ("conv1:conv2d:0", "fc:linear:0")]
+        partial = qc.write_json(self.path("partial.json"), q)
+        out = self.path("mixed.pt")
+        self.tool("quantize", model, out, "--qconfig", partial, "--mixed-dtype", "bf16")
+        r = qc.stock_eval(self, model, out, data, ops_library=True)
+        self.assertGreater(r["cosine"], 0.98, r)
+        ops = r["ops"]
+        self.assertEqual(count(ops, "aten::conv2d"), 1, ops)
+        self.assertEqual(count(ops, "aten::linear"), 1, ops)
+        self.assertEqual(count(ops, "ipex::dequantize_bf16"), 1, ops)
+        self.assertEqual(count(ops, "aten::dequantize"), 0, ops)
+        self.assertEqual(count(ops, "aten::quantize_per_tensor"), 1, ops)
+        rt = runtime_dtypes(self, out, data, True)
+        d = rt["dtypes"]
+        for kind in ("aten::conv2d", "aten::relu", "aten::max_pool2d", "aten::linear"):
+            self.assertEqual(d[kind], ["bfloat16"], (kind, d))
+        self.assertEqual(rt["output"], "float32")
 
 
 if __name__ == "__main__":
