@@ -381,5 +381,33 @@ class OtherModels(e2e.ToolTestCase):
 e2e.add_per_model_tests(OtherModels, [m for m in GENERAL_MODELS if m in e2e.MODELS], "_convert")
 
 
+S8_MODELS = ["conv_bn_relu_1d", "conv_bn_relu_3d", "depthwise_conv_bn", "tiny_transformer", "resnet18"]
+
+
+class S8OtherModels(e2e.ToolTestCase):
+    """s8 activations on conv1d/3d, depthwise, linear/matmul and residual models: the ipex
+    ops against fp32, and --portable (u8, zero point + 128) giving the same numbers."""
+
+    def _convert(self, name: str):
+        model = self.copy_model(name)
+        data = self.copy_input(name)
+        recipe = qc.write_json(self.path("s8.json"), {
+            "format": "ipex-quant-recipe", "version": 1,
+            "activation": {"dtype": "s8", "observer": {"name": "min_max"}}})
+        qc.calibrate(self, model, data, self.path("q.json"), "--recipe", recipe)
+        out, portable = self.path("s8.pt"), self.path("s8p.pt")
+        self.tool("quantize", model, out, "--qconfig", self.path("q.json"))
+        self.tool("quantize", model, portable, "--qconfig", self.path("q.json"), "--portable")
+        r = qc.stock_eval(self, model, out, data, ops_library=True)
+        self.assertGreater(r["cosine"], GENERAL_MIN_COSINE, f"{name}: {r}")
+        self.assertGreater(count(r["ops"], "ipex::int8_op", "ipex::int8_op_sum"), 0, r["ops"])
+        facts = qc.graph_facts(self, out, ops_library=True)
+        self.assertTrue(all(" s8->s8" in t for t in facts["contexts"]), facts)
+        self.tool("verify", portable, out, "--input", data, "--min-cosine", "0.999")
+
+
+e2e.add_per_model_tests(S8OtherModels, [m for m in S8_MODELS if m in e2e.MODELS], "_convert")
+
+
 if __name__ == "__main__":
     e2e.main()
