@@ -6,8 +6,10 @@
 #   - stock PyTorch FX INT8 (onednn engine, the same calibration batches, traced + frozen)
 #   - our bf16 model (`ipex-tool optimize --dtype bf16`, prepacked oneDNN ops)
 # plus the accuracy check: cosine vs fp32 on a held-out batch for resnet50 and mobilenet_v2
-# (both outputs), and the ISA oneDNN dispatched for the int8 model.
-# Usage: bash bench/int8_resnet50.sh [ITERATIONS] [CALIB_BATCHES]   (needs a build in ./build)
+# (both outputs), and the ISA oneDNN dispatched for the int8 model. Then two variants against
+# our own int8 model: --mixed-dtype bf16 vs fp32 with the stem conv and the fc outside int8,
+# and s8 symmetric vs u8 affine activations.
+# Usage: bash bench/int8_resnet50.sh [ITERATIONS] [CALIB_BATCHES]   (build dir: $IPEX_BUILD_DIR, default ./build)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${IPEX_BUILD_DIR:-$root/build}"
@@ -48,3 +50,37 @@ echo "== resnet50 int8 (ipex-tool) vs ipex-tool bf16, batch $batch"
 echo "== ISA oneDNN used by the int8 model"
 "$tool" bench "$work/resnet50-int8.pt" --input "${batch}x3x224x224" --iterations 2 --warmup 1 \
     --check-isa avx512_core_vnni || true
+
+# --mixed-dtype: with the stem conv and the classifier left out of int8 (not listed in the
+# qconfig), the float ops around them run in fp32 (default) or bf16.
+/usr/bin/python3 - "$work/resnet50-qconfig.json" "$work/resnet50-qconfig-partial.json" <<'PY'
+import json, sys
+q = json.load(open(sys.argv[1]))
+kept = [op for op in q["ops"] if op["id"] not in ("conv1:conv2d:0", "fc:linear:0")]
+assert len(kept) == len(q["ops"]) - 2, "resnet50 qconfig has no conv1:conv2d:0 / fc:linear:0"
+q["ops"] = kept
+json.dump(q, open(sys.argv[2], "w"))
+PY
+for mixed in fp32 bf16; do
+    "$tool" quantize "$work/resnet50.pt" "$work/resnet50-int8-mixed-$mixed.pt" -q \
+        --qconfig "$work/resnet50-qconfig-partial.json" --mixed-dtype "$mixed"
+    IPEX_OPS_LIBRARY="$build/lib/libipex_ops.so" /usr/bin/python3 "$data" "$work" resnet50 cosine \
+        "$work/resnet50.pt" "$work/resnet50-int8-mixed-$mixed.pt"
+done
+echo "== resnet50 int8, stem conv + fc outside int8: --mixed-dtype bf16 vs fp32, batch $batch"
+"$tool" bench "$work/resnet50-int8-mixed-bf16.pt" --baseline "$work/resnet50-int8-mixed-fp32.pt" \
+    --input "${batch}x3x224x224" --iterations "$iterations" --warmup 3
+
+# s8 symmetric activations (recipe activation.dtype "s8") against the default u8 affine ones.
+cat > "$work/int8-s8.json" <<'JSON'
+{"format": "ipex-quant-recipe", "version": 1,
+ "activation": {"dtype": "s8", "observer": {"name": "histogram_l2", "bins": 2048}}}
+JSON
+"$tool" calibrate "$work/resnet50.pt" --data "$work/resnet50-calib" --recipe "$work/int8-s8.json" \
+    --out "$work/resnet50-qconfig-s8.json" -q
+"$tool" quantize "$work/resnet50.pt" "$work/resnet50-int8-s8.pt" --qconfig "$work/resnet50-qconfig-s8.json" -q
+IPEX_OPS_LIBRARY="$build/lib/libipex_ops.so" /usr/bin/python3 "$data" "$work" resnet50 cosine \
+    "$work/resnet50.pt" "$work/resnet50-int8-s8.pt"
+echo "== resnet50 int8 s8 activations vs u8 activations, batch $batch"
+"$tool" bench "$work/resnet50-int8-s8.pt" --baseline "$work/resnet50-int8.pt" \
+    --input "${batch}x3x224x224" --iterations "$iterations" --warmup 3

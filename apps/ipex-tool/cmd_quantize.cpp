@@ -47,7 +47,8 @@ Runner setup_quantize(CLI::App &sub) {
     sub.add_flag("--portable", a->portable,
                  "stock PyTorch quantized ops (onednn engine) that stock torch runs; default: ipex int8 ops "
                  "(prepacked oneDNN int8, needs libipex_ops.so)");
-    sub.add_option("--mixed-dtype", a->mixed_dtype, "dtype of quantizable ops the qconfig does not list")
+    sub.add_option("--mixed-dtype", a->mixed_dtype, "dtype of float ops outside the int8 regions (bf16: all of them, "
+                   "quantizable ops the qconfig does not list included; outputs stay fp32)")
         ->check(CLI::IsMember({"fp32", "bf16"}))
         ->capture_default_str();
     sub.add_flag("--dynamic", a->dynamic, "dynamic INT8 linear layers (weights int8, activations per batch); "

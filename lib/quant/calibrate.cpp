@@ -172,10 +172,14 @@ QConfig calibrate(const torch::jit::Module &model, const std::vector<std::string
     if (options.max_batches > 0 && files.size() > static_cast<size_t>(options.max_batches))
         files.resize(static_cast<size_t>(options.max_batches));
     PreparedModel prepared = prepare_for_quantization(model);
-    if (prepared.ops.empty())
+    if (prepared.ops.empty()) {
+        std::string nested;
+        for (const auto &n : prepared.nested_fp32) nested += (nested.empty() ? "; " : ", ") + n.substr(0, n.find(" stays"));
         throw_unsupported("the model has no quantizable op at the top level of its graph (conv1d/2d/3d or "
                           "linear with constant weights, matmul by a constant; ops inside if/loop blocks stay "
-                          "fp32); nothing to calibrate");
+                          "fp32" + nested + "); nothing to calibrate");
+    }
+    for (const auto &n : prepared.nested_fp32) log::warn(n);
 
     QConfig config;
     config.identity = prepared.identity;

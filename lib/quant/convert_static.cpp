@@ -4,10 +4,13 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 
+#include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "core/errors.h"
+#include "core/log.h"
 #include "passes/graph_utils.h"
 #include "quant/int8_context.h"
 
@@ -18,6 +21,15 @@ using torch::jit::Node;
 using torch::jit::Value;
 
 c10::Symbol sym(const char *qualified) { return c10::Symbol::fromQualString(qualified); }
+
+// Queries whose answer is the same for a tensor and its quantized form (not dtype ones).
+bool is_size_query(const Node *node) {
+    static const std::set<std::string> kinds = {"aten::size", "aten::dim", "aten::numel", "aten::len",
+                                                "prim::shape"};
+    return kinds.count(node->kind().toQualString()) > 0;
+}
+
+at::ScalarType torch_qtype(QDtype dtype) { return dtype == QDtype::s8 ? at::kQInt8 : at::kQUInt8; }
 
 c10::IValue call_op(const char *name, const char *overload, torch::jit::Stack stack) {
     const auto op = c10::Dispatcher::singleton().findSchemaOrThrow(name, overload);
@@ -50,14 +62,15 @@ public:
             Value *src = v->node()->input(0);
             if (int8_.count(src)) return src;
         }
-        if (q.dtype != QDtype::u8)
-            throw_unsupported("int8 activations are u8 in this version and an op input is " +
-                              std::string(qdtype_name(q.dtype)) + ": recalibrate with a u8 recipe "
-                              "(activation.dtype \"u8\")");
+        // Ops reading one value with the same parameters (calibrate observes a value once)
+        // share one quantize, placed before the first of them.
+        const auto key = std::make_tuple(v, q.scale, q.zero_point, q.dtype);
+        if (auto it = quantized_.find(key); it != quantized_.end()) return it->second;
         torch::jit::WithInsertPoint guard(user);
         Value *qv = g_.insert(c10::Symbol::aten("quantize_per_tensor"),
-                              {v, q.scale, q.zero_point, static_cast<int64_t>(at::kQUInt8)});
+                              {v, q.scale, q.zero_point, static_cast<int64_t>(torch_qtype(q.dtype))});
         mark(qv, q);
+        quantized_[key] = qv;
         return qv;
     }
 
@@ -68,6 +81,10 @@ public:
         deq->setType(old->type());
         old->replaceAllUsesWith(deq);
         replaced_[old] = deq;
+        // Size queries read the int8 value: no dequantize for them.
+        const std::vector<torch::jit::Use> uses = deq->uses();
+        for (const auto &use : uses)
+            if (is_size_query(use.user)) use.user->replaceInput(use.offset, qv);
     }
 
     // What an fp32 value of the prepared graph is called now (publish replaces values).
@@ -105,6 +122,8 @@ public:
         p.padding = op.padding;
         p.dilation = op.dilation;
         p.groups = op.groups;
+        p.in_dtype = torch_qtype(in.dtype);
+        p.out_dtype = torch_qtype(out.dtype);
         p.in_scale = in.scale;
         p.in_zero_point = in.zero_point;
         p.out_scale = out.scale;
@@ -125,8 +144,6 @@ public:
     }
 
     void convert_op(const QuantOp &op, const OpConfig &cfg, ConvertCounts &counts) {
-        if (cfg.output.dtype != QDtype::u8)
-            throw_unsupported("op '" + cfg.id + "' output is s8; int8 outputs are u8 in this version");
         if (ipex_ops_ && op.add && cfg.add) {  // the whole chain becomes one op at the add
             pending_add_[op.add] = {&op, &cfg};
             counts.int8_ops++;
@@ -168,12 +185,11 @@ public:
     void convert_add(Node *add, const QuantOp &op, const OpConfig &cfg, ConvertCounts &counts) {
         if (ipex_ops_) {
             const AddQ &a = *cfg.add;
-            if (a.output.dtype != QDtype::u8)
-                throw_unsupported("op '" + cfg.id + "' add output is s8; int8 outputs are u8 in this version");
             Value *qx = quantized(op.input, cfg.input, add);
             Value *qo = quantized(op.add_other, a.other, add);
             Int8Params p = ipex_params(op, qparams(qx), a.output, op.relu != nullptr);
             p.sum = true;
+            p.other_dtype = torch_qtype(qparams(qo).dtype);
             p.other_scale = qparams(qo).scale;
             p.other_zero_point = qparams(qo).zero_point;
             p.sum_relu = op.add_relu && a.relu;
@@ -195,8 +211,6 @@ public:
         Value *qb = quantized(op.add_other, cfg.add->other, add);
         const bool relu = op.add_relu && cfg.add->relu;
         const AddQ &a = *cfg.add;
-        if (a.output.dtype != QDtype::u8)
-            throw_unsupported("--portable: op '" + cfg.id + "' add output is s8; stock quantized ops need u8");
         torch::jit::WithInsertPoint guard(add);
         Value *qz = g_.insert(sym(relu ? "quantized::add_relu" : "quantized::add"),
                               {qa, qb, a.output.scale, a.output.zero_point});
@@ -232,7 +246,41 @@ private:
     std::set<Value *> int8_;
     std::unordered_map<Value *, TensorQ> qparams_;
     std::unordered_map<Value *, Value *> replaced_;
+    std::map<std::tuple<Value *, double, int64_t, QDtype>, Value *> quantized_;
 };
+
+// The same grid on u8: q_s8 = q_u8 - 128, so scale * (q_s8 - zp) = scale * (q_u8 - (zp + 128)).
+TensorQ as_u8(const TensorQ &t) {
+    if (t.dtype == QDtype::u8) return t;
+    TensorQ u = t;
+    u.dtype = QDtype::u8;
+    u.zero_point = t.zero_point + 128;
+    return u;
+}
+
+// Stock quantized conv/linear (onednn engine) read quint8 activations only: s8 parameters
+// become their u8 equivalent, value for value.
+QConfig portable_config(const QConfig &config) {
+    QConfig out = config;
+    int moved = 0;
+    for (auto &op : out.ops) {
+        if (op.dtype != "int8") continue;
+        for (TensorQ *t : {&op.input, &op.output}) {
+            moved += t->dtype == QDtype::s8;
+            *t = as_u8(*t);
+        }
+        if (op.add) {
+            for (TensorQ *t : {&op.add->other, &op.add->output}) {
+                moved += t->dtype == QDtype::s8;
+                *t = as_u8(*t);
+            }
+        }
+    }
+    if (moved > 0)
+        log::info("--portable: " + std::to_string(moved) + " s8 activation tensors run as u8 with zero point + 128 "
+                  "(the same values; stock quantized conv/linear read quint8 only)");
+    return out;
+}
 
 at::Tensor quantize_weight(const at::Tensor &weight, const std::vector<double> &scales) {
     const auto opts = at::TensorOptions().dtype(at::kDouble);
@@ -272,21 +320,25 @@ ConvertCounts convert_static(torch::jit::Graph &graph, const std::vector<QuantOp
                                const std::string &dtype_of_unlisted, bool ipex_ops) {
     at::globalContext().setQEngine(at::QEngine::ONEDNN);
     ConvertCounts counts;
-    StaticConverter conv(graph, config, ipex_ops);
+    const QConfig portable = ipex_ops ? QConfig{} : portable_config(config);
+    const QConfig &used = ipex_ops ? config : portable;
+    StaticConverter conv(graph, used, ipex_ops);
     std::unordered_map<Node *, const QuantOp *> by_node;
     for (const auto &op : ops) by_node[op.node] = &op;
     for (Node *node : passes::collect_nodes(graph.block())) {
         if (auto it = by_node.find(node); it != by_node.end()) {
             const QuantOp &op = *it->second;
-            const OpConfig *cfg = config.find(op.id);
+            const OpConfig *cfg = used.find(op.id);
             const std::string dtype = cfg ? cfg->dtype : dtype_of_unlisted;
             if (dtype == "int8") {
                 conv.convert_op(op, *cfg, counts);
             } else if (dtype == "bf16") {
-                run_op_in_bf16(graph, op);
+                // With --mixed-dtype bf16 the pass after conversion runs it in bf16 (mixed_bf16.h).
+                if (dtype_of_unlisted != "bf16") run_op_in_bf16(graph, op);
                 counts.bf16_ops++;
             } else {
                 counts.kept_fp32++;
+                counts.fp32_nodes.push_back(op.node);
             }
         } else if (auto add = conv.pending_add_.find(node); add != conv.pending_add_.end()) {
             conv.convert_add(node, *add->second.first, *add->second.second, counts);

@@ -40,6 +40,12 @@ memory::desc any_desc(const std::vector<int64_t> &dims, memory::data_type type) 
 
 at::Tensor zero_point_tensor(int64_t zp) { return at::full({1}, static_cast<int32_t>(zp), at::kInt); }
 
+memory::data_type dnnl_type(at::ScalarType t) {
+    return t == at::kQInt8 ? memory::data_type::s8 : memory::data_type::u8;
+}
+
+bool is_activation_type(at::ScalarType t) { return t == at::kQUInt8 || t == at::kQInt8; }
+
 memory zero_point_memory(const at::Tensor &zp) {
     return memory(memory::desc({1}, memory::data_type::s32, memory::format_tag::x), cpu_engine(), zp.data_ptr());
 }
@@ -55,16 +61,18 @@ dnnl::primitive_attr make_attr(const Int8Params &p, const std::vector<float> &sc
     dnnl::post_ops ops;
     if (p.relu) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
     if (p.sum) {
+        // The other operand is copied into dst as it is: the sum reads it in its own type.
         ops.append_sum(static_cast<float>(p.other_scale / p.out_scale), static_cast<int32_t>(p.other_zero_point),
-                       memory::data_type::u8);
+                       dnnl_type(p.other_dtype));
         if (p.sum_relu) ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
     }
     attr.set_post_ops(ops);
     return attr;
 }
 
-at::Tensor empty_quint8(const std::vector<int64_t> &sizes, double scale, int64_t zp, bool channels_last) {
-    const auto options = at::TensorOptions().dtype(at::kQUInt8);
+at::Tensor empty_q8(const std::vector<int64_t> &sizes, at::ScalarType dtype, double scale, int64_t zp,
+                   bool channels_last) {
+    const auto options = at::TensorOptions().dtype(dtype);
     at::MemoryFormat format = at::MemoryFormat::Contiguous;
     if (channels_last && sizes.size() == 4) format = at::MemoryFormat::ChannelsLast;
     if (channels_last && sizes.size() == 5) format = at::MemoryFormat::ChannelsLast3d;
@@ -73,30 +81,30 @@ at::Tensor empty_quint8(const std::vector<int64_t> &sizes, double scale, int64_t
     return at::_empty_affine_quantized(sizes, options, scale, zp, format);
 }
 
-at::Tensor u8_view_desc_check(const at::Tensor &t, const char *what) {
-    TORCH_CHECK(t.is_quantized() && t.scalar_type() == at::kQUInt8 &&
-                    t.qscheme() == at::kPerTensorAffine,
-                "ipex int8 op: ", what, " must be a quint8 per-tensor quantized tensor (got ", t.toString(), ")");
-    return t;
+void q8_check(const at::Tensor &t, at::ScalarType expected, const char *what) {
+    TORCH_CHECK(t.is_quantized() && t.scalar_type() == expected && t.qscheme() == at::kPerTensorAffine,
+                "ipex int8 op: ", what, " must be a ", c10::toString(expected),
+                " per-tensor quantized tensor (got ", t.toString(), ")");
 }
 
 // A channels-last tensor is described by its tag: with one channel its strides would also
 // read as NCHW, a layout oneDNN's int8 kernels do not take.
-memory::desc u8_desc(const at::Tensor &t) {
+memory::desc q8_desc(const at::Tensor &t) {
     static const memory::format_tag kChannelsLast[] = {memory::format_tag::nwc, memory::format_tag::nhwc,
                                                       memory::format_tag::ndhwc};
+    const memory::data_type type = dnnl_type(t.scalar_type());
     if (t.dim() >= 3 && t.dim() <= 5 && ops::is_channels_last(t))
-        return memory::desc(ops::to_dims(t.sizes()), memory::data_type::u8, kChannelsLast[t.dim() - 3]);
-    return memory::desc(ops::to_dims(t.sizes()), memory::data_type::u8, ops::to_dims(t.strides()));
+        return memory::desc(ops::to_dims(t.sizes()), type, kChannelsLast[t.dim() - 3]);
+    return memory::desc(ops::to_dims(t.sizes()), type, ops::to_dims(t.strides()));
 }
 
 }  // namespace
 
-// The sum post-op reads dst before writing it: the other operand's u8 values go there first.
+// The sum post-op reads dst before writing it: the other operand's int8 values go there first.
 static void copy_other(const Int8Context &ctx, const c10::optional<at::Tensor> &other, at::Tensor &dst) {
     const Int8Params &p = ctx.params();
     TORCH_CHECK(other.has_value(), "ipex int8 ", p.kind, ": the fused add needs its other operand");
-    u8_view_desc_check(*other, "the other operand");
+    q8_check(*other, p.other_dtype, "the other operand");
     TORCH_CHECK(other->numel() == dst.numel() && (other->dim() != dst.dim() || other->sizes() == dst.sizes()),
                 "ipex int8 ", p.kind, ": the fused add's other operand has shape ", other->sizes(),
                 ", the output ", dst.sizes());
@@ -119,6 +127,9 @@ Int8Context::Int8Context(at::Tensor weight, c10::optional<at::Tensor> bias, std:
     const bool linear = params_.kind == "linear";
     TORCH_CHECK(linear || params_.kind == "conv1d" || params_.kind == "conv2d" || params_.kind == "conv3d",
                 "Int8Context: unknown kind ", params_.kind);
+    TORCH_CHECK(is_activation_type(params_.in_dtype) && is_activation_type(params_.out_dtype) &&
+                    is_activation_type(params_.other_dtype),
+                "Int8Context: activations must be quint8 or qint8");
     TORCH_CHECK(weight_.dim() == (linear ? 2 : weight_.dim()) && weight_.dim() >= 2,
                 "Int8Context: bad weight rank ", weight_.dim());
     const int64_t out_channels = weight_.size(0);
@@ -165,7 +176,7 @@ std::shared_ptr<const Int8Context::Entry> Int8Context::entry_for(const at::Tenso
 
     auto entry = std::make_shared<Entry>();
     const dnnl::primitive_attr attr = make_attr(params_, output_scales_);
-    const memory::desc src_md = u8_desc(src);
+    const memory::desc src_md = q8_desc(src);
     const memory::desc bias_md = bias_.defined()
                                      ? memory::desc({bias_.numel()}, memory::data_type::f32, memory::format_tag::x)
                                      : memory::desc();
@@ -173,7 +184,7 @@ std::shared_ptr<const Int8Context::Entry> Int8Context::entry_for(const at::Tenso
     if (params_.kind == "linear") {
         const int64_t k = qweight_.size(0), n = qweight_.size(1);
         const memory::desc w_any = any_desc({k, n}, memory::data_type::s8);
-        const memory::desc dst_md = u8_desc(dst);
+        const memory::desc dst_md = q8_desc(dst);
         const memory::desc bias2 = bias_.defined() ? memory::desc({1, n}, memory::data_type::f32, memory::format_tag::ab)
                                                    : memory::desc();
         dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_md, w_any, bias2, dst_md), attr, cpu_engine());
@@ -190,7 +201,7 @@ std::shared_ptr<const Int8Context::Entry> Int8Context::entry_for(const at::Tenso
             wdims.insert(wdims.begin(), params_.groups);
         }
         const memory::desc w_any = any_desc(wdims, memory::data_type::s8);
-        const memory::desc dst_md = u8_desc(dst);
+        const memory::desc dst_md = q8_desc(dst);
         std::vector<int64_t> dil;
         for (int64_t d : params_.dilation) dil.push_back(d - 1);  // oneDNN counts from 0
         dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
@@ -254,7 +265,7 @@ at::Tensor Int8Context::run_conv(const at::Tensor &input, const c10::optional<at
     const std::vector<int64_t> dst_sizes = conv_output_sizes(src.sizes());
     at::Tensor dst;
     if (params_.sum && params_.sum_in_place && other && other->is_quantized() &&
-        other->scalar_type() == at::kQUInt8 && other->sizes() == at::IntArrayRef(dst_sizes) &&
+        other->scalar_type() == params_.other_dtype && other->sizes() == at::IntArrayRef(dst_sizes) &&
         ops::is_channels_last(*other) && other->dim() >= 4 && !other->storage().is_alias_of(src.storage()) &&
         std::abs(other->q_scale() - params_.other_scale) <=
         1e-6 * params_.other_scale && other->q_zero_point() == params_.other_zero_point) {
@@ -262,9 +273,9 @@ at::Tensor Int8Context::run_conv(const at::Tensor &input, const c10::optional<at
         at::Tensor keep = *other;
         dst = at::from_blob_quantized_per_tensor_affine(
             keep.data_ptr(), keep.sizes(), keep.strides(), [keep](void *) {}, static_cast<float>(params_.out_scale),
-            params_.out_zero_point, at::TensorOptions().dtype(at::kQUInt8));
+            params_.out_zero_point, at::TensorOptions().dtype(params_.out_dtype));
     } else {
-        dst = empty_quint8(dst_sizes, params_.out_scale, params_.out_zero_point, true);
+        dst = empty_q8(dst_sizes, params_.out_dtype, params_.out_scale, params_.out_zero_point, true);
         if (params_.sum) copy_other(*this, other, dst);
     }
     auto entry = entry_for(src, dst);
@@ -278,7 +289,8 @@ at::Tensor Int8Context::run_linear(const at::Tensor &input, const c10::optional<
     const at::Tensor src = input.reshape({-1, input.size(-1)}).contiguous();
     std::vector<int64_t> out_sizes(input.sizes().begin(), input.sizes().end());
     out_sizes.back() = qweight_.size(1);
-    at::Tensor dst = empty_quint8({src.size(0), qweight_.size(1)}, params_.out_scale, params_.out_zero_point, false);
+    at::Tensor dst = empty_q8({src.size(0), qweight_.size(1)}, params_.out_dtype, params_.out_scale,
+                              params_.out_zero_point, false);
     auto entry = entry_for(src, dst);
     if (params_.sum) copy_other(*this, other, dst);
     execute_entry(*entry, src, dst);
@@ -286,7 +298,7 @@ at::Tensor Int8Context::run_linear(const at::Tensor &input, const c10::optional<
 }
 
 at::Tensor Int8Context::run(const at::Tensor &input, const c10::optional<at::Tensor> &other) const {
-    u8_view_desc_check(input, "the input");
+    q8_check(input, params_.in_dtype, "the input");
     TORCH_CHECK(std::abs(input.q_scale() - params_.in_scale) <= 1e-6 * params_.in_scale &&
                     input.q_zero_point() == params_.in_zero_point,
                 "ipex int8 ", params_.kind, ": input quantized with scale ", input.q_scale(), " zero point ",
@@ -296,8 +308,10 @@ at::Tensor Int8Context::run(const at::Tensor &input, const c10::optional<at::Ten
 
 std::string Int8Context::describe() const {
     std::ostringstream os;
-    os << "int8 " << params_.kind << " " << weight_.sizes() << (params_.relu ? " +relu" : "")
-       << (params_.sum ? " +sum" : "") << (params_.sum_relu ? " +relu" : "");
+    auto name = [](at::ScalarType t) { return t == at::kQInt8 ? "s8" : "u8"; };
+    os << "int8 " << params_.kind << " " << weight_.sizes() << " " << name(params_.in_dtype) << "->"
+       << name(params_.out_dtype) << (params_.relu ? " +relu" : "") << (params_.sum ? " +sum " : "")
+       << (params_.sum ? name(params_.other_dtype) : "") << (params_.sum_relu ? " +relu" : "");
     return os.str();
 }
 
@@ -311,12 +325,16 @@ Int8Context::State Int8Context::state() const {
         const at::Tensor s = at::tensor(weight_scales_, at::TensorOptions().dtype(at::kDouble));
         bias = (bias_.to(at::kDouble) * s * p.in_scale).to(at::kFloat);
     }
-    return {kStateVersion, weight_, bias, weight_scales_, p.kind, ints, {p.in_scale, p.out_scale, p.other_scale}, {}};
+    const std::vector<int64_t> dtypes = {static_cast<int64_t>(p.in_dtype), static_cast<int64_t>(p.out_dtype),
+                                         static_cast<int64_t>(p.other_dtype)};
+    return {kStateVersion, weight_, bias, weight_scales_, p.kind, ints, {p.in_scale, p.out_scale, p.other_scale},
+            dtypes};
 }
 
 c10::intrusive_ptr<Int8Context> Int8Context::from_state(State state) {
-    TORCH_CHECK(std::get<0>(state) == kStateVersion, "Int8Context: state version ", std::get<0>(state),
-                " is not supported");
+    const int64_t version = std::get<0>(state);
+    TORCH_CHECK(version == 1 || version == kStateVersion, "Int8Context: state version ", version,
+                " is not supported (this build reads 1 and ", kStateVersion, ")");
     Int8Params p;
     p.kind = std::get<4>(state);
     const auto &ints = std::get<5>(state);
@@ -340,6 +358,16 @@ c10::intrusive_ptr<Int8Context> Int8Context::from_state(State state) {
     p.in_scale = doubles[0];
     p.out_scale = doubles[1];
     p.other_scale = doubles[2];
+    if (version >= 2) {  // version 1 models are all u8
+        const auto &dtypes = std::get<7>(state);
+        TORCH_CHECK(dtypes.size() == 3, "Int8Context: malformed state");
+        at::ScalarType *fields[] = {&p.in_dtype, &p.out_dtype, &p.other_dtype};
+        for (size_t i = 0; i < 3; ++i) {
+            TORCH_CHECK(dtypes[i] == static_cast<int64_t>(at::kQUInt8) || dtypes[i] == static_cast<int64_t>(at::kQInt8),
+                        "Int8Context: malformed state (activation dtype ", dtypes[i], ")");
+            *fields[i] = static_cast<at::ScalarType>(dtypes[i]);
+        }
+    }
     return c10::make_intrusive<Int8Context>(std::get<1>(state), std::get<2>(state), std::get<3>(state), p);
 }
 

@@ -1,10 +1,11 @@
 // ipex int8 ops: a prepacked oneDNN int8 convolution (1-D/2-D/3-D) or linear (as a oneDNN
-// matmul) on quint8 activations. The s8 weight is reordered once into the layout oneDNN
+// matmul) on quint8 or qint8 activations. The s8 weight is reordered once into the layout oneDNN
 // picks (format any); output scales (input scale x per-channel weight scale / output scale),
 // source and destination zero points, a fused relu and a fused residual add (sum post-op
 // with the other operand's scale and zero point, then an optional relu) are primitive
-// attributes. Inputs are quint8 tensors of any layout; outputs are quint8 (convolutions
-// channels-last), so consecutive int8 ops pass u8 data on directly. Pickles to the fp32
+// attributes. Inputs are quint8 or qint8 tensors of any layout (the dtype the op was built
+// for); outputs are quint8 or qint8 (convolutions channels-last), so consecutive int8 ops
+// pass u8 or s8 data on directly, mixed as the qconfig says. Pickles to the fp32
 // weight and the numbers, so a saved model repacks on the CPU that loads it.
 #pragma once
 
@@ -24,8 +25,10 @@ struct Int8Params {
     int64_t groups = 1;
     double in_scale = 1.0, out_scale = 1.0;
     int64_t in_zero_point = 0, out_zero_point = 0;
+    // Activation types: at::kQUInt8 (u8) or at::kQInt8 (s8), each on its own.
+    at::ScalarType in_dtype = at::kQUInt8, out_dtype = at::kQUInt8, other_dtype = at::kQUInt8;
     bool relu = false;                // relu after the op (before a sum)
-    bool sum = false;                 // add the second input (quint8): other_scale, other_zero_point
+    bool sum = false;                 // add the second input (other_dtype): other_scale, other_zero_point
     double other_scale = 1.0;
     int64_t other_zero_point = 0;
     bool sum_relu = false;            // relu after the sum
@@ -36,13 +39,15 @@ class Int8Context : public torch::CustomClassHolder {
 public:
     using State = std::tuple<int64_t, at::Tensor, c10::optional<at::Tensor>, std::vector<double>, std::string,
                              std::vector<int64_t>, std::vector<double>, std::vector<int64_t>>;
-    static constexpr int64_t kStateVersion = 1;
+    // 2 records the activation dtypes in the last element; 1 (all u8) is still read.
+    static constexpr int64_t kStateVersion = 2;
 
     // weight: fp32 in PyTorch layout ([O, I/G, k...] or [O, I]); weight_scales per O.
     Int8Context(at::Tensor weight, c10::optional<at::Tensor> bias, std::vector<double> weight_scales,
                 Int8Params params);
 
-    // input: quint8; other: quint8 when params.sum. Returns quint8 with the output parameters.
+    // input: params.in_dtype; other: params.other_dtype when params.sum. Returns
+    // params.out_dtype with the output parameters.
     at::Tensor run(const at::Tensor &input, const c10::optional<at::Tensor> &other) const;
 
     const Int8Params &params() const { return params_; }

@@ -166,6 +166,31 @@ std::vector<QuantOp> find_quant_ops(const std::shared_ptr<torch::jit::Graph> &gr
     return ops;
 }
 
+std::vector<std::string> nested_quant_ops(const std::shared_ptr<torch::jit::Graph> &graph) {
+    std::vector<std::string> found;
+    for (Node *node : passes::collect_nodes(graph->block())) {
+        if (node->owningBlock() == graph->block() || node->outputs().size() != 1) continue;
+        std::optional<QuantOp> op;
+        const std::string kind = node->kind().toQualString();
+        if (kind == "aten::conv1d" || kind == "aten::conv2d" || kind == "aten::conv3d")
+            op = conv_op(node, false);
+        else if (kind == "aten::_convolution" && node->inputs().size() >= 9)
+            op = conv_op(node, true);
+        else if (kind == "aten::linear" || kind == "aten::matmul")
+            op = linear_op(node);
+        if (!op) continue;
+        // The outermost control-flow node around it.
+        Node *outer = node->owningBlock()->owningNode();
+        while (outer && outer->owningBlock() != graph->block()) outer = outer->owningBlock()->owningNode();
+        const std::string block = outer ? outer->kind().toQualString() : "sub-block";
+        const std::string module = passes::module_path(node);
+        found.push_back((module.empty() ? std::string("(top level)") : module) + ": " + op->kind + " inside a " +
+                        block + (block == "prim::Loop" ? " body" : " block") +
+                        " stays fp32 (only ops at the top level of the graph are calibrated and quantized)");
+    }
+    return found;
+}
+
 std::string model_identity(const std::shared_ptr<torch::jit::Graph> &graph,
                            const std::vector<QuantOp> &ops) {
     uint64_t h = 14695981039346656037ull;
@@ -195,6 +220,7 @@ PreparedModel prepare_for_quantization(const torch::jit::Module &input) {
     torch::jit::RemoveTensorMutation(prepared.graph);
     torch::jit::EliminateDeadCode(prepared.graph);
     prepared.ops = find_quant_ops(prepared.graph);
+    prepared.nested_fp32 = nested_quant_ops(prepared.graph);
     prepared.identity = model_identity(prepared.graph, prepared.ops);
     return prepared;
 }

@@ -43,7 +43,15 @@ struct PreparedModel {
     std::vector<QuantOp> ops;
     std::string identity;
     nlohmann::json report;  // the freeze/fold pipeline's report (passes, warnings)
+    // Quantizable-looking ops inside if/loop blocks, which stay fp32: "<module>: <kind> inside
+    // a prim::If block (...)" (see nested_quant_ops).
+    std::vector<std::string> nested_fp32;
 };
+
+// conv/linear/matmul ops with constant weights inside prim::If / prim::Loop blocks: they are
+// not quantized (calibration observes top-level values only) and stay fp32. One line each,
+// naming the module, the op kind and the enclosing block.
+std::vector<std::string> nested_quant_ops(const std::shared_ptr<torch::jit::Graph> &graph);
 
 // Freezes and folds a copy of `input` (dropout removed, BN folded into conv/linear, in-place
 // ops made functional) and finds its quantizable ops.

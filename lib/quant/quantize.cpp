@@ -8,6 +8,7 @@
 #include "core/errors.h"
 #include "core/log.h"
 #include "quant/convert_static.h"
+#include "quant/mixed_bf16.h"
 #include "quant/quant_graph.h"
 #include "quant/smooth_quant.h"
 
@@ -111,7 +112,17 @@ QuantizeResult quantize_model(const torch::jit::Module &model, const QConfig &co
         result.report = {{"mode", "static"},     {"int8_ops", c.int8_ops},   {"fused_relu", c.fused_relu},
                          {"fused_add", c.fused_add}, {"kept_fp32", c.kept_fp32}, {"bf16_ops", c.bf16_ops},
                          {"int8_passthrough", c.int8_passthrough}};
+        if (options.mixed_dtype == "bf16") {
+            const MixedBf16Result m = run_outside_int8_in_bf16(prepared.graph, c.fp32_nodes, !options.portable);
+            result.report["mixed_bf16"] = {{"applied", m.applied}, {"compute_ops", m.compute_ops},
+                                           {"bf16_edges", m.bf16_edges}, {"kept_fp32", m.kept_fp32}};
+            if (!m.applied)
+                log::info("--mixed-dtype bf16: no conv/linear/matmul runs outside the int8 regions; the ops "
+                          "there stay fp32");
+        }
     }
+    result.report["nested_fp32"] = prepared.nested_fp32;
+    for (const auto &n : prepared.nested_fp32) log::warn(n);
     result.report["portable"] = options.portable || options.dynamic;
     result.report["passes"] = prepared.report.value("passes", nlohmann::json::array());
     result.module = prepared.module;

@@ -16,7 +16,9 @@ namespace ipex::quant {
 struct QuantizeOptions {
     bool portable = true;
     bool dynamic = false;
-    std::string mixed_dtype = "fp32";  // fp32 | bf16: quantizable ops the qconfig does not list
+    // fp32 | bf16: with bf16 every float op outside the int8 regions (quantizable ops the qconfig
+    // does not list or marks bf16 included) runs in bf16 (mixed_bf16.h)
+    std::string mixed_dtype = "fp32";
 };
 
 struct QuantizeResult {
@@ -30,7 +32,7 @@ QuantizeResult quantize_model(const torch::jit::Module &model, const QConfig &co
 
 // `optimize --qconfig`: the INT8 conversion in place of the fp32 pass pipeline (the qconfig
 // was made on the graph calibrate prepares, so the pipeline must be the same). --dtype bf16
-// runs quantizable ops the qconfig does not list in bf16; fp16 is unsupported (exit 4).
+// runs every float op outside int8 in bf16 (as --mixed-dtype bf16); fp16 is unsupported (exit 4).
 passes::OptimizeResult optimize_with_qconfig(const torch::jit::Module &model, const QConfig &config,
                                              const std::string &where, const passes::OptimizeOptions &options);
 

@@ -102,3 +102,30 @@ def write_json(path: str, obj) -> str:
     with open(path, "w") as f:
         json.dump(obj, f, indent=1)
     return path
+
+
+# Quantization facts of a saved int8 model: dtype and zero point of every quantize_per_tensor
+# and the describe() text of every ipex Int8Context ("int8 conv2d [..] s8->u8 +relu").
+GRAPH_FACTS = r"""
+import json, sys
+import torch
+if len(sys.argv) > 2:
+    torch.ops.load_library(sys.argv[2])
+m = torch.jit.load(sys.argv[1])
+out = {"quantize": [], "contexts": []}
+for node in m.graph.nodes():
+    if node.kind() == "aten::quantize_per_tensor":
+        ins = list(node.inputs())
+        out["quantize"].append({"zero_point": ins[2].toIValue(), "dtype": str(ins[3].toIValue())})
+    if node.kind() in ("ipex::int8_op", "ipex::int8_op_sum"):
+        out["contexts"].append(list(node.inputs())[-1].toIValue().describe())
+print(json.dumps(out))
+"""
+
+
+def graph_facts(case, model: str, ops_library: bool = False) -> dict:
+    extra = [OPS_LIBRARY] if ops_library else []
+    proc = subprocess.run(["/usr/bin/python3", "-c", GRAPH_FACTS, model] + extra,
+                          capture_output=True, text=True, timeout=e2e.RUN_TIMEOUT)
+    case.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
+    return json.loads(proc.stdout)

@@ -13,6 +13,8 @@ import quant_common as qc
 # Accuracy budget of the issue: fp32 vs int8 on the held-out digits, percentage points.
 MAX_ACCURACY_DROP_PP = 0.5
 MIN_COSINE = 0.99
+# c10::ScalarType numbers of the activation types (the dtype argument of quantize_per_tensor).
+QINT8, QUINT8 = 12, 13
 
 
 def count(hist: dict, *kinds) -> int:
@@ -112,18 +114,82 @@ class DigitsInt8(e2e.ToolTestCase):
         self.assertEqual(count(bf16["ops"], "aten::linear"), 1)
         self.assertGreaterEqual(count(bf16["ops"], "aten::to"), 2)
 
-    def test_s8_activations_are_unsupported(self):
+    def _s8_qconfig(self) -> str:
         recipe = qc.write_json(self.path("s8.json"), {
             "format": "ipex-quant-recipe", "version": 1,
-            "activation": {"dtype": "s8", "observer": {"name": "min_max"}}})
+            "activation": {"dtype": "s8", "observer": {"name": "histogram_l2", "bins": 2048}}})
         q = qc.calibrate(self, self.model, self.calib, self.path("s8q.json"), "--recipe", recipe)
-        self.assertEqual({op["input"]["dtype"] for op in q["ops"]}, {"s8"})
-        self.assertEqual({op["input"]["zero_point"] for op in q["ops"]}, {0})
-        for flags in ((), ("--portable",)):
-            result = self.run_tool("quantize", self.model, self.path("o.pt"), "--qconfig", self.path("s8q.json"),
-                                   *flags)
-            self.assert_error(result, e2e.EXIT_UNSUPPORTED, "u8")
-            self.assertFalse(os.path.exists(self.path("o.pt")))
+        tensors = [op[k] for op in q["ops"] for k in ("input", "output")]
+        tensors += [op["add"][k] for op in q["ops"] if "add" in op for k in ("other", "output")]
+        self.assertEqual({t["dtype"] for t in tensors}, {"s8"})
+        self.assertEqual({t["zero_point"] for t in tensors}, {0})
+        return self.path("s8q.json")
+
+    def test_s8_activations_with_ipex_ops(self):
+        out = self._quantize(self._s8_qconfig(), out="s8.pt")
+        r = qc.stock_eval(self, self.model, out, self.test_set, labels=True, ops_library=True)
+        drop_pp = 100.0 * (r["acc_ref"] - r["acc_q"])
+        print(f"digits accuracy (s8, ipex int8 ops) fp32 {100 * r['acc_ref']:.2f}% int8 {100 * r['acc_q']:.2f}% "
+              f"(drop {drop_pp:.2f} pp)")
+        self.assertLessEqual(drop_pp, MAX_ACCURACY_DROP_PP)
+        self.assertGreater(r["cosine"], MIN_COSINE)
+        ops = r["ops"]
+        self.assertEqual(count(ops, "ipex::int8_op"), 4, ops)
+        self.assertEqual(count(ops, "ipex::int8_op_sum"), 1, ops)
+        self.assertEqual(count(ops, "aten::quantize_per_tensor"), 1, ops)
+        self.assertEqual(count(ops, "aten::dequantize"), 1, ops)
+        facts = qc.graph_facts(self, out, ops_library=True)
+        self.assertEqual(facts["quantize"], [{"zero_point": 0, "dtype": str(QINT8)}])
+        self.assertEqual(len(facts["contexts"]), 5, facts)
+        for text in facts["contexts"]:
+            self.assertIn(" s8->s8", text)
+        self.assertTrue(any("+sum s8" in t for t in facts["contexts"]), facts)
+
+    def test_s8_activations_portable_run_as_u8_zero_point_128(self):
+        qconfig = self._s8_qconfig()
+        result = self.tool("quantize", self.model, self.path("p.pt"), "--qconfig", qconfig, "--portable")
+        self.assertIn("zero point + 128", result.stderr)
+        r = qc.stock_eval(self, self.model, self.path("p.pt"), self.test_set, labels=True)
+        self.assertLessEqual(100.0 * (r["acc_ref"] - r["acc_q"]), MAX_ACCURACY_DROP_PP)
+        ops = r["ops"]
+        self.assertEqual(count(ops, "quantized::conv2d", "quantized::conv2d_relu"), 3, ops)
+        self.assertEqual(count(ops, "quantized::linear", "quantized::linear_relu"), 2, ops)
+        self.assertEqual(count(ops, "quantized::add_relu"), 1, ops)
+        self.assertEqual(count(ops, "aten::dequantize"), 1, ops)
+        facts = qc.graph_facts(self, self.path("p.pt"))
+        self.assertEqual(facts["quantize"], [{"zero_point": 128, "dtype": str(QUINT8)}])
+        # The same grid: the portable and the ipex s8 model compute the same numbers.
+        ipex = self._quantize(qconfig, out="s8.pt")
+        self.tool("verify", self.path("p.pt"), ipex, "--input", os.path.join(self.calib, "batch_007.pt"),
+                  "--min-cosine", "0.9999")
+
+    def test_mixed_u8_s8_chain(self):
+        with open(self.qconfig) as f:
+            q = json.load(f)
+        s8 = lambda t: t.update({"dtype": "s8", "zero_point": 0})  # noqa: E731 (same scale: a wider range)
+        by_id = {op["id"]: op for op in q["ops"]}
+        s8(by_id["conv1:conv2d:0"]["output"])  # relu output as s8; conv2 and the add read s8
+        s8(by_id["conv2:conv2d:0"]["add"]["other"])
+        s8(by_id["fc1:linear:0"]["input"])  # ignored: the producer (conv3, u8) decides
+        s8(by_id["fc2:linear:0"]["output"])  # logits as s8
+        for op in q["ops"]:
+            op["input"]["scale"] *= 2 if op["input"]["dtype"] == "s8" else 1
+            op["output"]["scale"] *= 2 if op["output"]["dtype"] == "s8" else 1
+        by_id["conv2:conv2d:0"]["add"]["other"]["scale"] *= 2
+        edited = qc.write_json(self.path("mixed.json"), q)
+        out = self._quantize(edited, out="mixed.pt")
+        r = qc.stock_eval(self, self.model, out, self.test_set, labels=True, ops_library=True)
+        self.assertLessEqual(100.0 * (r["acc_ref"] - r["acc_q"]), MAX_ACCURACY_DROP_PP)
+        facts = qc.graph_facts(self, out, ops_library=True)
+        texts = sorted(facts["contexts"])
+        self.assertEqual(len(texts), 5, facts)
+        self.assertEqual(sum(" u8->s8" in t for t in texts), 2, texts)  # conv1, fc2
+        self.assertEqual(sum(" s8->u8 +relu +sum s8" in t or " s8->u8 +sum s8" in t for t in texts), 1, texts)
+        self.assertEqual(facts["quantize"], [{"zero_point": q["ops"][0]["input"]["zero_point"],
+                                              "dtype": str(QUINT8)}])
+        portable = self._quantize(edited, "--portable", out="mixed_p.pt")
+        self.tool("verify", portable, out, "--input", os.path.join(self.calib, "batch_007.pt"),
+                  "--min-cosine", "0.9999")
 
     def test_optimize_with_qconfig(self):
         out = self.path("opt.pt")
@@ -259,8 +325,27 @@ class SmoothQuantAndDynamic(e2e.ToolTestCase):
         model = self.copy_model("linear_bn")
         data = self.copy_input("linear_bn")
         result = self.run_tool("calibrate", model, "--data", data, "--out", self.path("q.json"))
-        self.assert_error(result, e2e.EXIT_UNSUPPORTED, "no quantizable op", "if/loop")
+        self.assert_error(result, e2e.EXIT_UNSUPPORTED, "no quantizable op", "if/loop", "linear inside a prim::If")
         self.assertFalse(os.path.exists(self.path("q.json")))
+
+    def test_ops_inside_control_flow_are_named_as_kept_fp32(self):
+        # control_flow: head.fc runs under `if z.size(1) == 4`; the stem and residual convs
+        # are at the top level.
+        model = self.copy_model("control_flow")
+        data = self.copy_input("control_flow")
+        result = self.tool("calibrate", model, "--data", data, "--out", self.path("q.json"))
+        warning = "head.fc: linear inside a prim::If block stays fp32"
+        self.assertIn(warning, result.stderr)
+        with open(self.path("q.json")) as f:
+            ids = [op["id"] for op in json.load(f)["ops"]]
+        self.assertEqual(len(ids), 3, ids)
+        self.assertFalse(any(i.startswith("head.fc") for i in ids), ids)
+        result = self.tool("quantize", model, self.path("o.pt"), "--qconfig", self.path("q.json"), "--portable")
+        self.assertIn(warning, result.stderr)
+        _, report = self.optimize(model, self.path("opt.pt"), "--qconfig", self.path("q.json"), "--portable")
+        nested = report["quantize"]["nested_fp32"]
+        self.assertEqual(len(nested), 1, nested)
+        self.assertIn(warning, nested[0])
 
     def test_dynamic_needs_a_linear(self):
         model = self.copy_model("conv_bn_relu_2d")
@@ -294,6 +379,34 @@ class OtherModels(e2e.ToolTestCase):
 
 
 e2e.add_per_model_tests(OtherModels, [m for m in GENERAL_MODELS if m in e2e.MODELS], "_convert")
+
+
+S8_MODELS = ["conv_bn_relu_1d", "conv_bn_relu_3d", "depthwise_conv_bn", "tiny_transformer", "resnet18"]
+
+
+class S8OtherModels(e2e.ToolTestCase):
+    """s8 activations on conv1d/3d, depthwise, linear/matmul and residual models: the ipex
+    ops against fp32, and --portable (u8, zero point + 128) giving the same numbers."""
+
+    def _convert(self, name: str):
+        model = self.copy_model(name)
+        data = self.copy_input(name)
+        recipe = qc.write_json(self.path("s8.json"), {
+            "format": "ipex-quant-recipe", "version": 1,
+            "activation": {"dtype": "s8", "observer": {"name": "min_max"}}})
+        qc.calibrate(self, model, data, self.path("q.json"), "--recipe", recipe)
+        out, portable = self.path("s8.pt"), self.path("s8p.pt")
+        self.tool("quantize", model, out, "--qconfig", self.path("q.json"))
+        self.tool("quantize", model, portable, "--qconfig", self.path("q.json"), "--portable")
+        r = qc.stock_eval(self, model, out, data, ops_library=True)
+        self.assertGreater(r["cosine"], GENERAL_MIN_COSINE, f"{name}: {r}")
+        self.assertGreater(count(r["ops"], "ipex::int8_op", "ipex::int8_op_sum"), 0, r["ops"])
+        facts = qc.graph_facts(self, out, ops_library=True)
+        self.assertTrue(all(" s8->s8" in t for t in facts["contexts"]), facts)
+        self.tool("verify", portable, out, "--input", data, "--min-cosine", "0.999")
+
+
+e2e.add_per_model_tests(S8OtherModels, [m for m in S8_MODELS if m in e2e.MODELS], "_convert")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,41 @@
+// ipex::dequantize_bf16(input): a per-tensor quint8/qint8 tensor dequantized straight to bf16
+// ((q - zero_point) * scale computed in fp32, rounded once to bf16), in the input's memory
+// format. The edge from an int8 region into ops that run in bf16 (quantize --mixed-dtype
+// bf16) then needs no fp32 tensor in between.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+namespace {
+
+template <typename Q>
+void dequantize_loop(const Q *src, c10::BFloat16 *dst, int64_t n, float scale, int32_t zero_point) {
+    at::parallel_for(0, n, 16384, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i)
+            dst[i] = c10::BFloat16((static_cast<float>(src[i]) - static_cast<float>(zero_point)) * scale);
+    });
+}
+
+at::Tensor dequantize_bf16(const at::Tensor &input) {
+    TORCH_CHECK(input.is_quantized() && input.qscheme() == at::kPerTensorAffine &&
+                    (input.scalar_type() == at::kQUInt8 || input.scalar_type() == at::kQInt8),
+                "ipex::dequantize_bf16: the input must be a quint8 or qint8 per-tensor quantized tensor (got ",
+                input.toString(), ")");
+    const at::MemoryFormat format = input.suggest_memory_format();
+    const at::Tensor src = input.contiguous(format);
+    at::Tensor out = at::empty(src.sizes(), src.options().dtype(at::kBFloat16), format);
+    const auto scale = static_cast<float>(src.q_scale());
+    const auto zero_point = static_cast<int32_t>(src.q_zero_point());
+    auto *dst = out.data_ptr<c10::BFloat16>();
+    if (src.scalar_type() == at::kQUInt8)
+        dequantize_loop(static_cast<const uint8_t *>(src.data_ptr()), dst, src.numel(), scale, zero_point);
+    else
+        dequantize_loop(static_cast<const int8_t *>(src.data_ptr()), dst, src.numel(), scale, zero_point);
+    return out;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_FRAGMENT(ipex, m) {
+    m.def("dequantize_bf16(Tensor input) -> Tensor", dequantize_bf16);
+}
