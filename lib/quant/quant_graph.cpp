@@ -121,6 +121,15 @@ uint64_t fnv1a(uint64_t h, const std::string &text) {
     return h;
 }
 
+// The conv or linear `node` is, when it is a quantizable one.
+std::optional<QuantOp> quantizable_op(Node *node) {
+    const std::string kind = node->kind().toQualString();
+    if (kind == "aten::conv1d" || kind == "aten::conv2d" || kind == "aten::conv3d") return conv_op(node, false);
+    if (kind == "aten::_convolution" && node->inputs().size() >= 9) return conv_op(node, true);
+    if (kind == "aten::linear" || kind == "aten::matmul") return linear_op(node);
+    return std::nullopt;
+}
+
 }  // namespace
 
 Value *QuantOp::output() const { return relu ? relu->output() : node->output(); }
@@ -138,14 +147,7 @@ std::vector<QuantOp> find_quant_ops(const std::shared_ptr<torch::jit::Graph> &gr
     // ops there stay fp32.
     for (Node *node : graph->block()->nodes()) {
         if (node->outputs().size() != 1) continue;
-        std::optional<QuantOp> op;
-        const std::string kind = node->kind().toQualString();
-        if (kind == "aten::conv1d" || kind == "aten::conv2d" || kind == "aten::conv3d")
-            op = conv_op(node, false);
-        else if (kind == "aten::_convolution" && node->inputs().size() >= 9)
-            op = conv_op(node, true);
-        else if (kind == "aten::linear" || kind == "aten::matmul")
-            op = linear_op(node);
+        std::optional<QuantOp> op = quantizable_op(node);
         if (!op) continue;
         op->module = passes::module_path(node);
         const std::string key = op->module + ":" + op->kind;
@@ -170,14 +172,7 @@ std::vector<std::string> nested_quant_ops(const std::shared_ptr<torch::jit::Grap
     std::vector<std::string> found;
     for (Node *node : passes::collect_nodes(graph->block())) {
         if (node->owningBlock() == graph->block() || node->outputs().size() != 1) continue;
-        std::optional<QuantOp> op;
-        const std::string kind = node->kind().toQualString();
-        if (kind == "aten::conv1d" || kind == "aten::conv2d" || kind == "aten::conv3d")
-            op = conv_op(node, false);
-        else if (kind == "aten::_convolution" && node->inputs().size() >= 9)
-            op = conv_op(node, true);
-        else if (kind == "aten::linear" || kind == "aten::matmul")
-            op = linear_op(node);
+        std::optional<QuantOp> op = quantizable_op(node);
         if (!op) continue;
         // The outermost control-flow node around it.
         Node *outer = node->owningBlock()->owningNode();

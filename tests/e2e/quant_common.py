@@ -129,3 +129,21 @@ def graph_facts(case, model: str, ops_library: bool = False) -> dict:
                           capture_output=True, text=True, timeout=e2e.RUN_TIMEOUT)
     case.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
     return json.loads(proc.stdout)
+
+
+def count(hist: dict, *kinds) -> int:
+    """How many ops of any of `kinds` an op histogram holds."""
+    return sum(n for k, n in hist.items() if k in kinds)
+
+
+class DigitsCase(e2e.ToolTestCase):
+    """A test on the digits CNN: its model, calibration and test sets copied in, and a qconfig
+    calibrated with the default recipe at self.qconfig."""
+
+    def setUp(self):
+        super().setUp()
+        self.model = copy_quant(self, DIGITS["model"])
+        self.calib = copy_quant(self, DIGITS["calib"])
+        self.test_set = copy_quant(self, DIGITS["test"])
+        self.qconfig = self.path("q.json")
+        self.tool("calibrate", self.model, "--data", self.calib, "--out", self.qconfig)

@@ -17,18 +17,10 @@ MIN_COSINE = 0.99
 QINT8, QUINT8 = 12, 13
 
 
-def count(hist: dict, *kinds) -> int:
-    return sum(n for k, n in hist.items() if k in kinds)
+count = qc.count
 
 
-class DigitsInt8(e2e.ToolTestCase):
-    def setUp(self):
-        super().setUp()
-        self.model = qc.copy_quant(self, qc.DIGITS["model"])
-        self.calib = qc.copy_quant(self, qc.DIGITS["calib"])
-        self.test_set = qc.copy_quant(self, qc.DIGITS["test"])
-        self.qconfig = self.path("q.json")
-        self.tool("calibrate", self.model, "--data", self.calib, "--out", self.qconfig)
+class DigitsInt8(qc.DigitsCase):
 
     def _quantize(self, qconfig=None, *flags, out="int8.pt") -> str:
         out = self.path(out)

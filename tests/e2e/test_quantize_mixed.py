@@ -50,18 +50,12 @@ def runtime_dtypes(case, model: str, data: str, ops_library: bool) -> dict:
     return json.loads(proc.stdout)
 
 
-def count(hist: dict, *kinds) -> int:
-    return sum(n for k, n in hist.items() if k in kinds)
+count = qc.count
 
 
-class MixedBf16(e2e.ToolTestCase):
+class MixedBf16(qc.DigitsCase):
     def setUp(self):
         super().setUp()
-        self.model = qc.copy_quant(self, qc.DIGITS["model"])
-        self.calib = qc.copy_quant(self, qc.DIGITS["calib"])
-        self.test_set = qc.copy_quant(self, qc.DIGITS["test"])
-        self.qconfig = self.path("q.json")
-        self.tool("calibrate", self.model, "--data", self.calib, "--out", self.qconfig)
         with open(self.qconfig) as f:
             self.q = json.load(f)
 
