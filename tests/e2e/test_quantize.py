@@ -150,10 +150,12 @@ class DigitsInt8(qc.DigitsCase):
         self.assertEqual(count(ops, "aten::dequantize"), 1, ops)
         facts = qc.graph_facts(self, self.path("p.pt"))
         self.assertEqual(facts["quantize"], [{"zero_point": 128, "dtype": str(QUINT8)}])
-        # The same grid: the portable and the ipex s8 model compute the same numbers.
+        # The same grid: the portable and the ipex s8 model compute nearly the same numbers (their
+        # int8 kernels round the requantization differently: cosine 0.99990-1.0 across runs). A
+        # wrong zero point for the u8 form (0 instead of 128) clips every negative value.
         ipex = self._quantize(qconfig, out="s8.pt")
         self.tool("verify", self.path("p.pt"), ipex, "--input", os.path.join(self.calib, "batch_007.pt"),
-                  "--min-cosine", "0.9999")
+                  "--min-cosine", "0.999")
 
     def test_mixed_u8_s8_chain(self):
         with open(self.qconfig) as f:
