@@ -23,10 +23,9 @@ void throw_check_failed(const std::string &message) {
 
 namespace {
 constexpr size_t kMaxErrorLines = 4;
-}  // namespace
 
-std::string readable_error(const c10::Error &e) {
-    const std::string text = e.what_without_backtrace();
+// Up to kMaxErrorLines non-blank lines of `text`, stopping at a C++ backtrace, joined by " | ".
+std::string first_lines(const std::string &text) {
     std::string out;
     size_t lines = 0, pos = 0;
     while (pos < text.size() && lines < kMaxErrorLines) {
@@ -44,6 +43,22 @@ std::string readable_error(const c10::Error &e) {
     return out;
 }
 
+}  // namespace
+
+std::string readable_error(const c10::Error &e) {
+    return first_lines(e.what_without_backtrace());
+}
+
+std::string readable_error(const std::exception &e) {
+    if (const auto *torch_error = dynamic_cast<const c10::Error *>(&e)) return readable_error(*torch_error);
+    std::string text = e.what();
+    if (text.find("Traceback of TorchScript") != std::string::npos) {
+        while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+        return first_lines(text.substr(text.rfind('\n') + 1));
+    }
+    return first_lines(text);
+}
+
 int run_guarded(const std::string &program, int (*fn)(int, char **), int argc,
                 char **argv) {
     log::set_program(program);
@@ -57,7 +72,7 @@ int run_guarded(const std::string &program, int (*fn)(int, char **), int argc,
                   << readable_error(e) << "\n";
         return static_cast<int>(ExitCode::internal);
     } catch (const std::exception &e) {
-        std::cerr << program << ": error: internal: " << e.what() << "\n";
+        std::cerr << program << ": error: internal: " << readable_error(e) << "\n";
         return static_cast<int>(ExitCode::internal);
     }
 }

@@ -38,6 +38,10 @@ private:
 
 // The first lines of a libtorch error, without its C++ backtrace, on one line.
 std::string readable_error(const c10::Error &e);
+// Any error a model run can raise, on one line: a libtorch error as above; an error raised
+// inside the TorchScript interpreter by its cause (the last line, after the TorchScript
+// traceback); anything else by its first lines.
+std::string readable_error(const std::exception &e);
 
 // Runs fn, prints any error as "<program>: error: ..." and returns the exit code.
 // Every main() goes through this exactly once.

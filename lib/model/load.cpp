@@ -25,11 +25,6 @@ std::string head_bytes(const std::string &path, size_t n) {
     return buf;
 }
 
-bool ends_with(const std::string &s, const std::string &suffix) {
-    return s.size() >= suffix.size() &&
-           s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // Looks inside the zip for what kind of archive it is before handing it to the loader.
 void classify_archive(const std::string &path) {
     std::vector<std::string> records;
@@ -142,14 +137,10 @@ c10::IValue run_forward(torch::jit::Module &module, const std::vector<c10::IValu
     c10::InferenceMode guard;
     try {
         return module.forward(inputs);
-    } catch (const c10::Error &e) {
+    } catch (const Error &) {
+        throw;
+    } catch (const std::exception &e) {  // libtorch's, the interpreter's, or raised by the model's own code
         throw_bad_input(what + " rejected the inputs: " + readable_error(e) +
-                        " (check --input/--sample-input shapes and dtypes)");
-    } catch (const std::runtime_error &e) {
-        // Argument-count and type mismatches are reported as runtime_error by the JIT.
-        std::string msg = e.what();
-        if (auto nl = msg.find('\n'); nl != std::string::npos) msg = msg.substr(0, nl);
-        throw_bad_input(what + " rejected the inputs: " + msg +
                         " (check --input/--sample-input shapes and dtypes)");
     }
 }

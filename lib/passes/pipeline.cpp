@@ -369,13 +369,8 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
         try {
             c10::InferenceMode guard;
             result.module.forward(args);
-        } catch (const c10::Error &e) {
+        } catch (const std::exception &e) {
             throw_unsupported("the optimized model fails on --sample-input: " + readable_error(e) +
-                              "; try --level O0 or switch off the pass named above with --no-KNOB");
-        } catch (const std::exception &e) {  // the interpreter's error: its last line names the cause
-            std::string text = e.what();
-            while (!text.empty() && text.back() == '\n') text.pop_back();
-            throw_unsupported("the optimized model fails on --sample-input: " + text.substr(text.rfind('\n') + 1) +
                               "; try --level O0 or switch off the pass named above with --no-KNOB");
         }
     }

@@ -58,14 +58,10 @@ void run_batches(const torch::jit::Module &module, torch::jit::Graph &graph, con
         const std::string hint = "); batches must have the shapes and dtypes of the model's inputs";
         try {
             fn->run(stack);
-        } catch (const c10::Error &e) {
-            throw_bad_input(file + ": the model rejects this calibration batch (" + readable_error(e) + hint);
         } catch (const Error &) {
             throw;
-        } catch (const std::exception &e) {  // errors raised by the model's own code
-            std::string what = e.what();
-            what = what.substr(0, what.find('\n'));
-            throw_bad_input(file + ": the model rejects this calibration batch (" + what + hint);
+        } catch (const std::exception &e) {  // libtorch's, the interpreter's, or raised by the model's own code
+            throw_bad_input(file + ": the model rejects this calibration batch (" + readable_error(e) + hint);
         }
         const auto observed = stack.back().toTupleRef().elements().at(1).toTupleRef().elements();
         std::vector<at::Tensor> tensors;

@@ -100,3 +100,42 @@ TEST(LoadModel, RelaysModelErrorsReadably) {
         EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
     }
 }
+
+// Errors raised deep inside the TorchScript interpreter come with a TorchScript traceback;
+// the message keeps only the cause, on one line.
+TEST(LoadModel, RelaysInterpreterErrorsByTheirCause) {
+    torch::jit::Module m("Deep");
+    m.define(R"(
+def flatten(self, x):
+    return x.view(3, -1)
+
+def check(self, x):
+    assert x.dim() == 2, "expects a 2-d batch"
+    return x
+
+def forward(self, x):
+    return self.flatten(self.check(x))
+)");
+    const std::vector<std::pair<at::Tensor, std::string>> cases = {
+        {torch::ones({4}), "expects a 2-d batch"},
+        {torch::ones({2, 5}), "shape '[3, -1]' is invalid for input of size 10"},
+    };
+    for (const auto &[input, cause] : cases) {
+        try {
+            ipex::model::run_forward(m, {input}, "'deep.pt'");
+            ADD_FAILURE() << "expected an error for " << cause;
+        } catch (const ipex::Error &e) {
+            EXPECT_EQ(e.code(), ipex::ExitCode::bad_input);
+            const std::string msg = e.what();
+            EXPECT_NE(msg.find("'deep.pt' rejected the inputs: "), std::string::npos) << msg;
+            EXPECT_NE(msg.find(cause), std::string::npos) << msg;
+            EXPECT_EQ(msg.find("Traceback"), std::string::npos) << msg;
+            EXPECT_EQ(msg.find("Exception raised from"), std::string::npos) << msg;
+            EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+        }
+    }
+    // Errors that are neither libtorch's nor the interpreter's keep their first lines.
+    EXPECT_EQ(ipex::readable_error(std::runtime_error("first\nsecond\n")), "first | second");
+    const c10::Error torch_error("shape mismatch", "frame #0: somewhere");
+    EXPECT_EQ(ipex::readable_error(static_cast<const std::exception &>(torch_error)), "shape mismatch");
+}
