@@ -21,12 +21,11 @@ const Node *ancestor_in(const Node *node, const torch::jit::Block *block) {
 // Whether the sum of `conv` at `user` may write its result into `other`: `other` is computed
 // in the graph (it may alias no graph input and no constant), the conv does not read it, and
 // neither it nor anything that may alias it is returned by the graph or read after `user`.
-bool may_write_other(const std::shared_ptr<torch::jit::Graph> &graph, const Node *conv, const Value *other,
-                     const Node *user) {
-    torch::jit::AliasDb aliases(graph);
+bool may_write_other(const torch::jit::Graph &graph, torch::jit::AliasDb &aliases, const Node *conv,
+                     const Value *other, const Node *user) {
     if (aliases.mayAlias(conv->input(0), other)) return false;
-    std::vector<const Value *> values(graph->inputs().begin(), graph->inputs().end());
-    std::vector<const torch::jit::Block *> blocks{graph->block()};
+    std::vector<const Value *> values(graph.inputs().begin(), graph.inputs().end());
+    std::vector<const torch::jit::Block *> blocks{graph.block()};
     while (!blocks.empty()) {
         const torch::jit::Block *block = blocks.back();
         blocks.pop_back();
@@ -53,15 +52,16 @@ bool may_write_other(const std::shared_ptr<torch::jit::Graph> &graph, const Node
 PassResult fuse_conv_sum(std::shared_ptr<torch::jit::Graph> &graph) {
     PassResult result;
     static const auto convolution = c10::Symbol::fromQualString(ops::kConvolution);
+    LazyAliasDb aliases(graph);
     for (Node *node : collect_nodes_of_kind(graph->block(), {convolution})) {
-        const auto taken = take_binary_user(graph, node, [](const BinaryUse &use) -> std::string {
+        const auto taken = take_binary_user(aliases, node, [](const BinaryUse &use) -> std::string {
             if (use.op != "add") return kNotThisPass;
             return !use.output_first && use.alpha != 1.0 ? "alpha scales the convolution output" : "";
         }, result.skipped);
         if (!taken) continue;
         Node *user = taken->first;
         const BinaryUse *use = &taken->second;
-        const bool in_place = may_write_other(graph, node, use->other, user);
+        const bool in_place = may_write_other(*graph, aliases.get(), node, use->other, user);
         const auto ctx = conv_context(node)->with_post_ops({ops::PostOp{"sum", use->output_first ? use->alpha : 1.0}},
                                                            in_place);
         Value *ctx_value = insert_constant_at_top(*graph, c10::IValue(ctx), node);
@@ -71,6 +71,7 @@ PassResult fuse_conv_sum(std::shared_ptr<torch::jit::Graph> &graph) {
         fused->output()->setType(user->output()->type());
         user->output()->replaceAllUsesWith(fused->output());
         user->destroy();
+        aliases.invalidate();
         result.modules.push_back(label + (in_place ? "+sum(in place)" : "+sum"));
         ++result.count;
     }

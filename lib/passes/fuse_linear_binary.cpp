@@ -11,8 +11,9 @@ using torch::jit::Value;
 PassResult fuse_linear_binary(std::shared_ptr<torch::jit::Graph> &graph) {
     PassResult result;
     static const auto linear = c10::Symbol::fromQualString(ops::kLinear);
+    LazyAliasDb aliases(graph);
     for (Node *node : collect_nodes_of_kind(graph->block(), {linear})) {
-        const auto taken = take_binary_user(graph, node, [](const BinaryUse &use) -> std::string {
+        const auto taken = take_binary_user(aliases, node, [](const BinaryUse &use) -> std::string {
             return use.alpha != 1.0 ? "alpha is not 1" : "";
         }, result.skipped);
         if (!taken) continue;
@@ -25,6 +26,7 @@ PassResult fuse_linear_binary(std::shared_ptr<torch::jit::Graph> &graph) {
         fused->output()->setType(user->output()->type());
         user->output()->replaceAllUsesWith(fused->output());
         user->destroy();
+        aliases.invalidate();
         result.modules.push_back(label + "+" + use->op);
         ++result.count;
     }

@@ -121,9 +121,14 @@ std::optional<BinaryUse> binary_use(const Node *producer, const Node *user, std:
     return use;
 }
 
+torch::jit::AliasDb &LazyAliasDb::get() {
+    if (!db_) db_ = std::make_unique<torch::jit::AliasDb>(graph_);
+    return *db_;
+}
+
 std::optional<std::pair<Node *, BinaryUse>> take_binary_user(
-    const std::shared_ptr<torch::jit::Graph> &graph, Node *node,
-    const std::function<std::string(const BinaryUse &)> &reject, std::vector<std::string> &skipped) {
+    LazyAliasDb &aliases, Node *node, const std::function<std::string(const BinaryUse &)> &reject,
+    std::vector<std::string> &skipped) {
     Node *user = single_user(node->output());
     if (!user) return std::nullopt;
     std::string why;
@@ -131,7 +136,7 @@ std::optional<std::pair<Node *, BinaryUse>> take_binary_user(
     if (use && why.empty()) why = reject(*use);
     // The fused op runs where the add/mul was (`other` may be computed in between), which
     // must not move the conv/linear past a write to its input.
-    if (use && why.empty() && !torch::jit::AliasDb(graph).moveBeforeTopologicallyValid(node, user))
+    if (use && why.empty() && !aliases.get().moveBeforeTopologicallyValid(node, user))
         why = "its input is written between the op and the " + use->op;
     if (!use || !why.empty()) {
         if (!why.empty() && why != kNotThisPass)

@@ -2,6 +2,7 @@
 // context a node holds, and swapping it for one with more post-ops. Shared by the fusion passes.
 #pragma once
 
+#include <torch/csrc/jit/ir/alias_analysis.h>
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <functional>
@@ -54,12 +55,26 @@ std::optional<BinaryUse> binary_use(const torch::jit::Node *producer, const torc
 // What `reject` returns for an op another pass handles (not reported as skipped).
 constexpr const char *kNotThisPass = "-";
 
+// The alias analysis of a graph for a fusion pass, built when first asked for and shared by
+// the checks of one candidate and of the candidates after it, until the pass changes the
+// graph (then `invalidate()`; moves made through the AliasDb itself keep it valid).
+class LazyAliasDb {
+public:
+    explicit LazyAliasDb(std::shared_ptr<torch::jit::Graph> graph) : graph_(std::move(graph)) {}
+    torch::jit::AliasDb &get();
+    void invalidate() { db_.reset(); }
+
+private:
+    std::shared_ptr<torch::jit::Graph> graph_;
+    std::unique_ptr<torch::jit::AliasDb> db_;
+};
+
 // For the fusion passes: the add/mul that is the only user of prepacked `node`, when
 // `reject(use)` returns "" and the fused op may run where that user is (nothing in between
 // writes to the node's input); `node` is then moved to just before the user. Otherwise
 // nullopt, with the reason (if the user is such an op) appended to `skipped`.
 std::optional<std::pair<torch::jit::Node *, BinaryUse>> take_binary_user(
-    const std::shared_ptr<torch::jit::Graph> &graph, torch::jit::Node *node,
-    const std::function<std::string(const BinaryUse &)> &reject, std::vector<std::string> &skipped);
+    LazyAliasDb &aliases, torch::jit::Node *node, const std::function<std::string(const BinaryUse &)> &reject,
+    std::vector<std::string> &skipped);
 
 }  // namespace ipex::passes
