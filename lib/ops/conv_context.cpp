@@ -106,6 +106,7 @@ ConvolutionContext::ConvolutionContext(at::Tensor weight, c10::optional<at::Tens
         TORCH_CHECK(bias->dim() == 1 && bias->size(0) == out_channels, "ipex convolution: bias of shape ",
                     bias->sizes(), " does not match ", out_channels, " output channels");
         bias_ = bias->to(at::kFloat).contiguous();
+        bias_bf16_ = bias_.to(at::kBFloat16);
     }
     validate(post_ops_);
     TORCH_CHECK(tensor_post_op(post_ops_) < 0 || post_ops_[tensor_post_op(post_ops_)].kind == "sum",
@@ -156,7 +157,7 @@ std::shared_ptr<const ConvolutionContext::Entry> ConvolutionContext::entry_for(
     const memory::desc weight_md(to_dims(weights_->plain().sizes()), to_dnnl(types.math), memory::format_tag::any);
     // A bf16 output takes a bf16 bias, as aten's bf16 convolution does: the same rounding the
     // output gets anyway, and oneDNN's bf16 kernels run measurably faster with it.
-    const at::Tensor bias_data = !bias_.defined() ? bias_ : bias_.to(bias_type(dst_type));
+    const at::Tensor bias_data = bias_type(dst_type) == at::kBFloat16 ? bias_bf16_ : bias_;
     const memory::desc bias_md = bias_.defined() ? memory::desc({bias_.size(0)}, to_dnnl(bias_data.scalar_type()),
                                                                 memory::format_tag::x)
                                                  : memory::desc();

@@ -89,7 +89,8 @@ private:
     at::Tensor run_unfused(const at::Tensor &x, const at::Tensor &other) const;
 
     at::Tensor weight_;  // as given (PyTorch layout)
-    at::Tensor bias_;    // fp32 or undefined
+    at::Tensor bias_;       // fp32 or undefined
+    at::Tensor bias_bf16_;  // bias_ rounded to bf16 once, for bf16 outputs
     ConvParams params_;
     std::string dtype_;
     PostOps post_ops_;
