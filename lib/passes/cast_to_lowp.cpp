@@ -74,6 +74,7 @@ void LowpCaster::run(bool keep_dtype_outputs) {
                                                      : DtypeSet::of(declared);
     }
     process_block(graph_->block());
+    narrow_softmax();
     if (!keep_dtype_outputs) restore_outputs();
     alias_db_.reset();
     torch::jit::EliminateDeadCode(graph_);
@@ -343,6 +344,52 @@ void LowpCaster::cast_list_input(Node *node, size_t index) {
     fresh->copyMetadata(producer);
     list_sets_[fresh->output()] = set;
     node->replaceInput(index, fresh->output());
+}
+
+// ---- softmax between casts ---------------------------------------------------------------
+
+namespace {
+
+// Whether `node` is a plain `aten::to(x, dtype, false, false, None)` to `dtype`, as emit_cast
+// writes it.
+bool is_plain_cast_to(const Node *node, at::ScalarType dtype) {
+    if (node->kind() != c10::aten::to || node->inputs().size() != 5) return false;
+    const auto to = constant_int(node->input(1));
+    return to && *to == static_cast<int64_t>(dtype) && constant_bool(node->input(2)) == false &&
+           constant_bool(node->input(3)) == false && is_constant_none(node->input(4));
+}
+
+}  // namespace
+
+// softmax is an fp32 op, so a bf16 score tensor (attention) is cast to fp32, normalized and
+// cast back for the bf16 matmul that reads it. libtorch's bf16 CPU softmax already computes
+// in fp32 and rounds once at the end, which is what the cast back does: where the input is
+// surely bf16 and the only reader of the result is that cast back, softmax runs on the bf16
+// input directly and writes bf16, with the same values and without two fp32 copies.
+void LowpCaster::narrow_softmax() {
+    if (lowp_ != at::kBFloat16) return;  // no fp16 softmax on CPU in this libtorch
+    static const auto softmax = c10::Symbol::fromQualString("aten::softmax");
+    for (Node *node : collect_nodes_of_kind(graph_->block(), {softmax})) {
+        if (node->inputs().size() != 3 || !is_constant_none(node->input(2))) continue;
+        const Node *to_fp32 = node->input(0)->node();
+        if (!is_plain_cast_to(to_fp32, at::kFloat)) continue;
+        Value *lowp_input = to_fp32->input(0);
+        if (!set_of(lowp_input).is_only(lowp_)) continue;
+        // Reading the bf16 value at the softmax must see what the cast saw.
+        if (may_be_written(lowp_input) && to_fp32->next() != node) continue;
+        const auto &uses = node->output()->uses();
+        if (uses.size() != 1 || uses[0].offset != 0) continue;
+        Node *back = uses[0].user;
+        if (!is_plain_cast_to(back, lowp_)) continue;
+        node->replaceInput(0, lowp_input);
+        node->output()->setType(back->output()->type());
+        sets_[node->output()] = DtypeSet::of(lowp_);
+        back->output()->replaceAllUsesWith(node->output());
+        back->destroy();
+        ++result_.count;
+        const std::string label = node_label(node);
+        if (modules_seen_.insert(label).second) result_.modules.push_back(label);
+    }
 }
 
 // ---- entry point -------------------------------------------------------------------------

@@ -62,10 +62,12 @@ std::optional<Candidate> read_candidate(Node *linear, std::string *why_not) {
     return c;
 }
 
+// Ops that need a viewable layout, or whose result depends on the strides of their input.
 bool needs_view_layout(const Node *user) {
     const std::string kind = user->kind().toQualString();
     return kind == "aten::view" || kind == "aten::view_as" || kind == "aten::unflatten" ||
-           kind == "aten::as_strided" || kind == "aten::_reshape_alias";
+           kind == "aten::as_strided" || kind == "aten::_reshape_alias" || kind == "aten::stride" ||
+           kind == "aten::is_contiguous" || kind == "prim::is_contiguous";
 }
 
 // True when a slice of the merged output could behave differently from the fresh contiguous

@@ -101,6 +101,9 @@ private:
     Value *lowp_constant(Value *constant);
     Node *insertion_point_after(Value *value) const;
 
+    // softmax between casts (cast_to_lowp.cpp)
+    void narrow_softmax();
+
     // graph outputs (lowp_outputs.cpp)
     void restore_outputs();
     Value *restore_value(Value *value, Node *ret);

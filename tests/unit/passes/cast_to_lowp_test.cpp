@@ -123,7 +123,7 @@ TEST_F(CastToLowp, TinyTransformerBlockWithIntegerMask) {
         }
         auto original = frozen.graph->copy();
         const PassResult r = cast_to_lowp(frozen.graph, at::kBFloat16, false);
-        EXPECT_EQ(r.count, 8);  // 6 linears + 2 matmuls
+        EXPECT_EQ(r.count, 9);  // 6 linears + 2 matmuls + the softmax between them
         EXPECT_EQ(direct_casts_of(frozen.graph->inputs()[2]), 0) << "the int mask is never cast";
         if (typed_inputs) {
             EXPECT_EQ(testing::count(frozen.graph, "prim::If"), 0);
@@ -202,6 +202,65 @@ TEST_F(CastToLowp, EmbeddingsWithIntegerIndices) {
     EXPECT_EQ(constant_dtype(frozen.graph, "aten::embedding_bag", "weight"), bag_dtype);
     const at::Tensor ids = at::randint(0, 20, {3, 5}, at::kLong);
     expect_close(frozen, original, {ids, at::arange(0, 15, 5, at::kLong)});
+}
+
+// The first softmax node (or null).
+const torch::jit::Node *first_softmax(const std::shared_ptr<torch::jit::Graph> &graph) {
+    for (torch::jit::Node *node : collect_nodes(graph->block()))
+        if (node->kind() == c10::aten::softmax) return node;
+    return nullptr;
+}
+
+// Whether a softmax reads and writes bf16 itself: no cast (plain or guarded) feeds it and none reads it.
+bool runs_without_casts(const torch::jit::Node *softmax) {
+    const auto producer = softmax->input(0)->node()->kind();
+    if (producer == c10::aten::to || producer == c10::prim::If) return false;
+    for (const auto &use : softmax->output()->uses())
+        if (use.user->kind() == c10::aten::to) return false;
+    return true;
+}
+
+// What narrowing relies on: this libtorch's bf16 CPU softmax equals the fp32 softmax of the
+// same values rounded once to bf16 (last and other dims, vectorized and tail sizes), within
+// one bf16 rounding step.
+TEST_F(CastToLowp, Bf16SoftmaxIsFp32SoftmaxRounded) {
+    const std::vector<std::pair<std::vector<int64_t>, int64_t>> cases = {
+        {{4, 3, 32, 32}, -1}, {{4, 3, 32, 32}, 1}, {{2, 1000}, -1}, {{5, 37, 3}, 1}, {{7}, 0}, {{3, 17}, 0}};
+    for (const auto &[shape, dim] : cases) {
+        const at::Tensor x = (at::randn(shape) * 4).to(at::kBFloat16);
+        const at::Tensor want = at::softmax(x.to(at::kFloat), dim).to(at::kBFloat16).to(at::kFloat);
+        const at::Tensor got = at::softmax(x, dim);
+        ASSERT_EQ(got.scalar_type(), at::kBFloat16);
+        const double step = (want.abs() * (1.0 / 128)).max().item<double>();  // one bf16 ulp at the largest value
+        EXPECT_LE((got.to(at::kFloat) - want).abs().max().item<double>(), step) << at::IntArrayRef(shape) << " dim " << dim;
+    }
+}
+
+// A softmax whose input is surely bf16 and whose only reader casts back to bf16 runs in bf16;
+// one whose result is also returned, or whose input may be fp32, stays fp32.
+TEST_F(CastToLowp, SoftmaxBetweenBf16OpsRunsInBf16) {
+    const std::vector<std::pair<std::string, bool>> cases = {
+        {"    return torch.matmul(torch.softmax(s / 4.0, -1), v)\n", true},
+        {"    p = torch.softmax(s, -1)\n    return torch.matmul(p, v), p\n", false},  // also returned
+        {"    return torch.softmax(s, -1)\n", false},                                    // returned
+        {"    return torch.matmul(torch.softmax(x, -1), v)\n", false},                   // input may be fp32
+        {"    return torch.matmul(torch.softmax(s, -1, 6), v)\n", false},                // the user's fp32
+    };
+    for (const auto &[tail, narrowed] : cases) {
+        auto model = testing::make_module("Attention",
+                                          "def forward(self, x):\n"
+                                          "    s = self.q.forward(x)\n"
+                                          "    v = x + 1.0\n" + tail,
+                                          {}, {{"q", testing::linear_module(8, 8)}});
+        auto frozen = testing::freeze(model);
+        auto original = frozen.graph->copy();
+        const PassResult r = cast_to_lowp(frozen.graph, at::kBFloat16, false);
+        if (narrowed) EXPECT_EQ(r.count, 3) << "linear, softmax, matmul";
+        const torch::jit::Node *softmax = first_softmax(frozen.graph);
+        ASSERT_NE(softmax, nullptr) << tail;
+        EXPECT_EQ(runs_without_casts(softmax), narrowed) << tail << *frozen.graph;
+        expect_close(frozen, original, {at::randn({3, 8, 8})});
+    }
 }
 
 TEST_F(CastToLowp, UserConversionsKeepWorking) {

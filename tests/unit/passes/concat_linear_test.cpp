@@ -67,6 +67,27 @@ TEST_F(ConcatLinear, ViewedAndReturnedOutputsStayContiguous) {
     EXPECT_TRUE(out[2].toTensor().is_contiguous());
 }
 
+// Code that reads strides sees those of a fresh tensor, not of a slice.
+TEST_F(ConcatLinear, StrideReadersSeeAFreshLayout) {
+    auto model = testing::make_module("Strides",
+                                      "def forward(self, x):\n"
+                                      "    q = self.q.forward(x)\n"
+                                      "    k = self.k.forward(x)\n"
+                                      "    return q.stride(0), k.is_contiguous(), k + 1.0\n",
+                                      {}, qkv());
+    auto frozen = testing::freeze(model);
+    auto original = frozen.graph->copy();
+    EXPECT_EQ(concat_linear(frozen.graph).count, 2);
+    EXPECT_EQ(testing::count(frozen.graph, "aten::contiguous"), 2);
+    const at::Tensor x = at::randn({3, kHidden});
+    const auto want = testing::run_graph(original, frozen.module, {x}).toTupleRef().elements();
+    const auto got = testing::run_graph(frozen.graph, frozen.module, {x}).toTupleRef().elements();
+    EXPECT_EQ(got[0].toInt(), want[0].toInt());
+    EXPECT_EQ(got[0].toInt(), kHidden);
+    EXPECT_TRUE(got[1].toBool());
+    EXPECT_TRUE(got[2].toTensor().allclose(want[2].toTensor()));
+}
+
 TEST_F(ConcatLinear, PlainConsumersReadSlicesWithoutCopies) {
     auto model = testing::make_module("Mlp",
                                       "def forward(self, x):\n"
