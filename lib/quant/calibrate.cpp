@@ -170,7 +170,7 @@ QConfig calibrate(const torch::jit::Module &model, const std::vector<std::string
     PreparedModel prepared = prepare_for_quantization(model);
     if (prepared.ops.empty()) {
         std::string nested;
-        for (const auto &n : prepared.nested_fp32) nested += (nested.empty() ? "; " : ", ") + n.substr(0, n.find(" stays"));
+        for (const auto &n : prepared.nested_fp32) nested += (nested.empty() ? "; " : ", ") + n.substr(0, n.find(" stay"));
         throw_unsupported("the model has no quantizable op at the top level of its graph (conv1d/2d/3d or "
                           "linear with constant weights, matmul by a constant; ops inside if/loop blocks stay "
                           "fp32" + nested + "); nothing to calibrate");

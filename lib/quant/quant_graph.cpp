@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "passes/graph_utils.h"
 #include "passes/pipeline.h"
@@ -169,7 +170,11 @@ std::vector<QuantOp> find_quant_ops(const std::shared_ptr<torch::jit::Graph> &gr
 }
 
 std::vector<std::string> nested_quant_ops(const std::shared_ptr<torch::jit::Graph> &graph) {
-    std::vector<std::string> found;
+    // One entry per module and op kind ("enc.0.self_attn: linear") and kind of block around
+    // it, in graph order, with how many such ops there are.
+    using Place = std::pair<std::string, std::string>;
+    std::vector<Place> places;
+    std::map<Place, int> counts;
     for (Node *node : passes::collect_nodes(graph->block())) {
         if (node->owningBlock() == graph->block() || node->outputs().size() != 1) continue;
         std::optional<QuantOp> op = quantizable_op(node);
@@ -179,9 +184,16 @@ std::vector<std::string> nested_quant_ops(const std::shared_ptr<torch::jit::Grap
         while (outer && outer->owningBlock() != graph->block()) outer = outer->owningBlock()->owningNode();
         const std::string block = outer ? outer->kind().toQualString() : "sub-block";
         const std::string module = passes::module_path(node);
-        found.push_back((module.empty() ? std::string("(top level)") : module) + ": " + op->kind + " inside a " +
-                        block + (block == "prim::Loop" ? " body" : " block") +
-                        " stays fp32 (only ops at the top level of the graph are calibrated and quantized)");
+        const Place place{(module.empty() ? std::string("(top level)") : module) + ": " + op->kind,
+                          block + (block == "prim::Loop" ? " body" : " block")};
+        if (counts[place]++ == 0) places.push_back(place);
+    }
+    std::vector<std::string> found;
+    for (const auto &place : places) {
+        const int n = counts[place];
+        found.push_back(place.first + (n == 1 ? "" : " (" + std::to_string(n) + " ops)") + " inside a " + place.second +
+                        (n == 1 ? " stays" : " stay") +
+                        " fp32 (only ops at the top level of the graph are calibrated and quantized)");
     }
     return found;
 }

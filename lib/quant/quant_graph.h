@@ -49,8 +49,8 @@ struct PreparedModel {
 };
 
 // conv/linear/matmul ops with constant weights inside prim::If / prim::Loop blocks: they are
-// not quantized (calibration observes top-level values only) and stay fp32. One line each,
-// naming the module, the op kind and the enclosing block.
+// not quantized (calibration observes top-level values only) and stay fp32. One line per
+// module, op kind and enclosing block, with the number of ops when there are several.
 std::vector<std::string> nested_quant_ops(const std::shared_ptr<torch::jit::Graph> &graph);
 
 // Freezes and folds a copy of `input` (dropout removed, BN folded into conv/linear, in-place
