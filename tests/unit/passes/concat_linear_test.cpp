@@ -22,6 +22,21 @@ void expect_same(const testing::Frozen &frozen, const std::shared_ptr<torch::jit
     EXPECT_LE(testing::max_relative_error(got, want), testing::kFp32Tolerance);
 }
 
+struct Merged {
+    testing::Frozen frozen;
+    std::shared_ptr<torch::jit::Graph> original;
+};
+
+// Freezes a module with `forward_body` over the q/k/v linears and runs the pass; expects
+// `merged` linears merged and `contiguous` slices made contiguous.
+Merged merge_qkv(const std::string &forward_body, int merged, int contiguous) {
+    auto frozen = testing::freeze(testing::make_module("Qkv", "def forward(self, x):\n" + forward_body, {}, qkv()));
+    auto original = frozen.graph->copy();
+    EXPECT_EQ(concat_linear(frozen.graph).count, merged) << forward_body;
+    EXPECT_EQ(testing::count(frozen.graph, "aten::contiguous"), contiguous) << forward_body;
+    return {frozen, original};
+}
+
 class ConcatLinear : public ::testing::Test {
 protected:
     void SetUp() override { at::manual_seed(0); }
@@ -50,17 +65,11 @@ TEST_F(ConcatLinear, MergesLinearsSharingAnInput) {
 // A slice of the merged output is not viewable like a fresh tensor: outputs that reach
 // view() (even through transpose) or the graph output are made contiguous.
 TEST_F(ConcatLinear, ViewedAndReturnedOutputsStayContiguous) {
-    auto model = testing::make_module("Views",
-                                      "def forward(self, x):\n"
-                                      "    q = self.q.forward(x)\n"
-                                      "    k = self.k.forward(x)\n"
-                                      "    v = self.v.forward(x)\n"
-                                      "    return q.view(-1), k.t().t().view(-1), v\n",
-                                      {}, qkv());
-    auto frozen = testing::freeze(model);
-    auto original = frozen.graph->copy();
-    EXPECT_EQ(concat_linear(frozen.graph).count, 3);
-    EXPECT_EQ(testing::count(frozen.graph, "aten::contiguous"), 3);
+    const auto [frozen, original] = merge_qkv("    q = self.q.forward(x)\n"
+                                              "    k = self.k.forward(x)\n"
+                                              "    v = self.v.forward(x)\n"
+                                              "    return q.view(-1), k.t().t().view(-1), v\n",
+                                              3, 3);
     const at::Tensor x = at::randn({3, kHidden});
     expect_same(frozen, original, {x});
     const auto out = testing::run_graph(frozen.graph, frozen.module, {x}).toTupleRef().elements();
@@ -69,16 +78,10 @@ TEST_F(ConcatLinear, ViewedAndReturnedOutputsStayContiguous) {
 
 // Code that reads strides sees those of a fresh tensor, not of a slice.
 TEST_F(ConcatLinear, StrideReadersSeeAFreshLayout) {
-    auto model = testing::make_module("Strides",
-                                      "def forward(self, x):\n"
-                                      "    q = self.q.forward(x)\n"
-                                      "    k = self.k.forward(x)\n"
-                                      "    return q.stride(0), k.is_contiguous(), k + 1.0\n",
-                                      {}, qkv());
-    auto frozen = testing::freeze(model);
-    auto original = frozen.graph->copy();
-    EXPECT_EQ(concat_linear(frozen.graph).count, 2);
-    EXPECT_EQ(testing::count(frozen.graph, "aten::contiguous"), 2);
+    const auto [frozen, original] = merge_qkv("    q = self.q.forward(x)\n"
+                                              "    k = self.k.forward(x)\n"
+                                              "    return q.stride(0), k.is_contiguous(), k + 1.0\n",
+                                              2, 2);
     const at::Tensor x = at::randn({3, kHidden});
     const auto want = testing::run_graph(original, frozen.module, {x}).toTupleRef().elements();
     const auto got = testing::run_graph(frozen.graph, frozen.module, {x}).toTupleRef().elements();
