@@ -2,6 +2,8 @@
 
 #include <torch/csrc/jit/api/compilation_unit.h>
 #include <torch/csrc/jit/frontend/ir_emitter.h>
+#include <torch/csrc/jit/passes/constant_propagation.h>
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/jit.h>
 
@@ -74,10 +76,41 @@ std::shared_ptr<torch::jit::Graph> layer_graph(bool gelu, bool norm_first) {
     return graph;
 }
 
+// Scripted nn.TransformerEncoder, nn.TransformerEncoderLayer and nn.MultiheadAttention decide
+// at run time whether to take a fused fast path (these ops) or to compute the same result with
+// plain ops. Each such op sits in a branch of its own prim::If. The condition of that If is
+// the decision itself (the compiled early return also reads it as "returned already"), so
+// every use of it becomes the constant that picks the other branch; constant propagation then
+// leaves the plain path, whose linears the later passes reach. Returns the module paths whose
+// fast path was taken out.
+std::vector<std::string> take_out_fast_paths(std::shared_ptr<torch::jit::Graph> &graph) {
+    static const std::vector<c10::Symbol> fast_paths = {
+        c10::Symbol::fromQualString("aten::_transformer_encoder_layer_fwd"),
+        c10::Symbol::fromQualString("aten::_native_multi_head_attention"),
+        c10::Symbol::fromQualString("aten::_nested_tensor_from_mask"),
+    };
+    std::vector<std::string> labels;
+    for (Node *op : collect_nodes_of_kind(graph->block(), fast_paths)) {
+        Node *branch = op->owningBlock()->owningNode();
+        if (!branch || branch->kind() != c10::prim::If || branch->blocks().size() != 2) continue;
+        const bool in_then = op->owningBlock() == branch->blocks()[0];
+        torch::jit::WithInsertPoint guard(graph->block()->nodes().front());
+        branch->input(0)->replaceAllUsesWith(graph->insertConstant(!in_then));
+        labels.push_back(node_label(op) + " (" + op->kind().toUnqualString() + " branch not taken)");
+    }
+    if (!labels.empty()) {
+        torch::jit::ConstantPropagation(graph);
+        torch::jit::EliminateDeadCode(graph);
+    }
+    return labels;
+}
+
 }  // namespace
 
 PassResult decompose_transformer_layer(std::shared_ptr<torch::jit::Graph> &graph) {
     PassResult result;
+    result.modules = take_out_fast_paths(graph);
+    result.count = static_cast<int>(result.modules.size());
     static const auto fused = c10::Symbol::fromQualString("aten::_transformer_encoder_layer_fwd");
     for (Node *node : collect_nodes_of_kind(graph->block(), {fused})) {
         const std::string label = node_label(node);

@@ -2,7 +2,11 @@
 // nn.TransformerEncoderLayer records when traced for inference) into its linears, attention
 // matmuls, softmax, layer norms and activation, so the dtype cast, prepacking and fusion passes
 // can see them. Needs constant weights (frozen graph); leaves layers with a mask, or whose input
-// is not known to be 3-D (batch, sequence, embedding), as they are. count = layers rewritten.
+// is not known to be 3-D (batch, sequence, embedding), as they are. Scripted modules first
+// lose their run-time choice of fused fast path (that op, nn.MultiheadAttention's
+// _native_multi_head_attention and the encoder's nested-tensor conversion): the branch with
+// the plain ops, which computes the same result, is the one kept. count = layers rewritten
+// plus fast paths taken out.
 #pragma once
 
 #include <torch/csrc/jit/ir/ir.h>

@@ -82,11 +82,18 @@ void check_dtype_supported(const std::string &dtype, bool prepacked) {
 }
 
 // Gives graph inputs the concrete types of the sample inputs so passes can see ranks.
-void specialize_inputs(GraphPtr graph, const std::vector<c10::IValue> &inputs) {
+// Trailing arguments with defaults may be left out; they keep their declared types (a model
+// called later with a mask must still take it).
+void specialize_inputs(GraphPtr graph, const c10::FunctionSchema &schema, const std::vector<c10::IValue> &inputs) {
     const size_t n_args = graph->inputs().size() - 1;  // input 0 is self
-    if (inputs.size() != n_args)
-        throw_usage("--sample-input gives " + std::to_string(inputs.size()) +
-                    " inputs but forward takes " + std::to_string(n_args));
+    size_t required = n_args;
+    while (required > 0 && required < schema.arguments().size() && schema.arguments()[required].default_value())
+        --required;
+    if (inputs.size() < required || inputs.size() > n_args)
+        throw_usage("--sample-input gives " + std::to_string(inputs.size()) + " inputs but forward takes " +
+                    (required == n_args ? std::to_string(n_args)
+                                        : std::to_string(required) + " to " + std::to_string(n_args) + " (the last " +
+                                              std::to_string(n_args - required) + " have defaults)"));
     for (size_t i = 0; i < inputs.size(); ++i) {
         auto *value = graph->inputs()[i + 1];
         if (inputs[i].isTensor() && value->type()->cast<c10::TensorType>())
@@ -301,8 +308,9 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
                       {"modules", nlohmann::json::array()}, {"skipped", nlohmann::json::array()},
                       {"ms", ms_since(start)}});
 
-    GraphPtr graph = result.module.get_method("forward").graph();
-    if (!options.sample_inputs.empty()) specialize_inputs(graph, options.sample_inputs);
+    const torch::jit::Method forward = result.module.get_method("forward");
+    GraphPtr graph = forward.graph();
+    if (!options.sample_inputs.empty()) specialize_inputs(graph, forward.function().getSchema(), options.sample_inputs);
 
     for (const auto &early : options.early_passes) {
         start = Clock::now();

@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "passes/decompose_transformer_layer.h"
 #include "passes/graph_utils.h"
 #include "passes/pipeline.h"
 
@@ -224,6 +225,15 @@ PreparedModel prepare_for_quantization(const torch::jit::Module &input) {
     prepared.module = optimized.module;
     prepared.report = optimized.report;
     prepared.graph = prepared.module.get_method("forward").graph();
+    // Scripted transformer modules keep their linears in the branch that their run-time
+    // fast-path check skips; take that choice out so the linears are at the top level.
+    const passes::PassResult transformer = passes::decompose_transformer_layer(prepared.graph);
+    if (transformer.changed) {
+        nlohmann::json entry = transformer.to_json();
+        entry["name"] = "decompose_transformer_layer";
+        entry["status"] = "applied";
+        prepared.report["passes"].push_back(entry);
+    }
     torch::jit::RemoveTensorMutation(prepared.graph);
     torch::jit::EliminateDeadCode(prepared.graph);
     prepared.ops = find_quant_ops(prepared.graph);

@@ -26,8 +26,65 @@ print(json.dumps({"cosine": cos, "max_abs_err": (ra - rb).abs().max().item(),
                   "dtype": str(b(*inputs).dtype)}))
 """
 
+# The scripted encoder fixture, original and optimized, in a fresh Python process: the
+# optimized graph's fast-path ops and prepacked linears (over all blocks), and the cosine of
+# the outputs at the positions a padding mask keeps, with no mask and with one.
+PYTHON_ENCODER = r"""
+import collections, json, sys
+import torch
+torch.ops.load_library(sys.argv[1])
+a = torch.jit.load(sys.argv[2]).eval()
+b = torch.jit.load(sys.argv[3])
+ops = collections.Counter()
+def walk(block):
+    for node in block.nodes():
+        ops[node.kind()] += 1
+        for inner in node.blocks():
+            walk(inner)
+walk(b.graph)
+torch.manual_seed(0)
+x = torch.randn(3, 10, 32)
+padding = torch.zeros(3, 10, dtype=torch.bool)
+padding[1, 7:] = True
+padding[2, 4:] = True
+cosines = []
+with torch.no_grad():
+    for args, keep in (((x,), torch.ones(3, 10, 1, dtype=torch.bool)), ((x, padding), ~padding.unsqueeze(-1))):
+        ra, rb = a(*args), b(*args)
+        ra = ra.to_padded_tensor(0.0) if ra.is_nested else ra
+        ra, rb = (ra * keep).double().flatten(), (rb * keep).double().flatten()
+        cosines.append(torch.nn.functional.cosine_similarity(ra, rb, dim=0).item())
+print(json.dumps({"ops": ops, "cosines": cosines}))
+"""
+
 
 class OptimizePrepacked(e2e.ToolTestCase):
+    def test_scripted_encoder_takes_the_plain_path(self):
+        """A scripted nn.TransformerEncoder picks its fused fast path at run time, which hid its
+        linears from every pass: optimize keeps the plain branch, whose linears are prepacked,
+        and the model still takes an optional padding mask."""
+        src = self.copy_model("scripted_encoder")
+        for dtype in ("fp32", "bf16"):
+            with self.subTest(dtype=dtype):
+                out = self.path(f"enc.{dtype}.pt")
+                _, report = self.optimize(src, out, "--dtype", dtype, "--sample-input", "2x12x32")
+                entry = self.pass_entry(report, "decompose_transformer_layer")
+                taken_out = [m for m in entry["modules"] if "branch not taken" in m]
+                self.assertEqual(len(taken_out), 5, entry)  # 2 layers, 2 attentions, the nested-tensor step
+                proc = subprocess.run([e2e.PYTHON, "-c", PYTHON_ENCODER, e2e.OPS_LIBRARY, src, out],
+                                      capture_output=True, text=True, timeout=e2e.RUN_TIMEOUT)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                result = json.loads(proc.stdout)
+                ops = result["ops"]
+                for fused in ("aten::_transformer_encoder_layer_fwd", "aten::_native_multi_head_attention",
+                              "aten::_nested_tensor_from_mask"):
+                    self.assertNotIn(fused, ops)
+                # Per layer: the merged q/k/v and out projections, two feed-forward linears; and the head.
+                prepacked = ops.get("ipex::linear", 0) + ops.get("ipex::linear_binary", 0)
+                self.assertGreaterEqual(prepacked, 9, ops)
+                for cosine in result["cosines"]:
+                    self.assertGreater(cosine, 0.99999 if dtype == "fp32" else 0.999)
+
     def test_report_and_fusions(self):
         src = self.copy_model("resnet18")
         out = self.path("r18.pt")

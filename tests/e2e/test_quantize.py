@@ -353,7 +353,7 @@ class SmoothQuantAndDynamic(e2e.ToolTestCase):
 # general (traced and scripted graphs, 1-D/3-D/depthwise conv, tuple/dict outputs, control flow).
 GENERAL_MODELS = ["conv_bn_relu_1d", "conv_bn_relu_2d", "conv_bn_relu_3d", "conv_bn_traced_2d",
                   "depthwise_conv_bn", "concat_linear", "two_in_two_out", "dict_out",
-                  "list_out", "control_flow", "tiny_transformer", "dropout_all", "bn_two_users",
+                  "list_out", "control_flow", "tiny_transformer", "scripted_encoder", "dropout_all", "bn_two_users",
                   "resnet18", "mobilenet_v2"]
 GENERAL_MIN_COSINE = 0.98
 
