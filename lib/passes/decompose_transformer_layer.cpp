@@ -93,6 +93,8 @@ std::vector<std::string> take_out_fast_paths(std::shared_ptr<torch::jit::Graph> 
     for (Node *op : collect_nodes_of_kind(graph->block(), fast_paths)) {
         Node *branch = op->owningBlock()->owningNode();
         if (!branch || branch->kind() != c10::prim::If || branch->blocks().size() != 2) continue;
+        // Already decided (a constant, possibly one this loop set for another op): leave it.
+        if (branch->input(0)->node()->kind() == c10::prim::Constant) continue;
         const bool in_then = op->owningBlock() == branch->blocks()[0];
         torch::jit::WithInsertPoint guard(graph->block()->nodes().front());
         branch->input(0)->replaceAllUsesWith(graph->insertConstant(!in_then));
