@@ -48,8 +48,7 @@ void run_batches(const torch::jit::Module &module, torch::jit::Graph &graph, con
                  const std::vector<std::string> &files, const CalibrateOptions &options, const char *what,
                  const std::function<void(const std::vector<at::Tensor> &)> &sink) {
     auto fn = observing_function(graph, values);
-    // Arguments of forward a batch leaves out take their defaults (a mask that is None).
-    const auto &arguments = module.get_method("forward").function().getSchema().arguments();
+    const c10::FunctionSchema &schema = module.get_method("forward").function().getSchema();
     torch::NoGradGuard no_grad;
     for (size_t b = 0; b < files.size(); ++b) {
         const std::string &file = files[b];
@@ -57,10 +56,11 @@ void run_batches(const torch::jit::Module &module, torch::jit::Graph &graph, con
         torch::jit::Stack stack;
         stack.emplace_back(module._ivalue());
         for (auto &in : inputs) stack.push_back(std::move(in));
-        while (stack.size() < arguments.size() && arguments[stack.size()].default_value())
-            stack.push_back(*arguments[stack.size()].default_value());
         const std::string hint = "); batches must have the shapes and dtypes of the model's inputs";
         try {
+            // As forward would: arguments a batch leaves out take their defaults (a mask that
+            // is None), and a wrong count or type is named.
+            schema.checkAndNormalizeInputs(stack);
             fn->run(stack);
         } catch (const Error &) {
             throw;

@@ -220,20 +220,14 @@ PreparedModel prepare_for_quantization(const torch::jit::Module &input) {
     options.level = "O1";
     options.knob_overrides["concat-linear"] = false;
     options.knob_overrides["channels-last"] = false;
+    // Scripted transformer modules keep their linears in the branch that their run-time
+    // fast-path check skips; taking that choice out brings the linears to the top level.
+    options.early_passes.push_back({"decompose_transformer_layer", passes::decompose_transformer_layer});
     passes::OptimizeResult optimized = passes::optimize_module(input, options);
     PreparedModel prepared;
     prepared.module = optimized.module;
     prepared.report = optimized.report;
     prepared.graph = prepared.module.get_method("forward").graph();
-    // Scripted transformer modules keep their linears in the branch that their run-time
-    // fast-path check skips; take that choice out so the linears are at the top level.
-    const passes::PassResult transformer = passes::decompose_transformer_layer(prepared.graph);
-    if (transformer.changed) {
-        nlohmann::json entry = transformer.to_json();
-        entry["name"] = "decompose_transformer_layer";
-        entry["status"] = "applied";
-        prepared.report["passes"].push_back(entry);
-    }
     torch::jit::RemoveTensorMutation(prepared.graph);
     torch::jit::EliminateDeadCode(prepared.graph);
     prepared.ops = find_quant_ops(prepared.graph);
