@@ -12,7 +12,7 @@ void fail_usage(const std::string &message) { throw Error(ExitCode::usage, messa
 void fail_bad_input(const std::string &message) { throw Error(ExitCode::bad_input, message); }
 void fail_unsupported(const std::string &message) { throw Error(ExitCode::unsupported, message); }
 void fail_check(const std::string &message) { throw Error(ExitCode::check_failed, message); }
-void fail_internal(const std::string &message) { fail_internal(message); }
+void fail_internal(const std::string &message) { throw Error(ExitCode::internal, message); }
 
 namespace diag {
 void set_level(Level level) { g_level = level; }

@@ -1,9 +1,11 @@
 """Bad options, conflicting flags, missing programs and bad files: documented exit codes and
 one clear error line naming the flag or file."""
 import os
+import resource
+import subprocess
 import unittest
 
-from launch_e2e import LaunchTest, run, online_cpus
+from launch_e2e import LAUNCH, LaunchTest, run, online_cpus
 
 SYN = ["--synthetic", "package:1 core:4 pu:1", "--dry-run"]
 
@@ -87,6 +89,35 @@ class BadFiles(LaunchTest):
         with open(path, "wb") as f:
             f.write(os.urandom(256))
         self.assertError(run("--dry-run", "--topology", path, "--", "/bin/true"), 3, path)
+
+
+def _no_more_processes():
+    """In the child before exec: allow no further process for this user (root ignores
+    RLIMIT_NPROC, so a root test drops to nobody first, who owns no other process)."""
+    resource.setrlimit(resource.RLIMIT_NPROC, (1, 1))
+    if os.getuid() == 0:
+        os.setgroups([])
+        os.setgid(65534)
+        os.setuid(65534)
+
+
+class InternalErrors(LaunchTest):
+    def test_failed_fork_exits_5_with_a_message(self):
+        # An internal error (here fork: EAGAIN) must end the launcher with exit 5 and one
+        # error line, not a crash or a spin.
+        os.chmod(self.tmp, 0o777)
+        proc = subprocess.run([LAUNCH, "--ninstances", "1", "--", "/bin/true"], capture_output=True,
+                              text=True, timeout=60, cwd=self.tmp, preexec_fn=_no_more_processes)
+        if proc.returncode != 5 and "fork" not in proc.stderr:
+            # The limit did not bite (a kernel or container that does not apply RLIMIT_NPROC).
+            probe = subprocess.run(["/bin/sh", "-c", "/bin/true"], capture_output=True,
+                                   preexec_fn=_no_more_processes)
+            if probe.returncode == 0:
+                self.skipTest("RLIMIT_NPROC does not stop fork here; cannot provoke an internal error")
+        self.assertEqual(proc.returncode, 5, proc.stderr)
+        errors = [l for l in proc.stderr.splitlines() if l.startswith("ipex-launch: error: ")]
+        self.assertEqual(len(errors), 1, proc.stderr)
+        self.assertIn("fork", errors[0])
 
 
 class Help(LaunchTest):
