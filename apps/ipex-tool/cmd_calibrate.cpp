@@ -47,7 +47,7 @@ int run_calibrate(const CalibrateArgs &a) {
     quant::CalibrateOptions options;
     options.recipe = recipe;
     options.max_batches = a.max_batches;
-    options.source = a.model;
+    options.source = absolute_path(a.model);
     if (isatty(STDERR_FILENO) && log::level() != log::Level::quiet) options.progress = progress_bar;
     const quant::QConfig config = quant::calibrate(input.module, files, options);
     write_text_atomically(a.out, quant::qconfig_to_json(config).dump(2) + "\n");

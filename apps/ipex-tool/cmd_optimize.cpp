@@ -35,17 +35,6 @@ struct OptimizeArgs {
     WoqArgs woq;  // --low-precision-checkpoint, --woq-dtype, --group-size, --lowp-mode, --allow-partial
 };
 
-std::string absolute(const std::string &path) {
-    char buf[PATH_MAX];
-    return realpath(path.c_str(), buf) ? std::string(buf) : path;
-}
-
-// Absolute path of a file that may not exist yet (its directory resolved).
-std::string absolute_target(const std::string &path) {
-    const auto slash = path.find_last_of('/');
-    const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-    return absolute(dir) + "/" + path.substr(slash == std::string::npos ? 0 : slash + 1);
-}
 
 uint64_t file_size(const std::string &path) {
     struct stat st {};
@@ -68,7 +57,7 @@ int run_optimize(const OptimizeArgs &a) {
     check_output_path(a.out, a.qconfig.empty() ? std::vector<std::string>{a.in}
                                                : std::vector<std::string>{a.in, a.qconfig});
     if (!a.report.empty() && a.report != "-") {
-        if (absolute_target(a.report) == absolute_target(a.out))
+        if (absolute_path(a.report) == absolute_path(a.out))
             throw_usage("--report '" + a.report + "' names the output model '" + a.out + "'; give another file");
         check_output_path(a.report, {a.in, a.out});
     }
@@ -105,7 +94,7 @@ int run_optimize(const OptimizeArgs &a) {
         {"keep_dtype", a.keep_dtype},
         {"portable", result.report["mode"] == "portable" && !woq},
         {"fp32_math_mode", result.report["mode"] == "prepacked" ? a.fp32_math_mode : std::string("fp32")},
-        {"source", absolute(a.in)},
+        {"source", absolute_path(a.in)},
         {"source_bytes", input.bytes},
         {"sample_inputs", describe_inputs(options.sample_inputs)},
         {"passes", pass_counts},

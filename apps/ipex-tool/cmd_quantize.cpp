@@ -29,8 +29,8 @@ int run_quantize(const QuantizeArgs &a) {
     options.mixed_dtype = a.mixed_dtype;
     const quant::QuantizeResult result = quant::quantize_model(input.module, config, a.qconfig, options);
     nlohmann::json metadata = {{"tool", "ipex-tool"}, {"version", IPEX_TOOL_VERSION}, {"dtype", "int8"}, {"level", "O1"},
-                               {"portable", result.report["portable"]}, {"source", a.model},           {"quantize", result.report}};
-    if (!a.dynamic) metadata["qconfig"] = a.qconfig;
+                               {"portable", result.report["portable"]}, {"source", absolute_path(a.model)}, {"quantize", result.report}};
+    if (!a.dynamic) metadata["qconfig"] = absolute_path(a.qconfig);
     model::save_model(result.module, a.out, metadata);
     log::info("wrote " + a.out + " (" + result.report["mode"].get<std::string>() + " int8: " +
               std::to_string(result.report["int8_ops"].get<int>()) + " ops)");

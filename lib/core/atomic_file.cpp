@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <climits>
 #include <csignal>
 #include <cstring>
 #include <fstream>
@@ -63,6 +64,54 @@ std::string parent_dir(const std::string &path) {
 
 }  // namespace
 
+std::string absolute_path(const std::string &path) {
+    char buf[PATH_MAX];
+    if (realpath(path.c_str(), buf)) return buf;
+    const auto slash = path.find_last_of('/');
+    const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+    const std::string name = path.substr(slash == std::string::npos ? 0 : slash + 1);
+    if (!realpath(dir.c_str(), buf)) return path;
+    const std::string base(buf);
+    return (base == "/" ? "" : base) + "/" + name;
+}
+
+void throw_write_failed(const std::string &dst, const std::string &reason) {
+    throw_usage("cannot write '" + dst + "': " + reason);
+}
+
+OutputFile::OutputFile(const std::string &tmp, const std::string &dst) : dst_(dst) {
+    fd_ = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd_ < 0) throw_write_failed(dst_, std::strerror(errno));
+}
+
+OutputFile::~OutputFile() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+void OutputFile::write(const void *data, size_t bytes) {
+    const char *p = static_cast<const char *>(data);
+    while (bytes > 0) {
+        const ssize_t n = ::write(fd_, p, bytes);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) throw_write_failed(dst_, n < 0 ? std::strerror(errno) : "nothing was written");
+        p += n;
+        bytes -= static_cast<size_t>(n);
+    }
+}
+
+void OutputFile::close() {
+    if (fd_ < 0) return;
+    const int fd = fd_;
+    fd_ = -1;
+    // Data the file system accepted lazily (NFS, a full quota) fails here at the latest.
+    if (fsync(fd) != 0 && errno != EINVAL && errno != EROFS) {
+        const int err = errno;
+        ::close(fd);
+        throw_write_failed(dst_, std::strerror(err));
+    }
+    if (::close(fd) != 0) throw_write_failed(dst_, std::strerror(errno));
+}
+
 void check_input_file(const std::string &path, const std::string &what) {
     struct stat st {};
     if (stat(path.c_str(), &st) != 0)
@@ -115,8 +164,8 @@ void write_atomically(const std::string &dst,
     buf.push_back('\0');
     int fd = mkstemp(buf.data());
     if (fd < 0)
-        throw_usage("cannot create a temporary file in '" + dir +
-                    "': " + std::strerror(errno));
+        throw_write_failed(dst, std::string("cannot create a temporary file in '") + dir + "': " +
+                                    std::strerror(errno));
     close(fd);
     const std::string tmp(buf.data());
     const int slot = register_temp(tmp);
@@ -127,7 +176,7 @@ void write_atomically(const std::string &dst,
         umask(mask);
         chmod(tmp.c_str(), 0666 & ~mask);
         if (rename(tmp.c_str(), dst.c_str()) != 0)
-            throw_usage("cannot write '" + dst + "': " + std::strerror(errno));
+            throw_write_failed(dst, std::strerror(errno));
     } catch (...) {
         unlink(tmp.c_str());
         unregister_temp(slot);
@@ -144,10 +193,9 @@ void write_text_atomically(const std::string &dst, const std::string &text) {
     }
     check_output_path(dst, {});
     write_atomically(dst, [&](const std::string &tmp) {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        out << text;
+        OutputFile out(tmp, dst);
+        out.write(text);
         out.close();
-        if (!out) throw_usage("cannot write '" + dst + "': write failed");
     });
 }
 

@@ -43,6 +43,28 @@ std::string readable_error(const c10::Error &e);
 // traceback); anything else by its first lines.
 std::string readable_error(const std::exception &e);
 
+// Errors raised inside our TorchScript ops reach the caller through the interpreter as text
+// only (it rethrows every exception as a runtime_error carrying the message), so an op marks
+// the class of each error in its message where it raises it: kCallerInputTag when the
+// caller's tensors are wrong (shape, dtype, rank: exit 3), kInternalTag for anything else
+// (a broken invariant: exit 5). lib/ops/op_errors.h has the macros and the op-boundary guard.
+constexpr const char *kCallerInputTag = "[ipex:input] ";
+constexpr const char *kInternalTag = "[ipex:internal] ";
+
+// Where an error raised while a model ran came from.
+enum class RunErrorKind {
+    caller_input,  // one of our ops rejected the caller's tensors
+    internal,      // one of our ops failed for another reason
+    model,         // aten or the model's own code (its checks of its inputs)
+};
+RunErrorKind classify_run_error(const std::exception &e);
+
+// Rethrows an error raised while a model ran with the exit code its kind has: our ops'
+// internal failures exit 5 naming the op; anything else is the model rejecting its inputs,
+// `rejected` + the cause + `hint`, with `rejected_code` (3 unless the caller says otherwise).
+[[noreturn]] void rethrow_run_error(const std::exception &e, const std::string &rejected, const std::string &hint,
+                                    ExitCode rejected_code = ExitCode::bad_input);
+
 // Runs fn, prints any error as "<program>: error: ..." and returns the exit code.
 // Every main() goes through this exactly once.
 int run_guarded(const std::string &program, int (*fn)(int, char **), int argc,

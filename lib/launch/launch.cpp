@@ -48,13 +48,15 @@ void write_file_atomically(const std::string &path, const std::string &text) {
         std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
         out << text;
         if (!out.flush()) {
+            const int err = errno;
             std::remove(tmp.c_str());
-            fail_bad_input("cannot write " + path + " (check --log-dir)");
+            fail_usage("cannot write '" + path + "': " + std::strerror(err) + " (check --log-dir)");
         }
     }
     if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+        const int err = errno;
         std::remove(tmp.c_str());
-        fail_bad_input("cannot write " + path + ": " + std::strerror(errno));
+        fail_usage("cannot write '" + path + "': " + std::strerror(err));
     }
 }
 

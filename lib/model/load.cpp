@@ -80,18 +80,20 @@ LoadedModel load_model(const std::string &path) {
     torch::jit::ExtraFilesMap extra{{kMetadataFile, ""}};
     try {
         out.module = torch::jit::load(path, c10::Device(c10::kCPU), extra);
-    } catch (const c10::Error &e) {
-        const std::string msg = readable_error(e);
-        if (msg.find("Unknown builtin op") != std::string::npos ||
-            msg.find("Unknown type name") != std::string::npos)
-            throw_unsupported("'" + path + "' uses an operator or class this build does not know: " +
-                              msg + "; load the library that defines it");
-        throw_bad_input("'" + path + "' cannot be loaded as TorchScript: " + msg);
     } catch (const std::exception &e) {
-        // The TorchScript parser reports damaged code records as std::runtime_error.
-        std::string msg = e.what();
-        if (auto nl = msg.find('\n'); nl != std::string::npos) msg = msg.substr(0, nl);
-        throw_bad_input("'" + path + "' cannot be loaded as TorchScript (damaged code): " + msg);
+        // libtorch's errors, and the TorchScript compiler's (a std::runtime_error) for the code
+        // records: an unknown operator or class is a model this build cannot run; anything else
+        // a damaged file.
+        const bool compiler = dynamic_cast<const c10::Error *>(&e) == nullptr;
+        std::string msg = compiler ? std::string(e.what()) : readable_error(e);
+        msg.erase(0, msg.find_first_not_of("\n "));
+        if (compiler) msg = msg.substr(0, msg.find('\n'));
+        while (!msg.empty() && (msg.back() == ':' || msg.back() == ' ')) msg.pop_back();
+        if (msg.find("Unknown builtin op") != std::string::npos || msg.find("Unknown type name") != std::string::npos)
+            throw_unsupported("'" + path + "' uses an operator or class this build does not know: " + msg +
+                              "; load the library that defines it");
+        throw_bad_input("'" + path + "' cannot be loaded as TorchScript" + (compiler ? " (damaged code)" : "") +
+                        ": " + msg);
     }
     if (!extra[kMetadataFile].empty()) {
         try {
@@ -111,12 +113,19 @@ void save_model(const torch::jit::Module &module, const std::string &dst,
                 const std::optional<nlohmann::json> &metadata) {
     torch::jit::ExtraFilesMap extra;
     if (metadata) extra[kMetadataFile] = metadata->dump(2);
+    // Serialized in memory first: a model that cannot be serialized is an internal error, a
+    // file that cannot be written is the one write error (exit 2) every output has.
+    std::ostringstream archive;
+    try {
+        module.save(archive, extra);
+    } catch (const c10::Error &e) {
+        throw Error(ExitCode::internal, "serializing the model for '" + dst + "' failed: " + readable_error(e));
+    }
+    const std::string bytes = archive.str();
     write_atomically(dst, [&](const std::string &tmp) {
-        try {
-            module.save(tmp, extra);
-        } catch (const c10::Error &e) {
-            throw Error(ExitCode::internal, "saving '" + dst + "' failed: " + readable_error(e));
-        }
+        OutputFile out(tmp, dst);
+        out.write(bytes);
+        out.close();
     });
 }
 
@@ -139,9 +148,8 @@ c10::IValue run_forward(torch::jit::Module &module, const std::vector<c10::IValu
         return module.forward(inputs);
     } catch (const Error &) {
         throw;
-    } catch (const std::exception &e) {  // libtorch's, the interpreter's, or raised by the model's own code
-        throw_bad_input(what + " rejected the inputs: " + readable_error(e) +
-                        " (check --input/--sample-input shapes and dtypes)");
+    } catch (const std::exception &e) {  // our ops', libtorch's, or raised by the model's own code
+        rethrow_run_error(e, what + " rejected the inputs: ", " (check --input/--sample-input shapes and dtypes)");
     }
 }
 

@@ -1,8 +1,10 @@
 #include "ops/conv_context.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "ops/onednn_utils.h"
+#include "ops/op_errors.h"
 
 namespace ipex::ops {
 namespace {
@@ -25,11 +27,6 @@ std::string join(const std::vector<int64_t> &v, const char *sep = "x") {
     std::ostringstream out;
     for (size_t i = 0; i < v.size(); ++i) out << (i ? sep : "") << v[i];
     return out.str();
-}
-
-void check_list(const char *name, const std::vector<int64_t> &v, size_t n, int64_t min) {
-    TORCH_CHECK(v.size() == n, "ipex convolution: ", name, " has ", v.size(), " values, expected ", n);
-    for (int64_t x : v) TORCH_CHECK(x >= min, "ipex convolution: ", name, " value ", x, " is below ", min);
 }
 
 // The weight in oneDNN's logical order ([G,] O, I, k...), contiguous, in the compute dtype.
@@ -82,29 +79,13 @@ ConvolutionContext::ConvolutionContext(at::Tensor weight, c10::optional<at::Tens
     : weight_(std::move(weight)), params_(std::move(params)), dtype_(std::move(dtype)),
       post_ops_(std::move(post_ops)), sum_in_place_(sum_in_place), input_hint_(std::move(input_hint)) {
     const ComputeTypes types = compute_types(dtype_);
-    TORCH_CHECK(weight_.defined() && weight_.dim() >= 3 && weight_.dim() <= 5,
-                "ipex convolution: the weight must be 3-D to 5-D");
-    TORCH_CHECK(weight_.is_floating_point(), "ipex convolution: the weight must be floating point");
-    const size_t spatial = static_cast<size_t>(weight_.dim() - 2);
+    const size_t spatial = weight_.defined() ? static_cast<size_t>(std::max<int64_t>(weight_.dim() - 2, 0)) : 0;
     if (params_.output_padding.empty()) params_.output_padding.assign(spatial, 0);
-    check_list("stride", params_.stride, spatial, 1);
-    check_list("padding", params_.padding, spatial, 0);
-    check_list("dilation", params_.dilation, spatial, 1);
-    check_list("output_padding", params_.output_padding, spatial, 0);
+    check_conv_params("ipex convolution", weight_, params_);
     const int64_t g = params_.groups;
-    TORCH_CHECK(g >= 1, "ipex convolution: groups must be >= 1");
-    TORCH_CHECK(weight_.size(0) % g == 0, "ipex convolution: ", weight_.size(0),
-                " channels do not split into ", g, " groups");
-    for (int64_t i = 0; i < weight_.dim(); ++i)
-        TORCH_CHECK(weight_.size(i) > 0, "ipex convolution: the weight has an empty dimension");
-    if (params_.transposed)
-        for (size_t i = 0; i < spatial; ++i)
-            TORCH_CHECK(params_.output_padding[i] < std::max(params_.stride[i], params_.dilation[i]),
-                        "ipex convolution: output_padding must be smaller than stride or dilation");
     const int64_t out_channels = params_.transposed ? weight_.size(1) * g : weight_.size(0);
+    check_bias("ipex convolution", bias, out_channels);
     if (bias && bias->defined()) {
-        TORCH_CHECK(bias->dim() == 1 && bias->size(0) == out_channels, "ipex convolution: bias of shape ",
-                    bias->sizes(), " does not match ", out_channels, " output channels");
         bias_ = bias->to(at::kFloat).contiguous();
         bias_bf16_ = bias_.to(at::kBFloat16);
     }
@@ -205,18 +186,18 @@ std::shared_ptr<const ConvolutionContext::Entry> ConvolutionContext::entry_for(
 at::Tensor ConvolutionContext::run(const at::Tensor &input, const c10::optional<at::Tensor> &other,
                                    bool may_write_other) const {
     const int64_t rank = spatial_dims() + 2;
-    TORCH_CHECK(input.is_floating_point(), "ipex convolution: expected a floating-point input, got ",
+    IPEX_CHECK_INPUT(input.is_floating_point(), "ipex convolution: expected a floating-point input, got ",
                 input.scalar_type());
     const bool unbatched = input.dim() == rank - 1;
     const at::Tensor x = unbatched ? input.unsqueeze(0) : input;
-    TORCH_CHECK(x.dim() == rank, "ipex convolution: expected a ", rank - 1, "-D or ", rank,
+    IPEX_CHECK_INPUT(x.dim() == rank, "ipex convolution: expected a ", rank - 1, "-D or ", rank,
                 "-D input, got shape ", input.sizes());
     const int64_t in_channels = params_.transposed ? weight_.size(0) : weight_.size(1) * params_.groups;
-    TORCH_CHECK(x.size(1) == in_channels, "ipex convolution: expected ", in_channels,
+    IPEX_CHECK_INPUT(x.size(1) == in_channels, "ipex convolution: expected ", in_channels,
                 " input channels, got shape ", input.sizes());
     const std::vector<int64_t> dst_sizes = output_sizes(x.sizes());
     for (int64_t s : dst_sizes)
-        TORCH_CHECK(s > 0, "ipex convolution: input of shape ", input.sizes(), " is too small for ", describe());
+        IPEX_CHECK_INPUT(s > 0, "ipex convolution: input of shape ", input.sizes(), " is too small for ", describe());
 
     const ComputeTypes types = compute_types(dtype_);
     const at::Tensor src = to_channels_last(x, types.math);
@@ -226,6 +207,8 @@ at::Tensor ConvolutionContext::run(const at::Tensor &input, const c10::optional<
     if (sum_at >= 0) {
         TORCH_CHECK(other && other->defined(), "ipex convolution: the sum post-op needs a second tensor");
         at::Tensor o = unbatched && other->dim() == rank - 1 ? other->unsqueeze(0) : *other;
+        IPEX_CHECK_INPUT(broadcastable(o.sizes(), dst_sizes), "ipex convolution: the added tensor of shape ",
+                         o.sizes(), " does not broadcast with the output ", at::IntArrayRef(dst_sizes));
         if (o.dim() > 0) dst_type = at::promote_types(types.output, o.scalar_type());
         // oneDNN sums fp32/bf16 only, into an output of the conv's shape; aten does the rest.
         if (!onednn_float(o.scalar_type()) || !onednn_float(dst_type) || at::infer_size(o.sizes(), dst_sizes) != dst_sizes) {

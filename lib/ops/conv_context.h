@@ -15,15 +15,10 @@
 
 #include "ops/post_ops.h"
 #include "ops/primitive_cache.h"
+#include "ops/state_checks.h"
 #include "ops/weight_cache.h"
 
 namespace ipex::ops {
-
-struct ConvParams {
-    std::vector<int64_t> stride, padding, dilation, output_padding;
-    int64_t groups = 1;
-    bool transposed = false;
-};
 
 // Context dtypes: "fp32" (strict), "bf32" (fp32 tensors, bf16 math allowed), "bf16", "fp16",
 // and kBf32ToBf16: bf32 whose output only feeds other bf32 ops' inputs, which round it to

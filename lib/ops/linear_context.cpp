@@ -1,9 +1,12 @@
 #include "ops/linear_context.h"
 
+#include "ops/state_checks.h"
+
 #include <sstream>
 
 #include "ops/conv_context.h"
 #include "ops/onednn_utils.h"
+#include "ops/op_errors.h"
 
 namespace ipex::ops {
 
@@ -21,15 +24,10 @@ LinearContext::LinearContext(at::Tensor weight, c10::optional<at::Tensor> bias, 
     : weight_(std::move(weight)), dtype_(std::move(dtype)), post_ops_(std::move(post_ops)),
       rows_hint_(rows_hint) {
     const ComputeTypes types = compute_types(dtype_);
-    TORCH_CHECK(weight_.defined() && weight_.dim() == 2 && weight_.size(0) > 0 && weight_.size(1) > 0,
-                "ipex linear: the weight must be a non-empty 2-D tensor");
-    TORCH_CHECK(weight_.is_floating_point(), "ipex linear: the weight must be floating point");
+    check_linear_weight("ipex linear", weight_);
     TORCH_CHECK(rows_hint_ >= 0, "ipex linear: the rows hint must be >= 0");
-    if (bias && bias->defined()) {
-        TORCH_CHECK(bias->dim() == 1 && bias->size(0) == weight_.size(0), "ipex linear: bias of shape ",
-                    bias->sizes(), " does not match ", weight_.size(0), " output features");
-        bias_ = bias->to(at::kFloat).contiguous();
-    }
+    check_bias("ipex linear", bias, weight_.size(0));
+    if (bias && bias->defined()) bias_ = bias->to(at::kFloat).contiguous();
     validate(post_ops_);
     TORCH_CHECK(tensor_post_op(post_ops_) < 0 || post_ops_[tensor_post_op(post_ops_)].kind != "sum",
                 "ipex linear: use the add post-op rather than sum");
@@ -84,9 +82,9 @@ std::shared_ptr<const LinearContext::Entry> LinearContext::entry_for(int64_t row
 }
 
 at::Tensor LinearContext::run(const at::Tensor &input, const c10::optional<at::Tensor> &other) const {
-    TORCH_CHECK(input.is_floating_point(), "ipex linear: expected a floating-point input, got ",
+    IPEX_CHECK_INPUT(input.is_floating_point(), "ipex linear: expected a floating-point input, got ",
                 input.scalar_type());
-    TORCH_CHECK(input.dim() >= 1 && input.size(-1) == in_features(), "ipex linear: expected an input with ",
+    IPEX_CHECK_INPUT(input.dim() >= 1 && input.size(-1) == in_features(), "ipex linear: expected an input with ",
                 in_features(), " features in the last dim, got shape ", input.sizes());
     const ComputeTypes types = compute_types(dtype_);
     const int64_t n = out_features(), k = in_features();
@@ -104,6 +102,9 @@ at::Tensor LinearContext::run(const at::Tensor &input, const c10::optional<at::T
         TORCH_CHECK(other && other->defined(), "ipex linear: the ", post_ops_[tensor_post_op(post_ops_)].kind,
                     " post-op needs a second tensor");
         const at::Tensor &o = *other;
+        IPEX_CHECK_INPUT(broadcastable(o.sizes(), dst_sizes), "ipex linear: the ",
+                         post_ops_[tensor_post_op(post_ops_)].kind, " operand of shape ", o.sizes(),
+                         " does not broadcast with the output ", at::IntArrayRef(dst_sizes));
         if (o.dim() > 0) dst_type = at::promote_types(types.output, o.scalar_type());
         // oneDNN combines fp32/bf16 only, into an output of the linear's shape; aten does the rest.
         if (!onednn_float(o.scalar_type()) || !onednn_float(dst_type) || at::infer_size(o.sizes(), dst_sizes) != dst_sizes)

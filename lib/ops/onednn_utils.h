@@ -2,6 +2,8 @@
 // mapping and memory descriptors that describe a tensor's real strides.
 #pragma once
 
+#include <algorithm>
+
 #include <ATen/ATen.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -21,6 +23,15 @@ dnnl::memory::dims to_dims(at::IntArrayRef sizes);
 
 // fp32 or bf16: the dtypes a fused post-op tensor and the output may have.
 inline bool onednn_float(at::ScalarType type) { return type == at::kFloat || type == at::kBFloat16; }
+
+// Whether tensors of shapes a and b broadcast together (aten's rules).
+inline bool broadcastable(at::IntArrayRef a, at::IntArrayRef b) {
+    for (size_t i = 1; i <= std::min(a.size(), b.size()); ++i) {
+        const int64_t x = a[a.size() - i], y = b[b.size() - i];
+        if (x != y && x != 1 && y != 1) return false;
+    }
+    return true;
+}
 
 // A descriptor with the tensor's sizes and strides (no copy, any layout).
 dnnl::memory::desc strided_desc(const at::Tensor &t);

@@ -4,6 +4,7 @@
 #include <torch/library.h>
 
 #include "ops/ops.h"
+#include "ops/op_errors.h"
 
 namespace ipex::ops {
 namespace {
@@ -84,20 +85,20 @@ TORCH_LIBRARY(ipex, m) {
         .def_pickle([](const LinearPtr &self) { return self->state(); },
                     [](LinearContext::State state) { return LinearContext::from_state(std::move(state)); });
 
-    m.def("convolution(Tensor input, __torch__.torch.classes.ipex.ConvolutionContext ctx) -> Tensor", convolution);
+    m.def("convolution(Tensor input, __torch__.torch.classes.ipex.ConvolutionContext ctx) -> Tensor", IPEX_GUARDED(convolution));
     m.def("convolution_sum(Tensor input, Tensor other, __torch__.torch.classes.ipex.ConvolutionContext ctx) -> Tensor",
-          convolution_sum);
+          IPEX_GUARDED(convolution_sum));
     m.def("convolution_sum_(Tensor input, Tensor(a!) other, __torch__.torch.classes.ipex.ConvolutionContext ctx) "
           "-> Tensor(a!)",
-          convolution_sum_);
-    m.def("linear(Tensor input, __torch__.torch.classes.ipex.LinearContext ctx) -> Tensor", linear);
+          IPEX_GUARDED(convolution_sum_));
+    m.def("linear(Tensor input, __torch__.torch.classes.ipex.LinearContext ctx) -> Tensor", IPEX_GUARDED(linear));
     m.def("linear_binary(Tensor input, Tensor other, __torch__.torch.classes.ipex.LinearContext ctx) -> Tensor",
-          linear_binary);
+          IPEX_GUARDED(linear_binary));
     m.def("convolution_prepack(Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, "
           "int[] output_padding, int groups, bool transposed, str dtype, str[] post_ops, float[] post_op_params, "
           "int[] input_hint) -> __torch__.torch.classes.ipex.ConvolutionContext",
-          convolution_prepack);
+          IPEX_GUARDED(convolution_prepack));
     m.def("linear_prepack(Tensor weight, Tensor? bias, str dtype, str[] post_ops, float[] post_op_params, "
           "int rows_hint) -> __torch__.torch.classes.ipex.LinearContext",
-          linear_prepack);
+          IPEX_GUARDED(linear_prepack));
 }

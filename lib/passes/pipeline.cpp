@@ -378,8 +378,9 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
             c10::InferenceMode guard;
             result.module.forward(args);
         } catch (const std::exception &e) {
-            throw_unsupported("the optimized model fails on --sample-input: " + readable_error(e) +
-                              "; try --level O0 or switch off the pass named above with --no-KNOB");
+            rethrow_run_error(e, "the optimized model fails on --sample-input: ",
+                              "; try --level O0 or switch off the pass named above with --no-KNOB",
+                              ExitCode::unsupported);
         }
     }
     result.report["passes"] = passes;

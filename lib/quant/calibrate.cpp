@@ -64,8 +64,8 @@ void run_batches(const torch::jit::Module &module, torch::jit::Graph &graph, con
             fn->run(stack);
         } catch (const Error &) {
             throw;
-        } catch (const std::exception &e) {  // libtorch's, the interpreter's, or raised by the model's own code
-            throw_bad_input(file + ": the model rejects this calibration batch (" + readable_error(e) + hint);
+        } catch (const std::exception &e) {  // our ops', libtorch's, or raised by the model's own code
+            rethrow_run_error(e, file + ": the model rejects this calibration batch (", hint);
         }
         const auto observed = stack.back().toTupleRef().elements().at(1).toTupleRef().elements();
         std::vector<at::Tensor> tensors;

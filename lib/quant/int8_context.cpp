@@ -8,7 +8,9 @@
 #include <sstream>
 
 #include "ops/onednn_utils.h"
+#include "ops/op_errors.h"
 #include "ops/primitive_cache.h"
+#include "ops/state_checks.h"
 
 namespace ipex::quant {
 
@@ -82,7 +84,7 @@ at::Tensor empty_q8(const std::vector<int64_t> &sizes, at::ScalarType dtype, dou
 }
 
 void q8_check(const at::Tensor &t, at::ScalarType expected, const char *what) {
-    TORCH_CHECK(t.is_quantized() && t.scalar_type() == expected && t.qscheme() == at::kPerTensorAffine,
+    IPEX_CHECK_INPUT(t.is_quantized() && t.scalar_type() == expected && t.qscheme() == at::kPerTensorAffine,
                 "ipex int8 op: ", what, " must be a ", c10::toString(expected),
                 " per-tensor quantized tensor (got ", t.toString(), ")");
 }
@@ -105,10 +107,10 @@ static void copy_other(const Int8Context &ctx, const c10::optional<at::Tensor> &
     const Int8Params &p = ctx.params();
     TORCH_CHECK(other.has_value(), "ipex int8 ", p.kind, ": the fused add needs its other operand");
     q8_check(*other, p.other_dtype, "the other operand");
-    TORCH_CHECK(other->numel() == dst.numel() && (other->dim() != dst.dim() || other->sizes() == dst.sizes()),
+    IPEX_CHECK_INPUT(other->numel() == dst.numel() && (other->dim() != dst.dim() || other->sizes() == dst.sizes()),
                 "ipex int8 ", p.kind, ": the fused add's other operand has shape ", other->sizes(),
                 ", the output ", dst.sizes());
-    TORCH_CHECK(std::abs(other->q_scale() - p.other_scale) <= 1e-6 * p.other_scale &&
+    IPEX_CHECK_INPUT(std::abs(other->q_scale() - p.other_scale) <= 1e-6 * p.other_scale &&
                     other->q_zero_point() == p.other_zero_point,
                 "ipex int8 ", p.kind, ": the add's other operand has scale ", other->q_scale(), " zero point ",
                 other->q_zero_point(), ", the op was prepacked for ", p.other_scale, " / ", p.other_zero_point);
@@ -124,20 +126,9 @@ Int8Context::Int8Context(at::Tensor weight, c10::optional<at::Tensor> bias, std:
       weight_scales_(std::move(weight_scales)),
       params_(std::move(params)),
       cache_(std::make_shared<Cache>()) {
+    validate(weight_, bias, weight_scales_, params_);
     const bool linear = params_.kind == "linear";
-    TORCH_CHECK(linear || params_.kind == "conv1d" || params_.kind == "conv2d" || params_.kind == "conv3d",
-                "Int8Context: unknown kind ", params_.kind);
-    TORCH_CHECK(is_activation_type(params_.in_dtype) && is_activation_type(params_.out_dtype) &&
-                    is_activation_type(params_.other_dtype),
-                "Int8Context: activations must be quint8 or qint8");
-    TORCH_CHECK(weight_.dim() == (linear ? 2 : weight_.dim()) && weight_.dim() >= 2,
-                "Int8Context: bad weight rank ", weight_.dim());
     const int64_t out_channels = weight_.size(0);
-    TORCH_CHECK(static_cast<int64_t>(weight_scales_.size()) == out_channels,
-                "Int8Context: ", weight_scales_.size(), " weight scales for ", out_channels, " channels");
-    TORCH_CHECK(params_.in_scale > 0 && params_.out_scale > 0 && std::isfinite(params_.in_scale) &&
-                    std::isfinite(params_.out_scale),
-                "Int8Context: scales must be finite and > 0");
     const at::Tensor s = at::tensor(weight_scales_, at::TensorOptions().dtype(at::kDouble));
     const at::Tensor zp = at::zeros({out_channels}, at::TensorOptions().dtype(at::kLong));
     at::Tensor q = at::quantize_per_channel(weight_, s, zp, 0, at::kQInt8).int_repr();  // int8 values
@@ -145,23 +136,47 @@ Int8Context::Int8Context(at::Tensor weight, c10::optional<at::Tensor> bias, std:
     for (double ws : weight_scales_)
         output_scales_.push_back(static_cast<float>(params_.in_scale * ws / params_.out_scale));
     if (bias && bias->defined()) {
-        TORCH_CHECK(bias->numel() == out_channels, "Int8Context: bias has ", bias->numel(), " entries for ",
-                    out_channels, " channels");
         bias_ = (bias->to(at::kDouble) / (s * params_.in_scale)).to(at::kFloat).contiguous();
     }
 }
 
+void Int8Context::validate(const at::Tensor &weight, const c10::optional<at::Tensor> &bias,
+                           const std::vector<double> &weight_scales, const Int8Params &p) {
+    static const char *kOp = "ipex int8 op";
+    const bool linear = p.kind == "linear";
+    int64_t rank = 0;
+    if (p.kind == "conv1d") rank = 3;
+    if (p.kind == "conv2d") rank = 4;
+    if (p.kind == "conv3d") rank = 5;
+    TORCH_CHECK(linear || rank > 0, kOp, ": unknown kind '", p.kind, "' (conv1d, conv2d, conv3d, linear)");
+    if (linear) {
+        ops::check_linear_weight(kOp, weight);
+        TORCH_CHECK(p.stride.empty() && p.padding.empty() && p.dilation.empty() && p.groups == 1, kOp,
+                    ": a linear has no stride, padding, dilation or groups");
+    } else {
+        ops::check_conv_params(kOp, weight, ops::ConvParams{p.stride, p.padding, p.dilation, {}, p.groups, false},
+                               rank);
+    }
+    const int64_t out_channels = weight.size(0);
+    ops::check_scales(kOp, "weight scales", weight_scales, out_channels);
+    ops::check_bias(kOp, bias, out_channels);
+    ops::check_quant_params(kOp, "input", p.in_scale, p.in_zero_point, p.in_dtype);
+    ops::check_quant_params(kOp, "output", p.out_scale, p.out_zero_point, p.out_dtype);
+    if (p.sum) ops::check_quant_params(kOp, "add operand", p.other_scale, p.other_zero_point, p.other_dtype);
+    TORCH_CHECK(p.sum || !(p.sum_relu || p.sum_in_place), kOp, ": sum_relu or sum_in_place set without a sum");
+}
+
 std::vector<int64_t> Int8Context::conv_output_sizes(at::IntArrayRef input) const {
     const int64_t spatial = weight_.dim() - 2;
-    TORCH_CHECK(static_cast<int64_t>(input.size()) == spatial + 2, "ipex int8 ", params_.kind, ": input rank ",
+    IPEX_CHECK_INPUT(static_cast<int64_t>(input.size()) == spatial + 2, "ipex int8 ", params_.kind, ": input rank ",
                 input.size(), ", expected ", spatial + 2);
-    TORCH_CHECK(input[1] == weight_.size(1) * params_.groups, "ipex int8 ", params_.kind, ": input has ", input[1],
+    IPEX_CHECK_INPUT(input[1] == weight_.size(1) * params_.groups, "ipex int8 ", params_.kind, ": input has ", input[1],
                 " channels, expected ", weight_.size(1) * params_.groups);
     std::vector<int64_t> out{input[0], weight_.size(0)};
     for (int64_t d = 0; d < spatial; ++d) {
         const int64_t k = params_.dilation[d] * (weight_.size(d + 2) - 1) + 1;
         const int64_t o = (input[d + 2] + 2 * params_.padding[d] - k) / params_.stride[d] + 1;
-        TORCH_CHECK(o > 0, "ipex int8 ", params_.kind, ": input too small");
+        IPEX_CHECK_INPUT(o > 0, "ipex int8 ", params_.kind, ": input too small");
         out.push_back(o);
     }
     return out;
@@ -284,7 +299,7 @@ at::Tensor Int8Context::run_conv(const at::Tensor &input, const c10::optional<at
 }
 
 at::Tensor Int8Context::run_linear(const at::Tensor &input, const c10::optional<at::Tensor> &other) const {
-    TORCH_CHECK(input.dim() >= 1 && input.size(-1) == qweight_.size(0), "ipex int8 linear: input has ",
+    IPEX_CHECK_INPUT(input.dim() >= 1 && input.size(-1) == qweight_.size(0), "ipex int8 linear: input has ",
                 input.size(-1), " features, expected ", qweight_.size(0));
     const at::Tensor src = input.reshape({-1, input.size(-1)}).contiguous();
     std::vector<int64_t> out_sizes(input.sizes().begin(), input.sizes().end());
@@ -299,7 +314,7 @@ at::Tensor Int8Context::run_linear(const at::Tensor &input, const c10::optional<
 
 at::Tensor Int8Context::run(const at::Tensor &input, const c10::optional<at::Tensor> &other) const {
     q8_check(input, params_.in_dtype, "the input");
-    TORCH_CHECK(std::abs(input.q_scale() - params_.in_scale) <= 1e-6 * params_.in_scale &&
+    IPEX_CHECK_INPUT(std::abs(input.q_scale() - params_.in_scale) <= 1e-6 * params_.in_scale &&
                     input.q_zero_point() == params_.in_zero_point,
                 "ipex int8 ", params_.kind, ": input quantized with scale ", input.q_scale(), " zero point ",
                 input.q_zero_point(), ", the op was prepacked for ", params_.in_scale, " / ", params_.in_zero_point);

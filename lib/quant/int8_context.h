@@ -55,6 +55,11 @@ public:
     State state() const;
     static c10::intrusive_ptr<Int8Context> from_state(State state);
 
+    // Every field a context is built from (kind, weight rank, stride/padding/dilation/groups,
+    // scales, zero points, bias), checked through ops/state_checks like the float contexts'.
+    static void validate(const at::Tensor &weight, const c10::optional<at::Tensor> &bias,
+                         const std::vector<double> &weight_scales, const Int8Params &params);
+
 private:
     struct Entry;
     std::shared_ptr<const Entry> entry_for(const at::Tensor &src, const at::Tensor &dst) const;

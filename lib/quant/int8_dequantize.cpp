@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
+#include "ops/op_errors.h"
 
 namespace {
 
@@ -17,7 +18,7 @@ void dequantize_loop(const Q *src, c10::BFloat16 *dst, int64_t n, float scale, i
 }
 
 at::Tensor dequantize_bf16(const at::Tensor &input) {
-    TORCH_CHECK(input.is_quantized() && input.qscheme() == at::kPerTensorAffine &&
+    IPEX_CHECK_INPUT(input.is_quantized() && input.qscheme() == at::kPerTensorAffine &&
                     (input.scalar_type() == at::kQUInt8 || input.scalar_type() == at::kQInt8),
                 "ipex::dequantize_bf16: the input must be a quint8 or qint8 per-tensor quantized tensor (got ",
                 input.toString(), ")");
@@ -37,5 +38,5 @@ at::Tensor dequantize_bf16(const at::Tensor &input) {
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(ipex, m) {
-    m.def("dequantize_bf16(Tensor input) -> Tensor", dequantize_bf16);
+    m.def("dequantize_bf16(Tensor input) -> Tensor", IPEX_GUARDED(dequantize_bf16));
 }

@@ -3,6 +3,7 @@
 #include <torch/library.h>
 
 #include "quant/int8_context.h"
+#include "ops/op_errors.h"
 
 namespace {
 
@@ -26,7 +27,7 @@ TORCH_LIBRARY_FRAGMENT(ipex, m) {
         .def("describe", &Int8Context::describe)
         .def_pickle([](const CtxPtr &self) { return self->state(); },
                     [](Int8Context::State state) { return Int8Context::from_state(std::move(state)); });
-    m.def("int8_op(Tensor input, __torch__.torch.classes.ipex.Int8Context ctx) -> Tensor", int8_op);
+    m.def("int8_op(Tensor input, __torch__.torch.classes.ipex.Int8Context ctx) -> Tensor", IPEX_GUARDED(int8_op));
     m.def("int8_op_sum(Tensor input, Tensor other, __torch__.torch.classes.ipex.Int8Context ctx) -> Tensor",
-          int8_op_sum);
+          IPEX_GUARDED(int8_op_sum));
 }

@@ -361,16 +361,14 @@ void write_safetensors(const std::string &dst, const std::vector<std::pair<std::
     std::string text = header.dump();
     while ((8 + text.size()) % 8) text += ' ';  // keep the data section 8-byte aligned
     write_atomically(dst, [&](const std::string &tmp) {
-        std::ofstream out(tmp, std::ios::binary);
+        OutputFile out(tmp, dst);
         char len[8];
         uint64_t n = text.size();
         for (int i = 0; i < 8; ++i) len[i] = static_cast<char>((n >> (8 * i)) & 0xff);
         out.write(len, 8);
-        out.write(text.data(), static_cast<std::streamsize>(text.size()));
-        for (const auto &c : data)
-            out.write(static_cast<const char *>(c.data_ptr()), static_cast<std::streamsize>(c.numel() * c.element_size()));
+        out.write(text);
+        for (const auto &c : data) out.write(c.data_ptr(), static_cast<size_t>(c.numel() * c.element_size()));
         out.close();
-        if (!out) throw_bad_input("cannot write '" + dst + "' (disk full?)");
     });
 }
 

@@ -14,6 +14,7 @@
 
 #include "woq/woq_kernels.h"
 #include "woq/woq_layout.h"
+#include "ops/op_errors.h"
 
 namespace ipex::woq {
 namespace {
@@ -283,28 +284,33 @@ at::Tensor woq_linear(const at::Tensor &input, const at::Tensor &qweight, const 
                       const c10::optional<at::Tensor> &perm, int64_t bits, int64_t group_size, int64_t in_features,
                       c10::string_view lowp_mode) {
     const std::string mode(lowp_mode);
-    TORCH_CHECK(mode == "fp32" || mode == "bf16" || mode == "int8", "ipex::woq_linear: lowp_mode must be fp32, bf16 or int8, got ",
+    IPEX_CHECK_INPUT(mode == "fp32" || mode == "bf16" || mode == "int8", "ipex::woq_linear: lowp_mode must be fp32, bf16 or int8, got ",
                 mode);
-    TORCH_CHECK(bits == 4 || bits == 8, "ipex::woq_linear: bits must be 4 or 8, got ", bits);
+    IPEX_CHECK_INPUT(bits == 4 || bits == 8, "ipex::woq_linear: bits must be 4 or 8, got ", bits);
     const int64_t k = in_features;
-    TORCH_CHECK(k > 0 && group_size > 0 && k % group_size == 0, "ipex::woq_linear: group_size ", group_size,
+    IPEX_CHECK_INPUT(k > 0 && group_size > 0 && k % group_size == 0, "ipex::woq_linear: group_size ", group_size,
                 " must divide in_features ", k);
-    TORCH_CHECK(at::isFloatingType(input.scalar_type()) && input.dim() >= 1 && input.size(-1) == k,
+    IPEX_CHECK_INPUT(at::isFloatingType(input.scalar_type()) && input.dim() >= 1 && input.size(-1) == k,
                 "ipex::woq_linear: input must be a float tensor [..., ", k, "], got ", input.sizes());
-    TORCH_CHECK(qweight.scalar_type() == at::kByte && qweight.dim() == 2 && qweight.is_contiguous() &&
+    IPEX_CHECK_INPUT(qweight.scalar_type() == at::kByte && qweight.dim() == 2 && qweight.is_contiguous() &&
                     qweight.size(1) == packed_row_bytes(k, static_cast<int>(bits)),
                 "ipex::woq_linear: qweight must be contiguous uint8 [N, ", packed_row_bytes(k, static_cast<int>(bits)),
                 "], got ", qweight.sizes());
     const int64_t n = qweight.size(0), groups = k / group_size;
     for (const at::Tensor *t : {&scales, &zeros})
-        TORCH_CHECK(t->scalar_type() == at::kFloat && t->is_contiguous() && t->sizes() == at::IntArrayRef({n, groups}),
+        IPEX_CHECK_INPUT(t->scalar_type() == at::kFloat && t->is_contiguous() && t->sizes() == at::IntArrayRef({n, groups}),
                     "ipex::woq_linear: scales and zeros must be contiguous float [", n, ", ", groups, "], got ",
                     t->sizes());
     if (bias && bias->defined())
-        TORCH_CHECK(bias->dim() == 1 && bias->size(0) == n, "ipex::woq_linear: bias must have ", n, " elements");
+        IPEX_CHECK_INPUT(bias->dim() == 1 && bias->size(0) == n, "ipex::woq_linear: bias must have ", n, " elements");
     if (perm && perm->defined())
-        TORCH_CHECK(perm->scalar_type() == at::kLong && perm->dim() == 1 && perm->size(0) == k,
+        IPEX_CHECK_INPUT(perm->scalar_type() == at::kLong && perm->dim() == 1 && perm->size(0) == k,
                     "ipex::woq_linear: perm must be int64 [", k, "]");
+    if (perm && perm->defined() && k > 0) {
+        const auto range = at::aminmax(*perm);
+        IPEX_CHECK_INPUT(std::get<0>(range).item<int64_t>() >= 0 && std::get<1>(range).item<int64_t>() < k,
+                         "ipex::woq_linear: perm holds an index outside [0, ", k, ")");
+    }
 
     const kernels::WeightView w = view_of(qweight, scales, zeros, bits, group_size, k);
     at::Tensor x2d = input.reshape({-1, k});
@@ -337,4 +343,4 @@ TORCH_LIBRARY_FRAGMENT(ipex, m) {
           "int bits, int group_size, int in_features, str lowp_mode) -> Tensor");
 }
 
-TORCH_LIBRARY_IMPL(ipex, CPU, m) { m.impl("woq_linear", TORCH_FN(ipex::woq::woq_linear)); }
+TORCH_LIBRARY_IMPL(ipex, CPU, m) { m.impl("woq_linear", TORCH_FN(IPEX_GUARDED(ipex::woq::woq_linear))); }

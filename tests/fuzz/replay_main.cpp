@@ -54,6 +54,11 @@ int main(int argc, char **argv) {
         }
         seeds.emplace_back((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     }
+    if (seeds.empty()) {
+        // An empty corpus would test nothing and pass: a missing or mistyped corpus folder.
+        std::cerr << "no seed files given: the corpus is empty or missing\n";
+        return 2;
+    }
     std::mt19937 rng(12345);
     size_t runs = 0;
     for (const auto &seed : seeds) {

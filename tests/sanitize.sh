@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# A second build of the suite with clang, AddressSanitizer and UndefinedBehaviorSanitizer:
+# runs the unit tests and the fuzz replays under the sanitizers, then every libFuzzer target
+# for IPEX_FUZZ_SECONDS seconds (60) on a copy of its seed corpus. Any sanitizer report,
+# failed test or fuzzer crash fails the script. Usage: bash tests/sanitize.sh
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${IPEX_SANITIZE_BUILD_DIR:-$root/build-sanitize}"
+jobs="${IPEX_JOBS:-$(nproc)}"
+fuzz_seconds="${IPEX_FUZZ_SECONDS:-60}"
+
+bash "$root/.ci/deps"
+# -O1: the sanitizers' usual level (quick to build, stacks still readable).
+CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_C_FLAGS_RELEASE="-O1" -DCMAKE_CXX_FLAGS_RELEASE="-O1" \
+  -DIPEX_SANITIZE=address,undefined -DIPEX_BUILD_FUZZ=ON -DIPEX_BUILD_TESTS=ON -DIPEX_BUILD_BENCH=OFF
+cmake --build "$build" -j "$jobs"
+
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
+export LSAN_OPTIONS="suppressions=$root/tests/sanitizer.supp:print_suppressions=0"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+ctest --test-dir "$build" --output-on-failure -j "$jobs" -L unit
+
+# libFuzzer: each target on its seeds, new inputs kept in a scratch corpus; two at a time.
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+fixtures="$build/fixtures"
+declare -A seeds=(
+  [npy]="$root/tests/fuzz/corpus/npy"
+  [spec]="$root/tests/fuzz/corpus/spec"
+  [qconfig]="$root/tests/fuzz/corpus/qconfig"
+  [safetensors]="$root/tests/fuzz/corpus/safetensors"
+  [model]="$work/model-seeds"
+)
+mkdir -p "$work/model-seeds"
+cp "$fixtures/conv_bn_relu_2d.pt" "$fixtures/pickled_module.pt" "$work/model-seeds/"
+for extra in "$root"/tests/fuzz/corpus/*/; do  # targets added later bring their own corpus folder
+  name="$(basename "$extra")"
+  [ -n "${seeds[$name]:-}" ] || seeds[$name]="$extra"
+done
+
+failed=0
+run_fuzzer() {
+  local name="$1"
+  local bin="$build/tests/fuzz/fuzz_$name"
+  mkdir -p "$work/$name"
+  if "$bin" -max_total_time="$fuzz_seconds" -rss_limit_mb=4096 -timeout=30 -print_final_stats=1 \
+      -artifact_prefix="$work/$name/crash-" "$work/$name" "${seeds[$name]}" > "$work/$name.log" 2>&1; then
+    echo "fuzz_$name: $(grep -m1 'stat::number_of_executed_units' "$work/$name.log" | awk '{print $2}') inputs in ${fuzz_seconds}s, no crash"
+  else
+    echo "fuzz_$name: FAILED"; tail -n 60 "$work/$name.log"; return 1
+  fi
+}
+names=("${!seeds[@]}")
+for ((i = 0; i < ${#names[@]}; i += 2)); do
+  pids=()
+  for name in "${names[@]:i:2}"; do
+    [ -x "$build/tests/fuzz/fuzz_$name" ] || { echo "fuzz_$name: no binary"; failed=1; continue; }
+    run_fuzzer "$name" & pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+done
+exit "$failed"
