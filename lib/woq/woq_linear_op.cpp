@@ -320,7 +320,9 @@ at::Tensor woq_linear(const at::Tensor &input, const at::Tensor &qweight, const 
     if (m >= kMatmulRows && mode != "fp32" && use_simd(w) && kernels::bf16_usable() && !kernels::amx_bf16_present()) {
         out = fused_gemm_bf16(w, x2d);
     } else if (m >= kMatmulRows) {
-        out = blocked_matmul(w, x2d, mode == "fp32");
+        // oneDNN has bf16 matmuls from AVX-512 on; below that the blocks run in fp32.
+        static const bool bf16_matmul = dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core;
+        out = blocked_matmul(w, x2d, mode == "fp32" || !bf16_matmul);
     } else if (mode == "fp32") {
         out = gemv_f32(w, x2d);
     } else if (mode == "int8") {

@@ -230,6 +230,7 @@ class BadOutputPaths(e2e.ToolTestCase):
         result = self.run_tool("optimize", self.model, out, "--report",
                                self.path("missing_dir/report.json"))
         self.assert_error(result, e2e.EXIT_USAGE, "missing_dir")
+        self.assertFalse(os.path.exists(out), "OUT written although the report cannot be")
 
     def test_report_naming_the_output(self):
         out = self.path("out.pt")

@@ -80,9 +80,11 @@ class OptimizeBf16(e2e.ToolTestCase):
         out = self.path("fp16.pt")
         result = self.run_tool("optimize", src, out, "--dtype", "fp16")
         if result.code == e2e.EXIT_UNSUPPORTED:
+            # The refusal is checked; the fp16 model itself cannot be tested here.
             self.assert_error(result, e2e.EXIT_UNSUPPORTED, "fp16")
             self.assertFalse(os.path.exists(out))
-            return
+            self.skipTest("no fp16 convolution/linear on this CPU (optimize refused it with exit 4, "
+                          "as checked); the fp16 model cannot run here")
         self.assertEqual(result.code, e2e.EXIT_OK, result.describe())
         verify = self.tool_json("verify", src, out, "--input", inputs, "--json")
         self.assertIs(verify["ok"], True, verify)

@@ -189,3 +189,35 @@ TEST(WoqGemm, ActOrderAndPortablePathAgree) {
         EXPECT_LE(excess(y, r.want, r.abs_sum, 1e-6), 0.0) << "portable=" << portable;
     }
 }
+
+// Batches beyond one pass over a panel (128 rows: LLM prefill), with the last pass partial
+// or full, through the kernel and through the op.
+TEST(WoqGemm, MultiPassBatchesMatchBf16Reference) {
+    const int64_t batches[] = {129, 200, 256, 383, 1024};
+    const Case cases[] = {{4, 61, 384, 128}, {4, 50, 192, -1}, {8, 57, 320, 64}, {4, 30, 1024, 512}};
+    for (const Case &c : cases) {
+        const WoqLayer l = make(c, 300 + c.n + c.k);
+        const kernels::WeightView w = view_of(l);
+        for (const int64_t m : batches) {
+            const at::Tensor x = at::randn({m, c.k});
+            if (kernels::bf16_usable()) {
+                const int64_t mp = kernels::gemm_padded_rows(m);
+                const bool exact = kernels::gemm_exact_weights(w);
+                const Packed p = pack(w, x, mp, exact);
+                at::Tensor out = at::full({m, c.n}, std::numeric_limits<float>::quiet_NaN());
+                kernels::GemmBF16 a{reinterpret_cast<const uint32_t *>(p.xp.data_ptr<int32_t>()), m, mp,
+                                    out.data_ptr<float>(), c.n};
+                a.exact = exact;
+                a.xsum = exact ? p.xsum.data_ptr<float>() : nullptr;
+                kernels::gemm_bf16_avx512(w, a, 0, c.n);
+                const Reference r = reference(l, x, false, exact);
+                ASSERT_FALSE(out.isnan().any().item<bool>()) << describe(c, m);
+                EXPECT_LE(excess(out, r.want, r.abs_sum, 0.0), 0.0) << "kernel " << describe(c, m);
+            }
+            const Reference r = reference(l, x, true, exact_on_this_cpu(l));
+            const at::Tensor y = ipex::woq::woq_linear(x, l.qweight, l.scales, l.zeros, l.bias, c10::nullopt, l.bits,
+                                                       l.group_size, c.k, "bf16");
+            EXPECT_LE(excess(y, r.want, r.abs_sum, 1e-6), 0.0) << "op " << describe(c, m);
+        }
+    }
+}

@@ -1,0 +1,106 @@
+#!/usr/bin/python3
+"""ipex-tool on a CPU without AVX-512: the real binary runs under qemu-user emulating a
+Haswell (AVX2, no AVX-512), so an AVX-512 instruction anywhere on the paths below is a
+SIGILL. optimize (fp32 and bf16), verify, calibrate + quantize and weight-only models run
+there, and their outputs meet the same tolerances as on this machine; the weight-only
+kernels' portable path agrees with the AVX-512 one."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import e2e_common as e2e
+from woq_files import WOQ_FIXTURES, woq_manifest
+
+QEMU = shutil.which("qemu-x86_64")
+EMULATED_CPU = "Haswell"
+DECODER = woq_manifest()["decoder"]
+
+
+class NoAvx512(e2e.ToolTestCase):
+    def setUp(self):
+        super().setUp()
+        if not QEMU:
+            self.skipTest("qemu-x86_64 (Debian package qemu-user) is not installed")
+
+    def emulated(self, *args, expect=e2e.EXIT_OK) -> e2e.Result:
+        """ipex-tool ARGS on the emulated CPU: never a signal, the expected exit code."""
+        cmd = [QEMU, "-cpu", EMULATED_CPU, e2e.TOOL, *args]
+        proc = subprocess.run(cmd, cwd=self.tmp, capture_output=True, text=True, timeout=e2e.RUN_TIMEOUT)
+        # qemu warns about host CPU features its emulator leaves out (tsx, x2apic...).
+        proc.stderr = "\n".join(l for l in proc.stderr.splitlines() if not l.startswith("qemu-x86_64: warning"))
+        result = e2e.Result(cmd, proc)
+        self.assertGreaterEqual(proc.returncode, 0, f"killed by signal {-proc.returncode}\n{result.describe()}")
+        self.assertEqual(proc.returncode, expect, result.describe())
+        return result
+
+    def cosine(self, result: e2e.Result) -> float:
+        return min(o["cosine"] for o in result.json()["outputs"])
+
+    def test_the_emulated_cpu_has_no_avx512(self):
+        info = self.emulated("info", "--json").json()
+        self.assertTrue(info["features"]["avx2"])
+        for name in ("avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "amx_tile"):
+            self.assertFalse(info["features"][name], name)
+        self.assertNotIn("avx512", info["onednn"]["isa"])
+
+    def test_optimize_and_verify(self):
+        for model, spec in (("conv_bn_relu_2d", "2x3x32x32"), ("linear_bn", None), ("two_in_two_out", None)):
+            src = self.copy_model(model)
+            inputs = ["--input", spec] if spec else ["--input", self.copy_input(model)]
+            for dtype, bound in (("fp32", "0.99999"), ("bf16", "0.999")):
+                with self.subTest(model=model, dtype=dtype):
+                    out = self.path(f"{model}_{dtype}.pt")
+                    self.emulated("optimize", src, out, "--dtype", dtype)
+                    result = self.emulated("verify", src, out, *inputs, "--min-cosine", bound, "--json")
+                    self.assertGreaterEqual(self.cosine(result), float(bound))
+
+    def test_calibrate_quantize_verify(self):
+        src = self.copy_model("conv_bn_relu_2d")
+        calib = self.path("calib")
+        os.mkdir(calib)
+        subprocess.run([e2e.PYTHON, "-c", "import sys, torch\ntorch.manual_seed(0)\n"
+                        "for i in range(2): torch.save(torch.randn(2, 3, 32, 32), f'{sys.argv[1]}/b{i}.pt')", calib],
+                       check=True)
+        qconfig, emulated_q, native_q = self.path("q.json"), self.path("int8_emulated.pt"), self.path("int8.pt")
+        self.emulated("calibrate", src, "--data", calib, "--out", qconfig)
+        self.emulated("quantize", src, emulated_q, "--qconfig", qconfig)
+        self.tool("quantize", src, native_q, "--qconfig", qconfig)
+        data = os.path.join(calib, "b1.pt")
+        for model in (emulated_q, native_q):
+            with self.subTest(model=os.path.basename(model)):
+                emulated = self.cosine(self.emulated("verify", src, model, "--input", data, "--json"))
+                native = self.cosine(self.tool("verify", src, model, "--input", data, "--json"))
+                self.assertGreaterEqual(emulated, 0.99)
+                # oneDNN's AVX2 and VNNI int8 kernels round alike: the same agreement with fp32.
+                self.assertAlmostEqual(emulated, native, delta=1e-3)
+
+    def test_weight_only_models(self):
+        def copy(rel):
+            src, dst = os.path.join(WOQ_FIXTURES, rel), self.path(os.path.basename(rel))
+            (shutil.copytree if os.path.isdir(src) else shutil.copyfile)(src, dst)
+            return dst
+        fp, ref, ids, ckpt = (copy(DECODER[k]) for k in ("fp", "reference", "input", "checkpoint"))
+        native = self.path("decoder_native.pt")
+        self.tool("optimize", fp, native, "--low-precision-checkpoint", ckpt)
+        # Decode-sized (the ids) and prefill-sized inputs (2 x 40 tokens: the large-batch path).
+        vocab_spec = "2x40:int64:128"
+        for mode in ("bf16", "int8", "fp32"):
+            with self.subTest(lowp_mode=mode):
+                out = self.path(f"decoder_{mode}.pt")
+                self.emulated("optimize", fp, out, "--low-precision-checkpoint", ckpt, "--lowp-mode", mode)
+                for spec in (ids, vocab_spec):
+                    result = self.emulated("verify", out, ref, "--input", spec, "--min-cosine", "0.999", "--json")
+                    self.assertGreaterEqual(self.cosine(result), 0.999)
+        # The model written on this machine runs there too, on the portable kernels, and agrees
+        # with its AVX-512 run.
+        for spec in (ids, vocab_spec):
+            emulated = self.emulated("verify", native, ref, "--input", spec, "--json").json()["outputs"][0]
+            here = self.tool_json("verify", native, ref, "--input", spec, "--json")["outputs"][0]
+            self.assertGreaterEqual(emulated["cosine"], 0.999)
+            self.assertAlmostEqual(emulated["cosine"], here["cosine"], delta=5e-4)
+
+
+if __name__ == "__main__":
+    e2e.main()
