@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Runs the whole test suite from a fresh checkout: installs packages, builds, runs ctest
-# (GoogleTest units, end-to-end CLI tests, fuzz smoke runs). Usage: bash tests/run.sh
+# Runs the whole test suite from a fresh checkout (what CI runs): installs packages, builds,
+# runs ctest (GoogleTest units, end-to-end CLI tests, fuzz replays), then a second build with
+# clang's AddressSanitizer + UndefinedBehaviorSanitizer that runs the unit tests and fuzz
+# replays under the sanitizers and every libFuzzer target for 60 s (tests/sanitize.sh).
+# Usage: bash tests/run.sh [CTEST ARGS...]; IPEX_SANITIZE_STAGE=0 skips the second build.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${IPEX_BUILD_DIR:-$root/build}"
@@ -10,3 +13,6 @@ bash "$root/.ci/deps"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DIPEX_BUILD_TESTS=ON -DIPEX_BUILD_BENCH=ON
 cmake --build "$build" -j "$jobs"
 ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@"
+if [ "${IPEX_SANITIZE_STAGE:-1}" != "0" ]; then
+  bash "$root/tests/sanitize.sh"
+fi

@@ -237,8 +237,7 @@ void open_log(Instance &inst) {
     if (spec.log_path.empty()) return;
     inst.log_fd = open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (inst.log_fd < 0)
-        fail_bad_input("cannot create log file " + spec.log_path + ": " + std::strerror(errno) +
-                        " (check --log-dir)");
+        fail_usage("cannot write '" + spec.log_path + "': " + std::strerror(errno) + " (check --log-dir)");
 }
 
 void start(Instance &inst, bool stdout_to_stderr) {
