@@ -26,7 +26,7 @@ LinearContext::LinearContext(at::Tensor weight, c10::optional<at::Tensor> bias, 
     const ComputeTypes types = compute_types(dtype_);
     check_linear_weight("ipex linear", weight_);
     TORCH_CHECK(rows_hint_ >= 0, "ipex linear: the rows hint must be >= 0");
-    check_bias("ipex linear", bias, weight_.size(0));
+    check_bias("ipex linear", bias, weight_.size(0), "output features");
     if (bias && bias->defined()) bias_ = bias->to(at::kFloat).contiguous();
     validate(post_ops_);
     TORCH_CHECK(tensor_post_op(post_ops_) < 0 || post_ops_[tensor_post_op(post_ops_)].kind != "sum",

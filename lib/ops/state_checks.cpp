@@ -52,10 +52,10 @@ void check_linear_weight(const char *op, const at::Tensor &weight) {
     check_no_empty_dim(op, weight);
 }
 
-void check_bias(const char *op, const c10::optional<at::Tensor> &bias, int64_t channels) {
+void check_bias(const char *op, const c10::optional<at::Tensor> &bias, int64_t channels, const char *unit) {
     if (!bias || !bias->defined()) return;
     TORCH_CHECK(bias->dim() == 1 && bias->size(0) == channels, op, ": bias of shape ", bias->sizes(),
-                " does not match ", channels, " output channels");
+                " does not match ", channels, " ", unit);
     TORCH_CHECK(bias->is_floating_point(), op, ": the bias must be floating point");
 }
 

@@ -27,7 +27,8 @@ void check_conv_params(const char *op, const at::Tensor &weight, const ConvParam
 void check_linear_weight(const char *op, const at::Tensor &weight);
 
 // A bias of `channels` entries, when there is one.
-void check_bias(const char *op, const c10::optional<at::Tensor> &bias, int64_t channels);
+void check_bias(const char *op, const c10::optional<at::Tensor> &bias, int64_t channels,
+                const char *unit = "output channels");
 
 // A per-tensor quantization of an activation: scale finite and > 0, zero point within the
 // range of `dtype` (at::kQUInt8: 0..255, at::kQInt8: -128..127).

@@ -1,6 +1,7 @@
 // Portable kernels of ipex::woq_linear (any group size, any CPU) and the CPU checks that
 // pick the AVX-512 ones.
 #include <c10/util/BFloat16.h>
+#include <cpuid.h>
 
 #include "woq/woq_kernels.h"
 #include "woq/woq_layout.h"
@@ -31,7 +32,11 @@ bool bf16_usable() {
 }
 
 bool amx_bf16_present() {
-    static const bool ok = __builtin_cpu_supports("amx-bf16");
+    // CPUID.(7,0):EDX bit 22 (not every compiler's __builtin_cpu_supports knows "amx-bf16").
+    static const bool ok = [] {
+        unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+        return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (edx >> 22 & 1u) != 0;
+    }();
     return ok;
 }
 

@@ -101,12 +101,14 @@ TEST(Runner, TimeoutStopsInstances) {
     EXPECT_LT(out[0].wall_seconds, 5.0);
 }
 
-TEST(Runner, UnwritableLogIsBadInput) {
+// A log file that cannot be written is a failed output write: the one write error (exit 2).
+TEST(Runner, UnwritableLogIsWriteError) {
     try {
         run_instances({shell(0, "true", "/nonexistent/dir/x.log")}, quiet_settings());
         FAIL() << "no error";
     } catch (const Error &e) {
-        EXPECT_EQ(e.code(), ExitCode::bad_input);
+        EXPECT_EQ(e.code(), ExitCode::usage);
+        EXPECT_NE(std::string(e.what()).find("cannot write"), std::string::npos) << e.what();
     }
 }
 

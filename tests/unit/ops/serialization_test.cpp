@@ -84,7 +84,7 @@ TEST_F(OpsSerialization, MalformedConvStatesThrow) {
     expect_error(with<3>(good, std::vector<int64_t>{1, 1, 1}), "stride has 3 values");
     expect_error(with<5>(good, std::vector<int64_t>{0, 1}), "dilation value 0");
     expect_error(with<7>(good, int64_t{3}), "groups");
-    expect_error(with<7>(good, int64_t{0}), "groups must be >= 1");
+    expect_error(with<7>(good, int64_t{0}), "groups is 0, must be >= 1");
     expect_error(with<9>(good, std::string("int4")), "unknown compute dtype 'int4'");
     expect_error(with<13>(good, std::vector<int64_t>{1, 4, 9}), "input hint");
     expect_error(with<10>(with<11>(good, std::vector<double>{1, 0, 1, 0}), std::vector<std::string>{"sum", "sum"}),
