@@ -16,6 +16,7 @@
 #include "core/tensor_spec.h"
 #include "launch/isa_check.h"
 #include "launch/onednn_verbose.h"
+#include "llm_options.h"
 #include "model/inspect.h"
 #include "model/load.h"
 
@@ -200,7 +201,7 @@ int run_bench(const BenchArgs &args) {
 
 Runner setup_bench(CLI::App &sub) {
     auto a = std::make_shared<BenchArgs>();
-    sub.add_option("MODEL", a->model, "TorchScript model to time")->required();
+    sub.add_option("MODEL", a->model, "TorchScript model to time (with --llm: a Hugging Face model directory)")->required();
     sub.add_option("--input", a->inputs, "input SPEC (repeatable); default: the model's --sample-input")
         ->allow_extra_args(false);
     sub.add_option("--seed", a->seed, "seed for random inputs")->capture_default_str();
@@ -218,14 +219,21 @@ Runner setup_bench(CLI::App &sub) {
     sub.add_option("--percentiles", a->percentiles, "latency percentiles to report")
         ->delimiter(',')
         ->check(CLI::Range(0.0, 100.0));
-    sub.add_option("--json", a->json, "write the results as JSON to FILE, or - for stdout");
+    auto *json = sub.add_option("--json", a->json, "write the results as JSON to FILE, or - (alone: stdout)")->expected(0, 1);
     sub.add_option("--fp32-math-mode", a->fp32_math_mode,
                    "bf32 lets oneDNN compute the candidate's fp32 conv/matmul in bf16 (AMX); the baseline stays fp32")
         ->check(CLI::IsMember({"fp32", "bf32"}))
         ->capture_default_str();
     sub.add_option("--check-isa", a->check_isa,
                    "run once under oneDNN verbose; exit 1 unless 90% of conv/matmul time ran on ISA or a superset (amx, avx512_core_bf16, ...)");
-    return [a] { return run_bench(*a); };
+    auto llm = std::make_shared<LlmBenchArgs>();
+    add_llm_bench_options(sub, *llm);
+    return [a, llm, iters, json] {
+        if (json->count() > 0 && a->json.empty()) a->json = "-";
+        if (!llm->enabled) return run_bench(*a);
+        llm->load.threads = a->threads;
+        return run_llm_bench(a->model, *llm, iters->count() > 0 ? a->iterations : 3, a->json, a->seed);
+    };
 }
 
 }  // namespace ipex::app

@@ -28,6 +28,8 @@ Runner setup_bench(CLI::App &sub);
 Runner setup_calibrate(CLI::App &sub);
 Runner setup_quantize(CLI::App &sub);
 Runner setup_import(CLI::App &sub);
+Runner setup_generate(CLI::App &sub);
+Runner setup_perplexity(CLI::App &sub);
 
 // Options every subcommand takes: --quiet, --verbose.
 void add_common_options(CLI::App &sub);

@@ -21,6 +21,8 @@ const std::vector<Command> &commands() {
         {"calibrate", "observe a model on calibration data and write an INT8 qconfig", setup_calibrate},
         {"quantize", "convert a model to INT8 with a qconfig (or dynamic INT8 linear)", setup_quantize},
         {"import", "convert a GPTQ/AWQ checkpoint into a weight-only checkpoint", setup_import},
+        {"generate", "generate text with a Hugging Face decoder (Llama, Mistral, Qwen2)", setup_generate},
+        {"perplexity", "perplexity of a Hugging Face decoder over a text (a quality gate)", setup_perplexity},
     };
     return table;
 }

@@ -1,0 +1,120 @@
+// AVX-512 blocks of attention (kernels.h). Built with the ISA flags; called only after
+// avx512_ok(). qk: 16 key positions per vector, one accumulator per query row (up to 8), the
+// K^T row converted once and shared by the rows (grouped-query heads read K once). pv: up to 8
+// rows x 32 channels of output in registers, each V row converted once per 32 channels.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "llm/kernels.h"
+
+namespace ipex::llm::kernels {
+namespace {
+
+constexpr int kRows = 8;
+
+template <bool BF16>
+inline __m512 load16(const void *base, int64_t index, __mmask16 mask) {
+    if constexpr (BF16) {
+        const __m256i h = _mm256_maskz_loadu_epi16(mask, static_cast<const uint16_t *>(base) + index);
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    } else {
+        return _mm512_maskz_loadu_ps(mask, static_cast<const float *>(base) + index);
+    }
+}
+
+template <int R, bool BF16>
+void qk_tile(const float *q, int64_t ldq, const void *kt, int64_t ldk, int64_t t0, int64_t t1, int64_t hd, float *s,
+             int64_t lds) {
+    for (int64_t t = t0; t < t1; t += 16) {
+        const int64_t n = std::min<int64_t>(16, t1 - t);
+        const __mmask16 mask = static_cast<__mmask16>((1u << n) - 1u);
+        __m512 acc[R];
+        for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
+        for (int64_t d = 0; d < hd; ++d) {
+            const __m512 k = load16<BF16>(kt, d * ldk + t, mask);
+            for (int i = 0; i < R; ++i) acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(q[i * ldq + d]), k, acc[i]);
+        }
+        for (int i = 0; i < R; ++i) _mm512_mask_storeu_ps(s + i * lds + (t - t0), mask, acc[i]);
+    }
+}
+
+template <int R, int NC, bool BF16>
+void pv_tile(const float *p, int64_t ldp, const void *v, int64_t t0, int64_t t1, int64_t hd, int64_t c0, float *out,
+             int64_t ldo) {
+    __m512 acc[R][NC];
+    for (int i = 0; i < R; ++i)
+        for (int c = 0; c < NC; ++c) acc[i][c] = _mm512_loadu_ps(out + i * ldo + c0 + 16 * c);
+    for (int64_t t = t0; t < t1; ++t) {
+        __m512 vv[NC];
+        for (int c = 0; c < NC; ++c) vv[c] = load16<BF16>(v, t * hd + c0 + 16 * c, 0xffff);
+        for (int i = 0; i < R; ++i) {
+            const __m512 w = _mm512_set1_ps(p[i * ldp + (t - t0)]);
+            for (int c = 0; c < NC; ++c) acc[i][c] = _mm512_fmadd_ps(w, vv[c], acc[i][c]);
+        }
+    }
+    for (int i = 0; i < R; ++i)
+        for (int c = 0; c < NC; ++c) _mm512_storeu_ps(out + i * ldo + c0 + 16 * c, acc[i][c]);
+}
+
+template <bool BF16>
+void qk_rows(const float *q, int64_t ldq, int64_t rows, const void *kt, int64_t ldk, int64_t t0, int64_t t1,
+             int64_t hd, float *s, int64_t lds) {
+    for (int64_t r = 0; r < rows; r += kRows) {
+        const float *qr = q + r * ldq;
+        float *sr = s + r * lds;
+        switch (std::min<int64_t>(kRows, rows - r)) {
+        case 8: qk_tile<8, BF16>(qr, ldq, kt, ldk, t0, t1, hd, sr, lds); break;
+        case 7: qk_tile<7, BF16>(qr, ldq, kt, ldk, t0, t1, hd, sr, lds); break;
+        case 6: qk_tile<6, BF16>(qr, ldq, kt, ldk, t0, t1, hd, sr, lds); break;
+        case 5: qk_tile<5, BF16>(qr, ldq, kt, ldk, t0, t1, hd, sr, lds); break;
+        case 4: qk_tile<4, BF16>(qr, ldq, kt, ldk, t0, t1, hd, sr, lds); break;
+        case 3: qk_tile<3, BF16>(qr, ldq, kt, ldk, t0, t1, hd, sr, lds); break;
+        case 2: qk_tile<2, BF16>(qr, ldq, kt, ldk, t0, t1, hd, sr, lds); break;
+        default: qk_tile<1, BF16>(qr, ldq, kt, ldk, t0, t1, hd, sr, lds); break;
+        }
+    }
+}
+
+template <int NC, bool BF16>
+void pv_cols(const float *p, int64_t ldp, int64_t rows, const void *v, int64_t t0, int64_t t1, int64_t hd, int64_t c0,
+             float *out, int64_t ldo) {
+    for (int64_t r = 0; r < rows; r += kRows) {
+        const float *pr = p + r * ldp;
+        float *o = out + r * ldo;
+        switch (std::min<int64_t>(kRows, rows - r)) {
+        case 8: pv_tile<8, NC, BF16>(pr, ldp, v, t0, t1, hd, c0, o, ldo); break;
+        case 7: pv_tile<7, NC, BF16>(pr, ldp, v, t0, t1, hd, c0, o, ldo); break;
+        case 6: pv_tile<6, NC, BF16>(pr, ldp, v, t0, t1, hd, c0, o, ldo); break;
+        case 5: pv_tile<5, NC, BF16>(pr, ldp, v, t0, t1, hd, c0, o, ldo); break;
+        case 4: pv_tile<4, NC, BF16>(pr, ldp, v, t0, t1, hd, c0, o, ldo); break;
+        case 3: pv_tile<3, NC, BF16>(pr, ldp, v, t0, t1, hd, c0, o, ldo); break;
+        case 2: pv_tile<2, NC, BF16>(pr, ldp, v, t0, t1, hd, c0, o, ldo); break;
+        default: pv_tile<1, NC, BF16>(pr, ldp, v, t0, t1, hd, c0, o, ldo); break;
+        }
+    }
+}
+
+template <bool BF16>
+void pv_rows(const float *p, int64_t ldp, int64_t rows, const void *v, int64_t t0, int64_t t1, int64_t hd, float *out,
+             int64_t ldo) {
+    int64_t c0 = 0;
+    for (; c0 + 32 <= hd; c0 += 32) pv_cols<2, BF16>(p, ldp, rows, v, t0, t1, hd, c0, out, ldo);
+    if (c0 < hd) pv_cols<1, BF16>(p, ldp, rows, v, t0, t1, hd, c0, out, ldo);
+}
+
+}  // namespace
+
+void qk_block_avx512(CacheType type, const float *q, int64_t ldq, int64_t rows, const void *kt, int64_t ldk,
+                     int64_t t0, int64_t t1, int64_t head_dim, float *s, int64_t lds) {
+    if (type == CacheType::bf16) qk_rows<true>(q, ldq, rows, kt, ldk, t0, t1, head_dim, s, lds);
+    else qk_rows<false>(q, ldq, rows, kt, ldk, t0, t1, head_dim, s, lds);
+}
+
+void pv_block_avx512(CacheType type, const float *p, int64_t ldp, int64_t rows, const void *v, int64_t t0, int64_t t1,
+                     int64_t head_dim, float *out, int64_t ldo) {
+    if (type == CacheType::bf16) pv_rows<true>(p, ldp, rows, v, t0, t1, head_dim, out, ldo);
+    else pv_rows<false>(p, ldp, rows, v, t0, t1, head_dim, out, ldo);
+}
+
+}  // namespace ipex::llm::kernels

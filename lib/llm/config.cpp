@@ -1,0 +1,229 @@
+#include "llm/config.h"
+
+#include <nlohmann/json.hpp>
+
+#include <sys/stat.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "core/errors.h"
+
+namespace ipex::llm {
+namespace {
+
+using json = nlohmann::json;
+
+[[noreturn]] void fail(const std::string &source, const std::string &what) {
+    throw_bad_input("'" + source + "': " + what);
+}
+
+json parse_object(const std::string &text, const std::string &source) {
+    if (text.size() > kMaxConfigBytes) fail(source, "larger than 4 MiB");
+    json j;
+    try {
+        j = json::parse(text);
+    } catch (const json::exception &e) {
+        fail(source, std::string("not valid JSON (") + e.what() + ")");
+    }
+    if (!j.is_object()) fail(source, "not a JSON object");
+    return j;
+}
+
+// An integer field in [lo, hi]; `fallback` when absent or null (required when fallback < lo).
+int64_t int_field(const json &j, const char *name, int64_t lo, int64_t hi, int64_t fallback,
+                  const std::string &source) {
+    const auto it = j.find(name);
+    if (it == j.end() || it->is_null()) {
+        if (fallback < lo) fail(source, std::string("field '") + name + "' is missing");
+        return fallback;
+    }
+    if (!it->is_number_integer()) fail(source, std::string("field '") + name + "' must be an integer");
+    const int64_t v = it->get<int64_t>();
+    if (v < lo || v > hi)
+        fail(source, std::string("field '") + name + "' = " + std::to_string(v) + " is out of range [" +
+                         std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return v;
+}
+
+double number_field(const json &j, const char *name, double lo, double hi, double fallback, const std::string &source) {
+    const auto it = j.find(name);
+    if (it == j.end() || it->is_null()) return fallback;
+    if (!it->is_number()) fail(source, std::string("field '") + name + "' must be a number");
+    const double v = it->get<double>();
+    if (!std::isfinite(v) || v < lo || v > hi)
+        fail(source, std::string("field '") + name + "' = " + std::to_string(v) + " is out of range");
+    return v;
+}
+
+bool bool_field(const json &j, const char *name, bool fallback, const std::string &source) {
+    const auto it = j.find(name);
+    if (it == j.end() || it->is_null()) return fallback;
+    if (!it->is_boolean()) fail(source, std::string("field '") + name + "' must be true or false");
+    return it->get<bool>();
+}
+
+std::string string_field(const json &j, const char *name, const std::string &source) {
+    const auto it = j.find(name);
+    if (it == j.end() || it->is_null()) return "";
+    if (!it->is_string()) fail(source, std::string("field '") + name + "' must be a string");
+    return it->get<std::string>();
+}
+
+// eos_token_id: an integer or a list of integers.
+std::vector<int64_t> id_list(const json &j, const char *name, const std::string &source) {
+    std::vector<int64_t> ids;
+    const auto it = j.find(name);
+    if (it == j.end() || it->is_null()) return ids;
+    const auto one = [&](const json &v) {
+        if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= kMaxVocab)
+            fail(source, std::string("field '") + name + "' must be a token id or a list of token ids");
+        ids.push_back(v.get<int64_t>());
+    };
+    if (it->is_array()) {
+        if (it->size() > 64) fail(source, std::string("field '") + name + "' lists more than 64 ids");
+        for (const auto &v : *it) one(v);
+    } else {
+        one(*it);
+    }
+    return ids;
+}
+
+std::string family_of(const std::string &architecture) {
+    if (architecture == "LlamaForCausalLM") return "llama";
+    if (architecture == "MistralForCausalLM") return "mistral";
+    if (architecture == "Qwen2ForCausalLM") return "qwen2";
+    return "";
+}
+
+RopeScaling parse_rope_scaling(const json &j, const std::string &source) {
+    RopeScaling r;
+    const auto it = j.find("rope_scaling");
+    if (it == j.end() || it->is_null()) return r;
+    if (!it->is_object()) fail(source, "field 'rope_scaling' must be an object or null");
+    std::string type = string_field(*it, "rope_type", source);
+    if (type.empty()) type = string_field(*it, "type", source);
+    if (type == "default" || type.empty()) return r;
+    if (type != "llama3" && type != "linear")
+        throw_unsupported("'" + source + "': rope_scaling type '" + type +
+                          "' is not supported (supported: llama3, linear, default)");
+    r.type = type;
+    r.factor = number_field(*it, "factor", 1e-3, 1e6, -1, source);
+    if (r.factor <= 0) fail(source, "field 'rope_scaling.factor' is missing");
+    if (type == "llama3") {
+        r.low_freq_factor = number_field(*it, "low_freq_factor", 1e-6, 1e6, 1.0, source);
+        r.high_freq_factor = number_field(*it, "high_freq_factor", 1e-6, 1e6, 4.0, source);
+        r.original_max_position_embeddings =
+            int_field(*it, "original_max_position_embeddings", 1, kMaxPositions, 8192, source);
+        if (r.high_freq_factor <= r.low_freq_factor)
+            fail(source, "rope_scaling.high_freq_factor must exceed low_freq_factor");
+    }
+    return r;
+}
+
+}  // namespace
+
+const std::vector<std::string> &supported_architectures() {
+    static const std::vector<std::string> list = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM"};
+    return list;
+}
+
+ModelConfig parse_config(const std::string &text, const std::string &source) {
+    const json j = parse_object(text, source);
+    ModelConfig c;
+    const auto arch = j.find("architectures");
+    if (arch == j.end() || !arch->is_array() || arch->empty() || !(*arch)[0].is_string())
+        fail(source, "field 'architectures' must be a list naming the model class (e.g. [\"LlamaForCausalLM\"])");
+    c.architecture = (*arch)[0].get<std::string>();
+    c.family = family_of(c.architecture);
+    if (c.family.empty()) {
+        std::string list;
+        for (const auto &a : supported_architectures()) list += (list.empty() ? "" : ", ") + a;
+        throw_unsupported("'" + source + "': architecture '" + c.architecture + "' is not supported (supported: " +
+                          list + ")");
+    }
+    c.hidden_size = int_field(j, "hidden_size", 1, kMaxHidden, -1, source);
+    c.intermediate_size = int_field(j, "intermediate_size", 1, 4 * kMaxHidden, -1, source);
+    c.num_layers = int_field(j, "num_hidden_layers", 1, kMaxLayers, -1, source);
+    c.num_heads = int_field(j, "num_attention_heads", 1, kMaxHidden, -1, source);
+    c.num_kv_heads = int_field(j, "num_key_value_heads", 1, kMaxHidden, c.num_heads, source);
+    if (c.num_heads % c.num_kv_heads != 0)
+        fail(source, "num_attention_heads (" + std::to_string(c.num_heads) +
+                         ") must be a multiple of num_key_value_heads (" + std::to_string(c.num_kv_heads) + ")");
+    const int64_t default_head_dim = c.hidden_size % c.num_heads == 0 ? c.hidden_size / c.num_heads : -1;
+    c.head_dim = int_field(j, "head_dim", 2, 1024, default_head_dim, source);
+    if (c.head_dim % 2 != 0) fail(source, "head_dim must be even (rotary embedding)");
+    c.vocab_size = int_field(j, "vocab_size", 1, kMaxVocab, -1, source);
+    c.max_position_embeddings = int_field(j, "max_position_embeddings", 1, kMaxPositions, 2048, source);
+    c.rms_norm_eps = number_field(j, "rms_norm_eps", 0, 1, 1e-6, source);
+    c.rope_theta = number_field(j, "rope_theta", 1, 1e12, 10000.0, source);
+    c.rope_scaling = parse_rope_scaling(j, source);
+    c.tie_word_embeddings = bool_field(j, "tie_word_embeddings", false, source);
+    if (c.family == "qwen2") {
+        c.attention_bias = true;
+    } else if (c.family == "llama") {
+        c.attention_bias = bool_field(j, "attention_bias", false, source);
+        c.o_bias = c.attention_bias;
+        c.mlp_bias = bool_field(j, "mlp_bias", false, source);
+    }
+    if (c.family == "mistral")
+        c.sliding_window = int_field(j, "sliding_window", 0, kMaxPositions, 0, source);
+    if (c.family == "qwen2" && bool_field(j, "use_sliding_window", false, source))
+        c.sliding_window = int_field(j, "sliding_window", 0, kMaxPositions, 0, source);
+    c.torch_dtype = string_field(j, "torch_dtype", source);
+    c.bos_token_id = int_field(j, "bos_token_id", -1, c.vocab_size - 1, -1, source);
+    c.eos_token_ids = id_list(j, "eos_token_id", source);
+    for (int64_t id : c.eos_token_ids)
+        if (id >= c.vocab_size) fail(source, "eos_token_id " + std::to_string(id) + " is not below vocab_size");
+    c.pad_token_id = int_field(j, "pad_token_id", -1, c.vocab_size - 1, -1, source);
+    c.quantized = j.contains("quantization_config") && !j["quantization_config"].is_null();
+    return c;
+}
+
+std::string read_small_file(const std::string &path, size_t limit) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) throw_bad_input("cannot read '" + path + "'");
+    if (static_cast<uint64_t>(st.st_size) > limit)
+        throw_bad_input("'" + path + "' is larger than " + std::to_string(limit >> 20) + " MiB");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw_bad_input("cannot open '" + path + "'");
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+ModelConfig read_config(const std::string &dir) {
+    const std::string path = dir + "/config.json";
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+        throw_bad_input("'" + dir + "' is not a directory (expected a Hugging Face model directory)");
+    if (::stat(path.c_str(), &st) != 0)
+        throw_bad_input("'" + dir + "' has no config.json (expected a Hugging Face model directory)");
+    return parse_config(read_small_file(path, kMaxConfigBytes), path);
+}
+
+GenerationDefaults parse_generation_config(const std::string &text, const std::string &source) {
+    const json j = parse_object(text, source);
+    GenerationDefaults g;
+    g.do_sample = bool_field(j, "do_sample", false, source);
+    g.temperature = number_field(j, "temperature", 0, 1e6, 1.0, source);
+    g.top_k = int_field(j, "top_k", 0, kMaxVocab, 0, source);
+    g.top_p = number_field(j, "top_p", 0, 1, 1.0, source);
+    g.repetition_penalty = number_field(j, "repetition_penalty", 1e-6, 1e6, 1.0, source);
+    g.eos_token_ids = id_list(j, "eos_token_id", source);
+    g.bos_token_id = int_field(j, "bos_token_id", -1, kMaxVocab - 1, -1, source);
+    return g;
+}
+
+GenerationDefaults read_generation_defaults(const std::string &dir, const ModelConfig &config) {
+    const std::string path = dir + "/generation_config.json";
+    struct stat st {};
+    GenerationDefaults g;
+    if (::stat(path.c_str(), &st) == 0) g = parse_generation_config(read_small_file(path, kMaxConfigBytes), path);
+    if (g.eos_token_ids.empty()) g.eos_token_ids = config.eos_token_ids;
+    if (g.bos_token_id < 0) g.bos_token_id = config.bos_token_id;
+    return g;
+}
+
+}  // namespace ipex::llm

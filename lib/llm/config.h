@@ -1,0 +1,86 @@
+// The decoder's hyper-parameters, read from a Hugging Face config.json (and the optional
+// generation_config.json beside it). Families: LlamaForCausalLM (Llama 2/3/3.1/3.2, TinyLlama,
+// rope_scaling "llama3" and "linear"), MistralForCausalLM (sliding window), Qwen2ForCausalLM
+// (q/k/v bias, tied embeddings). An other architecture is exit 4 naming it and the supported
+// list; a missing or malformed field is exit 3 naming it. Nothing is computed before this
+// validation passes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ipex::llm {
+
+// Largest config.json / generation_config.json accepted.
+constexpr size_t kMaxConfigBytes = size_t(4) << 20;
+// Bounds of the sizes a config may state (far beyond any released model, small enough that
+// products of them cannot overflow int64).
+constexpr int64_t kMaxHidden = 1 << 16;
+constexpr int64_t kMaxLayers = 1 << 10;
+constexpr int64_t kMaxVocab = 1 << 22;
+constexpr int64_t kMaxPositions = 1 << 24;
+
+struct RopeScaling {
+    std::string type;  // "" (none), "llama3", "linear"
+    double factor = 1.0;
+    double low_freq_factor = 1.0;
+    double high_freq_factor = 4.0;
+    int64_t original_max_position_embeddings = 8192;
+};
+
+struct ModelConfig {
+    std::string architecture;  // as written in "architectures"
+    std::string family;        // "llama" | "mistral" | "qwen2"
+    int64_t hidden_size = 0;
+    int64_t intermediate_size = 0;
+    int64_t num_layers = 0;
+    int64_t num_heads = 0;
+    int64_t num_kv_heads = 0;
+    int64_t head_dim = 0;
+    int64_t vocab_size = 0;
+    int64_t max_position_embeddings = 0;
+    double rms_norm_eps = 1e-6;
+    double rope_theta = 10000.0;
+    RopeScaling rope_scaling;
+    bool tie_word_embeddings = false;
+    bool attention_bias = false;  // q/k/v (and o for Llama's attention_bias) have biases
+    bool o_bias = false;
+    bool mlp_bias = false;
+    int64_t sliding_window = 0;   // 0: none
+    std::string torch_dtype;      // as written ("bfloat16", "float16", "float32", "")
+    int64_t bos_token_id = -1;
+    std::vector<int64_t> eos_token_ids;
+    int64_t pad_token_id = -1;
+
+    // The quantization_config block, if any (re-read by lib/woq's parser).
+    bool quantized = false;
+};
+
+// What generation_config.json suggests (unset fields keep the defaults).
+struct GenerationDefaults {
+    bool do_sample = false;
+    double temperature = 1.0;
+    int64_t top_k = 0;
+    double top_p = 1.0;
+    double repetition_penalty = 1.0;
+    std::vector<int64_t> eos_token_ids;
+    int64_t bos_token_id = -1;
+};
+
+// The architectures this runtime builds, for messages.
+const std::vector<std::string> &supported_architectures();
+
+// Parses config.json text; `source` names the file in messages.
+ModelConfig parse_config(const std::string &text, const std::string &source);
+// Reads <dir>/config.json.
+ModelConfig read_config(const std::string &dir);
+
+GenerationDefaults parse_generation_config(const std::string &text, const std::string &source);
+// <dir>/generation_config.json when present, else defaults from the model config.
+GenerationDefaults read_generation_defaults(const std::string &dir, const ModelConfig &config);
+
+// Reads a whole small file (exit 3 when unreadable or larger than `limit` bytes).
+std::string read_small_file(const std::string &path, size_t limit);
+
+}  // namespace ipex::llm

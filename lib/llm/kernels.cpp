@@ -1,0 +1,124 @@
+#include "llm/kernels.h"
+
+#include <atomic>
+#include <cmath>
+
+#include "woq/woq_kernels.h"
+
+namespace ipex::llm::kernels {
+namespace {
+std::atomic<bool> g_force_portable{false};
+
+template <typename T>
+inline float load(const T *p, int64_t i);
+template <>
+inline float load<float>(const float *p, int64_t i) { return p[i]; }
+template <>
+inline float load<uint16_t>(const uint16_t *p, int64_t i) { return from_bf16(p[i]); }
+
+template <typename T>
+void qk_ref(const float *q, int64_t ldq, int64_t rows, const T *kt, int64_t ldk, int64_t t0, int64_t t1, int64_t hd,
+            float *s, int64_t lds) {
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t t = t0; t < t1; ++t) {
+            float acc = 0;
+            for (int64_t d = 0; d < hd; ++d) acc += q[r * ldq + d] * load(kt, d * ldk + t);
+            s[r * lds + t - t0] = acc;
+        }
+}
+
+template <typename T>
+void pv_ref(const float *p, int64_t ldp, int64_t rows, const T *v, int64_t t0, int64_t t1, int64_t hd, float *out,
+            int64_t ldo) {
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t t = t0; t < t1; ++t) {
+            const float w = p[r * ldp + t - t0];
+            if (w == 0.f) continue;
+            for (int64_t d = 0; d < hd; ++d) out[r * ldo + d] += w * load(v, t * hd + d);
+        }
+}
+
+}  // namespace
+
+void rms_norm(const float *x, const float *weight, float *y, int64_t rows, int64_t n, float eps) {
+    for (int64_t r = 0; r < rows; ++r) {
+        const float *src = x + r * n;
+        float *dst = y + r * n;
+        double ss = 0;
+        for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(src[i]) * src[i];
+        const float inv = 1.f / std::sqrt(static_cast<float>(ss / static_cast<double>(n)) + eps);
+        for (int64_t i = 0; i < n; ++i) dst[i] = src[i] * inv * weight[i];
+    }
+}
+
+void add_rms_norm(float *h, const float *delta, const float *weight, float *y, int64_t rows, int64_t n, float eps) {
+    for (int64_t r = 0; r < rows; ++r) {
+        float *row = h + r * n;
+        const float *d = delta + r * n;
+        double ss = 0;
+        for (int64_t i = 0; i < n; ++i) {
+            row[i] += d[i];
+            ss += static_cast<double>(row[i]) * row[i];
+        }
+        const float inv = 1.f / std::sqrt(static_cast<float>(ss / static_cast<double>(n)) + eps);
+        float *dst = y + r * n;
+        for (int64_t i = 0; i < n; ++i) dst[i] = row[i] * inv * weight[i];
+    }
+}
+
+void silu_mul(const float *gu, float *out, int64_t rows, int64_t inter) {
+    for (int64_t r = 0; r < rows; ++r) {
+        const float *g = gu + r * 2 * inter, *u = g + inter;
+        float *o = out + r * inter;
+        for (int64_t i = 0; i < inter; ++i) o[i] = g[i] / (1.f + std::exp(-g[i])) * u[i];
+    }
+}
+
+void rope_row(float *x, int64_t heads, int64_t head_dim, const float *cos, const float *sin) {
+    const int64_t half = head_dim / 2;
+    for (int64_t h = 0; h < heads; ++h) {
+        float *a = x + h * head_dim, *b = a + half;
+        for (int64_t i = 0; i < half; ++i) {
+            const float x1 = a[i], x2 = b[i];
+            a[i] = x1 * cos[i] - x2 * sin[i];
+            b[i] = x2 * cos[i] + x1 * sin[i];
+        }
+    }
+}
+
+void qk_block_ref(CacheType type, const float *q, int64_t ldq, int64_t rows, const void *kt, int64_t ldk, int64_t t0,
+                  int64_t t1, int64_t head_dim, float *s, int64_t lds) {
+    if (type == CacheType::f32)
+        qk_ref(q, ldq, rows, static_cast<const float *>(kt), ldk, t0, t1, head_dim, s, lds);
+    else
+        qk_ref(q, ldq, rows, static_cast<const uint16_t *>(kt), ldk, t0, t1, head_dim, s, lds);
+}
+
+void pv_block_ref(CacheType type, const float *p, int64_t ldp, int64_t rows, const void *v, int64_t t0, int64_t t1,
+                  int64_t head_dim, float *out, int64_t ldo) {
+    if (type == CacheType::f32)
+        pv_ref(p, ldp, rows, static_cast<const float *>(v), t0, t1, head_dim, out, ldo);
+    else
+        pv_ref(p, ldp, rows, static_cast<const uint16_t *>(v), t0, t1, head_dim, out, ldo);
+}
+
+bool avx512_ok() { return !g_force_portable.load() && woq::kernels::avx512_usable(); }
+void set_force_portable(bool on) { g_force_portable = on; }
+
+void qk_block(CacheType type, const float *q, int64_t ldq, int64_t rows, const void *kt, int64_t ldk, int64_t t0,
+              int64_t t1, int64_t head_dim, float *s, int64_t lds) {
+    if (head_dim % 16 == 0 && avx512_ok())
+        qk_block_avx512(type, q, ldq, rows, kt, ldk, t0, t1, head_dim, s, lds);
+    else
+        qk_block_ref(type, q, ldq, rows, kt, ldk, t0, t1, head_dim, s, lds);
+}
+
+void pv_block(CacheType type, const float *p, int64_t ldp, int64_t rows, const void *v, int64_t t0, int64_t t1,
+              int64_t head_dim, float *out, int64_t ldo) {
+    if (head_dim % 16 == 0 && avx512_ok())
+        pv_block_avx512(type, p, ldp, rows, v, t0, t1, head_dim, out, ldo);
+    else
+        pv_block_ref(type, p, ldp, rows, v, t0, t1, head_dim, out, ldo);
+}
+
+}  // namespace ipex::llm::kernels

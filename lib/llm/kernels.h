@@ -1,0 +1,63 @@
+// Raw-pointer kernels of the decoder (no libtorch types): RMSNorm, add+RMSNorm, SiLU·mul,
+// rotary embedding in place, and the two blocks attention is built from. Every kernel works
+// on the rows it is given; callers parallelize across rows or heads.
+//
+// The KV cache holds, per layer, sequence and KV head, K transposed [head_dim][max_len] and
+// V [max_len][head_dim], elements fp32 or bf16 (uint16 bits): scores for 16 positions are
+// then one vector per query row with no horizontal sums.
+#pragma once
+
+#include <cstdint>
+
+namespace ipex::llm::kernels {
+
+// y[r] = x[r] / rms(x[r]) * weight, r < rows; rows of n.
+void rms_norm(const float *x, const float *weight, float *y, int64_t rows, int64_t n, float eps);
+// h[r] += delta[r] (the residual add), then y[r] = rms_norm(h[r]).
+void add_rms_norm(float *h, const float *delta, const float *weight, float *y, int64_t rows, int64_t n, float eps);
+// out[r, i] = silu(gu[r, i]) * gu[r, inter + i]; gu rows of 2*inter.
+void silu_mul(const float *gu, float *out, int64_t rows, int64_t inter);
+// Rotates heads of head_dim in place (HF's rotate_half convention: pairs (i, i + d/2)) by the
+// angles of table row `pos`: cos/sin [pos][head_dim/2].
+void rope_row(float *x, int64_t heads, int64_t head_dim, const float *cos, const float *sin);
+
+// Cache element types.
+enum class CacheType { f32, bf16 };
+
+// s[r][t - t0] = sum_d q[r][d] * kt[d][t], t in [t0, t1), r < rows; q fp32 rows of ldq,
+// kt [head_dim][ldk] of `type`, s rows of lds.
+void qk_block(CacheType type, const float *q, int64_t ldq, int64_t rows, const void *kt, int64_t ldk, int64_t t0,
+              int64_t t1, int64_t head_dim, float *s, int64_t lds);
+// out[r][:] += sum_t p[r][t - t0] * v[t][:], t in [t0, t1); v [max_len][head_dim] of `type`.
+void pv_block(CacheType type, const float *p, int64_t ldp, int64_t rows, const void *v, int64_t t0, int64_t t1,
+              int64_t head_dim, float *out, int64_t ldo);
+
+// Portable versions (the reference of the unit tests) and the AVX-512 ones (head_dim a
+// multiple of 16; call only when avx512_ok()).
+void qk_block_ref(CacheType type, const float *q, int64_t ldq, int64_t rows, const void *kt, int64_t ldk, int64_t t0,
+                  int64_t t1, int64_t head_dim, float *s, int64_t lds);
+void pv_block_ref(CacheType type, const float *p, int64_t ldp, int64_t rows, const void *v, int64_t t0, int64_t t1,
+                  int64_t head_dim, float *out, int64_t ldo);
+void qk_block_avx512(CacheType type, const float *q, int64_t ldq, int64_t rows, const void *kt, int64_t ldk,
+                     int64_t t0, int64_t t1, int64_t head_dim, float *s, int64_t lds);
+void pv_block_avx512(CacheType type, const float *p, int64_t ldp, int64_t rows, const void *v, int64_t t0, int64_t t1,
+                     int64_t head_dim, float *out, int64_t ldo);
+bool avx512_ok();
+// Tests: force the portable blocks.
+void set_force_portable(bool on);
+
+inline uint16_t to_bf16(float f) {  // round to nearest even
+    uint32_t u;
+    __builtin_memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40);  // NaN stays NaN
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return static_cast<uint16_t>(u >> 16);
+}
+inline float from_bf16(uint16_t b) {
+    const uint32_t u = static_cast<uint32_t>(b) << 16;
+    float f;
+    __builtin_memcpy(&f, &u, 4);
+    return f;
+}
+
+}  // namespace ipex::llm::kernels

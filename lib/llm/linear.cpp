@@ -1,0 +1,152 @@
+#include "llm/linear.h"
+
+#include <ATen/ATen.h>
+
+#include <sstream>
+
+#include "core/errors.h"
+#include "ops/linear_context.h"
+#include "woq/woq_linear.h"
+
+namespace ipex::llm {
+namespace {
+
+// A merged layer from parts of one layout: rows (output channels) stacked.
+bool stackable(const std::vector<woq::WoqLayer> &layers) {
+    for (const auto &l : layers)
+        if (l.act_order || l.bits != layers[0].bits || l.group_size != layers[0].group_size ||
+            l.in_features != layers[0].in_features)
+            return false;
+    return true;
+}
+
+woq::WoqLayer stack(const std::string &name, const std::vector<woq::WoqLayer> &layers) {
+    woq::WoqLayer out = layers[0];
+    out.name = name;
+    std::vector<at::Tensor> q, s, z;
+    int64_t n = 0;
+    for (const auto &l : layers) {
+        q.push_back(l.qweight);
+        s.push_back(l.scales);
+        z.push_back(l.zeros);
+        n += l.out_features;
+    }
+    out.qweight = at::cat(q, 0).contiguous();
+    out.scales = at::cat(s, 0).contiguous();
+    out.zeros = at::cat(z, 0).contiguous();
+    out.out_features = n;
+    out.bias = at::Tensor();
+    return out;
+}
+
+at::Tensor stacked_bias(const std::vector<at::Tensor> &biases, const std::vector<int64_t> &rows) {
+    bool any = false;
+    for (const auto &b : biases) any = any || b.defined();
+    if (!any) return at::Tensor();
+    std::vector<at::Tensor> parts;
+    for (size_t i = 0; i < rows.size(); ++i)
+        parts.push_back(i < biases.size() && biases[i].defined() ? biases[i].to(at::kFloat).reshape({-1})
+                                                                 : at::zeros({rows[i]}, at::kFloat));
+    return at::cat(parts, 0).contiguous();
+}
+
+}  // namespace
+
+Linear Linear::from_dense(const std::string &name, const std::vector<at::Tensor> &weights,
+                          const std::vector<at::Tensor> &biases, const WeightFormat &format) {
+    Linear l;
+    l.name_ = name;
+    std::vector<int64_t> rows;
+    for (const auto &w : weights) rows.push_back(w.size(0));
+    const at::Tensor bias = stacked_bias(biases, rows);
+    if (format.woq_bits != 0) {
+        const at::Tensor w = weights.size() == 1 ? weights[0] : at::cat(weights, 0);
+        int64_t group = format.group_size;
+        if (group > 0 && w.size(1) % group != 0)
+            throw_unsupported("--group-size " + std::to_string(group) + " does not divide the " +
+                              std::to_string(w.size(1)) + " input channels of '" + name +
+                              "' (use a divisor, or -1 for one group per output channel)");
+        woq::WoqLayer layer = woq::quantize_rtn(name, w.to(at::kFloat), bias, format.woq_bits, group);
+        l.woq_bias_ = layer.bias;
+        layer.bias = at::Tensor();
+        l.in_ = layer.in_features;
+        l.out_ = layer.out_features;
+        l.bytes_ = layer.bytes();
+        l.woq_.push_back(std::move(layer));
+        l.lowp_mode_ = format.lowp_mode;
+        return l;
+    }
+    const at::ScalarType math = format.dtype == "fp32" ? at::kFloat : at::kBFloat16;
+    std::vector<at::Tensor> cast;
+    for (const auto &w : weights) cast.push_back(w.to(math));
+    const at::Tensor w = cast.size() == 1 ? cast[0].contiguous() : at::cat(cast, 0);
+    l.in_ = w.size(1);
+    l.out_ = w.size(0);
+    l.bytes_ = static_cast<uint64_t>(w.numel()) * w.element_size();
+    const c10::optional<at::Tensor> b = bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt;
+    l.dense_ = c10::make_intrusive<ops::LinearContext>(w, b, format.dtype, ops::PostOps{}, 1);
+    l.dense_add_ = l.dense_->with_post_ops({ops::PostOp{"add", 0, 0}});
+    return l;
+}
+
+Linear Linear::from_woq(const std::string &name, std::vector<woq::WoqLayer> layers, const std::string &lowp_mode) {
+    Linear l;
+    l.name_ = name;
+    l.lowp_mode_ = lowp_mode;
+    std::vector<at::Tensor> biases;
+    std::vector<int64_t> rows;
+    for (auto &layer : layers) {
+        biases.push_back(layer.bias);
+        rows.push_back(layer.out_features);
+        layer.bias = at::Tensor();
+        l.out_ += layer.out_features;
+        l.bytes_ += layer.bytes();
+    }
+    l.in_ = layers[0].in_features;
+    l.woq_bias_ = stacked_bias(biases, rows);
+    if (layers.size() > 1 && stackable(layers)) l.woq_.push_back(stack(name, layers));
+    else l.woq_ = std::move(layers);
+    return l;
+}
+
+at::Tensor Linear::forward(const at::Tensor &x) const {
+    if (dense_) return dense_->run(x, c10::nullopt).to(at::kFloat);
+    const c10::optional<at::Tensor> none;
+    at::Tensor out;
+    if (woq_.size() == 1) {
+        const auto &p = woq_[0];
+        const c10::optional<at::Tensor> perm = p.perm.defined() ? c10::optional<at::Tensor>(p.perm) : none;
+        out = woq::woq_linear(x, p.qweight, p.scales, p.zeros, none, perm, p.bits, p.group_size, p.in_features,
+                              lowp_mode_)
+                  .to(at::kFloat);
+    } else {
+        std::vector<at::Tensor> parts;
+        for (const auto &p : woq_) {
+            const c10::optional<at::Tensor> perm = p.perm.defined() ? c10::optional<at::Tensor>(p.perm) : none;
+            parts.push_back(woq::woq_linear(x, p.qweight, p.scales, p.zeros, none, perm, p.bits, p.group_size,
+                                            p.in_features, lowp_mode_)
+                                .to(at::kFloat));
+        }
+        out = at::cat(parts, -1);
+    }
+    if (woq_bias_.defined()) out.add_(woq_bias_);
+    return out;
+}
+
+at::Tensor Linear::forward_add(const at::Tensor &x, const at::Tensor &residual) const {
+    if (dense_) return dense_add_->run(x, residual).to(at::kFloat);
+    at::Tensor out = forward(x);
+    out.add_(residual);
+    return out;
+}
+
+std::string Linear::describe() const {
+    std::ostringstream s;
+    s << name_ << " " << in_ << "->" << out_;
+    if (dense_) s << " " << dense_->dtype();
+    else s << " int" << woq_[0].bits << " g" << woq_[0].group_size << " " << lowp_mode_ << " (" << woq_.size() << " part"
+           << (woq_.size() > 1 ? "s)" : ")");
+    return s.str();
+}
+
+}  // namespace ipex::llm

@@ -1,0 +1,62 @@
+// One projection of the decoder, y = x W^T + b, converted once at load into the form the
+// runtime multiplies with: a oneDNN inner product with the weight prepacked (fp32 or bf16,
+// through lib/ops' LinearContext), or weight-only int4/int8 (lib/woq's woq_linear kernels).
+// Projections that read the same input (q/k/v, gate/up) are merged into one weight; WOQ parts
+// whose layouts differ (act-order GPTQ) are kept as parts writing to slices of one output.
+// forward_add fuses the residual add: into the oneDNN primitive as a binary post-op, or
+// into the output pass after the WOQ kernel.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/util/intrusive_ptr.h>
+
+#include <string>
+#include <vector>
+
+#include "ops/linear_context.h"
+#include "woq/woq_format.h"
+
+namespace ipex::llm {
+
+// How the weights are held and multiplied.
+struct WeightFormat {
+    std::string dtype = "bf16";   // dense: "fp32" | "bf16"
+    int woq_bits = 0;             // 0: dense; 4 | 8: weight-only
+    int64_t group_size = 128;     // WOQ groups quantized on load (-1: per output channel)
+    std::string lowp_mode = "bf16";  // WOQ activations: fp32 | bf16 | int8
+};
+
+class Linear {
+public:
+    // Dense weights [N, K] (any float dtype) and optional bias [N]; several are stacked
+    // along N. With format.woq_bits, they are quantized on load (round to nearest).
+    static Linear from_dense(const std::string &name, const std::vector<at::Tensor> &weights,
+                             const std::vector<at::Tensor> &biases, const WeightFormat &format);
+    // Already quantized layers (GPTQ/AWQ decoded by lib/woq), stacked along N.
+    static Linear from_woq(const std::string &name, std::vector<woq::WoqLayer> layers, const std::string &lowp_mode);
+
+    // fp32 [M, N].
+    at::Tensor forward(const at::Tensor &x) const;
+    // fp32 [M, N] = forward(x) + residual (fp32 [M, N]).
+    at::Tensor forward_add(const at::Tensor &x, const at::Tensor &residual) const;
+
+    // Whether forward_add fuses the residual into the product (else add it in the next pass).
+    bool fuses_residual() const { return static_cast<bool>(dense_); }
+    int64_t in_features() const { return in_; }
+    int64_t out_features() const { return out_; }
+    // Bytes of weights (and scales/zeros) one forward reads.
+    uint64_t weight_bytes() const { return bytes_; }
+    const std::string &name() const { return name_; }
+    std::string describe() const;
+
+private:
+    std::string name_;
+    int64_t in_ = 0, out_ = 0;
+    uint64_t bytes_ = 0;
+    c10::intrusive_ptr<ops::LinearContext> dense_, dense_add_;
+    std::vector<woq::WoqLayer> woq_;  // parts in output order
+    at::Tensor woq_bias_;             // fp32 [N] of all parts, or undefined
+    std::string lowp_mode_;
+};
+
+}  // namespace ipex::llm

@@ -1,0 +1,113 @@
+// A decoder loaded from a Hugging Face model directory and converted once for this CPU, and
+// a Session that runs it over a preallocated KV cache. This is the C++ API the generate,
+// bench --llm and perplexity commands sit on:
+//
+//   auto model = ipex::llm::Model::load("TinyLlama-1.1B", {});      // bf16, prepacked
+//   ipex::llm::Session session(model, /*batch=*/1, /*max_length=*/512);
+//   auto logits = session.prefill({prompt_ids});                     // [1, vocab]
+//   int next = ipex::llm::argmax(logits.row(0), logits.vocab);
+//   logits = session.decode({next});                                 // one step
+//
+// Batches are ragged: sequence b has its own length and positions 0..len-1; prefill
+// multiplies the rows of all prompts as one matrix, attention runs per sequence (no padding,
+// no masks). Everything is validated before any compute (exit 3/4, see config.h).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "llm/attention.h"
+#include "llm/config.h"
+#include "llm/linear.h"
+
+namespace ipex::llm {
+
+struct LoadOptions {
+    std::string dtype = "bf16";     // bf16 | fp32: dense weights and activations
+    int woq_bits = 0;               // 0 | 4 | 8: quantize dense checkpoints on load
+    int64_t group_size = 128;       // of --woq-dtype (-1: per output channel)
+    std::string lowp_mode = "auto"; // WOQ activations: auto | fp32 | bf16 | int8
+};
+
+struct DecoderLayer {
+    Linear qkv, o, gate_up, down;
+    at::Tensor input_norm, post_norm;  // fp32 [hidden]
+};
+
+class Model {
+public:
+    static std::shared_ptr<const Model> load(const std::string &dir, const LoadOptions &options);
+
+    const ModelConfig &config() const { return config_; }
+    const GenerationDefaults &generation() const { return generation_; }
+    const std::string &directory() const { return dir_; }
+    // Bytes of weights one decode step reads (all projections, lm_head, one embedding row).
+    uint64_t weight_bytes_per_token() const;
+    // Floating-point operations of a prefill of `tokens` tokens (projections, causal
+    // attention, lm_head of the last position).
+    double prefill_flops(int64_t tokens) const;
+    // "bf16", "fp32", "int4 g128 (lowp bf16)", "gptq int4 g128 (lowp bf16)".
+    const std::string &weights_description() const { return description_; }
+    kernels::CacheType cache_type() const { return cache_type_; }
+
+private:
+    friend class Session;
+    Model() = default;
+    std::string dir_, description_;
+    ModelConfig config_;
+    GenerationDefaults generation_;
+    at::Tensor embed_;  // [vocab, hidden], as stored
+    std::vector<DecoderLayer> layers_;
+    at::Tensor final_norm_;
+    Linear lm_head_;
+    std::vector<float> inv_freq_;  // [head_dim / 2], scaling applied
+    kernels::CacheType cache_type_ = kernels::CacheType::bf16;
+};
+
+// Logits of some rows, fp32 [rows][vocab], valid until the next call on the session.
+struct Logits {
+    const float *data = nullptr;
+    int64_t rows = 0, vocab = 0;
+    const float *row(int64_t r) const { return data + r * vocab; }
+};
+
+class Session {
+public:
+    Session(std::shared_ptr<const Model> model, int64_t batch, int64_t max_length);
+
+    // Appends tokens[b] to sequence b (b < batch; empty lists leave a sequence as it is).
+    // Returns the logits of each sequence's last new position, [batch] rows (rows of
+    // sequences given no tokens are stale), or with all_positions one row per new token in
+    // order. Exit 2 when a sequence would exceed max_length.
+    Logits prefill(const std::vector<std::vector<int32_t>> &tokens, bool all_positions = false);
+    // One token per sequence (all `batch` of them); [batch] rows.
+    Logits decode(const std::vector<int32_t> &tokens);
+
+    int64_t length(int64_t seq) const { return lengths_[static_cast<size_t>(seq)]; }
+    int64_t batch() const { return batch_; }
+    int64_t max_length() const { return max_length_; }
+    uint64_t cache_bytes() const { return cache_.bytes(); }
+    const Model &model() const { return *model_; }
+    void reset();
+
+private:
+    // rows tokens; row i belongs to seq_[i] at position pos_[i]. Segments of one sequence are
+    // contiguous. logits_rows: which rows get logits.
+    Logits forward(const std::vector<int32_t> &ids, const std::vector<int64_t> &logits_rows, bool decode_step);
+
+    std::shared_ptr<const Model> model_;
+    int64_t batch_ = 0, max_length_ = 0;
+    KvCache cache_;
+    std::vector<int64_t> lengths_;
+    std::vector<float> cos_, sin_;  // [max_length][head_dim / 2]
+    std::vector<int64_t> seq_, pos_;
+    at::Tensor logits_;
+};
+
+int32_t argmax(const float *logits, int64_t vocab);
+
+}  // namespace ipex::llm

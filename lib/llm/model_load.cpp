@@ -1,0 +1,241 @@
+// Model::load: reads config.json, checks every tensor the architecture needs (name, rank,
+// shape) before converting anything, then converts the weights once (merged q/k/v and
+// gate/up, prepacked or weight-only).
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "core/errors.h"
+#include "core/log.h"
+#include "llm/model.h"
+#include "woq/import_checkpoint.h"
+#include "woq/quant_config.h"
+#include "woq/safetensors.h"
+#include "woq/woq_kernels.h"
+
+namespace ipex::llm {
+namespace {
+
+std::string shape_str(const std::vector<int64_t> &shape) {
+    std::ostringstream s;
+    s << "[";
+    for (size_t i = 0; i < shape.size(); ++i) s << (i ? ", " : "") << shape[i];
+    s << "]";
+    return s.str();
+}
+
+// One projection the architecture needs: dense `<name>.weight` [out, in] (+ bias) or a
+// quantized layer `<name>` of the same features.
+struct Projection {
+    std::string name;
+    int64_t out = 0, in = 0;
+    bool bias = false;
+};
+
+std::vector<Projection> projections(const ModelConfig &c, int64_t layer) {
+    const std::string p = "model.layers." + std::to_string(layer) + ".";
+    const int64_t q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
+    const int64_t h = c.hidden_size, i = c.intermediate_size;
+    return {{p + "self_attn.q_proj", q, h, c.attention_bias},  {p + "self_attn.k_proj", kv, h, c.attention_bias},
+            {p + "self_attn.v_proj", kv, h, c.attention_bias},  {p + "self_attn.o_proj", h, q, c.o_bias},
+            {p + "mlp.gate_proj", i, h, c.mlp_bias},            {p + "mlp.up_proj", i, h, c.mlp_bias},
+            {p + "mlp.down_proj", h, i, c.mlp_bias}};
+}
+
+class Loader {
+public:
+    Loader(const std::string &dir, const ModelConfig &config) : dir_(dir), config_(config), ck_(dir) {
+        const auto qc = woq::detect_quant_config(dir);
+        if (qc && (qc->method == "gptq" || qc->method == "awq" || qc->bits > 0)) {
+            woq::ImportResult imported = woq::load_low_precision_checkpoint(dir);
+            quantized_ = std::move(imported.checkpoint.layers);
+            method_ = qc->method.empty() ? imported.summary.value("method", std::string("gptq")) : qc->method;
+        } else if (config.quantized) {
+            throw_unsupported("'" + dir + "/config.json': its quantization_config is neither GPTQ nor AWQ (supported: "
+                              "gptq, awq)");
+        }
+    }
+
+    bool quantized(const std::string &name) const { return quantized_.count(name) != 0; }
+    const std::string &method() const { return method_; }
+    bool any_quantized() const { return !quantized_.empty(); }
+
+    void check_tensor(const std::string &name, const std::vector<int64_t> &shape) const {
+        if (!ck_.has(name))
+            throw_bad_input("'" + dir_ + "': tensor '" + name + "' is missing (" + config_.architecture + " with " +
+                            std::to_string(config_.num_layers) + " layers needs it; is the checkpoint complete?)");
+        const auto &info = ck_.info(name);
+        if (info.shape != shape)
+            throw_bad_input("'" + dir_ + "': tensor '" + name + "' has shape " + shape_str(info.shape) +
+                            ", config.json implies " + shape_str(shape));
+        if (info.type != at::kFloat && info.type != at::kBFloat16 && info.type != at::kHalf)
+            throw_bad_input("'" + dir_ + "': tensor '" + name + "' has dtype " + info.dtype +
+                            " (expected F32, BF16 or F16)");
+    }
+
+    void check_projection(const Projection &p) const {
+        if (quantized(p.name)) {
+            const auto &l = quantized_.at(p.name);
+            if (l.out_features != p.out || l.in_features != p.in)
+                throw_bad_input("'" + dir_ + "': quantized layer '" + p.name + "' is " + std::to_string(l.in_features) +
+                                "->" + std::to_string(l.out_features) + ", config.json implies " +
+                                std::to_string(p.in) + "->" + std::to_string(p.out));
+            return;
+        }
+        check_tensor(p.name + ".weight", {p.out, p.in});
+        if (p.bias) check_tensor(p.name + ".bias", {p.out});
+    }
+
+    at::Tensor tensor(const std::string &name) const { return ck_.tensor(name); }
+    woq::WoqLayer take(const std::string &name) {
+        woq::WoqLayer l = std::move(quantized_.at(name));
+        quantized_.erase(name);
+        return l;
+    }
+
+private:
+    std::string dir_;
+    const ModelConfig &config_;
+    woq::Checkpoint ck_;
+    std::map<std::string, woq::WoqLayer> quantized_;
+    std::string method_;
+};
+
+// Merges projections that read the same input into one Linear.
+Linear build(Loader &loader, const std::string &name, const std::vector<Projection> &parts, const WeightFormat &format) {
+    if (loader.quantized(parts[0].name)) {
+        std::vector<woq::WoqLayer> layers;
+        for (const auto &p : parts) {
+            if (!loader.quantized(p.name))
+                throw_unsupported("layer '" + p.name + "' is not quantized but '" + parts[0].name +
+                                  "' is; mixed projections are not supported");
+            layers.push_back(loader.take(p.name));
+        }
+        return Linear::from_woq(name, std::move(layers), format.lowp_mode);
+    }
+    std::vector<at::Tensor> weights, biases;
+    for (const auto &p : parts) {
+        if (loader.quantized(p.name))
+            throw_unsupported("layer '" + p.name + "' is quantized but '" + parts[0].name +
+                              "' is not; mixed projections are not supported");
+        weights.push_back(loader.tensor(p.name + ".weight"));
+        biases.push_back(p.bias ? loader.tensor(p.name + ".bias") : at::Tensor());
+    }
+    return Linear::from_dense(name, weights, biases, format);
+}
+
+std::vector<float> rope_frequencies(const ModelConfig &c) {
+    std::vector<float> inv(static_cast<size_t>(c.head_dim / 2));
+    const RopeScaling &r = c.rope_scaling;
+    for (size_t i = 0; i < inv.size(); ++i) {
+        double f = 1.0 / std::pow(c.rope_theta, static_cast<double>(2 * i) / static_cast<double>(c.head_dim));
+        if (r.type == "linear") {
+            f /= r.factor;
+        } else if (r.type == "llama3") {
+            const double old = static_cast<double>(r.original_max_position_embeddings);
+            const double low_wavelen = old / r.low_freq_factor, high_wavelen = old / r.high_freq_factor;
+            const double wavelen = 2 * M_PI / f;
+            if (wavelen > low_wavelen) {
+                f /= r.factor;
+            } else if (wavelen >= high_wavelen) {
+                const double smooth = (old / wavelen - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
+                f = (1 - smooth) * f / r.factor + smooth * f;
+            }
+        }
+        inv[i] = static_cast<float>(f);
+    }
+    return inv;
+}
+
+std::string resolve_lowp(const LoadOptions &o) {
+    if (o.lowp_mode != "auto") return o.lowp_mode;
+    return o.dtype == "bf16" && woq::kernels::bf16_usable() ? "bf16" : "fp32";
+}
+
+}  // namespace
+
+std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptions &options) {
+    if (options.dtype != "bf16" && options.dtype != "fp32")
+        throw_usage("--dtype must be bf16 or fp32, got '" + options.dtype + "'");
+    if (options.woq_bits != 0 && options.woq_bits != 4 && options.woq_bits != 8)
+        throw_usage("--woq-dtype must be int4 or int8");
+    if (options.lowp_mode != "auto" && options.lowp_mode != "fp32" && options.lowp_mode != "bf16" &&
+        options.lowp_mode != "int8")
+        throw_usage("--lowp-mode must be auto, fp32, bf16 or int8, got '" + options.lowp_mode + "'");
+    std::shared_ptr<Model> m(new Model());
+    m->dir_ = dir;
+    m->config_ = read_config(dir);
+    m->generation_ = read_generation_defaults(dir, m->config_);
+    const ModelConfig &c = m->config_;
+    Loader loader(dir, c);
+    if (loader.any_quantized() && options.woq_bits != 0)
+        throw_usage("'" + dir + "' is already a " + loader.method() + " checkpoint; drop --woq-dtype");
+
+    // Validate everything first.
+    const int64_t h = c.hidden_size;
+    loader.check_tensor("model.embed_tokens.weight", {c.vocab_size, h});
+    loader.check_tensor("model.norm.weight", {h});
+    for (int64_t l = 0; l < c.num_layers; ++l) {
+        const std::string p = "model.layers." + std::to_string(l) + ".";
+        loader.check_tensor(p + "input_layernorm.weight", {h});
+        loader.check_tensor(p + "post_attention_layernorm.weight", {h});
+        for (const auto &proj : projections(c, l)) loader.check_projection(proj);
+    }
+    const Projection head{c.tie_word_embeddings ? "model.embed_tokens" : "lm_head", c.vocab_size, h, false};
+    if (!c.tie_word_embeddings) loader.check_projection(head);
+
+    WeightFormat format;
+    format.dtype = options.dtype;
+    format.woq_bits = options.woq_bits;
+    format.group_size = options.group_size;
+    format.lowp_mode = resolve_lowp(options);
+    m->cache_type_ = options.dtype == "fp32" ? kernels::CacheType::f32 : kernels::CacheType::bf16;
+    std::ostringstream desc;
+    if (loader.any_quantized()) desc << loader.method() << " (lowp " << format.lowp_mode << ")";
+    else if (options.woq_bits) desc << "int" << options.woq_bits << " g" << options.group_size << " (lowp " << format.lowp_mode << ")";
+    else desc << options.dtype;
+    m->description_ = desc.str();
+
+    m->embed_ = loader.tensor("model.embed_tokens.weight");
+    m->final_norm_ = loader.tensor("model.norm.weight").to(at::kFloat).contiguous();
+    for (int64_t l = 0; l < c.num_layers; ++l) {
+        const std::string p = "model.layers." + std::to_string(l) + ".";
+        const auto proj = projections(c, l);
+        log::verbose("converting layer " + std::to_string(l));
+        m->layers_.push_back(DecoderLayer{
+            build(loader, p + "self_attn.qkv_proj", {proj[0], proj[1], proj[2]}, format),
+            build(loader, p + "self_attn.o_proj", {proj[3]}, format),
+            build(loader, p + "mlp.gate_up_proj", {proj[4], proj[5]}, format),
+            build(loader, p + "mlp.down_proj", {proj[6]}, format),
+            loader.tensor(p + "input_layernorm.weight").to(at::kFloat).contiguous(),
+            loader.tensor(p + "post_attention_layernorm.weight").to(at::kFloat).contiguous(),
+        });
+    }
+    if (c.tie_word_embeddings)
+        m->lm_head_ = Linear::from_dense("lm_head", {m->embed_}, {}, format);
+    else
+        m->lm_head_ = build(loader, "lm_head", {head}, format);
+    m->inv_freq_ = rope_frequencies(c);
+    return m;
+}
+
+uint64_t Model::weight_bytes_per_token() const {
+    uint64_t bytes = lm_head_.weight_bytes() + static_cast<uint64_t>(config_.hidden_size) * embed_.element_size();
+    for (const auto &l : layers_)
+        bytes += l.qkv.weight_bytes() + l.o.weight_bytes() + l.gate_up.weight_bytes() + l.down.weight_bytes();
+    return bytes;
+}
+
+double Model::prefill_flops(int64_t tokens) const {
+    double params = 0;
+    for (const auto &l : layers_)
+        for (const Linear *p : {&l.qkv, &l.o, &l.gate_up, &l.down})
+            params += static_cast<double>(p->in_features()) * static_cast<double>(p->out_features());
+    const double t = static_cast<double>(tokens);
+    const double attention = 2.0 * static_cast<double>(config_.num_layers * config_.num_heads * config_.head_dim) * t * t;
+    return 2.0 * params * t + attention + 2.0 * static_cast<double>(lm_head_.in_features() * lm_head_.out_features());
+}
+
+}  // namespace ipex::llm

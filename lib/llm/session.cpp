@@ -1,0 +1,179 @@
+// Session: the forward pass over the KV cache (prefill and decode share it).
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <cmath>
+
+#include "core/errors.h"
+#include "llm/model.h"
+
+namespace ipex::llm {
+
+Session::Session(std::shared_ptr<const Model> model, int64_t batch, int64_t max_length)
+    : model_(std::move(model)), batch_(batch), max_length_(max_length) {
+    const ModelConfig &c = model_->config();
+    if (batch < 1 || batch > 4096) throw_usage("batch must be in [1, 4096], got " + std::to_string(batch));
+    if (max_length < 1 || max_length > kMaxPositions)
+        throw_usage("--max-length must be in [1, " + std::to_string(kMaxPositions) + "], got " +
+                    std::to_string(max_length));
+    cache_ = KvCache(model_->cache_type(), c.num_layers, batch, c.num_kv_heads, c.head_dim, max_length);
+    lengths_.assign(static_cast<size_t>(batch), 0);
+    const size_t half = static_cast<size_t>(c.head_dim / 2);
+    cos_.resize(static_cast<size_t>(max_length) * half);
+    sin_.resize(cos_.size());
+    for (int64_t p = 0; p < max_length; ++p)
+        for (size_t i = 0; i < half; ++i) {
+            const float angle = static_cast<float>(p) * model_->inv_freq_[i];
+            cos_[static_cast<size_t>(p) * half + i] = std::cos(angle);
+            sin_[static_cast<size_t>(p) * half + i] = std::sin(angle);
+        }
+}
+
+void Session::reset() { std::fill(lengths_.begin(), lengths_.end(), 0); }
+
+Logits Session::prefill(const std::vector<std::vector<int32_t>> &tokens, bool all_positions) {
+    if (static_cast<int64_t>(tokens.size()) > batch_)
+        throw_usage(std::to_string(tokens.size()) + " prompts for a session of batch " + std::to_string(batch_));
+    std::vector<int32_t> ids;
+    std::vector<int64_t> rows;
+    seq_.clear();
+    pos_.clear();
+    for (size_t b = 0; b < tokens.size(); ++b) {
+        const int64_t len = lengths_[b], add = static_cast<int64_t>(tokens[b].size());
+        if (len + add > max_length_)
+            throw_usage("sequence " + std::to_string(b) + " needs " + std::to_string(len + add) +
+                        " positions, more than --max-length " + std::to_string(max_length_));
+        for (int64_t i = 0; i < add; ++i) {
+            ids.push_back(tokens[b][static_cast<size_t>(i)]);
+            seq_.push_back(static_cast<int64_t>(b));
+            pos_.push_back(len + i);
+            if (all_positions || i == add - 1) rows.push_back(static_cast<int64_t>(ids.size()) - 1);
+        }
+    }
+    if (ids.empty()) throw_usage("nothing to prefill: every prompt is empty");
+    return forward(ids, rows, false);
+}
+
+Logits Session::decode(const std::vector<int32_t> &tokens) {
+    if (static_cast<int64_t>(tokens.size()) != batch_)
+        throw_usage("decode takes one token per sequence (" + std::to_string(batch_) + "), got " +
+                    std::to_string(tokens.size()));
+    seq_.resize(static_cast<size_t>(batch_));
+    pos_.resize(static_cast<size_t>(batch_));
+    std::vector<int64_t> rows(static_cast<size_t>(batch_));
+    for (int64_t b = 0; b < batch_; ++b) {
+        if (lengths_[static_cast<size_t>(b)] + 1 > max_length_)
+            throw_usage("sequence " + std::to_string(b) + " reached --max-length " + std::to_string(max_length_));
+        seq_[static_cast<size_t>(b)] = b;
+        pos_[static_cast<size_t>(b)] = lengths_[static_cast<size_t>(b)];
+        rows[static_cast<size_t>(b)] = b;
+    }
+    return forward(tokens, rows, true);
+}
+
+Logits Session::forward(const std::vector<int32_t> &ids, const std::vector<int64_t> &logits_rows, bool decode_step) {
+    const Model &m = *model_;
+    const ModelConfig &c = m.config();
+    const int64_t rows = static_cast<int64_t>(ids.size()), hidden = c.hidden_size, hd = c.head_dim;
+    const int64_t qdim = c.num_heads * hd, kvdim = c.num_kv_heads * hd, half = hd / 2;
+    const float eps = static_cast<float>(c.rms_norm_eps);
+    for (int32_t id : ids)
+        if (id < 0 || id >= c.vocab_size)
+            throw_usage("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                        std::to_string(c.vocab_size) + ")");
+    const at::Tensor index = at::tensor(std::vector<int64_t>(ids.begin(), ids.end()), at::kLong);
+    at::Tensor h = m.embed_.index_select(0, index).to(at::kFloat).contiguous();
+    at::Tensor x = at::empty({rows, hidden}, at::kFloat);
+    at::Tensor attn = at::empty({rows, qdim}, at::kFloat);
+    at::Tensor act = at::empty({rows, c.intermediate_size}, at::kFloat);
+    AttentionShape shape{c.num_heads, c.num_kv_heads, hd, c.sliding_window, 1.f / std::sqrt(static_cast<float>(hd))};
+    const at::ScalarType act_type = m.cache_type_ == kernels::CacheType::f32 ? at::kFloat : at::kBFloat16;
+
+    const auto norm = [&](const at::Tensor &src, const at::Tensor &w) {
+        at::parallel_for(0, rows, 16, [&](int64_t r0, int64_t r1) {
+            kernels::rms_norm(src.data_ptr<float>() + r0 * hidden, w.data_ptr<float>(), x.data_ptr<float>() + r0 * hidden,
+                              r1 - r0, hidden, eps);
+        });
+    };
+    // h += delta (when the projection could not fuse it), then x = norm(h).
+    const auto add_norm = [&](const at::Tensor &delta, const at::Tensor &w) {
+        at::parallel_for(0, rows, 16, [&](int64_t r0, int64_t r1) {
+            kernels::add_rms_norm(h.data_ptr<float>() + r0 * hidden, delta.data_ptr<float>() + r0 * hidden,
+                                  w.data_ptr<float>(), x.data_ptr<float>() + r0 * hidden, r1 - r0, hidden, eps);
+        });
+    };
+    norm(h, m.layers_[0].input_norm);
+    for (size_t l = 0; l < m.layers_.size(); ++l) {
+        const DecoderLayer &layer = m.layers_[l];
+        const at::Tensor qkv = layer.qkv.forward(x.to(act_type));
+        float *qkv_data = qkv.data_ptr<float>();
+        const int64_t ld = qkv.size(1);
+        at::parallel_for(0, rows, 4, [&](int64_t r0, int64_t r1) {
+            for (int64_t r = r0; r < r1; ++r) {
+                float *row = qkv_data + r * ld;
+                const size_t p = static_cast<size_t>(pos_[static_cast<size_t>(r)]);
+                const float *cs = cos_.data() + p * static_cast<size_t>(half), *sn = sin_.data() + p * static_cast<size_t>(half);
+                kernels::rope_row(row, c.num_heads, hd, cs, sn);
+                kernels::rope_row(row + qdim, c.num_kv_heads, hd, cs, sn);
+                cache_.write(static_cast<int64_t>(l), seq_[static_cast<size_t>(r)], static_cast<int64_t>(p), row + qdim,
+                             row + qdim + kvdim);
+            }
+        });
+        if (decode_step) {
+            std::vector<int64_t> lengths(static_cast<size_t>(rows));
+            for (int64_t r = 0; r < rows; ++r) lengths[static_cast<size_t>(r)] = pos_[static_cast<size_t>(r)] + 1;
+            decode_attention(cache_, static_cast<int64_t>(l), shape, qkv_data, ld, lengths.data(), rows,
+                             attn.data_ptr<float>(), qdim);
+        } else {
+            for (int64_t r0 = 0; r0 < rows;) {  // one segment per sequence
+                int64_t r1 = r0 + 1;
+                while (r1 < rows && seq_[static_cast<size_t>(r1)] == seq_[static_cast<size_t>(r0)]) ++r1;
+                prefill_attention(cache_, static_cast<int64_t>(l), shape, qkv_data + r0 * ld, ld,
+                                  seq_[static_cast<size_t>(r0)], pos_[static_cast<size_t>(r0)], r1 - r0,
+                                  attn.data_ptr<float>() + r0 * qdim, qdim);
+                r0 = r1;
+            }
+        }
+        if (layer.o.fuses_residual()) {
+            h = layer.o.forward_add(attn.to(act_type), h);
+            norm(h, layer.post_norm);
+        } else {
+            add_norm(layer.o.forward(attn), layer.post_norm);
+        }
+        const at::Tensor gu = layer.gate_up.forward(x.to(act_type));
+        at::parallel_for(0, rows, 4, [&](int64_t r0, int64_t r1) {
+            kernels::silu_mul(gu.data_ptr<float>() + r0 * 2 * c.intermediate_size,
+                              act.data_ptr<float>() + r0 * c.intermediate_size, r1 - r0, c.intermediate_size);
+        });
+        const at::Tensor &next_norm = l + 1 < m.layers_.size() ? m.layers_[l + 1].input_norm : m.final_norm_;
+        if (layer.down.fuses_residual()) {
+            h = layer.down.forward_add(act.to(act_type), h);
+            norm(h, next_norm);
+        } else {
+            add_norm(layer.down.forward(act), next_norm);
+        }
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+        const size_t s = static_cast<size_t>(seq_[static_cast<size_t>(r)]);
+        lengths_[s] = std::max(lengths_[s], pos_[static_cast<size_t>(r)] + 1);
+    }
+    // lm_head for the rows asked for only (the last position of each prompt in prefill).
+    const bool all = static_cast<int64_t>(logits_rows.size()) == rows;
+    const at::Tensor last =
+        all ? x : x.index_select(0, at::tensor(std::vector<int64_t>(logits_rows.begin(), logits_rows.end()), at::kLong));
+    logits_ = m.lm_head_.forward(last.to(act_type)).contiguous();
+    Logits out;
+    out.data = logits_.data_ptr<float>();
+    out.rows = logits_.size(0);
+    out.vocab = logits_.size(1);
+    return out;
+}
+
+int32_t argmax(const float *logits, int64_t vocab) {
+    int64_t best = 0;
+    for (int64_t i = 1; i < vocab; ++i)
+        if (logits[i] > logits[best]) best = i;
+    return static_cast<int32_t>(best);
+}
+
+}  // namespace ipex::llm

@@ -1,0 +1,134 @@
+"""ipex-tool generate / bench --llm / perplexity on the tiny Hugging Face checkpoints of
+tests/fixtures/make_llm_fixtures.py: greedy ids equal the eager reference's, text streams,
+batches, sampling is seeded, GPTQ/AWQ load as they are, and bad inputs give their exit
+code with one error line."""
+
+import json
+import math
+import os
+
+import e2e_common as e2e
+
+LLM = os.path.join(os.environ.get("IPEX_FIXTURES", ""), "llm")
+with open(os.path.join(LLM, "llm.json")) as f:
+    MANIFEST = json.load(f)
+MODELS = MANIFEST["models"]
+
+
+def ids_arg(ids):
+    return ",".join(str(i) for i in ids)
+
+
+class GenerateTest(e2e.ToolTestCase):
+    def test_greedy_ids_equal_the_reference(self):
+        for name in ("llama", "mistral", "qwen2", "llama3"):
+            with self.subTest(model=name):
+                m = MODELS[name]
+                out = self.tool_json("generate", m["dir"], "--prompt-ids", ids_arg(m["prompt"]), "--dtype", "fp32",
+                                     "--greedy", "--max-new-tokens", len(m["greedy"]), "--json")
+                seq = out["sequences"][0]
+                # generation stops at EOS: compare up to it
+                want = m["greedy"]
+                for i, t in enumerate(want):
+                    if t in m["eos"]:
+                        want = want[:i]
+                        break
+                self.assertEqual(seq["ids"], want)
+                self.assertEqual(seq["prompt_ids"], m["prompt"])
+                self.assertGreater(out["timings"]["first_token_ms"], 0)
+
+    def test_text_prompt_streams_utf8(self):
+        for name in ("llama", "qwen2", "llama3", "mistral"):
+            with self.subTest(model=name):
+                r = self.tool("generate", MODELS[name]["dir"], "--prompt", "The quick brown fox",
+                              "--max-new-tokens", "12")
+                self.assertTrue(r.stdout.endswith("\n"))
+                r.stdout.encode("utf-8")  # valid text
+
+    def test_batch_file_and_json(self):
+        batch = self.path("prompts.txt")
+        with open(batch, "w") as f:
+            f.write("Hello world\nThe cache holds keys and values\nx\n")
+        out = self.tool_json("generate", MODELS["llama"]["dir"], "--batch-file", batch, "--max-new-tokens", "5",
+                             "--json")
+        self.assertEqual(len(out["sequences"]), 3)
+        lengths = [len(s["prompt_ids"]) for s in out["sequences"]]
+        self.assertEqual(len(set(lengths)), 3, "prompts of different lengths")
+        # Each sequence alone gives the same ids (ragged batch, no padding effects).
+        for i, line in enumerate(["Hello world", "The cache holds keys and values", "x"]):
+            alone = self.tool_json("generate", MODELS["llama"]["dir"], "--prompt", line, "--max-new-tokens", "5",
+                                   "--json")
+            self.assertEqual(alone["sequences"][0]["ids"], out["sequences"][i]["ids"])
+
+    def test_sampling_is_seeded(self):
+        args = ["generate", MODELS["qwen2"]["dir"], "--prompt", "Hello", "--max-new-tokens", "16", "--temperature",
+                "1.5", "--top-k", "50", "--top-p", "0.95", "--repetition-penalty", "1.1", "--json"]
+        a = self.tool_json(*args, "--seed", "1")["sequences"][0]["ids"]
+        b = self.tool_json(*args, "--seed", "1")["sequences"][0]["ids"]
+        c = self.tool_json(*args, "--seed", "2")["sequences"][0]["ids"]
+        self.assertEqual(a, b)
+        self.assertNotEqual(a, c)
+
+    def test_weight_only_and_imported_checkpoints(self):
+        for name, extra in (("llama", ["--woq-dtype", "int4", "--group-size", "32"]),
+                            ("qwen2", ["--woq-dtype", "int8", "--lowp-mode", "int8"]),
+                            ("llama_gptq", []), ("mistral_awq", ["--lowp-mode", "fp32"])):
+            with self.subTest(model=name):
+                m = MODELS[name]
+                out = self.tool_json("generate", m["dir"], "--prompt-ids", ids_arg(m["prompt"]),
+                                     "--max-new-tokens", "4", "--json", *extra)
+                self.assertEqual(len(out["sequences"][0]["ids"]) > 0, True)
+        self.assert_error(self.run_tool("generate", MODELS["llama_gptq"]["dir"], "--prompt", "x", "--woq-dtype", "int4"),
+                          e2e.EXIT_USAGE, "gptq")
+
+
+class BenchPerplexityTest(e2e.ToolTestCase):
+    def test_bench_llm_json(self):
+        out = self.tool_json("bench", MODELS["llama"]["dir"], "--llm", "--input-tokens", "16", "--output-tokens", "4",
+                             "--batch", "2", "--iterations", "2", "--bandwidth-gbs", "50", "--json")
+        for key in ("first_token_ms", "next_token_ms"):
+            for stat in ("mean", "p50", "p90", "p99"):
+                self.assertGreater(out[key][stat], 0)
+        self.assertGreater(out["tokens_per_second"], 0)
+        self.assertGreater(out["peak_rss_bytes"], 0)
+        self.assertGreater(out["next_token_over_floor"], 0)
+        text = self.tool("bench", MODELS["llama"]["dir"], "--llm", "--input-tokens", "8", "--output-tokens", "3")
+        self.assertIn("next token", text.stdout)
+
+    def test_perplexity_and_gate(self):
+        text = os.path.join(LLM, "text.txt")
+        out = self.tool_json("perplexity", MODELS["llama"]["dir"], "--text", text, "--context", "64", "--stride", "32",
+                             "--json")
+        self.assertTrue(math.isfinite(out["perplexity"]) and out["perplexity"] > 1)
+        self.assertEqual(out["scored"], out["tokens"] - 1)
+        r = self.run_tool("perplexity", MODELS["llama"]["dir"], "--text", text, "--context", "64", "--max-ppl", "1.0")
+        self.assert_error(r, e2e.EXIT_CHECK_FAILED, "--max-ppl")
+        # int8 weights stay within a few percent of the dense perplexity
+        q = self.tool_json("perplexity", MODELS["llama"]["dir"], "--text", text, "--context", "64", "--json",
+                           "--woq-dtype", "int8", "--dtype", "fp32")
+        d = self.tool_json("perplexity", MODELS["llama"]["dir"], "--text", text, "--context", "64", "--json",
+                           "--dtype", "fp32")
+        self.assertLess(abs(q["perplexity"] / d["perplexity"] - 1), 0.05)
+
+
+class BadInputTest(e2e.ToolTestCase):
+    def test_bad_checkpoints(self):
+        for name, case in MANIFEST["bad"].items():
+            with self.subTest(case=name):
+                r = self.run_tool("generate", case["dir"], "--prompt-ids", "1,2,3")
+                self.assert_error(r, case["code"], *case["words"])
+
+    def test_prompt_longer_than_max_length(self):
+        r = self.run_tool("generate", MODELS["llama"]["dir"], "--prompt-ids", "1,2,3,4,5,6", "--max-length", "4")
+        self.assert_error(r, e2e.EXIT_USAGE, "--max-length")
+
+    def test_invalid_utf8_prompt_file(self):
+        r = self.run_tool("generate", MODELS["llama"]["dir"], "--prompt-file", os.path.join(LLM, "invalid_utf8.txt"))
+        self.assert_error(r, e2e.EXIT_BAD_INPUT, "invalid_utf8.txt", "UTF-8")
+
+    def test_not_a_model_directory(self):
+        self.assert_error(self.run_tool("generate", self.tmp, "--prompt", "x"), e2e.EXIT_BAD_INPUT, "config.json")
+
+
+if __name__ == "__main__":
+    e2e.main()

@@ -1,0 +1,115 @@
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <random>
+
+#include "llm/attention.h"
+#include "llm/kernels.h"
+
+namespace ipex::llm {
+namespace {
+
+std::vector<float> random_vec(size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> d(0.f, 1.f);
+    std::vector<float> v(n);
+    for (auto &x : v) x = d(rng);
+    return v;
+}
+
+// The AVX-512 blocks equal the portable ones for fp32 and bf16 caches, odd row counts and
+// key ranges that end mid-vector.
+TEST(LlmKernels, BlocksMatchPortable) {
+    if (!kernels::avx512_ok()) GTEST_SKIP() << "no AVX-512 on this CPU";
+    for (auto type : {kernels::CacheType::f32, kernels::CacheType::bf16})
+        for (int64_t hd : {16, 48, 64})
+            for (int64_t rows : {1, 5, 8, 11}) {
+                const int64_t ld = 83, t0 = 3, t1 = 70;
+                const auto q = random_vec(static_cast<size_t>(rows * hd), 1);
+                const auto kf = random_vec(static_cast<size_t>(hd * ld), 2);
+                std::vector<uint16_t> kb(kf.size());
+                for (size_t i = 0; i < kf.size(); ++i) kb[i] = kernels::to_bf16(kf[i]);
+                const void *k = type == kernels::CacheType::f32 ? static_cast<const void *>(kf.data()) : kb.data();
+                std::vector<float> s1(static_cast<size_t>(rows * 80)), s2(s1.size());
+                kernels::qk_block_ref(type, q.data(), hd, rows, k, ld, t0, t1, hd, s1.data(), 80);
+                kernels::qk_block_avx512(type, q.data(), hd, rows, k, ld, t0, t1, hd, s2.data(), 80);
+                for (int64_t r = 0; r < rows; ++r)
+                    for (int64_t t = 0; t < t1 - t0; ++t) EXPECT_NEAR(s1[r * 80 + t], s2[r * 80 + t], 1e-3);
+                // pv over V [ld][hd]: same buffer reinterpreted
+                std::vector<float> o1(static_cast<size_t>(rows * hd), 0.5f), o2 = o1;
+                kernels::pv_block_ref(type, s1.data(), 80, rows, k, t0, std::min<int64_t>(t1, ld), hd, o1.data(), hd);
+                kernels::pv_block_avx512(type, s1.data(), 80, rows, k, t0, std::min<int64_t>(t1, ld), hd, o2.data(), hd);
+                for (size_t i = 0; i < o1.size(); ++i) EXPECT_NEAR(o1[i], o2[i], 1e-2 * (1 + std::fabs(o1[i])));
+            }
+}
+
+TEST(LlmKernels, RmsNormAndAddRmsNorm) {
+    const int64_t n = 37;
+    auto x = random_vec(static_cast<size_t>(2 * n), 3), w = random_vec(static_cast<size_t>(n), 4);
+    auto d = random_vec(static_cast<size_t>(2 * n), 5);
+    std::vector<float> y(x.size()), y2(x.size());
+    auto h = x;
+    kernels::add_rms_norm(h.data(), d.data(), w.data(), y.data(), 2, n, 1e-5f);
+    for (size_t i = 0; i < x.size(); ++i) x[i] += d[i];
+    kernels::rms_norm(x.data(), w.data(), y2.data(), 2, n, 1e-5f);
+    for (int64_t r = 0; r < 2; ++r) {
+        double ss = 0;
+        for (int64_t i = 0; i < n; ++i) ss += x[r * n + i] * x[r * n + i];
+        const double inv = 1 / std::sqrt(ss / n + 1e-5);
+        for (int64_t i = 0; i < n; ++i) {
+            EXPECT_NEAR(y2[r * n + i], x[r * n + i] * inv * w[i], 1e-5);
+            EXPECT_FLOAT_EQ(y[r * n + i], y2[r * n + i]);
+            EXPECT_FLOAT_EQ(h[r * n + i], x[r * n + i]);
+        }
+    }
+}
+
+// Blocked prefill attention (online softmax over key blocks) against a naive softmax with a
+// full [L, L] score matrix, with grouped-query heads and a sliding window.
+TEST(LlmKernels, PrefillAndDecodeAttentionMatchNaive) {
+    for (int64_t window : {0, 40})
+        for (auto type : {kernels::CacheType::f32, kernels::CacheType::bf16}) {
+            const int64_t heads = 4, kv = 2, hd = 16, len = 300, group = heads / kv;
+            KvCache cache(type, 1, 1, kv, hd, 320);
+            const auto q = random_vec(static_cast<size_t>(len * heads * hd), 6);
+            const auto k = random_vec(static_cast<size_t>(len * kv * hd), 7);
+            const auto v = random_vec(static_cast<size_t>(len * kv * hd), 8);
+            for (int64_t p = 0; p < len; ++p) cache.write(0, 0, p, k.data() + p * kv * hd, v.data() + p * kv * hd);
+            AttentionShape shape{heads, kv, hd, window, 0.25f};
+            std::vector<float> out(static_cast<size_t>(len * heads * hd));
+            prefill_attention(cache, 0, shape, q.data(), heads * hd, 0, 0, len, out.data(), heads * hd);
+            std::vector<float> dec(static_cast<size_t>(heads * hd));
+            const int64_t length = len;
+            decode_attention(cache, 0, shape, q.data() + (len - 1) * heads * hd, heads * hd, &length, 1, dec.data(),
+                             heads * hd);
+            const auto kval = [&](const std::vector<float> &src, int64_t t, int64_t h, int64_t d) {
+                const float x = src[static_cast<size_t>((t * kv + h) * hd + d)];
+                return type == kernels::CacheType::bf16 ? kernels::from_bf16(kernels::to_bf16(x)) : x;
+            };
+            for (int64_t i : {0L, 1L, 63L, 200L, len - 1})
+                for (int64_t h = 0; h < heads; ++h) {
+                    const int64_t g = h / group;
+                    std::vector<double> s(static_cast<size_t>(i + 1));
+                    double m = -1e30;
+                    for (int64_t t = 0; t <= i; ++t) {
+                        double acc = 0;
+                        for (int64_t d = 0; d < hd; ++d) acc += q[static_cast<size_t>((i * heads + h) * hd + d)] * kval(k, t, g, d);
+                        s[static_cast<size_t>(t)] = (window && i - t >= window) ? -1e30 : acc * 0.25;
+                        m = std::max(m, s[static_cast<size_t>(t)]);
+                    }
+                    double sum = 0;
+                    for (auto &x : s) sum += x = std::exp(x - m);
+                    for (int64_t d = 0; d < hd; ++d) {
+                        double o = 0;
+                        for (int64_t t = 0; t <= i; ++t) o += s[static_cast<size_t>(t)] / sum * kval(v, t, g, d);
+                        EXPECT_NEAR(out[static_cast<size_t>((i * heads + h) * hd + d)], o, 1e-4) << i << " " << h;
+                        if (i == len - 1) EXPECT_NEAR(dec[static_cast<size_t>(h * hd + d)], o, 1e-4);
+                    }
+                }
+        }
+}
+
+}  // namespace
+}  // namespace ipex::llm

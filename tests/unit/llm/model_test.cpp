@@ -1,0 +1,195 @@
+// The runtime against the eager PyTorch reference (tests/fixtures/llm_reference.py) on the
+// random-weight fixtures of make_llm_fixtures.py.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "llm/generate.h"
+#include "llm/model.h"
+#include "unit/test_errors.h"
+
+namespace ipex::llm {
+namespace {
+
+std::string fixtures() {
+    const char *dir = std::getenv("IPEX_FIXTURES");
+    return dir ? std::string(dir) + "/llm" : "";
+}
+
+const nlohmann::json &manifest() {
+    static const nlohmann::json j = [] {
+        std::ifstream in(fixtures() + "/llm.json");
+        nlohmann::json m;
+        if (in) in >> m;
+        return m;
+    }();
+    return j;
+}
+
+#define NEED_FIXTURES()                                                                        \
+    if (manifest().is_null()) GTEST_SKIP() << "no fixtures: run make_llm_fixtures.py (ctest does)"
+
+struct Case {
+    std::string dir;
+    std::vector<int32_t> prompt, greedy;
+    int64_t vocab;
+    std::vector<float> ref;  // [prompt, vocab]
+};
+
+Case load_case(const std::string &name) {
+    const auto &m = manifest()["models"][name];
+    Case c;
+    c.dir = m["dir"].get<std::string>();
+    c.prompt = m["prompt"].get<std::vector<int32_t>>();
+    c.greedy = m["greedy"].get<std::vector<int32_t>>();
+    c.vocab = m["vocab"].get<int64_t>();
+    std::ifstream in(c.dir + "/ref_logits.bin", std::ios::binary);
+    c.ref.resize(c.prompt.size() * static_cast<size_t>(c.vocab));
+    in.read(reinterpret_cast<char *>(c.ref.data()), static_cast<std::streamsize>(c.ref.size() * 4));
+    return c;
+}
+
+double cosine(const float *a, const float *b, int64_t n) {
+    double ab = 0, aa = 0, bb = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        ab += static_cast<double>(a[i]) * b[i];
+        aa += static_cast<double>(a[i]) * a[i];
+        bb += static_cast<double>(b[i]) * b[i];
+    }
+    return ab / std::sqrt(aa * bb);
+}
+
+// Lowest cosine over the prompt's rows: all positions in one prefill.
+double prefill_cosine(const Case &c, const LoadOptions &options) {
+    auto model = Model::load(c.dir, options);
+    Session s(model, 1, 64);
+    const Logits l = s.prefill({c.prompt}, true);
+    EXPECT_EQ(l.rows, static_cast<int64_t>(c.prompt.size()));
+    double worst = 1;
+    for (int64_t r = 0; r < l.rows; ++r) worst = std::min(worst, cosine(l.row(r), c.ref.data() + r * c.vocab, c.vocab));
+    return worst;
+}
+
+LoadOptions opts(const std::string &dtype, int bits = 0, const std::string &lowp = "auto") {
+    LoadOptions o;
+    o.dtype = dtype;
+    o.woq_bits = bits;
+    o.group_size = 32;
+    o.lowp_mode = lowp;
+    return o;
+}
+
+TEST(LlmModel, Fp32MatchesReference) {
+    NEED_FIXTURES();
+    for (const char *name : {"llama", "mistral", "qwen2", "llama3"})
+        EXPECT_GE(prefill_cosine(load_case(name), opts("fp32")), 0.99999) << name;
+}
+
+TEST(LlmModel, Bf16MatchesReference) {
+    NEED_FIXTURES();
+    for (const char *name : {"llama", "mistral", "qwen2", "llama3"})
+        EXPECT_GE(prefill_cosine(load_case(name), opts("bf16")), 0.999) << name;
+}
+
+// GPTQ/AWQ checkpoints load as they are; the reference runs on the dequantized weights.
+TEST(LlmModel, GptqAndAwqMatchDequantizedReference) {
+    NEED_FIXTURES();
+    for (const char *name : {"llama_gptq", "mistral_awq"})
+        for (const char *lowp : {"fp32", "bf16", "int8"}) {
+            const double threshold = std::string(lowp) == "int8" ? 0.995 : 0.999;
+            EXPECT_GE(prefill_cosine(load_case(name), opts(std::string(lowp) == "fp32" ? "fp32" : "bf16", 0, lowp)),
+                      threshold)
+                << name << " " << lowp;
+        }
+}
+
+TEST(LlmModel, QuantizedOnLoadStaysClose) {
+    NEED_FIXTURES();
+    EXPECT_GE(prefill_cosine(load_case("llama"), opts("bf16", 8)), 0.999);
+    EXPECT_GE(prefill_cosine(load_case("qwen2"), opts("bf16", 8)), 0.999);
+    EXPECT_GE(prefill_cosine(load_case("llama"), opts("bf16", 4)), 0.98);
+}
+
+// Greedy ids of 32 steps are the reference's (fp32), through the generate driver.
+TEST(LlmModel, GreedyIdsMatchReference) {
+    NEED_FIXTURES();
+    for (const char *name : {"llama", "mistral", "qwen2", "llama3"}) {
+        const Case c = load_case(name);
+        auto model = Model::load(c.dir, opts("fp32"));
+        GenerateOptions o;
+        o.max_new_tokens = static_cast<int64_t>(c.greedy.size());
+        const GenerateResult r = generate(model, nullptr, {c.prompt}, o, nullptr);
+        EXPECT_EQ(r.ids[0], c.greedy) << name;
+    }
+}
+
+// Prefill of a prefix then one decode step per token gives the logits of one full forward.
+TEST(LlmModel, PrefillPlusDecodeEqualsFullForward) {
+    NEED_FIXTURES();
+    for (const char *dtype : {"fp32", "bf16"})
+        for (const char *name : {"llama", "mistral", "qwen2"}) {
+            const Case c = load_case(name);
+            auto model = Model::load(c.dir, opts(dtype));
+            Session full(model, 1, 32), step(model, 1, 32);
+            const Logits all = full.prefill({c.prompt}, true);
+            const std::vector<float> expected(all.data, all.data + all.rows * all.vocab);
+            const size_t split = 5;
+            step.prefill({std::vector<int32_t>(c.prompt.begin(), c.prompt.begin() + split)});
+            for (size_t i = split; i < c.prompt.size(); ++i) {
+                const Logits l = step.decode({c.prompt[i]});
+                EXPECT_GE(cosine(l.row(0), expected.data() + i * static_cast<size_t>(c.vocab), c.vocab),
+                          std::string(dtype) == "fp32" ? 0.999999 : 0.9995)
+                    << name << " " << dtype << " position " << i;
+            }
+        }
+}
+
+// A ragged batch (prompts of different lengths, no padding) gives each sequence the logits
+// it gets alone, in prefill and in the decode steps after it.
+TEST(LlmModel, RaggedBatchEqualsSingleSequences) {
+    NEED_FIXTURES();
+    const Case c = load_case("llama");
+    auto model = Model::load(c.dir, opts("fp32"));
+    const std::vector<int32_t> a(c.prompt.begin(), c.prompt.begin() + 4), b = c.prompt;
+    Session batch(model, 2, 32), one(model, 1, 32), two(model, 1, 32);
+    Logits l = batch.prefill({a, b});
+    const std::vector<float> la(l.row(0), l.row(0) + l.vocab), lb(l.row(1), l.row(1) + l.vocab);
+    EXPECT_GE(cosine(la.data(), one.prefill({a}).row(0), c.vocab), 0.999999);
+    EXPECT_GE(cosine(lb.data(), two.prefill({b}).row(0), c.vocab), 0.999999);
+    l = batch.decode({7, 9});
+    const std::vector<float> da(l.row(0), l.row(0) + l.vocab), db(l.row(1), l.row(1) + l.vocab);
+    EXPECT_GE(cosine(da.data(), one.decode({7}).row(0), c.vocab), 0.999999);
+    EXPECT_GE(cosine(db.data(), two.decode({9}).row(0), c.vocab), 0.999999);
+}
+
+TEST(LlmModel, PromptLongerThanMaxLengthIsUsageError) {
+    NEED_FIXTURES();
+    const Case c = load_case("llama");
+    auto model = Model::load(c.dir, opts("fp32"));
+    Session s(model, 1, 4);
+    EXPECT_EQ(testing::code_of([&] { s.prefill({c.prompt}); }), ExitCode::usage);
+}
+
+TEST(LlmModel, BadCheckpointsFailBeforeCompute) {
+    NEED_FIXTURES();
+    for (const auto &[name, bad] : manifest()["bad"].items()) {
+        const auto code = static_cast<ExitCode>(bad["code"].get<int>());
+        std::string message;
+        try {
+            Model::load(bad["dir"].get<std::string>(), opts("fp32"));
+        } catch (const Error &e) {
+            EXPECT_EQ(e.code(), code) << name << ": " << e.what();
+            message = e.what();
+        }
+        for (const auto &word : bad["words"]) EXPECT_NE(message.find(word.get<std::string>()), std::string::npos) << name << ": " << message;
+    }
+}
+
+}  // namespace
+}  // namespace ipex::llm
