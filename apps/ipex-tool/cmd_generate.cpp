@@ -1,5 +1,6 @@
 // ipex-tool generate MODEL_DIR: text (or ids) from a Hugging Face decoder, streamed.
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include <sys/stat.h>

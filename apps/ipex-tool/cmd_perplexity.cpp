@@ -1,6 +1,7 @@
 // ipex-tool perplexity MODEL_DIR --text FILE: a quality gate for converted/quantized models.
 #include <iomanip>
 #include <iostream>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
