@@ -25,14 +25,33 @@ llm::LoadOptions LlmLoadArgs::options() const {
     return o;
 }
 
+namespace {
+// --group-size: a positive count or -1; 0 is the internal "not given".
+CLI::Validator group_size_check() {
+    return CLI::Validator(
+        [](std::string &value) -> std::string {
+            try {
+                size_t used = 0;
+                const long long v = std::stoll(value, &used);
+                if (used == value.size() && (v > 0 || v == -1)) return "";
+            } catch (const std::exception &) {
+            }
+            return "must be a positive number of input channels or -1, got '" + value + "'";
+        },
+        "INT>0|-1");
+}
+}  // namespace
+
 void add_llm_load_options(CLI::App &sub, LlmLoadArgs &a) {
     sub.add_option("--dtype", a.dtype, "dense weights and activations")
         ->check(CLI::IsMember({"bf16", "fp32"}))
         ->capture_default_str();
     sub.add_option("--woq-dtype", a.woq_dtype, "quantize the weights on load, weight-only (int4 or int8)")
         ->check(CLI::IsMember({"int4", "int8"}));
-    sub.add_option("--group-size", a.group_size, "input channels per --woq-dtype scale (-1: one per output channel)")
-        ->capture_default_str();
+    sub.add_option("--group-size", a.group_size,
+                   "input channels per --woq-dtype scale (-1: one per output channel; default 128 where it divides a "
+                   "layer's input channels, else one per output channel)")
+        ->check(group_size_check());
     sub.add_option("--lowp-mode", a.lowp_mode,
                    "activations of weight-only layers: auto (bf16 where the CPU has AVX512-BF16 and --dtype is bf16), fp32, bf16, int8")
         ->check(CLI::IsMember({"auto", "fp32", "bf16", "int8"}))
@@ -42,7 +61,6 @@ void add_llm_load_options(CLI::App &sub, LlmLoadArgs &a) {
 }
 
 std::shared_ptr<const llm::Model> load_llm(const std::string &dir, const LlmLoadArgs &args) {
-    if (args.group_size == 0 || args.group_size < -1) throw_usage("--group-size must be positive or -1");
     at::set_num_threads(args.threads > 0 ? args.threads : default_threads());
     auto model = llm::Model::load(dir, args.options());
     log::verbose("loaded " + model->config().architecture + " (" + model->weights_description() + ")");
@@ -67,7 +85,9 @@ void add_llm_bench_options(CLI::App &sub, LlmBenchArgs &a) {
     sub.add_option("--dtype", l.dtype, "--llm: bf16 or fp32")->check(CLI::IsMember({"bf16", "fp32"}))->needs(llm);
     sub.add_option("--woq-dtype", l.woq_dtype, "--llm: quantize on load (int4, int8)")
         ->check(CLI::IsMember({"int4", "int8"}))->needs(llm);
-    sub.add_option("--group-size", l.group_size, "--llm: --woq-dtype group size (default 128)")->needs(llm);
+    sub.add_option("--group-size", l.group_size, "--llm: --woq-dtype group size (default 128 where it divides)")
+        ->check(group_size_check())
+        ->needs(llm);
     sub.add_option("--lowp-mode", l.lowp_mode, "--llm: activations of weight-only layers (auto, fp32, bf16, int8)")
         ->check(CLI::IsMember({"auto", "fp32", "bf16", "int8"}))->needs(llm);
 }

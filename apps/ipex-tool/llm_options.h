@@ -14,7 +14,7 @@ namespace ipex::app {
 struct LlmLoadArgs {
     std::string dtype = "bf16";
     std::string woq_dtype;  // "" | int4 | int8
-    int64_t group_size = 128;
+    int64_t group_size = 0;  // 0: not given (128 where it divides, else per channel)
     std::string lowp_mode = "auto";
     int threads = 0;
 

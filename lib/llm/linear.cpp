@@ -52,6 +52,10 @@ at::Tensor stacked_bias(const std::vector<at::Tensor> &biases, const std::vector
 
 }  // namespace
 
+namespace {
+constexpr int64_t kDefaultGroup = 128;
+}  // namespace
+
 Linear Linear::from_dense(const std::string &name, const std::vector<at::Tensor> &weights,
                           const std::vector<at::Tensor> &biases, const WeightFormat &format) {
     Linear l;
@@ -62,7 +66,8 @@ Linear Linear::from_dense(const std::string &name, const std::vector<at::Tensor>
     if (format.woq_bits != 0) {
         const at::Tensor w = weights.size() == 1 ? weights[0] : at::cat(weights, 0);
         int64_t group = format.group_size;
-        if (group > 0 && w.size(1) % group != 0)
+        if (group == 0) group = w.size(1) % kDefaultGroup == 0 ? kDefaultGroup : -1;
+        else if (group > 0 && w.size(1) % group != 0)
             throw_unsupported("--group-size " + std::to_string(group) + " does not divide the " +
                               std::to_string(w.size(1)) + " input channels of '" + name +
                               "' (use a divisor, or -1 for one group per output channel)");

@@ -22,7 +22,7 @@ namespace ipex::llm {
 struct WeightFormat {
     std::string dtype = "bf16";   // dense: "fp32" | "bf16"
     int woq_bits = 0;             // 0: dense; 4 | 8: weight-only
-    int64_t group_size = 128;     // WOQ groups quantized on load (-1: per output channel)
+    int64_t group_size = 0;     // -1: per output channel; 0: 128 where it divides, else per channel
     std::string lowp_mode = "bf16";  // WOQ activations: fp32 | bf16 | int8
 };
 

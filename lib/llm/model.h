@@ -29,7 +29,7 @@ namespace ipex::llm {
 struct LoadOptions {
     std::string dtype = "bf16";     // bf16 | fp32: dense weights and activations
     int woq_bits = 0;               // 0 | 4 | 8: quantize dense checkpoints on load
-    int64_t group_size = 128;       // of --woq-dtype (-1: per output channel)
+    int64_t group_size = 0;       // -1: per output channel; 0: 128 where it divides, else per channel
     std::string lowp_mode = "auto"; // WOQ activations: auto | fp32 | bf16 | int8
 };
 

@@ -194,7 +194,9 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
     m->cache_type_ = options.dtype == "fp32" ? kernels::CacheType::f32 : kernels::CacheType::bf16;
     std::ostringstream desc;
     if (loader.any_quantized()) desc << loader.method() << " (lowp " << format.lowp_mode << ")";
-    else if (options.woq_bits) desc << "int" << options.woq_bits << " g" << options.group_size << " (lowp " << format.lowp_mode << ")";
+    else if (options.woq_bits) desc << "int" << options.woq_bits << " g"
+                                 << (options.group_size == 0 ? std::string("128") : std::to_string(options.group_size))
+                                 << " (lowp " << format.lowp_mode << ")";
     else desc << options.dtype;
     m->description_ = desc.str();
 

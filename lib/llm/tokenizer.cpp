@@ -150,7 +150,7 @@ Tokenizer Tokenizer::parse(const std::string &text, const std::string &source) {
             if (!n.contains("normalizers") || !n["normalizers"].is_array()) fail(source, "'normalizer.normalizers' must be a list");
             for (const auto &x : n["normalizers"]) stack.push_back(x);
         } else if (type == "Prepend") {
-            t.prepend_ = str(n, "prepend", source, "normalizer");
+            t.normalizer_prepend_ = str(n, "prepend", source, "normalizer");
         } else if (type == "Replace") {
             const std::string p = pattern_string(n, source, "normalizer");
             if (!p.empty() && p[0] == '\x01') unsupported(source, "normalizer Replace with a regex is not supported");
@@ -329,6 +329,9 @@ void Tokenizer::encode_segment(const std::string &segment, bool first, std::vect
     }
     std::string text = unicode::to_utf8(cps, 0, cps.size());
     if (!byte_level_) {
+        // The normalizer runs on each segment between added tokens: Prepend always adds its
+        // mark (so text after a special token gets one too), Metaspace only where none is.
+        if (!normalizer_prepend_.empty() && !text.empty()) text = normalizer_prepend_ + text;
         for (const auto &[from, to] : replace_) {
             std::string r;
             for (size_t i = 0; i < text.size();) {

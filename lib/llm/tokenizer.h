@@ -52,7 +52,8 @@ private:
     unicode::SplitPattern split_ = unicode::SplitPattern::none;
     bool byte_level_regex_ = false;  // ByteLevel with use_regex: GPT-2 pattern
     // SentencePiece-style text handling.
-    std::string prepend_;            // Prepend normalizer / Metaspace prepend ("▁")
+    std::string normalizer_prepend_; // Prepend normalizer: before every non-empty segment
+    std::string prepend_;            // Metaspace prepend ("▁"): unless the segment starts with it
     bool prepend_first_only_ = false;
     std::vector<std::pair<std::string, std::string>> replace_;  // Replace normalizers
     bool metaspace_split_ = false;
