@@ -79,6 +79,7 @@ Linear Linear::from_dense(const std::string &name, const std::vector<at::Tensor>
         l.bytes_ = layer.bytes();
         l.woq_.push_back(std::move(layer));
         l.lowp_mode_ = format.lowp_mode;
+        l.build_decode();
         return l;
     }
     const at::ScalarType math = format.dtype == "fp32" ? at::kFloat : at::kBFloat16;
@@ -111,11 +112,22 @@ Linear Linear::from_woq(const std::string &name, std::vector<woq::WoqLayer> laye
     l.woq_bias_ = stacked_bias(biases, rows);
     if (layers.size() > 1 && stackable(layers)) l.woq_.push_back(stack(name, layers));
     else l.woq_ = std::move(layers);
+    l.build_decode();
     return l;
+}
+
+void Linear::build_decode() {
+    if (woq_.size() == 1 && lowp_mode_ == "bf16") decode_ = Int4Decode::build(woq_[0]);
 }
 
 at::Tensor Linear::forward(const at::Tensor &x) const {
     if (dense_) return dense_->run(x, c10::nullopt).to(at::kFloat);
+    if (decode_ && x.dim() == 2 && x.size(0) <= Int4Decode::kMaxRows) {
+        at::Tensor out = at::empty({x.size(0), out_}, x.options().dtype(at::kFloat));
+        decode_->run(x, out.data_ptr<float>(), out_);
+        if (woq_bias_.defined()) out.add_(woq_bias_);
+        return out;
+    }
     const c10::optional<at::Tensor> none;
     at::Tensor out;
     if (woq_.size() == 1) {

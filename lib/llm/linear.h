@@ -10,9 +10,11 @@
 #include <ATen/core/Tensor.h>
 #include <c10/util/intrusive_ptr.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "llm/int4_decode.h"
 #include "ops/linear_context.h"
 #include "woq/woq_format.h"
 
@@ -57,6 +59,8 @@ private:
     std::vector<woq::WoqLayer> woq_;  // parts in output order
     at::Tensor woq_bias_;             // fp32 [N] of all parts, or undefined
     std::string lowp_mode_;
+    std::shared_ptr<const Int4Decode> decode_;  // int4, bf16 activations: steps of few rows
+    void build_decode();
 };
 
 }  // namespace ipex::llm

@@ -1,0 +1,107 @@
+#include "llm/int4_decode.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <cstring>
+
+#include "llm/kernels.h"
+#include "woq/woq_kernels.h"
+
+namespace ipex::llm {
+
+namespace {
+
+// Channel (within its 64-channel unit) of byte j's low and high nibble: the order in which
+// the kernel's bytewise unpack (low half of each 128-bit lane, then high half) meets them.
+int64_t low_channel(int64_t j) {
+    static constexpr int64_t base[4] = {0, 32, 8, 40};
+    return base[j / 8] + j % 8;
+}
+int64_t high_channel(int64_t j) {
+    static constexpr int64_t base[4] = {16, 48, 24, 56};
+    return base[j / 8] + j % 8;
+}
+
+uint16_t to_bf16(float f) {  // round to nearest even, as at::BFloat16 does
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
+    return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+float from_bf16(uint16_t h) {
+    const uint32_t u = static_cast<uint32_t>(h) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+}
+
+}  // namespace
+
+std::unique_ptr<Int4Decode> Int4Decode::build(const woq::WoqLayer &layer) {
+    if (layer.bits != 4 || layer.perm.defined() || !kernels::avx512_ok() || !woq::kernels::bf16_usable())
+        return nullptr;
+    const int64_t k = layer.in_features, n = layer.out_features, gs = layer.group_size;
+    if (k % kUnit != 0 || gs <= 0 || gs % kUnit != 0 || k % gs != 0) return nullptr;
+    auto d = std::unique_ptr<Int4Decode>(new Int4Decode());
+    d->n_ = n;
+    d->k_ = k;
+    d->group_size_ = gs;
+    d->groups_ = k / gs;
+    d->tiles_ = (n + kTileRows - 1) / kTileRows;
+    const at::Tensor q = woq::unpack_weight(layer.qweight, 4, k).contiguous();  // uint8 [N, K]
+    const at::Tensor scales = layer.scales.to(at::kFloat).contiguous(), zeros = layer.zeros.to(at::kFloat).contiguous();
+    const uint8_t *qv = q.data_ptr<uint8_t>();
+    const float *sv = scales.data_ptr<float>(), *zv = zeros.data_ptr<float>();
+    const int64_t units = k / kUnit;
+    d->data_.assign(static_cast<size_t>(d->tiles_ * units * kTileRows * 32), 0);
+    d->scales_.assign(static_cast<size_t>(d->tiles_ * d->groups_ * kTileRows), 0.f);
+    d->offsets_.assign(d->scales_.size(), 0.f);
+    at::parallel_for(0, d->tiles_, 1, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t)
+            for (int64_t r = 0; r < kTileRows; ++r) {
+                const int64_t row = t * kTileRows + r;
+                if (row >= n) break;
+                const uint8_t *src = qv + row * k;
+                for (int64_t u = 0; u < units; ++u) {
+                    uint8_t *dst = d->data_.data() + ((t * units + u) * kTileRows + r) * 32;
+                    for (int64_t j = 0; j < 32; ++j)
+                        dst[j] = static_cast<uint8_t>((src[u * kUnit + low_channel(j)] & 0x0f) |
+                                                      ((src[u * kUnit + high_channel(j)] & 0x0f) << 4));
+                }
+                for (int64_t g = 0; g < d->groups_; ++g) {
+                    const float s = sv[row * d->groups_ + g];
+                    const size_t at = static_cast<size_t>((t * d->groups_ + g) * kTileRows + r);
+                    d->scales_[at] = s;
+                    d->offsets_[at] = s * (zv[row * d->groups_ + g] + 128.f);
+                }
+            }
+    });
+    return d;
+}
+
+void Int4Decode::run(const at::Tensor &x, float *out, int64_t ldo) const {
+    const int64_t m = x.size(0);
+    TORCH_CHECK(m <= kMaxRows && x.dim() == 2 && x.size(1) == k_, "Int4Decode: x must be [<= 8, ", k_, "]");
+    // Scratch reused across calls: no allocation per token once sized.
+    thread_local std::vector<uint16_t> xb;
+    thread_local std::vector<float> xsum;
+    xb.resize(static_cast<size_t>(m * k_));
+    xsum.assign(static_cast<size_t>(m * groups_), 0.f);
+    const at::Tensor xc = x.contiguous();
+    if (xc.scalar_type() == at::kBFloat16) {
+        std::memcpy(xb.data(), xc.data_ptr<at::BFloat16>(), xb.size() * 2);
+    } else {
+        const at::Tensor xf = xc.scalar_type() == at::kFloat ? xc : xc.to(at::kFloat);
+        const float *src = xf.data_ptr<float>();
+        for (size_t i = 0; i < xb.size(); ++i) xb[i] = to_bf16(src[i]);
+    }
+    for (int64_t r = 0; r < m; ++r)
+        for (int64_t c = 0; c < k_; ++c) xsum[static_cast<size_t>(r * groups_ + c / group_size_)] += from_bf16(xb[static_cast<size_t>(r * k_ + c)]);
+    const kernels::Int4DecodeArgs a{data_.data(), scales_.data(), offsets_.data(), k_, groups_, group_size_ / kUnit,
+                                    xb.data(), xsum.data(), m, out, ldo, n_};
+    const int64_t grain = std::max<int64_t>(1, tiles_ / (4 * at::get_num_threads()));
+    at::parallel_for(0, tiles_, grain, [&](int64_t t0, int64_t t1) { kernels::int4_decode_avx512(a, t0, t1); });
+}
+
+}  // namespace ipex::llm

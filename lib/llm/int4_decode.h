@@ -1,0 +1,60 @@
+// Decode-time int4 weights: a copy of a weight-only int4 projection laid out for streaming
+// a few rows of activations through it (one or a few tokens per step). Tiles of kTileRows
+// output channels are stored one after another, and inside a tile the 32-byte units (64
+// input channels) of its rows alternate, so the kernel reads one sequential stream and
+// unpacks each byte once for all its rows. Values are the unsigned codes q (0..15); the
+// weight is scale * (q - zero), as in lib/woq. Built at load where the CPU has AVX512-BF16
+// and the layer allows it (no act-order, groups of a multiple of 64 channels); prefill
+// keeps the lib/woq kernels.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "woq/woq_format.h"
+
+namespace ipex::llm {
+
+class Int4Decode {
+public:
+    static constexpr int64_t kTileRows = 8;
+    static constexpr int64_t kUnit = 64;  // input channels per 32-byte unit
+    static constexpr int64_t kMaxRows = 8;  // activation rows a call takes
+
+    // nullptr where the layer or the CPU does not allow this form.
+    static std::unique_ptr<Int4Decode> build(const woq::WoqLayer &layer);
+
+    // out[m, n] (fp32, row stride ldo) = x[m, :] W^T for m < rows(x) <= kMaxRows; x is
+    // fp32 or bf16 [M, K], rounded to bf16 as the WOQ bf16 kernels do.
+    void run(const at::Tensor &x, float *out, int64_t ldo) const;
+
+    int64_t in_features() const { return k_; }
+    int64_t out_features() const { return n_; }
+
+private:
+    int64_t n_ = 0, k_ = 0, group_size_ = 0, groups_ = 0, tiles_ = 0;
+    std::vector<uint8_t> data_;       // [tile][unit][row of tile][32 bytes]
+    std::vector<float> scales_;       // [tile][group][row of tile]
+    std::vector<float> offsets_;      // scale * (zero + 128), same layout
+};
+
+namespace kernels {
+// The AVX512-BF16 kernel (int4_decode_avx512.cpp): tiles [t0, t1) of the layout above for
+// m rows of bf16 x [m, k] with their per-group sums xsum [m, groups].
+struct Int4DecodeArgs {
+    const uint8_t *data;
+    const float *scales, *offsets;
+    int64_t k, groups, units_per_group;
+    const uint16_t *x;
+    const float *xsum;
+    int64_t m;
+    float *out;
+    int64_t ldo, n;
+};
+void int4_decode_avx512(const Int4DecodeArgs &a, int64_t t0, int64_t t1);
+}  // namespace kernels
+
+}  // namespace ipex::llm

@@ -1,0 +1,64 @@
+// Int4Decode (the decode-step int4 layout and its AVX512-BF16 kernel) against an fp64 product
+// of the bf16-rounded activations with the dequantized weights, over odd output counts
+// (partial tiles), group sizes 64/128/per channel, 1-8 rows, fp32 and bf16 inputs.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include "llm/int4_decode.h"
+#include "llm/kernels.h"
+#include "woq/woq_format.h"
+#include "woq/woq_kernels.h"
+
+namespace ipex::llm {
+namespace {
+
+struct Case {
+    int64_t n, k, group, m;
+    bool bf16_input;
+};
+
+void check(const Case &c, uint64_t seed) {
+    at::manual_seed(seed);
+    const at::Tensor w = at::randn({c.n, c.k}) * 0.05;
+    const woq::WoqLayer layer = woq::quantize_rtn("t", w, at::Tensor(), 4, c.group);
+    const auto decode = Int4Decode::build(layer);
+    ASSERT_NE(decode, nullptr);
+    at::Tensor x = at::randn({c.m, c.k});
+    if (c.bf16_input) x = x.to(at::kBFloat16);
+    const at::Tensor ref = at::matmul(x.to(at::kBFloat16).to(at::kDouble), woq::dequantize(layer).to(at::kDouble).t());
+    at::Tensor out = at::full({c.m, c.n + 3}, 7.f);  // a wider row stride: columns past n untouched
+    decode->run(x, out.data_ptr<float>(), c.n + 3);
+    const at::Tensor got = out.narrow(1, 0, c.n).to(at::kDouble);
+    const double err = (got - ref).abs().max().item<double>(), scale = ref.abs().max().item<double>();
+    EXPECT_LT(err, 2e-5 * scale * std::sqrt(static_cast<double>(c.k))) << c.n << "x" << c.k << " g" << c.group << " m" << c.m;
+    EXPECT_TRUE(out.narrow(1, c.n, 3).eq(7.f).all().item<bool>());
+}
+
+bool runnable() { return kernels::avx512_ok() && woq::kernels::bf16_usable(); }
+
+TEST(Int4Decode, MatchesTheDequantizedProduct) {
+    if (!runnable()) GTEST_SKIP() << "this CPU has no AVX512-BF16: the layout is not built (lib/woq kernels run instead)";
+    uint64_t seed = 1;
+    for (const Case &c : {Case{8, 64, 64, 1, false}, Case{13, 128, 64, 1, true}, Case{61, 256, 128, 3, false},
+                          Case{100, 384, 384, 8, true}, Case{7, 192, 64, 5, false}, Case{257, 1024, 128, 2, true}})
+        check(c, seed++);
+}
+
+TEST(Int4Decode, NotBuiltWhereTheLayoutDoesNotFit) {
+    const at::Tensor w = at::randn({16, 96});
+    EXPECT_EQ(Int4Decode::build(woq::quantize_rtn("t", w, at::Tensor(), 4, 32)), nullptr);  // 96 channels
+    EXPECT_EQ(Int4Decode::build(woq::quantize_rtn("t", at::randn({16, 128}), at::Tensor(), 4, 32)), nullptr);  // g32
+    EXPECT_EQ(Int4Decode::build(woq::quantize_rtn("t", at::randn({16, 128}), at::Tensor(), 8, 64)), nullptr);  // int8
+}
+
+TEST(Int4Decode, RejectsTooManyRows) {
+    if (!runnable()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
+    const auto d = Int4Decode::build(woq::quantize_rtn("t", at::randn({8, 64}), at::Tensor(), 4, 64));
+    ASSERT_NE(d, nullptr);
+    std::vector<float> out(9 * 8);
+    EXPECT_THROW(d->run(at::randn({9, 64}), out.data(), 8), c10::Error);
+}
+
+}  // namespace
+}  // namespace ipex::llm
