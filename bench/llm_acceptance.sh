@@ -49,7 +49,7 @@ check "bf16 decode @512 / bandwidth floor" "$(field bf16_512 'next_token_over_fl
 check "bf16 prefill 512 share of bf16 peak" "$(field bf16_512 'prefill_share_of_peak')" ">=" 0.5
 check "int4 prefill 512 share of bf16 peak" "$(field int4_512 'prefill_share_of_peak')" ">=" 0.5
 check "int4 decode @2048 / decode @128" \
-  "$(/usr/bin/python3 -c "print($(field int4_2048 'next_token_ms[\"p50\"]') / $(field int4_128 'next_token_ms[\"p50\"]'))")" "<=" 1.3
+  "$(/usr/bin/python3 -c "print($(field int4_2048 "next_token_ms['p50']") / $(field int4_128 "next_token_ms['p50']"))")" "<=" 1.3
 for f in int4_512 bf16_512 int4_128 int4_2048; do
   echo "$f: next-token p50 $(field $f 'next_token_ms["p50"]') ms, first token p50 $(field $f 'first_token_ms["p50"]') ms," \
        "floor $(field $f 'bandwidth_floor_ms') ms, $(field $f 'tokens_per_second') tokens/s, peak RSS $(field $f 'peak_rss_bytes // 2**20') MiB"
