@@ -20,15 +20,7 @@ using json = nlohmann::json;
 }
 
 json parse_object(const std::string &text, const std::string &source) {
-    if (text.size() > kMaxConfigBytes) fail(source, "larger than 4 MiB");
-    json j;
-    try {
-        j = json::parse(text);
-    } catch (const json::exception &e) {
-        fail(source, std::string("not valid JSON (") + e.what() + ")");
-    }
-    if (!j.is_object()) fail(source, "not a JSON object");
-    return j;
+    return parse_json_object(text, source, kMaxConfigBytes);
 }
 
 // An integer field in [lo, hi]; `fallback` when absent or null (required when fallback < lo).
@@ -123,6 +115,18 @@ RopeScaling parse_rope_scaling(const json &j, const std::string &source) {
 }
 
 }  // namespace
+
+nlohmann::json parse_json_object(const std::string &text, const std::string &source, size_t max_bytes) {
+    if (text.size() > max_bytes) fail(source, "larger than " + std::to_string(max_bytes >> 20) + " MiB");
+    json j;
+    try {
+        j = json::parse(text);
+    } catch (const json::exception &e) {
+        fail(source, std::string("not valid JSON (") + e.what() + ")");
+    }
+    if (!j.is_object()) fail(source, "not a JSON object");
+    return j;
+}
 
 const std::vector<std::string> &supported_architectures() {
     static const std::vector<std::string> list = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM"};

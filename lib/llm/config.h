@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace ipex::llm {
 
 // Largest config.json / generation_config.json accepted.
@@ -72,6 +74,8 @@ struct GenerationDefaults {
 const std::vector<std::string> &supported_architectures();
 
 // Parses config.json text; `source` names the file in messages.
+// A JSON object read from `text` (at most max_bytes), or exit 3 naming `source`.
+nlohmann::json parse_json_object(const std::string &text, const std::string &source, size_t max_bytes);
 ModelConfig parse_config(const std::string &text, const std::string &source);
 // Reads <dir>/config.json.
 ModelConfig read_config(const std::string &dir);

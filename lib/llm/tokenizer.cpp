@@ -75,14 +75,7 @@ Tokenizer Tokenizer::load(const std::string &dir) {
 }
 
 Tokenizer Tokenizer::parse(const std::string &text, const std::string &source) {
-    if (text.size() > kMaxTokenizerBytes) fail(source, "larger than 64 MiB");
-    json j;
-    try {
-        j = json::parse(text);
-    } catch (const json::exception &e) {
-        fail(source, std::string("not valid JSON (") + e.what() + ")");
-    }
-    if (!j.is_object()) fail(source, "not a JSON object");
+    json j = parse_json_object(text, source, kMaxTokenizerBytes);
     Tokenizer t;
     const auto model = j.find("model");
     if (model == j.end()) fail(source, "field 'model' is missing");
