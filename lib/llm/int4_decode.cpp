@@ -12,16 +12,14 @@ namespace ipex::llm {
 
 namespace {
 
-// Channel (within its 64-channel unit) of byte j's low and high nibble: the order in which
-// the kernel's bytewise unpack (low half of each 128-bit lane, then high half) meets them.
+// Channel (within its 128-channel unit) of byte j's low and high nibble: the order in which
+// the kernel's bytewise unpack (low, then high half of each 128-bit lane; low nibbles, then
+// high nibbles) meets them, so that x is read in natural order.
 int64_t low_channel(int64_t j) {
-    static constexpr int64_t base[4] = {0, 32, 8, 40};
-    return base[j / 8] + j % 8;
+    const int64_t lane = j / 16, i = j % 16;
+    return i < 8 ? 8 * lane + i : 32 + 8 * lane + (i - 8);
 }
-int64_t high_channel(int64_t j) {
-    static constexpr int64_t base[4] = {16, 48, 24, 56};
-    return base[j / 8] + j % 8;
-}
+int64_t high_channel(int64_t j) { return 64 + low_channel(j); }
 
 uint16_t to_bf16(float f) {  // round to nearest even, as at::BFloat16 does
     uint32_t u;
@@ -54,7 +52,7 @@ std::unique_ptr<Int4Decode> Int4Decode::build(const woq::WoqLayer &layer) {
     const uint8_t *qv = q.data_ptr<uint8_t>();
     const float *sv = scales.data_ptr<float>(), *zv = zeros.data_ptr<float>();
     const int64_t units = k / kUnit;
-    d->data_.assign(static_cast<size_t>(d->tiles_ * units * kTileRows * 32), 0);
+    d->data_.assign(static_cast<size_t>(d->tiles_ * units * kTileRows * 64), 0);
     d->scales_.assign(static_cast<size_t>(d->tiles_ * d->groups_ * kTileRows), 0.f);
     d->offsets_.assign(d->scales_.size(), 0.f);
     at::parallel_for(0, d->tiles_, 1, [&](int64_t t0, int64_t t1) {
@@ -64,8 +62,8 @@ std::unique_ptr<Int4Decode> Int4Decode::build(const woq::WoqLayer &layer) {
                 if (row >= n) break;
                 const uint8_t *src = qv + row * k;
                 for (int64_t u = 0; u < units; ++u) {
-                    uint8_t *dst = d->data_.data() + ((t * units + u) * kTileRows + r) * 32;
-                    for (int64_t j = 0; j < 32; ++j)
+                    uint8_t *dst = d->data_.data() + ((t * units + u) * kTileRows + r) * 64;
+                    for (int64_t j = 0; j < 64; ++j)
                         dst[j] = static_cast<uint8_t>((src[u * kUnit + low_channel(j)] & 0x0f) |
                                                       ((src[u * kUnit + high_channel(j)] & 0x0f) << 4));
                 }

@@ -1,10 +1,10 @@
 // Decode-time int4 weights: a copy of a weight-only int4 projection laid out for streaming
 // a few rows of activations through it (one or a few tokens per step). Tiles of kTileRows
-// output channels are stored one after another, and inside a tile the 32-byte units (64
+// output channels are stored one after another, and inside a tile the 64-byte units (128
 // input channels) of its rows alternate, so the kernel reads one sequential stream and
 // unpacks each byte once for all its rows. Values are the unsigned codes q (0..15); the
 // weight is scale * (q - zero), as in lib/woq. Built at load where the CPU has AVX512-BF16
-// and the layer allows it (no act-order, groups of a multiple of 64 channels); prefill
+// and the layer allows it (no act-order, groups of a multiple of 128 channels); prefill
 // keeps the lib/woq kernels.
 #pragma once
 
@@ -21,7 +21,7 @@ namespace ipex::llm {
 class Int4Decode {
 public:
     static constexpr int64_t kTileRows = 8;
-    static constexpr int64_t kUnit = 64;  // input channels per 32-byte unit
+    static constexpr int64_t kUnit = 128;  // input channels per 64-byte unit
     static constexpr int64_t kMaxRows = 8;  // activation rows a call takes
 
     // nullptr where the layer or the CPU does not allow this form.
@@ -36,7 +36,7 @@ public:
 
 private:
     int64_t n_ = 0, k_ = 0, group_size_ = 0, groups_ = 0, tiles_ = 0;
-    std::vector<uint8_t> data_;       // [tile][unit][row of tile][32 bytes]
+    std::vector<uint8_t> data_;       // [tile][unit][row of tile][64 bytes]
     std::vector<float> scales_;       // [tile][group][row of tile]
     std::vector<float> offsets_;      // scale * (zero + 128), same layout
 };

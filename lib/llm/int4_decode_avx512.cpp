@@ -9,15 +9,15 @@ namespace {
 constexpr int kR = static_cast<int>(Int4Decode::kTileRows);
 }
 
-// A 32-byte unit holds 64 channels: byte j's low nibble and high nibble are unpacked against
-// 0x43 into bf16 words of value 128 + q, in the channel order Int4Decode::build packs (so x
-// is read in natural order). The 128 * sum(x) this adds is removed with the zero point.
+// A 64-byte unit holds 128 channels: the low and the high nibbles are unpacked bytewise
+// against 0x43 into bf16 words of value 128 + q, in the channel order Int4Decode::build packs
+// (so x is read in natural order). The 128 * sum(x) this adds is removed with the zero point.
 void int4_decode_avx512(const Int4DecodeArgs &a, int64_t t0, int64_t t1) {
-    const __m256i mask = _mm256_set1_epi8(0x0f);
+    const __m512i mask = _mm512_set1_epi8(0x0f);
     const __m512i high = _mm512_set1_epi8(0x43);
     const int64_t units = a.k / Int4Decode::kUnit;
     for (int64_t t = t0; t < t1; ++t) {
-        const uint8_t *tile = a.data + t * units * kR * 32;
+        const uint8_t *tile = a.data + t * units * kR * 64;
         const float *ts = a.scales + t * a.groups * kR;
         const float *to = a.offsets + t * a.groups * kR;
         for (int64_t m = 0; m < a.m; ++m) {
@@ -31,20 +31,18 @@ void int4_decode_avx512(const Int4DecodeArgs &a, int64_t t0, int64_t t1) {
                 for (int r = 0; r < kR; ++r) ga[r] = _mm512_setzero_ps();
                 const int64_t u0 = g * a.units_per_group, u1 = u0 + a.units_per_group;
                 for (int64_t u = u0; u < u1; ++u) {
-                    const __m512bh x0 = (__m512bh)_mm512_loadu_si512(x + u * 64);
-                    const __m512bh x1 = (__m512bh)_mm512_loadu_si512(x + u * 64 + 32);
-                    const uint8_t *p = tile + u * kR * 32;
-                    _mm_prefetch(reinterpret_cast<const char *>(p + 4096), _MM_HINT_T0);
-                    _mm_prefetch(reinterpret_cast<const char *>(p + 4096 + 64), _MM_HINT_T0);
-                    _mm_prefetch(reinterpret_cast<const char *>(p + 4096 + 128), _MM_HINT_T0);
-                    _mm_prefetch(reinterpret_cast<const char *>(p + 4096 + 192), _MM_HINT_T0);
+                    const uint16_t *xu = x + u * 128;
+                    const __m512bh x0 = (__m512bh)_mm512_loadu_si512(xu), x1 = (__m512bh)_mm512_loadu_si512(xu + 32);
+                    const __m512bh x2 = (__m512bh)_mm512_loadu_si512(xu + 64), x3 = (__m512bh)_mm512_loadu_si512(xu + 96);
+                    const uint8_t *p = tile + u * kR * 64;
                     for (int r = 0; r < kR; ++r) {
-                        const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p + r * 32));
-                        const __m256i lo = _mm256_and_si256(bytes, mask);
-                        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), mask);
-                        const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-                        ga[r] = _mm512_dpbf16_ps(ga[r], (__m512bh)_mm512_unpacklo_epi8(both, high), x0);
-                        ga[r] = _mm512_dpbf16_ps(ga[r], (__m512bh)_mm512_unpackhi_epi8(both, high), x1);
+                        const __m512i v = _mm512_loadu_si512(p + r * 64);
+                        const __m512i lo = _mm512_and_si512(v, mask);
+                        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
+                        ga[r] = _mm512_dpbf16_ps(ga[r], (__m512bh)_mm512_unpacklo_epi8(lo, high), x0);
+                        ga[r] = _mm512_dpbf16_ps(ga[r], (__m512bh)_mm512_unpackhi_epi8(lo, high), x1);
+                        ga[r] = _mm512_dpbf16_ps(ga[r], (__m512bh)_mm512_unpacklo_epi8(hi, high), x2);
+                        ga[r] = _mm512_dpbf16_ps(ga[r], (__m512bh)_mm512_unpackhi_epi8(hi, high), x3);
                     }
                 }
                 for (int r = 0; r < kR; ++r) acc[r] = _mm512_fmadd_ps(ga[r], _mm512_set1_ps(ts[g * kR + r]), acc[r]);

@@ -1,6 +1,6 @@
 // Int4Decode (the decode-step int4 layout and its AVX512-BF16 kernel) against an fp64 product
 // of the bf16-rounded activations with the dequantized weights, over odd output counts
-// (partial tiles), group sizes 64/128/per channel, 1-8 rows, fp32 and bf16 inputs.
+// (partial tiles), group sizes 128/256/per channel, 1-8 rows, fp32 and bf16 inputs.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -40,24 +40,23 @@ bool runnable() { return kernels::avx512_ok() && woq::kernels::bf16_usable(); }
 TEST(Int4Decode, MatchesTheDequantizedProduct) {
     if (!runnable()) GTEST_SKIP() << "this CPU has no AVX512-BF16: the layout is not built (lib/woq kernels run instead)";
     uint64_t seed = 1;
-    for (const Case &c : {Case{8, 64, 64, 1, false}, Case{13, 128, 64, 1, true}, Case{61, 256, 128, 3, false},
-                          Case{100, 384, 384, 8, true}, Case{7, 192, 64, 5, false}, Case{257, 1024, 128, 2, true}})
+    for (const Case &c : {Case{8, 128, 128, 1, false}, Case{13, 256, 128, 1, true}, Case{61, 512, 256, 3, false},
+                          Case{100, 384, 384, 8, true}, Case{7, 640, 128, 5, false}, Case{257, 1024, 128, 2, true}})
         check(c, seed++);
 }
 
 TEST(Int4Decode, NotBuiltWhereTheLayoutDoesNotFit) {
-    const at::Tensor w = at::randn({16, 96});
-    EXPECT_EQ(Int4Decode::build(woq::quantize_rtn("t", w, at::Tensor(), 4, 32)), nullptr);  // 96 channels
-    EXPECT_EQ(Int4Decode::build(woq::quantize_rtn("t", at::randn({16, 128}), at::Tensor(), 4, 32)), nullptr);  // g32
-    EXPECT_EQ(Int4Decode::build(woq::quantize_rtn("t", at::randn({16, 128}), at::Tensor(), 8, 64)), nullptr);  // int8
+    EXPECT_EQ(Int4Decode::build(woq::quantize_rtn("t", at::randn({16, 192}), at::Tensor(), 4, -1)), nullptr);  // 192 channels
+    EXPECT_EQ(Int4Decode::build(woq::quantize_rtn("t", at::randn({16, 256}), at::Tensor(), 4, 64)), nullptr);  // g64
+    EXPECT_EQ(Int4Decode::build(woq::quantize_rtn("t", at::randn({16, 256}), at::Tensor(), 8, 128)), nullptr);  // int8
 }
 
 TEST(Int4Decode, RejectsTooManyRows) {
     if (!runnable()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
-    const auto d = Int4Decode::build(woq::quantize_rtn("t", at::randn({8, 64}), at::Tensor(), 4, 64));
+    const auto d = Int4Decode::build(woq::quantize_rtn("t", at::randn({8, 128}), at::Tensor(), 4, 128));
     ASSERT_NE(d, nullptr);
     std::vector<float> out(9 * 8);
-    EXPECT_THROW(d->run(at::randn({9, 64}), out.data(), 8), c10::Error);
+    EXPECT_THROW(d->run(at::randn({9, 128}), out.data(), 8), c10::Error);
 }
 
 }  // namespace
