@@ -1,10 +1,16 @@
 #include "model/load.h"
 
 #include <caffe2/serialize/inline_container.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
+#include <torch/csrc/jit/frontend/error_report.h>
 #include <torch/csrc/jit/serialization/import.h>
 
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <fstream>
 #include <sstream>
 
@@ -13,6 +19,87 @@
 
 namespace ipex::model {
 namespace {
+// The message of a TorchScript compiler error without its source excerpt. ErrorReport::what()
+// renders the excerpt and, on code whose source ranges are damaged, throws from inside a
+// noexcept function (std::terminate); the text streamed into the report is read instead,
+// through an explicit specialization of the output operator the report befriends.
+struct RawReportMessage {
+    mutable std::string text;
+};
+}  // namespace
+}  // namespace ipex::model
+
+template <>
+const torch::jit::ErrorReport &torch::jit::operator<<(const torch::jit::ErrorReport &e,
+                                                     const ipex::model::RawReportMessage &out) {
+    out.text = e.ss.str();
+    return e;
+}
+
+namespace ipex::model {
+namespace {
+
+// While libtorch loads an archive, SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT (std::terminate)
+// from inside it end the process as a bad input file with one line on stderr, or, in
+// recovery mode, jump back to load_model. Handlers run on their own stack (a damaged file can
+// make the compiler recurse until the stack overflows) and the previous ones come back after.
+constexpr int kLoaderSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+bool g_recover = false;
+sigjmp_buf *g_jump = nullptr;
+char g_crash_line[1024];
+size_t g_crash_line_size = 0;
+alignas(16) char g_alt_stack[1 << 16];
+
+void on_loader_crash(int sig) {
+    if (g_recover && g_jump) siglongjmp(*g_jump, sig);
+    const ssize_t written = ::write(2, g_crash_line, g_crash_line_size);
+    (void)written;
+    ::_exit(static_cast<int>(ExitCode::bad_input));
+}
+
+std::string loader_crash_message(const std::string &path) {
+    return "'" + path + "' cannot be loaded as TorchScript (damaged code: libtorch's loader crashed on it)";
+}
+
+class LoaderCrashGuard {
+public:
+    LoaderCrashGuard(const std::string &path, sigjmp_buf *jump) {
+        const std::string line = "ipex-tool: error: " + loader_crash_message(path) + "\n";
+        g_crash_line_size = std::min(line.size(), sizeof(g_crash_line));
+        std::memcpy(g_crash_line, line.data(), g_crash_line_size);
+        g_jump = jump;
+        stack_t alt{};
+        alt.ss_sp = g_alt_stack;
+        alt.ss_size = sizeof(g_alt_stack);
+        has_alt_ = ::sigaltstack(&alt, &old_alt_) == 0;
+        struct sigaction sa {};
+        sa.sa_handler = on_loader_crash;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_ONSTACK | SA_NODEFER;
+        for (size_t i = 0; i < std::size(kLoaderSignals); ++i) ::sigaction(kLoaderSignals[i], &sa, &old_[i]);
+    }
+    ~LoaderCrashGuard() {
+        for (size_t i = 0; i < std::size(kLoaderSignals); ++i) ::sigaction(kLoaderSignals[i], &old_[i], nullptr);
+        if (has_alt_) ::sigaltstack(&old_alt_, nullptr);
+        g_jump = nullptr;
+    }
+    LoaderCrashGuard(const LoaderCrashGuard &) = delete;
+    LoaderCrashGuard &operator=(const LoaderCrashGuard &) = delete;
+
+private:
+    struct sigaction old_[std::size(kLoaderSignals)] {};
+    stack_t old_alt_{};
+    bool has_alt_ = false;
+};
+
+std::string compiler_message(const std::exception &e) {
+    if (const auto *report = dynamic_cast<const torch::jit::ErrorReport *>(&e)) {
+        RawReportMessage raw;
+        *report << raw;
+        return raw.text;
+    }
+    return e.what();
+}
 
 constexpr char kZipMagic[] = "PK\x03\x04";
 constexpr unsigned char kPickleProto = 0x80;
@@ -61,6 +148,8 @@ void classify_archive(const std::string &path) {
 
 }  // namespace
 
+void set_loader_crash_recovery(bool on) { g_recover = on; }
+
 LoadedModel load_model(const std::string &path) {
     check_input_file(path, "model");
     const std::string head = head_bytes(path, 4);
@@ -79,13 +168,18 @@ LoadedModel load_model(const std::string &path) {
     out.path = path;
     torch::jit::ExtraFilesMap extra{{kMetadataFile, ""}};
     try {
+        sigjmp_buf jump;
+        LoaderCrashGuard guard(path, &jump);
+        if (sigsetjmp(jump, 1) != 0) throw_bad_input(loader_crash_message(path));
         out.module = torch::jit::load(path, c10::Device(c10::kCPU), extra);
+    } catch (const Error &) {
+        throw;
     } catch (const std::exception &e) {
         // libtorch's errors, and the TorchScript compiler's (a std::runtime_error) for the code
         // records: an unknown operator or class is a model this build cannot run; anything else
         // a damaged file.
         const bool compiler = dynamic_cast<const c10::Error *>(&e) == nullptr;
-        std::string msg = compiler ? std::string(e.what()) : readable_error(e);
+        std::string msg = compiler ? compiler_message(e) : readable_error(e);
         msg.erase(0, msg.find_first_not_of("\n "));
         if (compiler) msg = msg.substr(0, msg.find('\n'));
         while (!msg.empty() && (msg.back() == ':' || msg.back() == ' ')) msg.pop_back();

@@ -25,7 +25,13 @@ struct LoadedModel {
 // Classifies and loads a TorchScript archive. Missing file, directory, empty file,
 // non-zip, zip without TorchScript code, torch.save'd nn.Module pickles and truncated
 // archives are all exit 3 with a message naming the file and what to do.
+// libtorch's loader dereferences damaged code records unchecked; a crash inside it (a
+// signal while it runs) ends the process with that exit 3 message instead of the signal.
 LoadedModel load_model(const std::string &path);
+
+// For fuzzing: a crash inside libtorch's loader becomes an Error(bad_input) thrown from
+// load_model instead of ending the process (the loader's state is not trusted afterwards).
+void set_loader_crash_recovery(bool on);
 
 // Writes `module` to `dst` atomically, with `metadata` as the extra file when given.
 void save_model(const torch::jit::Module &module, const std::string &dst,

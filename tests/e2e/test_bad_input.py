@@ -60,6 +60,16 @@ class BadModelFiles(e2e.ToolTestCase):
     def test_optimize_tensor_file(self):
         self._optimize("input.pt")
 
+    # Damaged code records that made libtorch's loader crash (found by fuzz_model under the
+    # sanitizers): exit 3 with one line whichever way the loader fails on them.
+    def test_damaged_code_records(self):
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz", "corpus", "model",
+                            "loader_crash_damaged_code.pt")
+        for cmd in (["inspect", path], ["optimize", path, self.path("out.pt")]):
+            result = self.run_tool(*cmd)
+            self.assert_error(result, e2e.EXIT_BAD_INPUT, "loader_crash_damaged_code.pt", "TorchScript")
+            self.assertFalse(os.path.exists(self.path("out.pt")))
+
     def test_inspect_missing(self):
         result = self.run_tool("inspect", self.path("no_such_model.pt"))
         self.assert_error(result, e2e.EXIT_BAD_INPUT, "no_such_model.pt")
