@@ -49,6 +49,8 @@ run_fuzzer() {
   # model: libtorch's loader can crash on damaged code records; load_model turns that into
   # exit 3, and under the fuzzer jumps back out of libtorch, whose skipped frames then leak.
   # Leaks of the model path stay checked by the replays (fuzz.model) in the unit stage.
+  # Allocations the loader makes for damaged length fields are capped inside fuzz_model
+  # (std::bad_alloc above 256 MiB, as a real machine answers an absurd request).
   [ "$name" = model ] && extra=(-detect_leaks=0)
   mkdir -p "$work/$name"
   if "$bin" -max_total_time="$fuzz_seconds" -rss_limit_mb=4096 -timeout=30 -print_final_stats=1 "${extra[@]}" \

@@ -10,8 +10,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <iterator>
 #include <fstream>
+#include <iterator>
+#include <new>
 #include <sstream>
 
 #include "core/atomic_file.h"
@@ -45,6 +46,7 @@ namespace {
 // make the compiler recurse until the stack overflows) and the previous ones come back after.
 constexpr int kLoaderSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 bool g_recover = false;
+int g_recovered = 0;
 sigjmp_buf *g_jump = nullptr;
 char g_crash_line[1024];
 size_t g_crash_line_size = 0;
@@ -150,6 +152,8 @@ void classify_archive(const std::string &path) {
 
 void set_loader_crash_recovery(bool on) { g_recover = on; }
 
+int loader_crashes_recovered() { return g_recovered; }
+
 LoadedModel load_model(const std::string &path) {
     check_input_file(path, "model");
     const std::string head = head_bytes(path, 4);
@@ -170,10 +174,19 @@ LoadedModel load_model(const std::string &path) {
     try {
         sigjmp_buf jump;
         LoaderCrashGuard guard(path, &jump);
-        if (sigsetjmp(jump, 1) != 0) throw_bad_input(loader_crash_message(path));
+        if (sigsetjmp(jump, 1) != 0) {
+            ++g_recovered;
+            throw_bad_input(loader_crash_message(path));
+        }
         out.module = torch::jit::load(path, c10::Device(c10::kCPU), extra);
     } catch (const Error &) {
         throw;
+    } catch (const std::bad_alloc &) {
+        // A damaged length field asks the loader for more memory than there is.
+        throw_bad_input("'" + path +
+                        "' cannot be loaded as TorchScript: a size recorded in the archive asks for "
+                        "more memory than this machine can give (a damaged file, or a model too big "
+                        "for the memory available)");
     } catch (const std::exception &e) {
         // libtorch's errors, and the TorchScript compiler's (a std::runtime_error) for the code
         // records: an unknown operator or class is a model this build cannot run; anything else

@@ -32,6 +32,8 @@ LoadedModel load_model(const std::string &path);
 // For fuzzing: a crash inside libtorch's loader becomes an Error(bad_input) thrown from
 // load_model instead of ending the process (the loader's state is not trusted afterwards).
 void set_loader_crash_recovery(bool on);
+// How many loader crashes were turned into errors since the process started.
+int loader_crashes_recovered();
 
 // Writes `module` to `dst` atomically, with `metadata` as the extra file when given.
 void save_model(const torch::jit::Module &module, const std::string &dst,

@@ -3,6 +3,7 @@
 file, no partial output, the input never touched."""
 
 import os
+import resource
 import signal
 import stat
 import subprocess
@@ -69,6 +70,24 @@ class BadModelFiles(e2e.ToolTestCase):
             result = self.run_tool(*cmd)
             self.assert_error(result, e2e.EXIT_BAD_INPUT, "loader_crash_damaged_code.pt", "TorchScript")
             self.assertFalse(os.path.exists(self.path("out.pt")))
+
+    # A damaged pickle length that asks the loader for 28 GB (found by fuzz_model): under an
+    # address-space limit the request fails for certain, and the failure is exit 3 naming memory.
+    def test_damaged_length_asking_for_too_much_memory(self):
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz", "corpus", "model",
+                            "huge_pickle_length_28g.pt")
+        digest = e2e.sha256(path)
+
+        def limit_address_space():
+            resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+        argv = [e2e.TOOL, "optimize", path, self.path("out.pt")]
+        proc = subprocess.run(argv, cwd=self.tmp, capture_output=True, text=True, timeout=e2e.RUN_TIMEOUT,
+                              stdin=subprocess.DEVNULL, preexec_fn=limit_address_space)
+        result = e2e.Result(argv, proc)
+        self.assert_error(result, e2e.EXIT_BAD_INPUT, "huge_pickle_length_28g.pt", "more memory")
+        self.assertFalse(os.path.exists(self.path("out.pt")))
+        self.assertEqual(e2e.sha256(path), digest)
 
     def test_inspect_missing(self):
         result = self.run_tool("inspect", self.path("no_such_model.pt"))
