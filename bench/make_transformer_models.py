@@ -162,11 +162,14 @@ def count_flops(model, inputs):
         total[0] += 2 * mod.in_features * out.numel()
 
     def mha(mod, args, out):
-        query, key = args[0], args[1]
-        if not mod.batch_first:
-            query, key = query.transpose(0, 1), key.transpose(0, 1)
-        b, n, e = query.shape
-        s = key.shape[1]
+        # Hooks see positional arguments only (torchvision passes query/key/value by keyword):
+        # the shape comes from the output, the key length from the key when it was positional,
+        # else it is self-attention's.
+        attn = out[0] if mod.batch_first else out[0].transpose(0, 1)
+        b, n, e = attn.shape
+        s = n
+        if len(args) > 1:
+            s = args[1].shape[1 if mod.batch_first else 0]
         # in-projection (q, k, v), out-projection, q kᵀ and probs v; the module calls its
         # out_proj functionally, so no Linear hook sees it.
         total[0] += 2 * b * n * e * 3 * e + 2 * b * n * e * e + 4 * b * n * s * e
@@ -279,6 +282,7 @@ def main():
         parser.error(f"unknown model {', '.join(unknown)}; known: {' '.join(table)}")
     os.makedirs(args.outdir, exist_ok=True)
     torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
+    failed = []
     for name in names:
         final = os.path.join(args.outdir, name)
         if not args.force and all(os.path.exists(os.path.join(final, f))
@@ -286,11 +290,18 @@ def main():
             print(f"{name}: kept {final}", file=sys.stderr)
             continue
         builder, input_spec, description = table[name]
-        meta = write_model(args.outdir, name, builder, input_spec, description)
+        try:
+            meta = write_model(args.outdir, name, builder, input_spec, description)
+        except Exception as e:  # the other models are still written
+            print(f"{name}: failed: {type(e).__name__}: {e}", file=sys.stderr)
+            shutil.rmtree(os.path.join(args.outdir, f".{name}.tmp"), ignore_errors=True)
+            failed.append(name)
+            continue
         fast = ", ".join(meta["torchscript_fast_paths"]) or "none"
         print(f"{name}: {meta['flops'] / 1e9:.2f} GFLOP per call, fast paths in model.pt: {fast}",
               file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

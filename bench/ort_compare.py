@@ -175,6 +175,15 @@ def make_inputs(directory, specs, seed):
         np.save(os.path.join(directory, f"{i:02d}_input.npy"), array)
 
 
+def blas_library():
+    """The BLAS libtorch's matmuls reach through Debian's alternatives (netlib is the reference
+    implementation, far from the machine's peak); printed so stock ratios can be read."""
+    for path in ("/usr/lib/x86_64-linux-gnu/libblas.so.3", "/usr/lib/libblas.so.3"):
+        if os.path.exists(path):
+            return os.path.realpath(path)
+    return None
+
+
 def parse_target(text):
     name, sep, value = text.partition("=")
     m = re.fullmatch(r"\s*([0-9.]+)\s*(x|xort|xstock|%peak)?\s*", value)
@@ -381,8 +390,10 @@ def main(argv):
     # Table.
     flops_text = f", {args.flops / 1e9:.2f} GFLOP per call" if args.flops else ""
     print(f"\n{label}{': ' + meta['description'] if meta.get('description') else ''}{flops_text}")
+    blas = blas_library()
     print(f"{args.threads} threads; median of {args.rounds} round median(s), "
-          f"{args.iterations} timed calls each; ratios: their time / this time")
+          f"{args.iterations} timed calls each; ratios: their time / this time"
+          f"{'; system BLAS ' + blas if blas else ''}")
     head = f"{'config':<20} {'median ms':>10} {'vs ORT':>7} {'vs stock fp32':>13} {'vs stock bf16':>13} " \
            f"{'GFLOP/s':>8} {'% peak':>7} {'cosine vs ORT':>13}"
     print(head)
@@ -416,7 +427,7 @@ def main(argv):
         "threads": args.threads, "rounds": args.rounds, "iterations": args.iterations,
         "warmup": args.warmup, "flops": args.flops,
         "peaks_gflops": {"bf16": args.peak_bf16_gflops, "fp32": args.peak_fp32_gflops},
-        "inputs": inputs, "configs": rows, "correctness": check, "targets": targets,
+        "inputs": inputs, "system_blas": blas, "configs": rows, "correctness": check, "targets": targets,
         "ok": all(t["pass"] for t in targets),
     }
     if args.json:
