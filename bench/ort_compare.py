@@ -238,7 +238,10 @@ def build_configs(args, model_dir, inputs, ours, ort_out):
 
 
 def fmt(value, spec):
-    return "-" if value is None else format(value, spec)
+    """format(value, spec), '-' for None; a trailing '~' in spec appends 'x' (a ratio)."""
+    if value is None:
+        return "-"
+    return format(value, spec[:-1]) + "x" if spec.endswith("~") else format(value, spec)
 
 
 def main(argv):
@@ -406,8 +409,8 @@ def main(argv):
         if name in ("ort_fp32", "stock_frozen_fp32", "stock_autocast_bf16"):
             cosine = "" if name != "ort_fp32" else "(reference)"
         peak = fmt(row["peak_fraction"] and row["peak_fraction"] * 100, ".1f")
-        print(f"{name:<20} {row['median_ms']:>10.3f} {fmt(row['vs_ort_fp32'], '.2f') + 'x':>7} "
-              f"{fmt(row['vs_stock_fp32'], '.2f') + 'x':>13} {fmt(row['vs_stock_bf16'], '.2f') + 'x':>13} "
+        print(f"{name:<20} {row['median_ms']:>10.3f} {fmt(row['vs_ort_fp32'], '.2f~'):>7} "
+              f"{fmt(row['vs_stock_fp32'], '.2f~'):>13} {fmt(row['vs_stock_bf16'], '.2f~'):>13} "
               f"{fmt(row['gflops'], '.1f'):>8} {peak:>7} {cosine:>13}")
     for name, row in rows.items():
         if row["check_error"]:
