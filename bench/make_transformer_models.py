@@ -120,6 +120,15 @@ class AttentionCore(torch.nn.Module):
         return torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * scale, dim=-1) @ v
 
 
+def vit_b16():
+    model = torchvision.models.vit_b_16()
+    # torchvision starts the classification head at zero (every output 0 whatever the input);
+    # random weights make the outputs, and so the correctness check, depend on the whole model.
+    torch.nn.init.normal_(model.heads.head.weight, std=0.02)
+    torch.nn.init.normal_(model.heads.head.bias, std=0.02)
+    return model
+
+
 # name -> (builder, [(input name, shape)], description)
 def specs(cnn_batch):
     image = lambda b: [("image", (b, 3, 224, 224))]
@@ -127,8 +136,8 @@ def specs(cnn_batch):
         "bert_encoder": (bert_encoder, [("x", (8, 128, 768))],
                          "nn.TransformerEncoder, 4 layers, d 768, 12 heads, ffn 3072, gelu, "
                          "batch_first; batch 8 x 128 tokens"),
-        "vit_b16_b2": (torchvision.models.vit_b_16, image(2), "torchvision vit_b_16, batch 2"),
-        "vit_b16_b8": (torchvision.models.vit_b_16, image(8), "torchvision vit_b_16, batch 8"),
+        "vit_b16_b2": (vit_b16, image(2), "torchvision vit_b_16 (random head), batch 2"),
+        "vit_b16_b8": (vit_b16, image(8), "torchvision vit_b_16 (random head), batch 8"),
         "gpt2_stack": (Gpt2Stack, [("x", (4, 256, 768))],
                        "4 GPT-2-small causal blocks written as Hugging Face does; "
                        "batch 4 x 256 tokens"),
