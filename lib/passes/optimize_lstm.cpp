@@ -61,7 +61,7 @@ c10::intrusive_ptr<ops::RnnContext> prepack_rnn(const Node *node, const std::str
     const int64_t cells = *num_layers * (*bidirectional ? 2 : 1);
     const int64_t per_cell = *has_biases ? 4 : 2;
     if (lstm && cells > 0 && static_cast<int64_t>(weights->size()) == cells * (per_cell + 1)) {
-        *why = "proj_size (LSTM with a projection)";
+        *why = "proj_size: the LSTM has a projection";
         return {};
     }
     if (cells <= 0 || static_cast<int64_t>(weights->size()) != cells * per_cell || (*weights)[1].dim() != 2 ||

@@ -221,7 +221,7 @@ void run_optimize_lstm(GraphPtr &graph, const OptimizeOptions &options, bool pre
     if (!knob_enabled(knob, options) || !prepacked) {
         passes.push_back(pass_entry(knob.pass, "disabled"));
         if (knob_enabled(knob, options) && options.knob_overrides.count(knob.flag))
-            warn("--optimize-lstm needs the prepacked oneDNN ops (off with --portable or --no-weights-prepack); "
+            warn("--optimize-lstm needs the prepacked oneDNN ops (--weights-prepack: on at O1, off with --portable); "
                  "aten::lstm/gru kept");
         return;
     }

@@ -7,6 +7,7 @@
 
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ops/rnn_context.h"
@@ -201,6 +202,27 @@ TEST_F(RnnContextTest, OutputsKeepTheInputDtypeAndShapesAreCached) {
     EXPECT_EQ(ctx.cached_shapes(), 2u);
     for (int64_t steps = 1; steps <= 40; ++steps) ctx.run(at::randn({steps, 1, c.input_size}), at::Tensor(), at::Tensor());
     EXPECT_EQ(ctx.cached_shapes(), PrimitiveCache<int>::kMaxShapes);
+}
+
+TEST_F(RnnContextTest, ConcurrentCallsShareOneContext) {
+    Config c;
+    c.mode = "gru";
+    c.layers = 2;
+    c.bidirectional = true;
+    const RnnContext ctx(c.params(), make_weights(c), "fp32");
+    constexpr int kThreads = 4;
+    std::vector<at::Tensor> inputs, want(kThreads), got(kThreads);
+    for (int t = 0; t < kThreads; ++t) {
+        inputs.push_back(at::randn({3 + t % 2, 2, c.input_size}));
+        want[t] = std::get<0>(ctx.run(inputs[t], at::Tensor(), at::Tensor()));
+    }
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < 20; ++i) got[t] = std::get<0>(ctx.run(inputs[t], at::Tensor(), at::Tensor()));
+        });
+    for (auto &thread : threads) thread.join();
+    for (int t = 0; t < kThreads; ++t) EXPECT_TRUE(got[t].equal(want[t])) << "thread " << t;
 }
 
 TEST_F(RnnContextTest, BadCallsAreInputErrors) {
