@@ -5,7 +5,7 @@
 # checked with verify and timed interleaved, in one run, against stock libtorch on the same
 # weights and inputs (frozen fp32; frozen autocast-bf16). Prints a markdown table: ratio to
 # each baseline, cosine vs fp32, GFLOP/s reached and that as a fraction of this machine's
-# measured matmul peak in the same dtype. The ONNX export of the LSTM model
+# measured oneDNN matmul peak in the same dtype. The ONNX export of the LSTM model
 # ($work/rnn/speech_lstm.onnx) is what bench/ort_compare.py times against ONNX Runtime.
 # Usage: bash bench/speech_rnn.sh [ITERATIONS]   (needs a build in ./build or $IPEX_BUILD_DIR)
 set -euo pipefail
@@ -17,7 +17,7 @@ tool="$build/apps/ipex-tool/ipex-tool"
 compare="$build/bench/compare_stock"
 py=/usr/bin/python3
 mkdir -p "$work"
-cmake --build "$build" --target ipex-tool compare_stock >/dev/null
+cmake --build "$build" --target ipex-tool ipex_ops compare_stock >/dev/null
 "$py" "$root/bench/make_rnn_models.py" "$work" --onnx "$work/speech_lstm.onnx" >/dev/null
 input="$work/speech.input.pt"
 
@@ -41,25 +41,32 @@ for cell in lstm gru; do
     done
 done
 
-"$py" - "$results" "$work/speech_models.json" <<'PY'
+"$py" - "$results" "$work/speech_models.json" "$build/lib/libipex_ops.so" <<'PY'
 import json, sys, time
 import torch
 
 rows = [json.loads(line) for line in open(sys.argv[1])]
 models = json.load(open(sys.argv[2]))
+torch.ops.load_library(sys.argv[3])
 threads = rows[0]["threads"]
 torch.set_num_threads(threads)
 
 
 def matmul_peak(dtype, n=2048, runs=5):
-    """GFLOP/s of the best of a few n^3 matmuls: the compute ceiling this machine shows."""
-    a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
-    torch.mm(a, b)
-    best = min((lambda t0: (torch.mm(a, b), time.perf_counter() - t0)[1])(time.perf_counter()) for _ in range(runs))
+    """GFLOP/s of the best of a few n x n x n oneDNN matmuls (the prepacked linear op) in
+    `dtype`: the compute ceiling this machine shows for that dtype."""
+    ctx = torch.ops.ipex.linear_prepack(torch.randn(n, n), None, dtype, [], [], n)
+    x = torch.randn(n, n).to(torch.bfloat16 if dtype == "bf16" else torch.float32)
+    torch.ops.ipex.linear(x, ctx)
+    best = float("inf")
+    for _ in range(runs):
+        start = time.perf_counter()
+        torch.ops.ipex.linear(x, ctx)
+        best = min(best, time.perf_counter() - start)
     return 2 * n ** 3 / best / 1e9
 
 
-peaks = {"fp32": matmul_peak(torch.float32), "bf16": matmul_peak(torch.bfloat16)}
+peaks = {"fp32": matmul_peak("fp32"), "bf16": matmul_peak("bf16")}
 print()
 print("| model | dtype | median ms | vs stock fp32 frozen | vs stock autocast-bf16 | cosine vs fp32 | GFLOP/s | of matmul peak |")
 print("|---|---|---|---|---|---|---|---|")
