@@ -1,5 +1,6 @@
 // A small least-recently-used map from an input signature to a ready oneDNN primitive (and
-// what it needs). Bounded: a model fed many shapes keeps only the latest kMaxShapes. The
+// what it needs). Bounded: a model fed many shapes keeps only the latest kMaxShapes (16 per op unless
+// the cache is shared by many ops). The
 // signature is a short list of integers (sizes, dtypes, kinds), compared on every call, so a
 // lookup costs no formatting.
 #pragma once
@@ -15,10 +16,10 @@ namespace ipex::ops {
 
 using CacheKey = std::vector<int64_t>;
 
-template <class Entry>
+template <class Entry, size_t Capacity = 16>
 class PrimitiveCache {
 public:
-    static constexpr size_t kMaxShapes = 16;
+    static constexpr size_t kMaxShapes = Capacity;
 
     std::shared_ptr<const Entry> find(const CacheKey &key) {
         std::lock_guard<std::mutex> lock(mutex_);

@@ -1,12 +1,17 @@
-// Rewrites PyTorch's fused encoder-layer op (aten::_transformer_encoder_layer_fwd, which
-// nn.TransformerEncoderLayer records when traced for inference) into its linears, attention
-// matmuls, softmax, layer norms and activation, so the dtype cast, prepacking and fusion passes
-// can see them. Needs constant weights (frozen graph); leaves layers with a mask, or whose input
-// is not known to be 3-D (batch, sequence, embedding), as they are. Scripted modules first
-// lose their run-time choice of fused fast path (that op, nn.MultiheadAttention's
-// _native_multi_head_attention and the encoder's nested-tensor conversion): the branch with
-// the plain ops, which computes the same result, is the one kept. count = layers rewritten
-// plus fast paths taken out.
+// Rewrites PyTorch's fused transformer ops into the plain computation with constant weights,
+// so the dtype cast, prepacking, attention and fusion passes can see the linears, matmuls,
+// softmax, layer norms and activation:
+//  - aten::_transformer_encoder_layer_fwd (nn.TransformerEncoderLayer traced for inference):
+//    merged q/k/v projection, attention, out projection, residual adds, both norm_first forms,
+//    relu or gelu, with or without a key-padding or attention mask;
+//  - aten::_native_multi_head_attention (nn.MultiheadAttention traced for inference, e.g. in
+//    ViT): self- or cross-attention, masks, need_weights (averaged or per head) either way;
+//  - the encoder's nested-tensor detour (aten::_nested_tensor_from_mask ... to_padded_tensor),
+//    which becomes the padded computation with the key-padding mask, padded rows zeroed.
+// Scripted modules first lose their run-time choice of fast path: the branch with the plain
+// ops, which computes the same result, is the one kept. Needs a frozen graph (constant
+// weights); an op whose input rank or mask dtype is unknown, or whose flags are not constants,
+// is kept and named in `skipped`. count = ops rewritten plus fast paths taken out.
 #pragma once
 
 #include <torch/csrc/jit/ir/ir.h>

@@ -22,6 +22,7 @@
 #include "passes/chain_bf32_outputs.h"
 #include "passes/concat_linear.h"
 #include "passes/decompose_transformer_layer.h"
+#include "passes/replace_matmul.h"
 #include "passes/fold_conv_bn.h"
 #include "passes/fold_linear_bn.h"
 #include "passes/fuse_conv_sum.h"
@@ -150,6 +151,7 @@ void run_prepacking(GraphPtr &graph, const OptimizeOptions &options, bool prepac
     const bool auto_select = knob_enabled(*find_knob("auto-kernel-selection"), options);
     const char *const fusions[] = {"fuse_eltwise", "fuse_conv_sum", "fuse_linear_binary"};
     if (!prepacked) {
+        passes.push_back(pass_entry("replace_matmul", "disabled"));
         passes.push_back(pass_entry("weights_prepack", "disabled"));
         passes.push_back(pass_entry("auto_kernel_selection", "disabled"));
         for (const char *name : fusions) passes.push_back(pass_entry(name, "disabled"));
@@ -170,7 +172,11 @@ void run_prepacking(GraphPtr &graph, const OptimizeOptions &options, bool prepac
     prepack_options.fp32_math = options.fp32_math_mode;
     prepack_options.auto_kernel_selection = auto_select;
     auto start = Clock::now();
-    PassResult r = prepack_weights(graph, prepack_options);
+    PassResult r = replace_matmul(graph);
+    if (r.changed) cleanup(graph);
+    passes.push_back(applied_entry("replace_matmul", r, ms_since(start)));
+    start = Clock::now();
+    r = prepack_weights(graph, prepack_options);
     cleanup(graph);
     nlohmann::json entry = applied_entry("weights_prepack", r, ms_since(start));
     entry["fp32_math_mode"] = options.fp32_math_mode;
@@ -291,7 +297,7 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
             if (on && !k.available)
                 warn(std::string("--") + k.flag + " is not available in this version; the model is written unchanged");
         }
-        for (const char *name : {"decompose_transformer_layer", "cast_to_lowp", "fuse_eltwise", "fuse_conv_sum", "fuse_linear_binary",
+        for (const char *name : {"decompose_transformer_layer", "cast_to_lowp", "replace_matmul", "fuse_eltwise", "fuse_conv_sum", "fuse_linear_binary",
                                  "chain_bf32_outputs", "restore_output_layout", "contiguous_before_view"})
             passes.push_back(pass_entry(name, "disabled"));
         result.report["passes"] = passes;

@@ -518,29 +518,5 @@ INSTANTIATE_TEST_SUITE_P(Variants, PrepackFusionTransformer,
                                     (std::get<1>(info.param) ? "_pre_norm" : "_post_norm");
                          });
 
-TEST_F(PrepackFusion, TransformerWithMaskIsKept) {
-    auto frozen = testing::freeze(encoder_layer(true, false, true));
-    frozen.graph->inputs()[1]->setType(c10::TensorType::create(at::randn({2, 5, kEmbed})));
-    const std::string before = frozen.graph->toString();
-    const PassResult r = decompose_transformer_layer(frozen.graph);
-    EXPECT_EQ(r.count, 0);
-    EXPECT_FALSE(r.changed);
-    ASSERT_EQ(r.skipped.size(), 1u);
-    EXPECT_NE(r.skipped[0].find("mask"), std::string::npos) << r.skipped[0];
-    EXPECT_EQ(testing::count(frozen.graph, "aten::_transformer_encoder_layer_fwd"), 1);
-    EXPECT_EQ(frozen.graph->toString(), before);
-}
-
-TEST_F(PrepackFusion, TransformerWithUnknownRankIsKept) {
-    auto frozen = testing::freeze(encoder_layer(false, true, false));
-    const GraphPtr original = frozen.graph->copy();
-    const PassResult r = decompose_transformer_layer(frozen.graph);
-    EXPECT_EQ(r.count, 0);
-    ASSERT_EQ(r.skipped.size(), 1u);
-    EXPECT_NE(r.skipped[0].find("3-D"), std::string::npos) << r.skipped[0];
-    EXPECT_EQ(testing::count(frozen.graph, "aten::_transformer_encoder_layer_fwd"), 1);
-    expect_same_outputs(original, frozen.graph, frozen.module, {at::randn({2, 5, kEmbed})});
-}
-
 }  // namespace
 }  // namespace ipex::passes

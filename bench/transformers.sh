@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Transformer (and CNN no-regression) benchmark against ONNX Runtime fp32 and stock libtorch on
+# the same weights and inputs: writes the models (bench/make_transformer_models.py), installs
+# onnxruntime-node if missing, optimizes each model for bf16 and fp32 with ipex-tool, then runs
+# bench/ort_compare.py per model with its targets and prints a summary table. A model that
+# fails to optimize is reported and the others go on.
+#
+# usage: bash bench/transformers.sh [--rounds N] [--iterations N] [--warmup N] [--only NAME]...
+#                                   [--work DIR] [--no-stock-bf16] [--enforce]
+#   --only takes a model name or a comma-separated list (repeatable); names as in
+#   make_transformer_models.py. Results: WORK/NAME/result.json and WORK/summary.md.
+# Environment: IPEX_BUILD_DIR (default ./build; needs apps/ipex-tool/ipex-tool built there),
+#   IPEX_ORT_DIR (where onnxruntime-node is installed; default BUILD/onnxruntime-node).
+# Exit: 0 done (targets reported), 1 a target missed with --enforce, 2 usage, 3 setup failed.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${IPEX_BUILD_DIR:-$root/build}"
+tool="$build/apps/ipex-tool/ipex-tool"
+ort_dir="${IPEX_ORT_DIR:-$build/onnxruntime-node}"
+ort_version=1.30.0
+py=/usr/bin/python3
+work="$build/bench-transformers"
+rounds=5 iterations=20 warmup=5 enforce=() stock_bf16=(--stock-bf16) only=()
+all_models=(bert_encoder vit_b16_b2 vit_b16_b8 gpt2_stack attention
+            cnn_resnet50 cnn_mobilenet_v3 cnn_densenet121 cnn_shufflenet)
+
+usage() { sed -n '8,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+need_value() { [ $# -ge 2 ] && [ -n "$2" ] || { echo "transformers.sh: $1 needs a value" >&2; exit 2; }; }
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --rounds) need_value "$@"; rounds="$2"; shift 2 ;;
+        --iterations) need_value "$@"; iterations="$2"; shift 2 ;;
+        --warmup) need_value "$@"; warmup="$2"; shift 2 ;;
+        --only) need_value "$@"; IFS=, read -r -a names <<< "$2"; only+=("${names[@]}"); shift 2 ;;
+        --work) need_value "$@"; work="$2"; shift 2 ;;
+        --no-stock-bf16) stock_bf16=(); shift ;;
+        --enforce) enforce=(--enforce); shift ;;
+        -h|--help) usage ;;
+        *) echo "transformers.sh: unknown option '$1'" >&2; usage ;;
+    esac
+done
+for n in "$rounds" "$iterations" "$warmup"; do
+    [[ "$n" =~ ^[0-9]+$ ]] || { echo "transformers.sh: '$n' is not a count" >&2; exit 2; }
+done
+models=("${all_models[@]}")
+if [ ${#only[@]} -gt 0 ]; then
+    for name in "${only[@]}"; do
+        [[ " ${all_models[*]} " == *" $name "* ]] ||
+            { echo "transformers.sh: unknown model '$name' (known: ${all_models[*]})" >&2; exit 2; }
+    done
+    models=("${only[@]}")
+fi
+
+# Targets per model: ratio to ONNX Runtime fp32, or share of the bf16 peak.
+targets_of() {
+    case "$1" in
+        bert_encoder|vit_b16_b2|vit_b16_b8) echo "--target ours_bf16=1.8 --target ours_fp32=1.0" ;;
+        gpt2_stack) echo "--target ours_bf16=1.8" ;;
+        attention) echo "--target ours_bf16=50%peak" ;;
+        *) echo "" ;;  # CNN rows: reported, no target
+    esac
+}
+
+[ -x "$tool" ] || { echo "transformers.sh: no ipex-tool at $tool (build it, or set IPEX_BUILD_DIR)" >&2; exit 3; }
+command -v node >/dev/null || { echo "transformers.sh: node not found (apt-get install -y nodejs npm)" >&2; exit 3; }
+
+# onnxruntime-node, pinned, CPU only (ONNXRUNTIME_NODE_INSTALL=skip: no CUDA downloads).
+installed=$(node -e 'try { console.log(require(process.argv[1] + "/node_modules/onnxruntime-node/package.json").version) } catch (e) {}' "$ort_dir")
+if [ "$installed" != "$ort_version" ]; then
+    echo "installing onnxruntime-node $ort_version into $ort_dir" >&2
+    mkdir -p "$ort_dir"
+    [ -f "$ort_dir/package.json" ] || echo '{ "name": "ipex-bench-ort", "private": true }' > "$ort_dir/package.json"
+    (cd "$ort_dir" && ONNXRUNTIME_NODE_INSTALL=skip npm install --no-audit --no-fund \
+        "onnxruntime-node@$ort_version" >&2) ||
+        { echo "transformers.sh: npm install onnxruntime-node@$ort_version failed" >&2; exit 3; }
+fi
+export IPEX_ORT_DIR="$ort_dir"
+
+mkdir -p "$work"
+"$py" "$root/bench/make_transformer_models.py" "$work" "${models[@]}" ||
+    echo "transformers.sh: some models could not be written; going on with the others" >&2
+
+status=0
+for name in "${models[@]}"; do
+    dir="$work/$name"
+    [ -f "$dir/model.json" ] || { echo "$name: no model (see above)" >&2; continue; }
+    sample=()
+    for f in "$dir"/inputs/*.npy; do sample+=(--sample-input "$f"); done
+    for dtype in bf16 fp32; do
+        out="$dir/ours_$dtype.pt"
+        # Re-optimize when the model or the tool is newer than the optimized model.
+        if [ -f "$out" ] && [ "$out" -nt "$dir/model.pt" ] && [ "$out" -nt "$tool" ]; then continue; fi
+        rm -f "$out"
+        if ! "$tool" optimize "$dir/model.pt" "$out" --dtype "$dtype" "${sample[@]}" -q \
+                --report "$dir/optimize_$dtype.json" 2> "$dir/optimize_$dtype.err"; then
+            echo "$name: ipex-tool optimize --dtype $dtype failed: $(tail -n 1 "$dir/optimize_$dtype.err")" >&2
+        fi
+    done
+    # shellcheck disable=SC2046  # targets_of prints separate words on purpose
+    "$py" "$root/bench/ort_compare.py" "$dir" --ipex-tool "$tool" --rounds "$rounds" \
+        --iterations "$iterations" --warmup "$warmup" --flops "$(cat "$dir/flops.txt")" \
+        "${stock_bf16[@]}" $(targets_of "$name") "${enforce[@]}" --json "$dir/result.json"
+    rc=$?
+    if [ $rc -eq 1 ]; then status=1; elif [ $rc -ne 0 ]; then
+        echo "$name: ort_compare.py failed (exit $rc)" >&2
+        rm -f "$dir/result.json"
+    fi
+done
+
+"$py" - "$work" "${models[@]}" > "$work/summary.md" <<'PY'
+import json, os, sys
+work, names = sys.argv[1], sys.argv[2:]
+fmt = lambda v, s: "-" if v is None else format(v, s)
+print("| model | ORT fp32 ms | ours bf16 vs ORT | ours fp32 vs ORT | ours bf16 vs stock | "
+      "ours fp32 vs stock | bf16 % peak | fp32 % peak | cosine vs ORT (bf16/fp32) | targets |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for name in names:
+    path = os.path.join(work, name, "result.json")
+    if not os.path.exists(path):
+        print(f"| {name} | no result | | | | | | | | |")
+        continue
+    r = json.load(open(path))
+    c = r["configs"]
+    get = lambda cfg, key: (c.get(cfg) or {}).get(key)
+    def ratio(cfg, key):
+        row = c.get(cfg)
+        if row is None:
+            return "-"
+        if row["median_ms"] is None:
+            return "failed"
+        return fmt(row[key], ".2f") + "x"
+    def stock(cfg):
+        row = c.get(cfg) or {}
+        key = "vs_stock_bf16" if cfg.endswith("bf16") and row.get("vs_stock_bf16") else "vs_stock_fp32"
+        return ratio(cfg, key)
+    peak = lambda cfg: fmt(get(cfg, "peak_fraction") and 100 * get(cfg, "peak_fraction"), ".1f")
+    cos = "/".join(fmt(get(cfg, "cosine_vs_ort"), ".5f") for cfg in ("ours_bf16", "ours_fp32"))
+    targets = ", ".join(f"{'PASS' if t['pass'] else 'MISS'} {t['spec']}" for t in r["targets"]) or "reported"
+    print(f"| {name} | {fmt(get('ort_fp32', 'median_ms'), '.2f')} | {ratio('ours_bf16', 'vs_ort_fp32')} | "
+          f"{ratio('ours_fp32', 'vs_ort_fp32')} | {stock('ours_bf16')} | {stock('ours_fp32')} | "
+          f"{peak('ours_bf16')} | {peak('ours_fp32')} | {cos} | {targets} |")
+first = next((os.path.join(work, n, "result.json") for n in names
+              if os.path.exists(os.path.join(work, n, "result.json"))), None)
+if first:
+    r = json.load(open(first))
+    print(f"\n{r['threads']} threads; median of {r['rounds']} round medians, {r['iterations']} timed calls "
+          f"per process; peaks {r['peaks_gflops']['bf16']:g} GFLOP/s bf16, {r['peaks_gflops']['fp32']:g} fp32; "
+          "stock = libtorch frozen fp32 (autocast bf16 where it ran)")
+PY
+echo
+cat "$work/summary.md"
+exit $status

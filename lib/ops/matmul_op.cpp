@@ -1,0 +1,128 @@
+#include "ops/matmul_op.h"
+
+#include <torch/library.h>
+
+#include <string>
+#include <vector>
+
+#include "ops/onednn_utils.h"
+#include "ops/op_errors.h"
+#include "ops/primitive_cache.h"
+
+namespace ipex::ops {
+namespace {
+
+using dnnl::memory;
+
+// Shapes a model runs matmuls with: every distinct (shape, stride) signature of every
+// attention and hand-written matmul of a model, a few sequence lengths each.
+constexpr size_t kMaxMatmulPrimitives = 256;
+
+struct MatmulEntry {
+    dnnl::matmul primitive;
+    memory::desc src, weights, dst, scratchpad;
+    bool dense_src = false, dense_weights = false;  // operands to copy to a dense layout first
+};
+
+PrimitiveCache<MatmulEntry, kMaxMatmulPrimitives> &cache() {
+    static PrimitiveCache<MatmulEntry, kMaxMatmulPrimitives> primitives;
+    return primitives;
+}
+
+// `t` viewed with `rank` dims (leading dims of size 1 added).
+at::Tensor with_rank(const at::Tensor &t, int64_t rank) {
+    std::vector<int64_t> sizes(rank - t.dim(), 1), strides(rank - t.dim(), 0);
+    sizes.insert(sizes.end(), t.sizes().begin(), t.sizes().end());
+    strides.insert(strides.end(), t.strides().begin(), t.strides().end());
+    // Leading size-1 dims (and any other size-1 dim) take a stride oneDNN accepts.
+    for (int64_t i = rank - 1; i >= 0; --i)
+        if (sizes[i] == 1) strides[i] = i + 1 < rank ? strides[i + 1] * sizes[i + 1] : 1;
+    return t.as_strided(sizes, strides);
+}
+
+memory::desc desc_of(const at::Tensor &t) {
+    return memory::desc(to_dims(t.sizes()), to_dnnl(t.scalar_type()), to_dims(t.strides()));
+}
+
+std::shared_ptr<const MatmulEntry> build(const at::Tensor &a, const at::Tensor &b, const at::Tensor &dst,
+                                         bool dense_a, bool dense_b) {
+    auto entry = std::make_shared<MatmulEntry>();
+    entry->src = dense_a ? memory::desc(to_dims(a.sizes()), to_dnnl(a.scalar_type()), to_dims(a.contiguous().strides()))
+                         : desc_of(a);
+    entry->weights = dense_b
+                         ? memory::desc(to_dims(b.sizes()), to_dnnl(b.scalar_type()), to_dims(b.contiguous().strides()))
+                         : desc_of(b);
+    entry->dst = desc_of(dst);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(entry->src, entry->weights, entry->dst), attr, cpu_engine());
+    const std::string impl = pd.impl_info_str();
+    // The reference implementation is far slower than a copy to a dense layout.
+    if (impl.rfind("ref", 0) == 0 && !(dense_a && dense_b)) return nullptr;
+    entry->primitive = dnnl::matmul(pd);
+    entry->scratchpad = pd.scratchpad_desc();
+    entry->dense_src = dense_a;
+    entry->dense_weights = dense_b;
+    return entry;
+}
+
+void append(CacheKey &key, const at::Tensor &t) {
+    key.insert(key.end(), t.sizes().begin(), t.sizes().end());
+    key.insert(key.end(), t.strides().begin(), t.strides().end());
+}
+
+}  // namespace
+
+at::Tensor matmul(const at::Tensor &self, const at::Tensor &other) {
+    const at::ScalarType type = self.scalar_type();
+    if (self.dim() < 2 || other.dim() < 2 || type != other.scalar_type() || !onednn_float(type) ||
+        self.numel() == 0 || other.numel() == 0 || self.size(-1) == 0)
+        return at::matmul(self, other);
+    IPEX_CHECK_INPUT(self.size(-1) == other.size(-2), "ipex::matmul: shapes ", self.sizes(), " and ", other.sizes(),
+                     " cannot be multiplied");
+    const int64_t rank = std::max(self.dim(), other.dim());
+    const at::Tensor a = with_rank(self, rank), b = with_rank(other, rank);
+    std::vector<int64_t> dst_sizes(rank);
+    for (int64_t i = 0; i < rank - 2; ++i) {
+        IPEX_CHECK_INPUT(a.size(i) == b.size(i) || a.size(i) == 1 || b.size(i) == 1, "ipex::matmul: batch dims of ",
+                         self.sizes(), " and ", other.sizes(), " do not broadcast");
+        dst_sizes[i] = std::max(a.size(i), b.size(i));
+    }
+    dst_sizes[rank - 2] = a.size(-2);
+    dst_sizes[rank - 1] = b.size(-1);
+    const at::Tensor dst = at::empty(dst_sizes, self.options());
+
+    CacheKey key{rank, static_cast<int64_t>(type)};
+    append(key, a);
+    append(key, b);
+    std::shared_ptr<const MatmulEntry> entry = cache().find(key);
+    if (!entry) {
+        try {
+            entry = build(a, b, dst, false, false);
+        } catch (const dnnl::error &) {
+            entry = nullptr;  // strides oneDNN does not take (e.g. an expanded dim): copy
+        }
+        try {
+            if (!entry) entry = build(a, b, dst, true, true);
+        } catch (const dnnl::error &e) {
+            TORCH_CHECK(false, "ipex::matmul: oneDNN has no implementation for ", self.sizes(), " x ", other.sizes(),
+                        " in ", type, " (", e.what(), ")");
+        }
+        cache().put(key, entry);
+    }
+    const at::Tensor src = entry->dense_src ? a.contiguous() : a;
+    const at::Tensor weights = entry->dense_weights ? b.contiguous() : b;
+    execute(entry->primitive, entry->scratchpad,
+            {{DNNL_ARG_SRC, wrap(src, entry->src)},
+             {DNNL_ARG_WEIGHTS, wrap(weights, entry->weights)},
+             {DNNL_ARG_DST, wrap(dst, entry->dst)}});
+    return dst;
+}
+
+size_t matmul_cached_primitives() { return cache().size(); }
+
+}  // namespace ipex::ops
+
+TORCH_LIBRARY_FRAGMENT(ipex, m) {
+    m.def("matmul(Tensor self, Tensor other) -> Tensor", IPEX_GUARDED(ipex::ops::matmul));
+}
