@@ -7,7 +7,11 @@
 //   ipex::linear(Tensor input, LinearContext ctx) -> Tensor
 //   ipex::linear_binary(Tensor input, Tensor other, LinearContext ctx) -> Tensor
 //       (ctx has an "add" or "mul" post-op with `other`, broadcast to the output)
-//   ipex::convolution_prepack(...) / ipex::linear_prepack(...) build contexts (for scripts).
+//   ipex::lstm(Tensor input, Tensor[] hx, RnnContext ctx) -> (Tensor, Tensor, Tensor)
+//   ipex::gru(Tensor input, Tensor? hx, RnnContext ctx) -> (Tensor, Tensor)
+//       (aten::lstm/gru's outputs; an empty hx / None means zero initial states)
+//   ipex::convolution_prepack(...) / ipex::linear_prepack(...) / ipex::rnn_prepack(...) build
+//       contexts (for scripts).
 #pragma once
 
 #include <ATen/core/ivalue.h>
@@ -15,6 +19,7 @@
 
 #include "ops/conv_context.h"
 #include "ops/linear_context.h"
+#include "ops/rnn_context.h"
 
 namespace ipex::ops {
 
@@ -23,6 +28,8 @@ constexpr const char *kConvolutionSum = "ipex::convolution_sum";
 constexpr const char *kConvolutionSumInPlace = "ipex::convolution_sum_";
 constexpr const char *kLinear = "ipex::linear";
 constexpr const char *kLinearBinary = "ipex::linear_binary";
+constexpr const char *kLstm = "ipex::lstm";
+constexpr const char *kGru = "ipex::gru";
 
 // Whether oneDNN can run a `dtype` ("fp32", "bf32", "bf16", "fp16") convolution and linear on
 // this CPU; the message says why not.

@@ -77,4 +77,34 @@ void check_scales(const char *op, const char *field, const std::vector<double> &
                     " must be a finite number above 0");
 }
 
+void check_rnn_params(const char *op, const RnnParams &p, const std::vector<at::Tensor> &weights) {
+    TORCH_CHECK(p.mode == "lstm" || p.mode == "gru", op, ": unknown recurrent mode '", p.mode,
+                "' (expected lstm or gru)");
+    TORCH_CHECK(p.num_layers >= 1 && p.num_layers <= kMaxRnnLayers, op, ": num_layers is ", p.num_layers,
+                ", must be 1 to ", kMaxRnnLayers);
+    TORCH_CHECK(p.input_size >= 1 && p.input_size <= kMaxRnnFeatures, op, ": input_size is ", p.input_size,
+                ", must be 1 to ", kMaxRnnFeatures);
+    TORCH_CHECK(p.hidden_size >= 1 && p.hidden_size <= kMaxRnnFeatures, op, ": hidden_size is ", p.hidden_size,
+                ", must be 1 to ", kMaxRnnFeatures);
+    const int64_t directions = p.bidirectional ? 2 : 1;
+    const int64_t per_cell = p.has_biases ? 4 : 2;
+    const int64_t gates = p.mode == "lstm" ? 4 : 3;
+    const size_t expected = static_cast<size_t>(p.num_layers * directions * per_cell);
+    TORCH_CHECK(weights.size() == expected, op, ": ", weights.size(), " weight tensors, a ", p.num_layers,
+                "-layer ", p.bidirectional ? "bidirectional " : "", p.mode, p.has_biases ? "" : " without biases",
+                " has ", expected);
+    const int64_t rows = gates * p.hidden_size;
+    for (size_t i = 0; i < weights.size(); ++i) {
+        const at::Tensor &w = weights[i];
+        const int64_t layer = static_cast<int64_t>(i) / (directions * per_cell);
+        const int64_t slot = static_cast<int64_t>(i) % per_cell;
+        std::vector<int64_t> want{rows};
+        if (slot == 0) want.push_back(layer == 0 ? p.input_size : p.hidden_size * directions);
+        if (slot == 1) want.push_back(p.hidden_size);
+        TORCH_CHECK(w.defined() && w.sizes() == at::IntArrayRef(want), op, ": weight ", i, " has shape ",
+                    w.defined() ? w.sizes() : at::IntArrayRef{}, ", expected ", at::IntArrayRef(want));
+        TORCH_CHECK(w.is_floating_point(), op, ": weight ", i, " must be floating point");
+    }
+}
+
 }  // namespace ipex::ops

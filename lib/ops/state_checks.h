@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 
+#include <string>
 #include <vector>
 
 namespace ipex::ops {
@@ -36,5 +37,22 @@ void check_quant_params(const char *op, const char *field, double scale, int64_t
 
 // Per-channel scales: `channels` of them, each finite and > 0.
 void check_scales(const char *op, const char *field, const std::vector<double> &scales, int64_t channels);
+
+// A recurrent layer stack as aten::lstm/aten::gru describe it.
+struct RnnParams {
+    std::string mode;  // "lstm" or "gru"
+    int64_t input_size = 0, hidden_size = 0, num_layers = 0;
+    bool bidirectional = false, batch_first = false, has_biases = true;
+};
+
+// Largest layer count and feature size a saved recurrent context may claim.
+constexpr int64_t kMaxRnnLayers = 64;
+constexpr int64_t kMaxRnnFeatures = int64_t{1} << 20;
+
+// The weights of an LSTM/GRU in aten's flat order (per layer, per direction: w_ih, w_hh and,
+// with biases, b_ih, b_hh) against its parameters: mode known, sizes in range, one floating
+// tensor of the right shape per slot ([G*H, in], [G*H, H], [G*H] with G = 4 or 3; `in` is
+// input_size for layer 0, H times the directions above it).
+void check_rnn_params(const char *op, const RnnParams &params, const std::vector<at::Tensor> &weights);
 
 }  // namespace ipex::ops

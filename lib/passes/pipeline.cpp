@@ -28,6 +28,7 @@
 #include "passes/fuse_conv_sum.h"
 #include "passes/fuse_eltwise.h"
 #include "passes/fuse_linear_binary.h"
+#include "passes/optimize_lstm.h"
 #include "passes/prepack_weights.h"
 #include "passes/remove_dropout.h"
 #include "passes/contiguous_before_view.h"
@@ -218,6 +219,24 @@ void run_prepacking(GraphPtr &graph, const OptimizeOptions &options, bool prepac
     passes.push_back(applied_entry("restore_output_layout", r, ms_since(start)));
 }
 
+// optimize_lstm after the dtype cast (a bf16 model runs its LSTM/GRU in bf16); it needs the
+// prepacked ops, so it is off when they are.
+void run_optimize_lstm(GraphPtr &graph, const OptimizeOptions &options, bool prepacked, nlohmann::json &passes,
+                       const std::function<void(const std::string &)> &warn) {
+    const Knob &knob = *find_knob("optimize-lstm");
+    if (!knob_enabled(knob, options) || !prepacked) {
+        passes.push_back(pass_entry(knob.pass, "disabled"));
+        if (knob_enabled(knob, options) && options.knob_overrides.count(knob.flag))
+            warn("--optimize-lstm needs the prepacked oneDNN ops (--weights-prepack: on at O1, off with --portable); "
+                 "aten::lstm/gru kept");
+        return;
+    }
+    const auto start = Clock::now();
+    const PassResult r = optimize_lstm(graph, options.dtype);
+    if (r.changed) cleanup(graph);
+    passes.push_back(applied_entry(knob.pass, r, ms_since(start)));
+}
+
 }  // namespace
 
 const std::vector<Knob> &knobs() {
@@ -235,7 +254,9 @@ const std::vector<Knob> &knobs() {
         {"weights-prepack", "weights_prepack", true, true,
          "run conv/linear as oneDNN ops with weights prepacked once and elementwise neighbours fused "
          "(needs libipex_ops.so to run; --portable turns it off)"},
-        {"optimize-lstm", "optimize_lstm", true, false, "oneDNN LSTM (not available yet)"},
+        {"optimize-lstm", "optimize_lstm", true, true,
+         "run LSTM/GRU layers as oneDNN RNN ops with weights prepacked once (needs libipex_ops.so; off with "
+         "--portable or --no-weights-prepack; proj_size, packed sequences and training dropout stay aten)"},
         {"auto-kernel-selection", "auto_kernel_selection", false, true,
          "for fp32 linears, time the oneDNN op against aten::linear at the --sample-input shape and keep the "
          "faster"},
@@ -371,6 +392,7 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
         cleanup(graph);
         passes.push_back(applied_entry("cast_to_lowp", r, ms_since(start)));
     }
+    run_optimize_lstm(graph, options, prepacked, passes, warn);
     run_prepacking(graph, options, prepacked, passes, warn);
     start = Clock::now();
     const PassResult views = contiguous_before_view(graph);

@@ -1,13 +1,11 @@
 #!/usr/bin/python3
-"""`ipex-tool optimize` options: the report JSON, --level, each --[no-]KNOB, knobs of later
-work, --sample-input, --report -, --quiet, overwriting OUT."""
+"""`ipex-tool optimize` options: the report JSON, --level, each --[no-]KNOB, --sample-input,
+--report -, --quiet, overwriting OUT."""
 
 import json
 import os
 
 import e2e_common as e2e
-
-LATER_KNOBS = ("optimize-lstm",)
 
 
 class OptimizeOptions(e2e.ToolTestCase):
@@ -203,27 +201,19 @@ class OptimizeOptions(e2e.ToolTestCase):
         self.assertEqual(entry["status"], "disabled")
         self.assertIs(entry["changed"], False)
 
-    def test_later_knobs_not_available(self):
-        for knob in LATER_KNOBS:
-            with self.subTest(knob=knob):
-                src = self.copy_model("lstm")
-                out = self.path(f"out-{knob}.pt")
-                result, report = self.optimize(src, out, f"--{knob}")
-                # Reported under the knob's name (weights_prepack, optimize_lstm, ...).
-                keyword = knob.split("-")[-1]
-                entries = [p for p in report["passes"] if keyword in p["name"]]
-                self.assertEqual(len(entries), 1, f"no single pass entry for --{knob}: "
-                                 f"{[p['name'] for p in report['passes']]}")
-                entry = entries[0]
-                self.assertEqual(entry["status"], "not_available", entry)
-                self.assertIs(entry["changed"], False)
-                self.assertTrue(any(knob in w for w in result.warnings()),
-                                f"no warning naming --{knob}\n{result.describe()}")
-
-    def test_later_knobs_off_silent(self):
+    def test_optimize_lstm_on_at_o1(self):
         src = self.copy_model("lstm")
-        result, _ = self.optimize(src, self.path("out.pt"),
-                                  *[f"--no-{knob}" for knob in LATER_KNOBS])
+        result, report = self.optimize(src, self.path("out.pt"))
+        entry = self.pass_entry(report, "optimize_lstm")
+        self.assertEqual((entry["status"], entry["count"]), ("applied", 1), entry)
+        self.assertEqual(self.inspect(self.path("out.pt"))["op_histogram"].get("ipex::lstm"), 1)
+        self.assertEqual(result.warnings(), [], result.describe())
+
+    def test_optimize_lstm_off_silent(self):
+        src = self.copy_model("lstm")
+        result, report = self.optimize(src, self.path("out.pt"), "--no-optimize-lstm")
+        self.assertEqual(self.pass_entry(report, "optimize_lstm")["status"], "disabled")
+        self.assertEqual(self.inspect(self.path("out.pt"))["op_histogram"].get("aten::lstm"), 1)
         self.assertEqual(result.warnings(), [], result.describe())
 
     # -- inputs and outputs
