@@ -1,5 +1,6 @@
 #include "ops/matmul_op.h"
 
+#include <c10/util/strides.h>
 #include <torch/library.h>
 
 #include <string>
@@ -21,7 +22,7 @@ constexpr size_t kMaxMatmulPrimitives = 256;
 struct MatmulEntry {
     dnnl::matmul primitive;
     memory::desc src, weights, dst, scratchpad;
-    bool dense_src = false, dense_weights = false;  // operands to copy to a dense layout first
+    bool dense = false;  // operands to copy to a dense layout first
 };
 
 PrimitiveCache<MatmulEntry, kMaxMatmulPrimitives> &cache() {
@@ -40,29 +41,33 @@ at::Tensor with_rank(const at::Tensor &t, int64_t rank) {
     return t.as_strided(sizes, strides);
 }
 
-memory::desc desc_of(const at::Tensor &t) {
-    return memory::desc(to_dims(t.sizes()), to_dnnl(t.scalar_type()), to_dims(t.strides()));
+// The tensor's strides, or (dense) those of a contiguous tensor of its sizes.
+memory::desc desc_of(const at::Tensor &t, bool dense = false) {
+    return memory::desc(to_dims(t.sizes()), to_dnnl(t.scalar_type()),
+                        dense ? to_dims(c10::contiguous_strides(t.sizes())) : to_dims(t.strides()));
 }
 
-std::shared_ptr<const MatmulEntry> build(const at::Tensor &a, const at::Tensor &b, const at::Tensor &dst,
-                                         bool dense_a, bool dense_b) {
+// The primitive for the operands' own strides; nullptr when oneDNN rejects them (an expanded
+// dim) or would run them only with its reference code, far slower than a dense copy.
+std::shared_ptr<const MatmulEntry> build(const at::Tensor &a, const at::Tensor &b, const at::Tensor &dst, bool dense) {
     auto entry = std::make_shared<MatmulEntry>();
-    entry->src = dense_a ? memory::desc(to_dims(a.sizes()), to_dnnl(a.scalar_type()), to_dims(a.contiguous().strides()))
-                         : desc_of(a);
-    entry->weights = dense_b
-                         ? memory::desc(to_dims(b.sizes()), to_dnnl(b.scalar_type()), to_dims(b.contiguous().strides()))
-                         : desc_of(b);
+    entry->src = desc_of(a, dense);
+    entry->weights = desc_of(b, dense);
     entry->dst = desc_of(dst);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(entry->src, entry->weights, entry->dst), attr, cpu_engine());
-    const std::string impl = pd.impl_info_str();
-    // The reference implementation is far slower than a copy to a dense layout.
-    if (impl.rfind("ref", 0) == 0 && !(dense_a && dense_b)) return nullptr;
-    entry->primitive = dnnl::matmul(pd);
-    entry->scratchpad = pd.scratchpad_desc();
-    entry->dense_src = dense_a;
-    entry->dense_weights = dense_b;
+    try {
+        dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(entry->src, entry->weights, entry->dst), attr,
+                                        cpu_engine());
+        if (!dense && std::string(pd.impl_info_str()).rfind("ref", 0) == 0) return nullptr;
+        entry->primitive = dnnl::matmul(pd);
+        entry->scratchpad = pd.scratchpad_desc();
+    } catch (const dnnl::error &e) {
+        TORCH_CHECK(!dense, "ipex::matmul: oneDNN has no implementation for ", a.sizes(), " x ", b.sizes(), " in ",
+                    a.scalar_type(), " (", e.what(), ")");
+        return nullptr;
+    }
+    entry->dense = dense;
     return entry;
 }
 
@@ -97,21 +102,12 @@ at::Tensor matmul(const at::Tensor &self, const at::Tensor &other) {
     append(key, b);
     std::shared_ptr<const MatmulEntry> entry = cache().find(key);
     if (!entry) {
-        try {
-            entry = build(a, b, dst, false, false);
-        } catch (const dnnl::error &) {
-            entry = nullptr;  // strides oneDNN does not take (e.g. an expanded dim): copy
-        }
-        try {
-            if (!entry) entry = build(a, b, dst, true, true);
-        } catch (const dnnl::error &e) {
-            TORCH_CHECK(false, "ipex::matmul: oneDNN has no implementation for ", self.sizes(), " x ", other.sizes(),
-                        " in ", type, " (", e.what(), ")");
-        }
+        entry = build(a, b, dst, /*dense=*/false);
+        if (!entry) entry = build(a, b, dst, /*dense=*/true);
         cache().put(key, entry);
     }
-    const at::Tensor src = entry->dense_src ? a.contiguous() : a;
-    const at::Tensor weights = entry->dense_weights ? b.contiguous() : b;
+    const at::Tensor src = entry->dense ? a.contiguous() : a;
+    const at::Tensor weights = entry->dense ? b.contiguous() : b;
     execute(entry->primitive, entry->scratchpad,
             {{DNNL_ARG_SRC, wrap(src, entry->src)},
              {DNNL_ARG_WEIGHTS, wrap(weights, entry->weights)},

@@ -145,11 +145,7 @@ std::vector<Value *> insert_source(torch::jit::Graph &graph, Node *anchor, const
     torch::jit::WithInsertPoint guard(anchor);
     Node *before = anchor->prev();
     std::vector<Value *> outputs = torch::jit::insertGraph(graph, *source_graph(name, gelu, masked), inputs);
-    for (Node *n = before->next(); n != anchor; n = n->next()) {
-        n->setScope(anchor->scope());
-        if (anchor->callstack()) n->setCallStack(*anchor->callstack());
-        n->setSourceRange(anchor->sourceRange());
-    }
+    for (Node *n = before->next(); n != anchor; n = n->next()) copy_origin(n, anchor);
     if (outputs.size() == 1 && outputs[0]->node()->kind() == c10::prim::TupleConstruct) {
         const auto elements = outputs[0]->node()->inputs();
         return {elements.begin(), elements.end()};
@@ -267,6 +263,7 @@ int unnest_encoder(torch::jit::Graph &graph, std::vector<std::string> &modules, 
             layer->replaceInput(*input_index(layer, "mask_type"), key_padding_type);
             layer->output()->setType(rank_only_type(dense->type()));
         }
+        const std::string label = node_label(layers.empty() ? padded : layers.front());
         nested->output()->replaceAllUsesWith(dense);
         const std::vector<Value *> out =
             insert_source(graph, padded, "unpad", {padded->input(0), keep, padded->input(1)});
@@ -274,7 +271,7 @@ int unnest_encoder(torch::jit::Graph &graph, std::vector<std::string> &modules, 
         padded->output()->replaceAllUsesWith(out.at(0));
         padded->destroy();
         nested->destroy();
-        modules.push_back(node_label(layers.empty() ? padded : layers.front()) + " (nested tensor -> padding mask)");
+        modules.push_back(label + " (nested tensor -> padding mask)");
         ++count;
     }
     return count;

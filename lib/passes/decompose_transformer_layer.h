@@ -10,8 +10,10 @@
 //    which becomes the padded computation with the key-padding mask, padded rows zeroed.
 // Scripted modules first lose their run-time choice of fast path: the branch with the plain
 // ops, which computes the same result, is the one kept. Needs a frozen graph (constant
-// weights); an op whose input rank or mask dtype is unknown, or whose flags are not constants,
-// is kept and named in `skipped`. count = ops rewritten plus fast paths taken out.
+// weights); graphs read from a file, which know no ranks or dtypes, are fine (the fast path only
+// ever ran on 3-D input). An op whose input is known to be of another rank or nested, whose
+// mask is known to be an integer tensor, or whose flags or weights are not constants is kept
+// and named in `skipped`. count = ops rewritten plus fast paths taken out.
 #pragma once
 
 #include <torch/csrc/jit/ir/ir.h>

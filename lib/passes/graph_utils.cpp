@@ -180,6 +180,12 @@ Value *insert_constant_at_top(torch::jit::Graph &graph, const c10::IValue &value
     return constant;
 }
 
+void copy_origin(Node *created, Node *origin) {
+    created->setSourceRange(origin->sourceRange());
+    if (origin->callstack()) created->setCallStack(*origin->callstack());
+    created->setScope(origin->scope());
+}
+
 c10::TypePtr rank_only_type(const c10::TypePtr &type) {
     const auto tensor = type->cast<c10::TensorType>();
     if (!tensor || !tensor->dim()) return c10::TensorType::get();

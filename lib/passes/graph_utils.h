@@ -1,5 +1,6 @@
 // Helpers shared by the graph passes: op counts, constants, module paths, node walks.
-// Everything here reads the graph except insert_constant_at_top, which adds one constant.
+// Everything here reads the graph except insert_constant_at_top, which adds one constant, and
+// copy_origin, which labels a node a pass creates.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -64,6 +65,10 @@ bool is_graph_output(const torch::jit::Value *value);
 // every sub-block; copies the source range of `origin` when given.
 torch::jit::Value *insert_constant_at_top(torch::jit::Graph &graph, const c10::IValue &value,
                                           const torch::jit::Node *origin = nullptr);
+
+// Gives `created` the source range, inlined call stack and scope of `origin` (the node it
+// replaces), so module paths in reports and inspect still name the user's module.
+void copy_origin(torch::jit::Node *created, torch::jit::Node *origin);
 
 // A tensor type with the dtype, device and rank of `type` but no sizes or strides (for
 // values whose layout a pass changes); TensorType::get() when the rank is unknown.

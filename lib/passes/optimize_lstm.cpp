@@ -108,9 +108,7 @@ PassResult optimize_lstm(std::shared_ptr<torch::jit::Graph> &graph, const std::s
         torch::jit::WithInsertPoint guard(node);
         Node *op = graph->insertNode(graph->create(c10::Symbol::fromQualString(lstm ? ops::kLstm : ops::kGru),
                                                    {node->input(0), node->input(1), constant}, node->outputs().size()));
-        op->setSourceRange(node->sourceRange());
-        if (node->callstack()) op->setCallStack(*node->callstack());
-        op->setScope(node->scope());
+        copy_origin(op, node);
         for (size_t i = 0; i < node->outputs().size(); ++i) {
             op->output(i)->setType(rank_only_type(node->output(i)->type()));
             node->output(i)->replaceAllUsesWith(op->output(i));

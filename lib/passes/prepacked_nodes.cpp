@@ -55,9 +55,7 @@ Node *single_user(const Value *value) {
 Node *replace_node(torch::jit::Graph &graph, Node *node, const char *kind, const std::vector<Value *> &inputs) {
     torch::jit::WithInsertPoint guard(node);
     Node *created = graph.insertNode(graph.create(c10::Symbol::fromQualString(kind), inputs));
-    created->setSourceRange(node->sourceRange());
-    if (node->callstack()) created->setCallStack(*node->callstack());
-    created->setScope(node->scope());
+    copy_origin(created, node);
     created->output()->setType(node->output()->type());
     node->output()->replaceAllUsesWith(created->output());
     node->destroy();

@@ -44,9 +44,7 @@ std::optional<at::Tensor> constant_matrix(const Value *value) {
 
 Value *insert_op(torch::jit::Graph &graph, c10::Symbol kind, std::vector<Value *> inputs, Node *origin) {
     Node *node = graph.create(kind, inputs, 1);
-    node->setScope(origin->scope());
-    if (origin->callstack()) node->setCallStack(*origin->callstack());
-    node->setSourceRange(origin->sourceRange());
+    copy_origin(node, origin);
     graph.insertNode(node);
     return node->output();
 }
