@@ -84,7 +84,7 @@ RnnContext::RnnContext(RnnParams params, std::vector<at::Tensor> weights, std::s
         }
         // aten's [G*H, in] per cell is oneDNN's ldgoi order; the logical dims are [l, d, in, g, o].
         const auto plain = [&](const std::vector<at::Tensor> &w, int64_t in) {
-            return at::stack(w).reshape({layers, dirs, gates, hidden, in}).to(math).contiguous().permute(
+            return at::stack(w).reshape({segment->layers, dirs, gates, hidden, in}).to(math).contiguous().permute(
                 {0, 1, 4, 2, 3});
         };
         segment->layer_weights = std::make_shared<WeightCache>(plain(layer_w, segment->src_features));
