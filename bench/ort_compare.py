@@ -15,6 +15,7 @@ Runtime fp32 and to stock libtorch (ratio = their time / this time; above 1 is f
 with --flops, GFLOP/s and the share of the compute peak for its dtype. Configurations:
   ort_fp32             node bench/ort_run.js (CPU execution provider, graph optimization 'all')
   stock_fp32           ipex-tool bench model.pt: the original as libtorch runs it when loaded
+                       (--no-stock leaves the stock rows out; --stock-iterations caps their calls)
   stock_frozen_fp32    the --baseline stock of that same process: frozen with torch.jit.freeze
   stock_autocast_bf16  (--stock-bf16) python: torch.jit.load, freeze, torch.cpu.amp.autocast
   ours_NAME            ipex-tool bench ours_NAME.pt
@@ -224,10 +225,16 @@ def build_configs(args, model_dir, inputs, ours, ort_out):
             rows["baseline"] = j["baseline"]["latency_ms"]["median"]
         return rows
 
-    configs = [Config("ort_fp32", ort_cmd, lambda j: {"": j["median_ms"]}),
-               Config("stock_fp32", [args.ipex_tool, "bench", original, *tool_inputs,
-                                     "--baseline", "stock", "--original", original, *tool_common],
-                      tool_parse)]
+    configs = [Config("ort_fp32", ort_cmd, lambda j: {"": j["median_ms"]})]
+    if not args.no_stock:
+        # The stock model runs its fp32 products on the system BLAS (seconds per call on a
+        # transformer): --stock-iterations caps its timed calls (its warmup is one call).
+        stock_iterations = str(args.stock_iterations or iterations)
+        stock_common = ["--iterations", stock_iterations, "--warmup", "1" if args.stock_iterations else warmup,
+                        "--threads", threads, "--json", "-", "-q"]
+        configs.append(Config("stock_fp32", [args.ipex_tool, "bench", original, *tool_inputs,
+                                             "--baseline", "stock", "--original", original,
+                                             *stock_common], tool_parse))
     if args.stock_bf16:
         configs.append(Config("stock_autocast_bf16",
                               [PYTHON, os.path.abspath(__file__), "_time_autocast", original,
@@ -267,6 +274,10 @@ def main(argv):
                         help="directory whose node_modules holds onnxruntime-node (default $IPEX_ORT_DIR)")
     parser.add_argument("--stock-bf16", action="store_true",
                         help="also time the original under torch.cpu.amp.autocast bf16 in python")
+    parser.add_argument("--no-stock", action="store_true",
+                        help="do not time the stock libtorch runs (ratios to stock are then '-')")
+    parser.add_argument("--stock-iterations", type=int,
+                        help="timed calls of the stock fp32 process (default --iterations; its warmup is then 1)")
     parser.add_argument("--flops", type=float, help="floating-point operations per forward call")
     parser.add_argument("--peak-bf16-gflops", type=float, default=PEAK_BF16_GFLOPS,
                         help=f"bf16 compute peak (default {PEAK_BF16_GFLOPS:g})")

@@ -6,9 +6,11 @@
 # fails to optimize is reported and the others go on.
 #
 # usage: bash bench/transformers.sh [--rounds N] [--iterations N] [--warmup N] [--only NAME]...
-#                                   [--work DIR] [--no-stock-bf16] [--enforce]
+#                                   [--work DIR] [--no-stock-bf16] [--stock-iterations N] [--enforce]
 #   --only takes a model name or a comma-separated list (repeatable); names as in
-#   make_transformer_models.py. Results: WORK/NAME/result.json and WORK/summary.md.
+#   make_transformer_models.py. --stock-iterations (default 3) caps the timed calls of stock
+#   libtorch fp32, which takes seconds per call on a transformer.
+#   Results: WORK/NAME/result.json and WORK/summary.md.
 # Environment: IPEX_BUILD_DIR (default ./build; needs apps/ipex-tool/ipex-tool built there),
 #   IPEX_ORT_DIR (where onnxruntime-node is installed; default BUILD/onnxruntime-node).
 # Exit: 0 done (targets reported), 1 a target missed with --enforce, 2 usage, 3 setup failed.
@@ -20,11 +22,11 @@ ort_dir="${IPEX_ORT_DIR:-$build/onnxruntime-node}"
 ort_version=1.30.0
 py=/usr/bin/python3
 work="$build/bench-transformers"
-rounds=5 iterations=20 warmup=5 enforce=() stock_bf16=(--stock-bf16) only=()
+rounds=5 iterations=20 warmup=5 stock_iterations=3 enforce=() stock_bf16=(--stock-bf16) only=()
 all_models=(bert_encoder vit_b16_b2 vit_b16_b8 gpt2_stack attention
             cnn_resnet50 cnn_mobilenet_v3 cnn_densenet121 cnn_shufflenet)
 
-usage() { sed -n '8,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '8,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 need_value() { [ $# -ge 2 ] && [ -n "$2" ] || { echo "transformers.sh: $1 needs a value" >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -34,12 +36,13 @@ while [ $# -gt 0 ]; do
         --only) need_value "$@"; IFS=, read -r -a names <<< "$2"; only+=("${names[@]}"); shift 2 ;;
         --work) need_value "$@"; work="$2"; shift 2 ;;
         --no-stock-bf16) stock_bf16=(); shift ;;
+        --stock-iterations) need_value "$@"; stock_iterations="$2"; shift 2 ;;
         --enforce) enforce=(--enforce); shift ;;
         -h|--help) usage ;;
         *) echo "transformers.sh: unknown option '$1'" >&2; usage ;;
     esac
 done
-for n in "$rounds" "$iterations" "$warmup"; do
+for n in "$rounds" "$iterations" "$warmup" "$stock_iterations"; do
     [[ "$n" =~ ^[0-9]+$ ]] || { echo "transformers.sh: '$n' is not a count" >&2; exit 2; }
 done
 models=("${all_models[@]}")
@@ -98,7 +101,8 @@ for name in "${models[@]}"; do
     done
     # shellcheck disable=SC2046  # targets_of prints separate words on purpose
     "$py" "$root/bench/ort_compare.py" "$dir" --ipex-tool "$tool" --rounds "$rounds" \
-        --iterations "$iterations" --warmup "$warmup" --flops "$(cat "$dir/flops.txt")" \
+        --iterations "$iterations" --warmup "$warmup" --stock-iterations "$stock_iterations" \
+        --flops "$(cat "$dir/flops.txt")" \
         "${stock_bf16[@]}" $(targets_of "$name") "${enforce[@]}" --json "$dir/result.json"
     rc=$?
     if [ $rc -eq 1 ]; then status=1; elif [ $rc -ne 0 ]; then
