@@ -1,5 +1,7 @@
 #include "launch/hostfile.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -117,6 +119,9 @@ std::vector<HostEntry> parse_hostfile(const std::string &text, const std::string
 }
 
 std::vector<HostEntry> load_hostfile(const std::string &path) {
+    struct stat st {};
+    if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        fail_bad_input("--hostfile " + path + ": is a directory, not a file of hosts");
     std::ifstream in(path, std::ios::binary);
     if (!in) fail_bad_input("--hostfile " + path + ": cannot read the file (" + std::strerror(errno) + ")");
     std::string text;
