@@ -82,6 +82,8 @@ std::string hostname() {
 }  // namespace
 
 int run_rank(const LaunchOptions &opts) {
+    // What a rank says reaches the console through mpirun; the launcher already says it.
+    if (!opts.verbose) diag::set_level(diag::Level::quiet);
     const Environment env = current_environment();
     const auto id = rank_identity(env);
     if (!id)
