@@ -121,6 +121,26 @@ void add_options(CLI::App &app, ipex::launch::LaunchOptions &o) {
     app.add_flag("--json", o.json, "Print the plan (--dry-run) or the run report as JSON on stdout")->group(out);
     app.add_flag("-q,--quiet", o.quiet, "No summary unless something failed")->group(out);
     app.add_flag("-v,--verbose", o.verbose, "Say more about what is done")->group(out);
+
+    const std::string multi = "Multi-node (through Open MPI or MPICH)";
+    app.add_option("--nnodes", o.nnodes, "Run on this many hosts, the first ones of --hostfile (default: all of them)")
+        ->group(multi)->type_name("N");
+    app.add_option("--nprocs-per-node", o.nprocs_per_node, "Ranks on each host; its cores are split among them (default: one per NUMA node)")
+        ->group(multi)->type_name("P");
+    app.add_option("--hostfile", o.hostfile, "Hosts, one a line: HOST, HOST slots=N or HOST:N; ipex-launch runs on the first")
+        ->group(multi)->type_name("FILE");
+    app.add_option("--master-addr", o.master_addr, "MASTER_ADDR of the ranks, an address of this machine (default: the first host)")
+        ->group(multi)->type_name("ADDR");
+    app.add_option("--master-port", o.master_port, "MASTER_PORT of the ranks")->group(multi)->type_name("PORT")->default_str("29500");
+    choice("--mpi", o.mpi, mpi_names(), "auto", "MPI launcher: openmpi (mpirun.openmpi), mpich (mpiexec.hydra); auto: Open MPI, else MPICH")
+        ->group(multi);
+    app.add_option("--extra-mpi-params", o.extra_mpi_params, "More arguments for mpirun/mpiexec, split like a shell does, e.g. \"--mca btl_tcp_if_include eth0\"")
+        ->group(multi)->type_name("\"ARGS\"");
+    app.add_flag("--skip-host-check", o.skip_host_check, "Do not probe the hosts (TCP port 22) before starting mpirun")->group(multi);
+    // Internal: the per-rank program mpirun starts (see man ipex-launch, MULTI-NODE RUNS).
+    app.add_flag("--rank-exec", o.rank_exec)->group("");
+    app.add_option("--report", o.report_to)->group("");
+    app.add_option("--rank-hosts", o.rank_hosts)->group("");
 }
 
 int launch_main(int argc, char **argv) {

@@ -13,6 +13,8 @@
 #include "launch/diagnostics.h"
 #include "launch/id_list.h"
 #include "launch/isa_check.h"
+#include "launch/mpi_launch.h"
+#include "launch/rank_exec.h"
 #include "launch/report.h"
 #include "launch/runner.h"
 
@@ -23,6 +25,8 @@ std::string get(const Environment &env, const std::string &name) {
     auto it = env.find(name);
     return it == env.end() ? std::string() : it->second;
 }
+
+}  // namespace
 
 void make_dirs(const std::string &dir) {
     std::string path;
@@ -59,6 +63,8 @@ void write_file_atomically(const std::string &path, const std::string &text) {
         fail_usage("cannot write '" + path + "': " + std::strerror(err));
     }
 }
+
+namespace {
 
 std::string plural(size_t n, const std::string &word) {
     return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
@@ -180,6 +186,9 @@ LaunchPlan make_plan(const LaunchOptions &opts, const Topology &topo, const Envi
 
 int run_launch(const LaunchOptions &opts) {
     diag::set_level(opts.quiet ? diag::Level::quiet : opts.verbose ? diag::Level::verbose : diag::Level::normal);
+    if (opts.rank_exec) return run_rank(opts);
+    validate_multi_node(opts);
+    if (opts.multi_node()) return run_multi_node(opts);
     validate(opts);
     const Environment env = current_environment();
     const LaunchPlan plan = make_plan(opts, load_topology(opts), env);

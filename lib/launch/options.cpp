@@ -57,6 +57,38 @@ void validate(const LaunchOptions &opts) {
     if (opts.quiet && opts.verbose) fail_usage("--quiet and --verbose conflict; pick one");
 }
 
+void validate_multi_node(const LaunchOptions &opts) {
+    const bool multi = opts.multi_node() || opts.rank_exec;
+    const std::pair<bool, const char *> needs_multi[] = {
+        {!opts.master_addr.empty(), "--master-addr"},
+        {opts.master_port != 29500, "--master-port"},
+        {opts.mpi != MpiKind::auto_select, "--mpi"},
+        {!opts.extra_mpi_params.empty(), "--extra-mpi-params"},
+        {opts.skip_host_check, "--skip-host-check"}};
+    for (const auto &[given, flag] : needs_multi)
+        if (given && !multi)
+            fail_usage(std::string(flag) + " is for multi-node runs; add --nnodes N --hostfile FILE "
+                                           "(or --nprocs-per-node P for one host)");
+    if (!multi) return;
+    if (opts.nnodes < 0) fail_usage("--nnodes " + std::to_string(opts.nnodes) + ": must be 1 or more");
+    if (opts.nprocs_per_node < 0)
+        fail_usage("--nprocs-per-node " + std::to_string(opts.nprocs_per_node) +
+                   ": must be 1 or more (0: one rank per NUMA node)");
+    if (opts.nnodes > 1 && opts.hostfile.empty())
+        fail_usage("--nnodes " + std::to_string(opts.nnodes) + " needs --hostfile FILE naming the hosts");
+    if (opts.master_port < 1 || opts.master_port > 65535)
+        fail_usage("--master-port " + std::to_string(opts.master_port) + ": must be a TCP port (1-65535)");
+    const std::pair<bool, const char *> single_only[] = {
+        {opts.ninstances != 0, "--ninstances"},
+        {!opts.instance_idx.empty(), "--instance-idx"},
+        {opts.latency_mode, "--latency-mode"},
+        {opts.throughput_mode, "--throughput-mode"}};
+    for (const auto &[given, flag] : single_only)
+        if (given)
+            fail_usage(std::string(flag) + " plans instances on one host; a multi-node run has "
+                       "--nprocs-per-node ranks on each host: drop " + flag);
+}
+
 PartitionRequest partition_request(const LaunchOptions &opts) {
     PartitionRequest req;
     req.ninstances = opts.ninstances;

@@ -8,6 +8,7 @@
 
 #include "launch/binding.h"
 #include "launch/env_plan.h"
+#include "launch/mpi_command.h"
 #include "launch/partition.h"
 
 namespace ipex::launch {
@@ -52,6 +53,23 @@ struct LaunchOptions {
     bool json = false;
     bool quiet = false;
     bool verbose = false;
+
+    // Multi-node runs through an MPI process manager (any of the first three turns it on).
+    int nnodes = 0;           // 0: every host of the hostfile (1 without one)
+    int nprocs_per_node = 0;  // 0: one rank per NUMA node
+    std::string hostfile;
+    std::string master_addr;  // "": the first host (127.0.0.1 without a hostfile)
+    int master_port = 29500;
+    MpiKind mpi = MpiKind::auto_select;
+    std::string extra_mpi_params;
+    bool skip_host_check = false;
+
+    // Internal: what mpirun starts on each host for one rank (hidden options).
+    bool rank_exec = false;
+    std::string report_to;   // ADDR:PORT:TOKEN of the launcher's report listener
+    std::string rank_hosts;  // host names in rank order, comma-separated (for labels)
+
+    bool multi_node() const { return nnodes != 0 || nprocs_per_node != 0 || !hostfile.empty(); }
 };
 
 // Choice names as written on the command line (the man page lists the same).
@@ -69,6 +87,9 @@ std::string name_of(const std::map<std::string, E> &names, E value) {
 
 // Cross-option checks that do not need the topology. Throws Error(usage).
 void validate(const LaunchOptions &opts);
+
+// The multi-node options against each other and the single-host ones. Throws Error(usage).
+void validate_multi_node(const LaunchOptions &opts);
 
 // The partitioning part of the options, lists parsed. Throws Error(usage).
 PartitionRequest partition_request(const LaunchOptions &opts);

@@ -7,7 +7,6 @@
 #include "launch/isa_check.h"
 
 namespace ipex::launch {
-namespace {
 
 std::string fixed(double value, int digits) {
     char buf[64];
@@ -43,9 +42,13 @@ std::string render_table(const std::vector<std::vector<std::string>> &rows, cons
     return out;
 }
 
+namespace {
+
 std::string plural(int n, const std::string &word) {
     return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
+
+}  // namespace
 
 nlohmann::json topology_json(const Topology &t) {
     int e_cores = 0;
@@ -74,8 +77,6 @@ nlohmann::json instance_json(const InstancePlan &ip) {
             {"log_file", ip.log_path.empty() ? nlohmann::json(nullptr) : nlohmann::json(ip.log_path)}};
 }
 
-}  // namespace
-
 std::string shell_join(const std::vector<std::string> &argv) {
     std::string out;
     for (const auto &arg : argv) {
@@ -94,7 +95,7 @@ std::string shell_join(const std::vector<std::string> &argv) {
 }
 
 IsaCheck check_isa(const std::vector<InstanceOutcome> &outcomes, const std::string &isa,
-                   double min_share) {
+                   double min_share, const std::string &unit) {
     IsaCheck check;
     check.requested = true;
     check.isa = isa;
@@ -107,7 +108,7 @@ IsaCheck check_isa(const std::vector<InstanceOutcome> &outcomes, const std::stri
         check.passed.push_back(passed);
         if (passed) continue;
         check.ok = false;
-        failures += (failures.empty() ? "" : "; ") + std::string("instance ") + std::to_string(o.index);
+        failures += (failures.empty() ? "" : "; ") + unit + " " + std::to_string(o.index);
         if (!o.verbose.has_compute()) {
             failures += " ran no oneDNN convolution/matmul";
         } else {
@@ -118,7 +119,7 @@ IsaCheck check_isa(const std::vector<InstanceOutcome> &outcomes, const std::stri
         }
     }
     if (!check.ok)
-        check.message = "--require-isa " + isa + " not met (each instance needs " + percent(min_share) +
+        check.message = "--require-isa " + isa + " not met (each " + unit + " needs " + percent(min_share) +
                         " of its convolution/matmul time on it): " + failures;
     return check;
 }
@@ -186,12 +187,13 @@ std::string summary_text(const LaunchPlan &plan, const std::vector<InstanceOutco
     return "ipex-launch summary:\n" + render_table(rows, "  ");
 }
 
-std::string verbose_text(const std::vector<InstanceOutcome> &outcomes, const IsaCheck &check) {
+std::string verbose_text(const std::vector<InstanceOutcome> &outcomes, const IsaCheck &check,
+                         const std::string &unit) {
     std::ostringstream out;
     for (size_t i = 0; i < outcomes.size(); ++i) {
         const auto &o = outcomes[i];
         const auto &v = o.verbose;
-        out << "oneDNN, instance " << o.index << ": AMX: " << (v.used_amx() ? "yes" : "no");
+        out << "oneDNN, " << unit << " " << o.index << ": AMX: " << (v.used_amx() ? "yes" : "no");
         if (!o.verbose_info.version.empty()) out << "; oneDNN " << o.verbose_info.version;
         if (!o.verbose_info.isa.empty()) out << "; " << o.verbose_info.isa;
         out << "\n";

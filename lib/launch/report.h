@@ -23,8 +23,9 @@ struct IsaCheck {
 };
 
 // Each instance must run at least `min_share` of its compute time on `isa`.
+// `unit` names an outcome in messages ("instance", or "rank" in a multi-node run).
 IsaCheck check_isa(const std::vector<InstanceOutcome> &outcomes, const std::string &isa,
-                   double min_share);
+                   double min_share, const std::string &unit = "instance");
 
 nlohmann::json plan_json(const LaunchPlan &plan);
 std::string plan_text(const LaunchPlan &plan);
@@ -33,12 +34,22 @@ std::string plan_text(const LaunchPlan &plan);
 std::string summary_text(const LaunchPlan &plan, const std::vector<InstanceOutcome> &outcomes);
 
 // Per instance: primitive kind x implementation with counts, time and share; AMX yes/no.
-std::string verbose_text(const std::vector<InstanceOutcome> &outcomes, const IsaCheck &check);
+std::string verbose_text(const std::vector<InstanceOutcome> &outcomes, const IsaCheck &check,
+                         const std::string &unit = "instance");
 
 // The plan plus, per instance, pid, status, wall time, peak RSS and (with `with_onednn`)
 // the oneDNN statistics.
 nlohmann::json results_json(const LaunchPlan &plan, const std::vector<InstanceOutcome> &outcomes,
                             const IsaCheck &check, bool with_onednn);
+
+// Building blocks shared with the multi-node report (mpi_report.h).
+std::string fixed(double value, int digits);
+std::string percent(double share);
+std::string human_kib(long kib);
+// Left-aligned columns separated by two spaces, each line starting with `indent`.
+std::string render_table(const std::vector<std::vector<std::string>> &rows, const std::string &indent);
+nlohmann::json topology_json(const Topology &t);
+nlohmann::json instance_json(const InstancePlan &ip);
 
 // "a b 'c d'": argv quoted for a POSIX shell.
 std::string shell_join(const std::vector<std::string> &argv);

@@ -97,7 +97,9 @@ void Loop::handle_line(Instance &inst, Stream &stream, const std::string &line) 
         }
     }
     if (!settings_.console || (verbose_line && settings_.hide_verbose_lines)) return;
-    const std::string text = "[" + std::to_string(inst.spec->index) + "] " + line + "\n";
+    const std::string &label = inst.spec->label;
+    const std::string text =
+        "[" + (label.empty() ? std::to_string(inst.spec->index) : label) + "] " + line + "\n";
     write_all(stream.console_fd, text.data(), text.size());
 }
 
@@ -109,6 +111,12 @@ void Loop::read_stream(Instance &inst, Stream &stream, bool until_eagain) {
         if (n <= 0) {
             if (n == 0 || errno != EAGAIN) close_stream(inst, stream);
             return;
+        }
+        if (settings_.on_output) {
+            settings_.on_output(*inst.spec, &stream == &inst.out ? 1 : 2, buf,
+                                static_cast<size_t>(n));
+            if (!until_eagain) return;
+            continue;
         }
         if (inst.log_fd >= 0) write_all(inst.log_fd, buf, static_cast<size_t>(n));
         stream.partial.append(buf, static_cast<size_t>(n));

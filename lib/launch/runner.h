@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@ struct RunSpec {
     std::vector<std::string> envp;  // NAME=value
     PreparedBinding binding;
     std::string log_path;           // "" for no log file
+    std::string label;              // console prefix "[label] "; "" for the index
 };
 
 struct RunSettings {
@@ -30,6 +32,9 @@ struct RunSettings {
     bool hide_verbose_lines = false; // keep oneDNN verbose lines out of the console
     double timeout_seconds = 0;      // 0: none
     double kill_grace_seconds = 10;  // SIGTERM -> SIGKILL delay after a timeout
+    // When set, receives each instance's output as read (stream 1 or 2) instead of the
+    // console, log file and verbose handling (a multi-node rank sends it to the launcher).
+    std::function<void(const RunSpec &spec, int stream, const char *data, size_t size)> on_output;
 };
 
 struct InstanceOutcome {

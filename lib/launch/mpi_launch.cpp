@@ -1,0 +1,191 @@
+#include "launch/mpi_launch.h"
+
+#include <unistd.h>
+
+#include <climits>
+#include <iostream>
+#include <memory>
+
+#include "launch/diagnostics.h"
+#include "launch/host_check.h"
+#include "launch/id_list.h"
+#include "launch/isa_check.h"
+#include "launch/mpi_report.h"
+#include "launch/rank_collector.h"
+#include "launch/rank_report.h"
+
+namespace ipex::launch {
+namespace {
+
+constexpr int kProbeTimeoutMs = 3000;
+// After mpirun ends, how long rank connections may still deliver output.
+constexpr double kDrainSeconds = 5.0;
+
+std::string self_executable() {
+    char buf[PATH_MAX] = {0};
+    const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+    if (n <= 0) fail_internal("cannot find this program's path (/proc/self/exe)");
+    return std::string(buf, static_cast<size_t>(n));
+}
+
+std::string joined(const std::vector<std::string> &items) {
+    std::string out;
+    for (const auto &i : items) out += (out.empty() ? "" : ", ") + i;
+    return out;
+}
+
+std::string where(const MultiNodePlan &plan, const HostEntry &h) {
+    return "--hostfile " + plan.hostfile + " line " + std::to_string(h.line);
+}
+
+}  // namespace
+
+std::vector<HostCheckProblem> check_hosts(const MultiNodePlan &plan, bool probe, int probe_timeout_ms) {
+    std::vector<HostCheckProblem> problems;
+    const HostEntry &first = plan.hosts.front();
+    const bool master_is_first = plan.master_addr == first.name;
+    if (!is_local_host(plan.master_addr)) {
+        const std::string mine = joined(local_addresses());
+        if (master_is_first && !plan.hostfile.empty())
+            problems.push_back({ExitCode::usage,
+                                "the first host of " + where(plan, first) + ", " + first.name +
+                                    ", is not this machine (its addresses: " + mine +
+                                    "); rank 0 runs where ipex-launch runs and is the master address: "
+                                    "run ipex-launch on " + first.name + " or list this machine first"});
+        else
+            problems.push_back({ExitCode::usage, "--master-addr " + plan.master_addr +
+                                                     " is not an address of this machine (its addresses: " + mine +
+                                                     "); rank 0 runs here and torch.distributed listens on "
+                                                     "MASTER_ADDR: pass one of them"});
+    } else if (!master_is_first && !is_local_host(first.name)) {
+        problems.push_back({ExitCode::usage, "rank 0 runs on the first host of " + where(plan, first) + ", " +
+                                                 first.name + ", which is not this machine; run ipex-launch there "
+                                                 "or list this machine first"});
+    }
+    if (!probe) return problems;
+    std::vector<std::string> remote;
+    std::vector<const HostEntry *> entries;
+    for (size_t i = 1; i < plan.hosts.size(); ++i) {
+        if (is_local_host(plan.hosts[i].name)) continue;
+        remote.push_back(plan.hosts[i].name);
+        entries.push_back(&plan.hosts[i]);
+    }
+    const auto probes = probe_hosts(remote, kProbePort, probe_timeout_ms);
+    for (size_t i = 0; i < probes.size(); ++i) {
+        const auto &p = probes[i];
+        if (p.reachable) continue;
+        if (!p.resolved)
+            problems.push_back({ExitCode::bad_input, where(plan, *entries[i]) + ": host " + p.host +
+                                                         " does not resolve (check the name, or write its address)"});
+        else
+            problems.push_back({ExitCode::bad_input,
+                                where(plan, *entries[i]) + ": host " + p.host + " does not answer (TCP port " +
+                                    std::to_string(kProbePort) + ": " + p.error +
+                                    "); check that it is up and reachable, or pass --skip-host-check if the MPI "
+                                    "launcher reaches it another way"});
+    }
+    return problems;
+}
+
+int run_multi_node(const LaunchOptions &opts) {
+    validate_multi_node(opts);
+    const Environment env = current_environment();
+    const Topology topo = load_topology(opts);
+    std::vector<HostEntry> hosts;
+    if (opts.hostfile.empty()) hosts.push_back({"localhost", 0, 0});
+    else hosts = load_hostfile(opts.hostfile);
+
+    std::unique_ptr<ReportListener> listener;
+    if (!opts.dry_run) listener = std::make_unique<ReportListener>();
+    const MultiNodePlan plan =
+        make_multi_node_plan(opts, topo, env, hosts, self_executable(),
+                             listener ? std::to_string(listener->port()) : "PORT", listener ? listener->token() : "TOKEN");
+    for (const auto &w : plan.warnings)  // a missing MPI launcher is the error below when running
+        if (opts.dry_run || plan.mpi_found || w != mpi_not_found(opts.mpi)) diag::warn(w);
+    if (opts.dry_run) {
+        std::cout << (opts.json ? multi_node_plan_json(plan).dump(2) + "\n" : multi_node_plan_text(plan));
+        return 0;
+    }
+    const auto problems = check_hosts(plan, !opts.skip_host_check, kProbeTimeoutMs);
+    if (!problems.empty()) {
+        for (size_t i = 1; i < problems.size(); ++i) diag::warn(problems[i].message);
+        throw Error(problems.front().code, problems.front().message);
+    }
+    if (!plan.mpi_found) fail_unsupported(mpi_not_found(opts.mpi));
+    if (!opts.log_dir.empty()) make_dirs(opts.log_dir);
+
+    const bool verbose_stats = opts.onednn_verbose || !opts.require_isa.empty();
+    CollectorSettings cs;
+    for (const auto &r : plan.ranks) {
+        cs.labels.push_back(r.host + ":" + std::to_string(r.rank));
+        cs.log_paths.push_back(r.instance.log_path);
+    }
+    cs.stdout_to_stderr = opts.json;
+    cs.parse_verbose = verbose_stats;
+    cs.hide_verbose_lines = verbose_stats;
+    RankCollector collector(*listener, cs);
+
+    RunSpec mpirun;
+    mpirun.index = 0;
+    mpirun.label = "mpirun";
+    mpirun.executable = plan.mpi.path;
+    mpirun.argv = plan.mpi_command;
+    for (const auto &[name, value] : env) mpirun.envp.push_back(name + "=" + value);
+    mpirun.log_path = plan.mpirun_log;
+    RunSettings settings;
+    settings.stdout_to_stderr = true;  // mpirun's own messages; the ranks' output comes by the report channel
+    settings.timeout_seconds = opts.timeout_seconds;
+    diag::verbose("running " + std::to_string(plan.world_size) + " ranks through " + shell_join(plan.mpi_command));
+    const InstanceOutcome mpirun_outcome = run_instances({mpirun}, settings).front();
+    std::vector<RankResult> ranks = collector.finish(kDrainSeconds);
+
+    std::vector<InstanceOutcome> outcomes;
+    for (size_t i = 0; i < ranks.size(); ++i) {
+        RankResult &r = ranks[i];
+        r.outcome.index = static_cast<int>(i);
+        if (!r.finished) {
+            r.outcome.start_error =
+                (r.started ? "ended without reporting its exit status (mpirun: " : "did not start (mpirun: ") +
+                (mpirun_outcome.start_error.empty() ? mpirun_outcome.status_text() : mpirun_outcome.start_error) +
+                (plan.mpirun_log.empty() ? "; its output is above)" : "; its log: " + plan.mpirun_log + ")");
+        }
+        if (mpirun_outcome.timed_out) r.outcome.timed_out = true;
+        outcomes.push_back(r.outcome);
+    }
+
+    IsaCheck check;
+    if (!opts.require_isa.empty())
+        check = check_isa(outcomes, canonical_isa(opts.require_isa), opts.require_isa_share, "rank");
+    bool all_ok = mpirun_outcome.ok();
+    for (const auto &o : outcomes) all_ok = all_ok && o.ok();
+    if (!opts.quiet || !all_ok || !check.ok) {
+        std::cerr << rank_summary_text(plan, ranks);
+        if (verbose_stats) std::cerr << verbose_text(outcomes, check, "rank");
+    }
+    const auto report = multi_node_results_json(plan, ranks, mpirun_outcome, check, verbose_stats);
+    if (opts.json) std::cout << report.dump(2) << "\n";
+    if (!opts.log_dir.empty())
+        write_file_atomically(opts.log_dir + "/" + opts.log_file_prefix + "_summary.json", report.dump(2) + "\n");
+    if (!all_ok) {
+        std::vector<int> failed;
+        std::string first;
+        for (const auto &o : outcomes)
+            if (!o.ok()) {
+                failed.push_back(o.index);
+                if (first.empty())
+                    first = "rank " + std::to_string(o.index) + " on " + plan.ranks[static_cast<size_t>(o.index)].host +
+                            ": " + (o.start_error.empty() ? o.status_text() : o.start_error);
+            }
+        if (failed.empty())
+            fail_check("mpirun " + (mpirun_outcome.start_error.empty() ? mpirun_outcome.status_text()
+                                                                      : mpirun_outcome.start_error) +
+                       " although every rank succeeded" +
+                       (plan.mpirun_log.empty() ? " (its output is above)" : " (log: " + plan.mpirun_log + ")"));
+        fail_check(std::to_string(failed.size()) + " of " + std::to_string(outcomes.size()) + " ranks failed (" +
+                   format_id_list(failed) + "); first: " + first);
+    }
+    if (!check.ok) fail_check(check.message);
+    return 0;
+}
+
+}  // namespace ipex::launch

@@ -1,0 +1,50 @@
+// The launcher's end of the rank report channel (rank_report.h): a thread that accepts
+// one connection per rank, writes each rank's output to its log file and, line by line
+// with a "[host:rank] " prefix, to the console, collects oneDNN verbose statistics per rank
+// and keeps each rank's placement and exit status. It runs while mpirun runs.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "launch/partition.h"
+#include "launch/rank_report.h"
+#include "launch/runner.h"
+
+namespace ipex::launch {
+
+struct RankResult {
+    bool started = false;   // said hello
+    bool finished = false;  // sent its exit status
+    std::string hostname;   // as the host calls itself
+    InstancePlacement placement;  // as planned on its host
+    InstanceOutcome outcome;
+};
+
+struct CollectorSettings {
+    std::vector<std::string> labels;     // per rank: "host:rank"
+    std::vector<std::string> log_paths;  // per rank, "" for none
+    bool stdout_to_stderr = false;
+    bool parse_verbose = false;
+    bool hide_verbose_lines = false;
+};
+
+class RankCollector {
+public:
+    // Starts the thread. Throws Error(usage) when a log file cannot be created.
+    RankCollector(const ReportListener &listener, CollectorSettings settings);
+    ~RankCollector();
+    RankCollector(const RankCollector &) = delete;
+    RankCollector &operator=(const RankCollector &) = delete;
+
+    // Waits up to `grace_seconds` for the open connections to end, stops the thread and
+    // returns the result of every rank.
+    std::vector<RankResult> finish(double grace_seconds);
+
+private:
+    struct State;
+    std::unique_ptr<State> state_;
+};
+
+}  // namespace ipex::launch
