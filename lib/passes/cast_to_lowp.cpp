@@ -248,6 +248,7 @@ void LowpCaster::process_op(Node *node) {
 void LowpCaster::cast_inputs_lowp(Node *node) {
     const auto kind = node->kind();
     const bool embedding = kind == c10::aten::embedding || kind == c10::aten::embedding_bag;
+    const bool attention = kind == c10::Symbol::fromQualString("ipex::attention");
     const auto &args = node->schema().arguments();
     const size_t count = std::min(args.size(), node->inputs().size());
     bool must_be_floating = is_conv_kind(kind) || kind == c10::aten::linear;
@@ -258,6 +259,7 @@ void LowpCaster::cast_inputs_lowp(Node *node) {
     for (size_t i = 0; i < count; ++i) {
         if (!is_tensor_like(node->input(i)->type()) || writes_argument(node, i)) continue;
         if (embedding && args[i].name() != "weight" && args[i].name() != "per_sample_weights") continue;
+        if (attention && args[i].name() != "query" && args[i].name() != "key" && args[i].name() != "value") continue;
         Value *input = node->input(i);
         if (const auto tensor = constant_tensor(input)) {
             if (tensor->is_floating_point() && tensor->scalar_type() != lowp_)

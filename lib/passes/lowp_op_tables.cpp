@@ -151,6 +151,9 @@ Table build_table() {
     table[aten("embedding_bag")].rule = OutputRule::values_indices;
     for (const char *name : kFp32Ops) table[aten(name)] = {LowpCategory::fp32, OutputRule::reduce};
     for (const auto &op : kAnyOps) table[aten(op.name)] = {LowpCategory::any, op.rule};
+    // Our fused attention: query, key and value in the low dtype (cast_to_lowp leaves its mask
+    // and bias alone); the output has the query's dtype.
+    table[c10::Symbol::fromQualString("ipex::attention")] = {LowpCategory::lowp, OutputRule::same};
     // Outputs of these fp32 ops are values plus int64 indices.
     for (const char *name : {"max_pool3d_with_indices", "adaptive_max_pool3d", "fractional_max_pool2d"})
         table[aten(name)].rule = OutputRule::values_indices;

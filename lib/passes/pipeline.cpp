@@ -26,6 +26,7 @@
 #include "passes/fold_conv_bn.h"
 #include "passes/fold_linear_bn.h"
 #include "passes/fuse_conv_sum.h"
+#include "passes/fuse_attention.h"
 #include "passes/fuse_eltwise.h"
 #include "passes/fuse_linear_binary.h"
 #include "passes/optimize_lstm.h"
@@ -251,6 +252,9 @@ const std::vector<Knob> &knobs() {
          "merge Linears that share an input into one Linear and a split"},
         {"channels-last", "to_channels_last", true, true,
          "channels-last weights (and entry) for 2-D convolutions"},
+        {"fuse-attention", "fuse_attention", true, true,
+         "replace attention written out as matmul, scale, mask, softmax and matmul by one blocked attention op "
+         "(needs libipex_ops.so; off with --portable or --no-weights-prepack)"},
         {"weights-prepack", "weights_prepack", true, true,
          "run conv/linear as oneDNN ops with weights prepacked once and elementwise neighbours fused "
          "(needs libipex_ops.so to run; --portable turns it off)"},
@@ -364,6 +368,7 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
         {"fold_linear_bn", [](GraphPtr &g) { return fold_linear_bn(g); }},
         {"concat_linear", [](GraphPtr &g) { return concat_linear(g); }},
         {"to_channels_last", [](GraphPtr &g) { return to_channels_last(g); }},
+        {"fuse_attention", [](GraphPtr &g) { return fuse_attention(g); }},
     };
     for (const auto &k : knobs()) {
         const bool on = knob_enabled(k, options);
@@ -372,6 +377,13 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
             passes.push_back(pass_entry(k.pass, "not_available"));
             if (options.knob_overrides.count(k.flag) && on)
                 warn(std::string("--") + k.flag + " is not available in this version; the model is optimized without it");
+            continue;
+        }
+        if (on && !prepacked && std::string(k.pass) == "fuse_attention") {
+            passes.push_back(pass_entry(k.pass, "disabled"));
+            if (options.knob_overrides.count(k.flag))
+                warn("--fuse-attention needs the prepacked oneDNN ops (--weights-prepack: on at O1, off with "
+                     "--portable); attention kept as aten ops");
             continue;
         }
         if (!on) {
