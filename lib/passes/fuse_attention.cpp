@@ -2,6 +2,7 @@
 
 #include <torch/csrc/jit/ir/ir.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,21 @@ const c10::Symbol kDiv = c10::Symbol::fromQualString("aten::div");
 const c10::Symbol kAdd = c10::Symbol::fromQualString("aten::add");
 const c10::Symbol kWhere = c10::Symbol::fromQualString("aten::where");
 const c10::Symbol kMaskedFill = c10::Symbol::fromQualString("aten::masked_fill");
+// In-place forms: taken when the value they write has no other use (a traced `s += bias`
+// hands its output on; a scripted one keeps using the written value, which then has two uses).
+const c10::Symbol kMulInPlace = c10::Symbol::fromQualString("aten::mul_");
+const c10::Symbol kDivInPlace = c10::Symbol::fromQualString("aten::div_");
+const c10::Symbol kAddInPlace = c10::Symbol::fromQualString("aten::add_");
+const c10::Symbol kMaskedFillInPlace = c10::Symbol::fromQualString("aten::masked_fill_");
+
+// The out-of-place kind of an in-place scores op, else the kind itself.
+c10::Symbol plain_kind(const torch::jit::Node *n) {
+    if (n->kind() == kMulInPlace) return kMul;
+    if (n->kind() == kDivInPlace) return kDiv;
+    if (n->kind() == kAddInPlace) return kAdd;
+    if (n->kind() == kMaskedFillInPlace) return kMaskedFill;
+    return n->kind();
+}
 const c10::Symbol kTo = c10::Symbol::fromQualString("aten::to");
 const c10::Symbol kTypeAs = c10::Symbol::fromQualString("aten::type_as");
 const c10::Symbol kTranspose = c10::Symbol::fromQualString("aten::transpose");
@@ -34,14 +50,27 @@ bool is_product(const Node *n) { return (n->kind() == kMatmul || n->kind() == kB
 
 bool is_tensor(const Value *v) { return v->type()->cast<c10::TensorType>() != nullptr; }
 
-// A constant number, or a constant tensor holding one element.
+// A constant number, or a constant tensor holding one element, possibly cast
+// (`mask_value.to(scores.dtype)`, type_as).
 std::optional<double> constant_scalar(const Value *v) {
     if (const auto d = constant_double(v)) return d;
     if (const auto i = constant_int(v)) return static_cast<double>(*i);
     if (const auto t = constant_tensor(v))
-        if (t->numel() == 1 && t->dim() == 0 && (t->is_floating_point() || !t->is_complex()))
-            return t->item<double>();
+        if (t->numel() == 1 && t->dim() == 0 && !t->is_complex()) return t->item<double>();
+    const Node *n = v->node();
+    if ((n->kind() == kTo || n->kind() == kTypeAs) && !n->inputs().empty()) return constant_scalar(n->input(0));
     return std::nullopt;
+}
+
+// Whether `user` is the only use of `v` that needs its values: other uses may read its dtype
+// or shape (prim::dtype, size, the second operand of type_as), which die with the pattern.
+bool only_use_besides_metadata(const Value *v, const Node *user) {
+    for (const auto &use : v->uses()) {
+        if (use.user == user) continue;
+        if (is_shape_query(use.user) || (use.user->kind() == kTypeAs && use.offset == 1)) continue;
+        return false;
+    }
+    return true;
 }
 
 // aten::to(x, float32, ...): the identity in an fp32 graph.
@@ -66,11 +95,12 @@ bool is_weights_cast(const Node *n) {
 bool leads_to_product(const Value *v) {
     for (int depth = 0; depth < 16; ++depth) {
         const Node *n = v->node();
+        const c10::Symbol kind = plain_kind(n);
         if (is_product(n)) return true;
-        if (n->kind() == kWhere) {
+        if (kind == kWhere) {
             v = constant_scalar(n->input(2)) ? n->input(1) : n->input(2);
-        } else if (n->kind() == kMul || n->kind() == kDiv || n->kind() == kMaskedFill || is_fp32_cast(n)) {
-            v = constant_scalar(n->input(0)) && n->kind() == kMul ? n->input(1) : n->input(0);
+        } else if (kind == kMul || kind == kDiv || kind == kMaskedFill || is_fp32_cast(n)) {
+            v = constant_scalar(n->input(0)) && kind == kMul ? n->input(1) : n->input(0);
         } else {
             return false;
         }
@@ -91,9 +121,8 @@ std::optional<Match> match(Node *softmax, std::string &why) {
     Match m;
     // softmax(S, -1[, float32]) or _softmax(S, -1, false)
     const auto dim = constant_int(softmax->input(1));
-    const auto rank = known_rank(softmax->input(0));
-    if (!dim || !(*dim == -1 || (rank && *dim == static_cast<int64_t>(*rank) - 1))) {
-        why = "softmax is not over the last dim";
+    if (!dim) {
+        why = "the softmax dim is not a constant";
         return std::nullopt;
     }
     if (softmax->kind() == kSoftmax && softmax->inputs().size() > 2 && !is_constant_none(softmax->input(2)) &&
@@ -109,6 +138,7 @@ std::optional<Match> match(Node *softmax, std::string &why) {
     Value *p = softmax->output();
     while (p->uses().size() == 1 && is_weights_cast(p->uses()[0].user) && p->uses()[0].offset == 0)
         p = p->uses()[0].user->output();
+    // (the metadata reads the single-use checks allow are dropped with the pattern)
     if (p->uses().size() != 1 || !is_product(p->uses()[0].user) || p->uses()[0].offset != 0) {
         why = "the attention weights are used by more than a product with the values";
         return std::nullopt;
@@ -116,32 +146,35 @@ std::optional<Match> match(Node *softmax, std::string &why) {
     m.out = p->uses()[0].user;
     // Up: casts, bias, mask, scales, then Q @ Kt.
     Value *s = softmax->input(0);
+    Node *user = softmax;
     bool bias_seen = false, mask_seen = false;
     double below = 1.0;  // scales met since the last bias or mask (walking up)
     for (;;) {
         Node *n = s->node();
-        if (s->uses().size() != 1) {
+        const c10::Symbol kind = plain_kind(n);
+        if (!only_use_besides_metadata(s, user)) {
             why = "the scores are used elsewhere";
             return std::nullopt;
         }
+        user = n;
         if (is_product(n)) {
             m.product = n;
             break;
         }
         if (is_fp32_cast(n)) {
             s = n->input(0);
-        } else if (n->kind() == kMul || n->kind() == kDiv) {
+        } else if (kind == kMul || kind == kDiv) {
             const auto right = constant_scalar(n->input(1));
-            const auto left = n->kind() == kMul ? constant_scalar(n->input(0)) : std::nullopt;
+            const auto left = kind == kMul && n->kind() == kMul ? constant_scalar(n->input(0)) : std::nullopt;
             if (!right && !left) {
                 why = std::string(n->kind().toQualString()) + " by a value that is not a constant number";
                 return std::nullopt;
             }
-            const double factor = right ? (n->kind() == kDiv ? 1.0 / *right : *right) : *left;
+            const double factor = right ? (kind == kDiv ? 1.0 / *right : *right) : *left;
             m.scale *= factor;
             below *= factor;
             s = right ? n->input(0) : n->input(1);
-        } else if (n->kind() == kAdd && !bias_seen && !mask_seen) {
+        } else if (kind == kAdd && !bias_seen && !mask_seen) {
             const Value *alpha = input_named(n, "alpha");
             if (!alpha || constant_scalar(alpha) != 1.0 || !is_tensor(n->input(0)) || !is_tensor(n->input(1))) {
                 why = "an add that is not scores + tensor";
@@ -151,13 +184,13 @@ std::optional<Match> match(Node *softmax, std::string &why) {
                 why = "the scores are scaled after the bias is added";
                 return std::nullopt;
             }
-            const bool first = leads_to_product(n->input(0));
+            const bool first = n->kind() == kAddInPlace || leads_to_product(n->input(0));
             m.bias = n->input(first ? 1 : 0);
             s = n->input(first ? 0 : 1);
             bias_seen = true;
-        } else if ((n->kind() == kWhere || n->kind() == kMaskedFill) && !mask_seen) {
+        } else if ((kind == kWhere || kind == kMaskedFill) && !mask_seen) {
             std::optional<double> fill;
-            if (n->kind() == kMaskedFill) {
+            if (kind == kMaskedFill) {
                 fill = constant_scalar(n->input(2));
                 m.mask = n->input(1);
                 s = n->input(0);
@@ -181,6 +214,18 @@ std::optional<Match> match(Node *softmax, std::string &why) {
             return std::nullopt;
         }
     }
+    // The softmax runs over the scores' last dim: -1, or rank - 1 where the rank is known
+    // (of the scores, else of the product's operands).
+    if (*dim != -1) {
+        auto rank = known_rank(softmax->input(0));
+        const auto a = known_rank(m.product->input(0)), b = known_rank(m.product->input(1));
+        if (!rank && a && b && *a >= 2 && *b >= 2) rank = std::max(*a, *b);
+        if (!rank && m.product->kind() == kBmm) rank = 3;
+        if (!rank || *dim != static_cast<int64_t>(*rank) - 1) {
+            why = "softmax is not over the last dim";
+            return std::nullopt;
+        }
+    }
     return m;
 }
 
@@ -188,7 +233,8 @@ std::optional<Match> match(Node *softmax, std::string &why) {
 // transposed.
 Value *key_of(torch::jit::Graph &graph, Value *kt, Node *origin) {
     const Node *n = kt->node();
-    const auto rank = known_rank(n->inputs().empty() ? kt : n->input(0));
+    auto rank = known_rank(n->inputs().empty() ? kt : n->input(0));
+    if (!rank && origin->kind() == kBmm) rank = 3;
     auto last_two = [&](int64_t a, int64_t b) {
         if (a > b) std::swap(a, b);
         if (a == -2 && b == -1) return true;
@@ -231,7 +277,7 @@ PassResult fuse_attention(std::shared_ptr<torch::jit::Graph> &graph) {
             continue;
         }
         torch::jit::WithInsertPoint guard(m->out);
-        Value *key = key_of(*graph, m->product->input(1), m->out);
+        Value *key = key_of(*graph, m->product->input(1), m->product);
         Value *none = graph->insertConstant(c10::IValue());
         Node *att = graph->create(kAttention,
                                   {m->product->input(0), key, m->out->input(1), m->bias ? m->bias : none,

@@ -34,6 +34,8 @@ print(cos)
 """
 
 _fixtures = None
+# Fixtures whose attention stays unfused: need_weights returns the weights; einsum products.
+UNFUSED = {"mha_need_weights", "einsum_attention"}
 
 
 def fixtures() -> dict:
@@ -58,14 +60,25 @@ class OptimizeTransformers(e2e.ToolTestCase):
         after = self.inspect(out)["op_histogram"]
         for op in spec["absent_after"]:
             self.assertNotIn(op, after, f"{name} {dtype}: {op} left; {after}")
-        self.assertGreater(after.get("ipex::matmul", 0), 0, after)
+        fused = self.pass_entry(report, "fuse_attention")
+        if name in UNFUSED:
+            # The weights are returned too, or the products are einsums: the products run as
+            # ipex::matmul and the report says why the softmax stayed.
+            self.assertNotIn("ipex::attention", after)
+            self.assertGreaterEqual(after.get("ipex::matmul", 0), 2, after)
+            self.assertTrue(fused["skipped"], fused)
+        else:
+            # Every attention becomes one ipex::attention: no softmax or product of
+            # activations left.
+            self.assertGreater(after.get("ipex::attention", 0), 0, after)
+            for op in ("aten::softmax", "aten::matmul", "aten::bmm", "ipex::matmul"):
+                self.assertNotIn(op, after, f"{name} {dtype}: {op} left; {after}")
+            self.assertEqual(fused["count"], after["ipex::attention"], fused)
         if spec["fused_before"]:
             entry = self.pass_entry(report, "decompose_transformer_layer")
             self.assertGreater(entry["count"], 0, entry)
             self.assertEqual(entry["skipped"], [], entry)
-        matmuls = self.pass_entry(report, "replace_matmul")
-        self.assertEqual(matmuls["status"], "applied")
-        self.assertGreaterEqual(matmuls["count"], 2, matmuls)
+        self.assertEqual(self.pass_entry(report, "replace_matmul")["status"], "applied")
         verify = self.tool_json("verify", src, out, "--input", spec["input_file"], "--min-cosine",
                                 str(MIN_COSINE[dtype]), "--json")
         self.assertTrue(verify["ok"], verify)
@@ -89,7 +102,22 @@ class OptimizeTransformers(e2e.ToolTestCase):
         out = self.path("portable.pt")
         _, report = self.optimize(spec["file"], out, "--dtype", "bf16", "--portable")
         self.assertEqual(self.pass_entry(report, "replace_matmul")["status"], "disabled")
-        self.assertNotIn("ipex::matmul", self.inspect(out)["op_histogram"])
+        self.assertEqual(self.pass_entry(report, "fuse_attention")["status"], "disabled")
+        after = self.inspect(out)["op_histogram"]
+        self.assertNotIn("ipex::matmul", after)
+        self.assertNotIn("ipex::attention", after)
+
+    def test_no_fuse_attention_keeps_products_on_onednn(self):
+        spec = fixtures()["gpt2_block"]
+        out = self.path("unfused.pt")
+        _, report = self.optimize(spec["file"], out, "--dtype", "bf16", "--no-fuse-attention")
+        self.assertEqual(self.pass_entry(report, "fuse_attention")["status"], "disabled")
+        after = self.inspect(out)["op_histogram"]
+        self.assertNotIn("ipex::attention", after)
+        self.assertGreaterEqual(after.get("ipex::matmul", 0), 2, after)
+        verify = self.tool_json("verify", spec["file"], out, "--input", spec["input_file"], "--min-cosine",
+                                str(MIN_COSINE["bf16"]), "--json")
+        self.assertTrue(verify["ok"], verify)
 
 
 if __name__ == "__main__":
