@@ -195,6 +195,17 @@ nlohmann::json inspect_model(const LoadedModel &model) {
     report["runs_on"] = needs_ipex ? "ipex_ops" : (custom_ops.empty() ? "stock" : "stock+custom");
     report["dtype"] = recorded_dtype(model).value_or(dominant_float_dtype(tally));
     report["ipex"] = model.metadata ? *model.metadata : nlohmann::json(nullptr);
+    // What optimize rewrote (decompositions, fusions, prepacked ops), as it counted them, and
+    // the ipex ops that carry the result.
+    nlohmann::json rewrites = nlohmann::json::object();
+    if (model.metadata && model.metadata->contains("passes") && (*model.metadata)["passes"].is_object())
+        for (const auto &[pass, count] : (*model.metadata)["passes"].items())
+            if (count.is_number_integer() && count.get<int64_t>() > 0) rewrites[pass] = count;
+    report["rewrites"] = rewrites;
+    nlohmann::json fused = nlohmann::json::object();
+    for (const auto &[op, count] : histogram)
+        if (op.rfind(std::string(kIpexNamespace) + "::", 0) == 0) fused[op] = count;
+    report["ipex_ops"] = fused;
     return report;
 }
 
@@ -236,6 +247,15 @@ std::string format_inspect(const nlohmann::json &r) {
     for (const auto &[op, n] : r["op_histogram"].items()) ops.emplace_back(n.get<int>(), op);
     std::sort(ops.begin(), ops.end(), [](auto &a, auto &b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
     for (const auto &[n, op] : ops) out << "  " << std::setw(5) << std::right << n << "  " << op << "\n";
+    if (r.contains("rewrites") && !r["rewrites"].empty()) {
+        out << "rewrites:     ";
+        bool first = true;
+        for (const auto &[pass, n] : r["rewrites"].items()) {
+            out << (first ? "" : ", ") << pass << " " << n.get<int64_t>();
+            first = false;
+        }
+        out << "\n";
+    }
     if (!r["ipex"].is_null()) {
         out << "optimized by ipex-tool: dtype " << r["ipex"].value("dtype", "?") << ", level "
             << r["ipex"].value("level", "?") << ", from " << r["ipex"].value("source", "?") << "\n";

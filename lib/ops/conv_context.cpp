@@ -160,9 +160,11 @@ std::shared_ptr<const ConvolutionContext::Entry> ConvolutionContext::entry_for(
         // The same steps for either primitive kind.
         const auto build = [&](auto primitive_tag, dnnl::algorithm algorithm) {
             using Primitive = decltype(primitive_tag);
-            typename Primitive::desc desc(prop, algorithm, src_md, weight_md, bias_md, dst_md, strides, dilates,
-                                          pad_l, pad_r);
-            typename Primitive::primitive_desc pd(desc, attr, cpu_engine());
+            const auto pd = weights_->prefer_packed(weight_md, [&](const memory::desc &weights) {
+                typename Primitive::desc desc(prop, algorithm, src_md, weights, bias_md, dst_md, strides, dilates,
+                                              pad_l, pad_r);
+                return typename Primitive::primitive_desc(desc, attr, cpu_engine());
+            });
             entry->primitive = Primitive(pd);
             entry->weight = weights_->get(pd.weights_desc());
             entry->scratchpad = pd.scratchpad_desc();

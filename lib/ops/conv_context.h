@@ -74,6 +74,7 @@ public:
     int64_t spatial_dims() const { return weight_.dim() - 2; }
     std::string describe() const;
     size_t cached_shapes() const { return primitives_->size(); }
+    size_t packed_layouts() const { return weights_->layouts(); }
 
 private:
     struct Entry;

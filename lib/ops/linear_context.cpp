@@ -32,7 +32,7 @@ LinearContext::LinearContext(at::Tensor weight, c10::optional<at::Tensor> bias, 
     TORCH_CHECK(tensor_post_op(post_ops_) < 0 || post_ops_[tensor_post_op(post_ops_)].kind != "sum",
                 "ipex linear: use the add post-op rather than sum");
     weights_ = std::make_shared<WeightCache>(weight_.to(types.math).contiguous());
-    primitives_ = std::make_shared<PrimitiveCache<Entry>>();
+    reset_caches();
     if (tensor_post_op(post_ops_) < 0)
         entry_for(rows_hint_ > 0 ? rows_hint_ : kDefaultRows, types.output, "", types.output);
 }
@@ -63,9 +63,11 @@ std::shared_ptr<const LinearContext::Entry> LinearContext::entry_for(int64_t row
 
     auto entry = std::make_shared<Entry>();
     try {
-        dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference, src_md, weight_md, bias_md,
-                                               dst_md);
-        dnnl::inner_product_forward::primitive_desc pd(desc, attr, cpu_engine());
+        const auto pd = weights_->prefer_packed(weight_md, [&](const memory::desc &weights) {
+            dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference, src_md, weights, bias_md,
+                                                   dst_md);
+            return dnnl::inner_product_forward::primitive_desc(desc, attr, cpu_engine());
+        });
         entry->primitive = dnnl::inner_product_forward(pd);
         entry->weight = weights_->get(pd.weights_desc());
         entry->scratchpad = pd.scratchpad_desc();
@@ -117,10 +119,22 @@ at::Tensor LinearContext::run(const at::Tensor &input, const c10::optional<at::T
             src1 = o.expand(dst_sizes).contiguous().view({rows, n});
         }
     }
-    dst = at::empty(dst_sizes, input.options().dtype(dst_type));
-    const auto entry = entry_for(rows, dst_type, other_kind, src1.defined() ? src1.scalar_type() : dst_type);
+    // A row count past the exact ones runs on its bucket's primitive: the operands with rows
+    // are padded with zero rows, the output is the leading rows of the bucket's.
+    const int64_t build_rows = buckets_->rows_to_build(rows);
+    const auto pad_rows = [&](const at::Tensor &t) {
+        if (build_rows == rows) return t;
+        at::Tensor padded = at::empty({build_rows, t.size(1)}, t.options());
+        padded.narrow(0, 0, rows).copy_(t);
+        padded.narrow(0, rows, build_rows - rows).zero_();
+        return padded;
+    };
+    const at::Tensor src_rows = pad_rows(src);
+    if (other_kind == "full") src1 = pad_rows(src1);
+    dst = at::empty({build_rows, n}, input.options().dtype(dst_type));
+    const auto entry = entry_for(build_rows, dst_type, other_kind, src1.defined() ? src1.scalar_type() : dst_type);
     std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, wrap(src, entry->src)},
+        {DNNL_ARG_SRC, wrap(src_rows, entry->src)},
         {DNNL_ARG_WEIGHTS, entry->weight.memory},
         {DNNL_ARG_DST, wrap(dst, entry->dst)},
     };
@@ -129,14 +143,29 @@ at::Tensor LinearContext::run(const at::Tensor &input, const c10::optional<at::T
         args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(tensor_post_op(post_ops_)) | DNNL_ARG_SRC_1,
                      wrap(src1, entry->other));
     execute(entry->primitive, entry->scratchpad, std::move(args));
-    return dst;
+    if (build_rows != rows) return dst.narrow(0, 0, rows).view(dst_sizes);
+    return dst.view(dst_sizes);
+}
+
+void LinearContext::reset_caches() {
+    primitives_ = std::make_shared<PrimitiveCache<Entry, kMaxPrimitives>>();
+    buckets_ = std::make_shared<RowBuckets>();
+    unfused_ = std::make_shared<Unfused>();
 }
 
 at::Tensor LinearContext::run_unfused(const at::Tensor &input, const at::Tensor &other) const {
     const int at_op = tensor_post_op(post_ops_);
-    auto prefix = c10::make_intrusive<LinearContext>(*this);
-    prefix->post_ops_.resize(at_op);
-    prefix->primitives_ = std::make_shared<PrimitiveCache<Entry>>();
+    c10::intrusive_ptr<LinearContext> prefix;
+    {
+        std::lock_guard<std::mutex> lock(unfused_->mutex);
+        if (!unfused_->prefix) {
+            auto made = c10::make_intrusive<LinearContext>(*this);
+            made->post_ops_.resize(at_op);
+            made->reset_caches();
+            unfused_->prefix = made;
+        }
+        prefix = unfused_->prefix;
+    }
     const at::Tensor y = prefix->run(input, c10::nullopt);
     const at::Tensor combined = post_ops_[at_op].kind == "mul" ? at::mul(y, other) : at::add(y, other);
     return apply_eltwise(combined, post_ops_, at_op + 1);
@@ -147,7 +176,7 @@ c10::intrusive_ptr<LinearContext> LinearContext::with_dtype(const std::string &d
                 " differ in their math dtype");
     auto copy = c10::make_intrusive<LinearContext>(*this);
     copy->dtype_ = dtype;
-    copy->primitives_ = std::make_shared<PrimitiveCache<Entry>>();
+    copy->reset_caches();
     return copy;
 }
 
@@ -157,7 +186,7 @@ c10::intrusive_ptr<LinearContext> LinearContext::with_post_ops(const PostOps &ex
     validate(copy->post_ops_);
     TORCH_CHECK(tensor_post_op(copy->post_ops_) < 0 || copy->post_ops_[tensor_post_op(copy->post_ops_)].kind != "sum",
                 "ipex linear: use the add post-op rather than sum");
-    copy->primitives_ = std::make_shared<PrimitiveCache<Entry>>();
+    copy->reset_caches();
     return copy;
 }
 

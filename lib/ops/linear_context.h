@@ -1,12 +1,14 @@
 // A prepacked linear layer (y = x W^T + b over the last dim of x, any leading dims) as a oneDNN
-// inner product: the weight reordered once, fused post-ops (elementwise, or a binary add/mul
-// with a second tensor), primitives cached per row count. Pickles to the plain weight.
+// inner product: the weight reordered once (one packed copy whatever the shapes it is fed),
+// fused post-ops (elementwise, or a binary add/mul with a second tensor), primitives cached per
+// row count or row bucket (RowBuckets), at most kMaxPrimitives. Pickles to the plain weight.
 #pragma once
 
 #include <ATen/ATen.h>
 #include <torch/custom_class.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -24,6 +26,9 @@ public:
     static constexpr int64_t kStateVersion = 1;
     // Rows to prepack for when the caller gives no batch size.
     static constexpr int64_t kDefaultRows = 1;
+    // Primitives kept per context (least recently used dropped): covers the exact row counts
+    // and the buckets a model fed many sequence lengths uses.
+    static constexpr size_t kMaxPrimitives = 64;
 
     // `weight` is [out_features, in_features]; `rows_hint` the rows (product of the leading
     // input dims) to prepack for now (0 = kDefaultRows).
@@ -45,6 +50,7 @@ public:
     int64_t out_features() const { return weight_.size(0); }
     std::string describe() const;
     size_t cached_shapes() const { return primitives_->size(); }
+    size_t packed_layouts() const { return weights_->layouts(); }
 
 private:
     struct Entry;
@@ -61,7 +67,16 @@ private:
     PostOps post_ops_;
     int64_t rows_hint_ = 0;
     std::shared_ptr<WeightCache> weights_;
-    std::shared_ptr<PrimitiveCache<Entry>> primitives_;
+    std::shared_ptr<PrimitiveCache<Entry, kMaxPrimitives>> primitives_;
+    std::shared_ptr<RowBuckets> buckets_;
+    // The linear with the post-ops before a binary one aten has to apply, built at its first use.
+    struct Unfused {
+        std::mutex mutex;
+        c10::intrusive_ptr<LinearContext> prefix;
+    };
+    std::shared_ptr<Unfused> unfused_;
+    // Fresh caches for a copy that differs in dtype or post-ops (the packed weights are shared).
+    void reset_caches();
 };
 
 }  // namespace ipex::ops

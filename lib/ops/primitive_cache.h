@@ -5,6 +5,7 @@
 // lookup costs no formatting.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -45,6 +46,41 @@ public:
 private:
     mutable std::mutex mutex_;
     std::list<std::pair<CacheKey, std::shared_ptr<const Entry>>> entries_;
+};
+
+// The row count (product of an input's leading dims: batch x sequence for a linear) a
+// primitive is built for. The first kExactRows distinct counts an op sees get primitives of
+// their own, which covers models fed fixed shapes. A count seen after that runs on the
+// primitive of its bucket, its input padded with zero rows: counts up to 16 are their own
+// bucket, larger ones are rounded up to a multiple of 1/8 of their power of two (at most 12.5%
+// more rows, 8 buckets per doubling). A model fed ever-new sequence lengths thus builds a
+// bounded set of primitives, and its packed weights never depend on the length. Thread safe.
+class RowBuckets {
+public:
+    static constexpr size_t kExactRows = 8;
+
+    static int64_t bucket(int64_t rows) {
+        if (rows <= 16) return rows;
+        int64_t power = 1;
+        while (power * 2 <= rows) power *= 2;
+        const int64_t step = power / 8;
+        return (rows + step - 1) / step * step;
+    }
+
+    // `rows` itself, or its bucket once kExactRows other counts have their own primitives.
+    int64_t rows_to_build(int64_t rows) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (std::find(exact_.begin(), exact_.end(), rows) != exact_.end()) return rows;
+        if (exact_.size() < kExactRows) {
+            exact_.push_back(rows);
+            return rows;
+        }
+        return bucket(rows);
+    }
+
+private:
+    std::mutex mutex_;
+    std::vector<int64_t> exact_;
 };
 
 }  // namespace ipex::ops

@@ -78,10 +78,15 @@ TORCH_LIBRARY(ipex, m) {
     using namespace ipex::ops;
     m.class_<ConvolutionContext>("ConvolutionContext")
         .def("describe", &ConvolutionContext::describe)
+        .def("packed_layouts", [](const ConvPtr &self) { return static_cast<int64_t>(self->packed_layouts()); })
+        .def("cached_shapes", [](const ConvPtr &self) { return static_cast<int64_t>(self->cached_shapes()); })
         .def_pickle([](const ConvPtr &self) { return self->state(); },
                     [](ConvolutionContext::State state) { return ConvolutionContext::from_state(std::move(state)); });
     m.class_<LinearContext>("LinearContext")
         .def("describe", &LinearContext::describe)
+        // What the runtime layer holds for this op: packed weight copies, cached primitives.
+        .def("packed_layouts", [](const LinearPtr &self) { return static_cast<int64_t>(self->packed_layouts()); })
+        .def("cached_shapes", [](const LinearPtr &self) { return static_cast<int64_t>(self->cached_shapes()); })
         .def_pickle([](const LinearPtr &self) { return self->state(); },
                     [](LinearContext::State state) { return LinearContext::from_state(std::move(state)); });
 

@@ -10,13 +10,20 @@ WeightCache::Packed WeightCache::get(const dnnl::memory::desc &desc) {
         if (entry.first == desc) return entry.second;
     at::Tensor buffer = at::empty({static_cast<int64_t>(desc.get_size())}, at::kByte);
     dnnl::memory packed(desc, cpu_engine(), buffer.data_ptr());
-    const dnnl::memory src = wrap(plain_, strided_desc(plain_));
+    const dnnl::memory src = wrap(plain_, plain_desc_ == dnnl::memory::desc() ? strided_desc(plain_) : plain_desc_);
     auto &stream = thread_stream();
     dnnl::reorder(src, packed).execute(stream, const_cast<dnnl::memory &>(src), packed);
     stream.wait();
-    if (packed_.size() >= kMaxLayouts) packed_.erase(packed_.begin());
+    // The first layout stays: new shapes are steered to it (prefer_packed). Primitives still
+    // holding an evicted copy keep its buffer alive until they are dropped themselves.
+    if (packed_.size() >= kMaxLayouts) packed_.erase(packed_.begin() + 1);
     packed_.push_back({desc, {buffer, packed}});
     return packed_.back().second;
+}
+
+dnnl::memory::desc WeightCache::first_layout() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return packed_.empty() ? dnnl::memory::desc() : packed_.front().first;
 }
 
 size_t WeightCache::layouts() const {

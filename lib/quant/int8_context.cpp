@@ -11,6 +11,7 @@
 #include "ops/op_errors.h"
 #include "ops/primitive_cache.h"
 #include "ops/state_checks.h"
+#include "ops/weight_cache.h"
 
 namespace ipex::quant {
 
@@ -20,16 +21,15 @@ using ipex::ops::cpu_engine;
 struct Int8Context::Entry {
     dnnl::primitive primitive;
     memory::desc src, weights, dst, bias, scratchpad;
-    memory packed_weights;  // weights reordered into this primitive's layout
-    at::Tensor packed_storage;
+    ops::WeightCache::Packed packed;  // the weights in this primitive's layout
 };
 
 struct Int8Context::Cache {
     ops::PrimitiveCache<Entry> primitives;
-    std::mutex pack_mutex;
-    // The most recent reordered weight and its layout: shapes that pick the same layout share it.
-    memory::desc packed_desc;
-    at::Tensor packed_storage;
+    // The packed weights, shared by every shape (ops::WeightCache::prefer_packed); made at the
+    // first primitive, when the plain layout is known.
+    std::mutex weights_mutex;
+    std::shared_ptr<ops::WeightCache> weights;
 };
 
 namespace {
@@ -182,6 +182,19 @@ std::vector<int64_t> Int8Context::conv_output_sizes(at::IntArrayRef input) const
     return out;
 }
 
+std::shared_ptr<ops::WeightCache> Int8Context::packed_weights(const memory::desc &plain) const {
+    std::lock_guard<std::mutex> lock(cache_->weights_mutex);
+    if (!cache_->weights) cache_->weights = std::make_shared<ops::WeightCache>(qweight_, plain);
+    return cache_->weights;
+}
+
+size_t Int8Context::packed_layouts() const {
+    std::lock_guard<std::mutex> lock(cache_->weights_mutex);
+    return cache_->weights ? cache_->weights->layouts() : 0;
+}
+
+size_t Int8Context::cached_shapes() const { return cache_->primitives.size(); }
+
 std::shared_ptr<const Int8Context::Entry> Int8Context::entry_for(const at::Tensor &src,
                                                                  const at::Tensor &dst) const {
     ops::CacheKey key = src.sizes().vec();
@@ -195,19 +208,21 @@ std::shared_ptr<const Int8Context::Entry> Int8Context::entry_for(const at::Tenso
     const memory::desc bias_md = bias_.defined()
                                      ? memory::desc({bias_.numel()}, memory::data_type::f32, memory::format_tag::x)
                                      : memory::desc();
-    memory::desc plain_weights;
     if (params_.kind == "linear") {
         const int64_t k = qweight_.size(0), n = qweight_.size(1);
         const memory::desc w_any = any_desc({k, n}, memory::data_type::s8);
         const memory::desc dst_md = q8_desc(dst);
         const memory::desc bias2 = bias_.defined() ? memory::desc({1, n}, memory::data_type::f32, memory::format_tag::ab)
                                                    : memory::desc();
-        dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_md, w_any, bias2, dst_md), attr, cpu_engine());
+        const auto weights = packed_weights(memory::desc({k, n}, memory::data_type::s8, memory::format_tag::ab));
+        const auto pd = weights->prefer_packed(w_any, [&](const memory::desc &w) {
+            return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src_md, w, bias2, dst_md), attr, cpu_engine());
+        });
         entry->primitive = dnnl::matmul(pd);
         entry->weights = pd.weights_desc();
         entry->dst = pd.dst_desc();
         entry->scratchpad = pd.scratchpad_desc();
-        plain_weights = memory::desc({k, n}, memory::data_type::s8, memory::format_tag::ab);
+        entry->packed = weights->get(entry->weights);
         entry->bias = bias2;
     } else {
         std::vector<int64_t> wdims(qweight_.sizes().begin(), qweight_.sizes().end());
@@ -219,42 +234,29 @@ std::shared_ptr<const Int8Context::Entry> Int8Context::entry_for(const at::Tenso
         const memory::desc dst_md = q8_desc(dst);
         std::vector<int64_t> dil;
         for (int64_t d : params_.dilation) dil.push_back(d - 1);  // oneDNN counts from 0
-        dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                             src_md, w_any, bias_md, dst_md, ops::to_dims(params_.stride),
-                                             ops::to_dims(dil), ops::to_dims(params_.padding),
-                                             ops::to_dims(params_.padding));
-        dnnl::convolution_forward::primitive_desc pd(desc, attr, cpu_engine());
+        // qweight_ is contiguous in its own dims; the grouped view splits the first of them.
+        std::vector<int64_t> plain_strides(wdims.size());
+        for (int64_t i = static_cast<int64_t>(wdims.size()) - 1, run = 1; i >= 0; --i) {
+            plain_strides[i] = run;
+            run *= wdims[i];
+        }
+        const auto weights = packed_weights(
+            memory::desc(ops::to_dims(wdims), memory::data_type::s8, ops::to_dims(plain_strides)));
+        const auto pd = weights->prefer_packed(w_any, [&](const memory::desc &w) {
+            dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                                 dnnl::algorithm::convolution_direct, src_md, w, bias_md, dst_md,
+                                                 ops::to_dims(params_.stride), ops::to_dims(dil),
+                                                 ops::to_dims(params_.padding), ops::to_dims(params_.padding));
+            return dnnl::convolution_forward::primitive_desc(desc, attr, cpu_engine());
+        });
         entry->primitive = dnnl::convolution_forward(pd);
         entry->weights = pd.weights_desc();
         entry->dst = pd.dst_desc();
         entry->scratchpad = pd.scratchpad_desc();
+        entry->packed = weights->get(entry->weights);
         entry->bias = bias_md;
-        plain_weights = memory::desc(ops::to_dims(wdims), memory::data_type::s8, ops::to_dims(
-            [&] {
-                std::vector<int64_t> strides(wdims.size());
-                int64_t run = 1;
-                for (int64_t i = static_cast<int64_t>(wdims.size()) - 1; i >= 0; --i) {
-                    strides[i] = run;
-                    run *= wdims[i];
-                }
-                return strides;
-            }()));
     }
     entry->src = src_md;
-    {
-        std::lock_guard<std::mutex> lock(cache_->pack_mutex);
-        if (!cache_->packed_storage.defined() || cache_->packed_desc != entry->weights) {
-            at::Tensor storage = at::empty({static_cast<int64_t>(entry->weights.get_size())}, at::kByte);
-            memory dst(entry->weights, cpu_engine(), storage.data_ptr());
-            memory src_w(plain_weights, cpu_engine(), qweight_.data_ptr());
-            dnnl::reorder(src_w, dst).execute(ops::thread_stream(), src_w, dst);
-            ops::thread_stream().wait();
-            cache_->packed_desc = entry->weights;
-            cache_->packed_storage = storage;
-        }
-        entry->packed_storage = cache_->packed_storage;
-        entry->packed_weights = memory(entry->weights, cpu_engine(), entry->packed_storage.data_ptr());
-    }
     cache_->primitives.put(key, entry);
     return entry;
 }
@@ -264,7 +266,7 @@ void Int8Context::execute_entry(const Entry &entry, const at::Tensor &src, const
     const at::Tensor dst_zp = zero_point_tensor(params_.out_zero_point);
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, memory(entry.src, cpu_engine(), src.data_ptr())},
-        {DNNL_ARG_WEIGHTS, entry.packed_weights},
+        {DNNL_ARG_WEIGHTS, entry.packed.memory},
         {DNNL_ARG_DST, memory(entry.dst, cpu_engine(), dst.data_ptr())}};
     if (params_.in_zero_point != 0) args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zero_point_memory(src_zp));
     if (params_.out_zero_point != 0) args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, zero_point_memory(dst_zp));

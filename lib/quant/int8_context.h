@@ -5,17 +5,24 @@
 // with the other operand's scale and zero point, then an optional relu) are primitive
 // attributes. Inputs are quint8 or qint8 tensors of any layout (the dtype the op was built
 // for); outputs are quint8 or qint8 (convolutions channels-last), so consecutive int8 ops
-// pass u8 or s8 data on directly, mixed as the qconfig says. Pickles to the fp32
-// weight and the numbers, so a saved model repacks on the CPU that loads it.
+// pass u8 or s8 data on directly, mixed as the qconfig says. Built on the ops runtime layer
+// (engine, per-thread stream and scratchpad, ops::PrimitiveCache, one ops::WeightCache copy of
+// the weights for every shape). Pickles to the fp32 weight and the numbers, so a saved model
+// repacks on the CPU that loads it.
 #pragma once
 
 #include <ATen/ATen.h>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <torch/custom_class.h>
 
 #include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
+
+namespace ipex::ops {
+class WeightCache;
+}
 
 namespace ipex::quant {
 
@@ -51,6 +58,9 @@ public:
     at::Tensor run(const at::Tensor &input, const c10::optional<at::Tensor> &other) const;
 
     const Int8Params &params() const { return params_; }
+    // Primitives cached (one per input shape, the last 16) and packed copies of the weights.
+    size_t cached_shapes() const;
+    size_t packed_layouts() const;
     std::string describe() const;
     State state() const;
     static c10::intrusive_ptr<Int8Context> from_state(State state);
@@ -63,6 +73,8 @@ public:
 private:
     struct Entry;
     std::shared_ptr<const Entry> entry_for(const at::Tensor &src, const at::Tensor &dst) const;
+    // The weight cache, made with `plain` (qweight_ in oneDNN's dims) at the first call.
+    std::shared_ptr<ops::WeightCache> packed_weights(const dnnl::memory::desc &plain) const;
     // Runs the entry's primitive on src/dst with this op's zero points and bias.
     void execute_entry(const Entry &entry, const at::Tensor &src, const at::Tensor &dst) const;
     std::vector<int64_t> conv_output_sizes(at::IntArrayRef input) const;

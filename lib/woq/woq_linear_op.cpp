@@ -14,7 +14,9 @@
 
 #include "woq/woq_kernels.h"
 #include "woq/woq_layout.h"
+#include "ops/onednn_utils.h"
 #include "ops/op_errors.h"
+#include "ops/primitive_cache.h"
 
 namespace ipex::woq {
 namespace {
@@ -202,27 +204,34 @@ int64_t block_rows(int64_t k, int64_t elem) {
 // Buffers of the large-batch path, kept per thread between calls: fresh megabyte buffers would
 // be page-faulted and zeroed by the kernel on every call.
 void *reusable_buffer(size_t slot, int64_t bytes) {
-    thread_local std::array<at::Tensor, 3> cache;
+    thread_local std::array<at::Tensor, 2> cache;
     at::Tensor &t = cache.at(slot);
     if (!t.defined() || t.numel() < bytes) t = at::empty({bytes}, at::kByte);
     return t.data_ptr();
 }
 
-const dnnl::engine &cpu_engine() {
-    static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-    return engine;
-}
-
 // oneDNN matmul dst[rows, M] (fp32) = block[rows, K] x x[M, K]^T. The weight block is the
-// matmul's source, which oneDNN reads as it is; only the small x is packed per call.
-dnnl::matmul::primitive_desc block_matmul(int64_t m, int64_t k, int64_t rows, dnnl::memory::data_type dt) {
+// matmul's source, which oneDNN reads as it is; only the small x is packed per call. Built on
+// the ops runtime layer: primitives cached per shape, the calling thread's stream and scratchpad.
+struct BlockMatmul {
+    dnnl::primitive primitive;
+    dnnl::memory::desc scratchpad;
+};
+
+std::shared_ptr<const BlockMatmul> block_matmul(int64_t m, int64_t k, int64_t rows, dnnl::memory::data_type dt) {
+    static ops::PrimitiveCache<BlockMatmul, 64> cache;
+    const ops::CacheKey key{m, k, rows, static_cast<int64_t>(dt)};
+    if (auto hit = cache.find(key)) return hit;
     using tag = dnnl::memory::format_tag;
     const dnnl::memory::desc src({rows, k}, dt, tag::ab);
     const dnnl::memory::desc wei({k, m}, dt, tag::ba);
     const dnnl::memory::desc dst({rows, m}, dnnl::memory::data_type::f32, tag::ab);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, dst), attr, cpu_engine());
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei, dst), attr, ops::cpu_engine());
+    auto entry = std::make_shared<BlockMatmul>(BlockMatmul{dnnl::matmul(pd), pd.scratchpad_desc()});
+    cache.put(key, entry);
+    return entry;
 }
 
 // Large batches: blocks of output channels are dequantized in turn (bf16, or fp32 in fp32
@@ -239,17 +248,13 @@ at::Tensor blocked_matmul(const kernels::WeightView &w, const at::Tensor &x2d, b
     const int64_t threads = std::max(1, at::get_num_threads());
     const int64_t rows = std::min(w.n, block_rows(w.k, fp32 ? 4 : 2) * threads), blocks = (w.n + rows - 1) / rows;
     const int64_t tail = w.n - (blocks - 1) * rows;
-    const auto full_pd = block_matmul(m, w.k, rows, dt);
-    const auto last_pd = block_matmul(m, w.k, tail, dt);
-    const dnnl::matmul full(full_pd), last(last_pd);
-    void *scratch = reusable_buffer(
-        0, static_cast<int64_t>(std::max(full_pd.scratchpad_desc().get_size(), last_pd.scratchpad_desc().get_size())) + 64);
+    const auto full = block_matmul(m, w.k, rows, dt);
+    const auto last = block_matmul(m, w.k, tail, dt);
     const int64_t elem = fp32 ? 4 : 2;
-    void *buf = reusable_buffer(1, rows * w.k * elem);
-    const at::Tensor part = at::from_blob(reusable_buffer(2, rows * m * 4), {rows, m}, at::kFloat);
+    void *buf = reusable_buffer(0, rows * w.k * elem);
+    const at::Tensor part = at::from_blob(reusable_buffer(1, rows * m * 4), {rows, m}, at::kFloat);
     const bool simd = use_simd(w) && (fp32 || kernels::bf16_usable());
-    dnnl::stream stream(cpu_engine());
-    dnnl::memory xt({{w.k, m}, dt, tag::ba}, cpu_engine(), x.data_ptr());
+    dnnl::memory xt({{w.k, m}, dt, tag::ba}, ops::cpu_engine(), x.data_ptr());
     for (int64_t b = 0; b < blocks; ++b) {
         const int64_t n0 = b * rows, n1 = std::min(w.n, n0 + rows), nb = n1 - n0;
         at::parallel_for(n0, n1, kGrainRows, [&](int64_t r0, int64_t r1) {
@@ -263,13 +268,10 @@ at::Tensor blocked_matmul(const kernels::WeightView &w, const at::Tensor &x2d, b
                 else kernels::dequant_bf16_ref(w, dst, w.k, r0, r1);
             }
         });
-        const auto &pd = nb == rows ? full_pd : last_pd;
-        dnnl::memory wb({{nb, w.k}, dt, tag::ab}, cpu_engine(), buf);
-        dnnl::memory dst({{nb, m}, dnnl::memory::data_type::f32, tag::ab}, cpu_engine(), part.data_ptr());
-        dnnl::memory pad(pd.scratchpad_desc(), cpu_engine(), scratch);
-        (nb == rows ? full : last)
-            .execute(stream, {{DNNL_ARG_SRC, wb}, {DNNL_ARG_WEIGHTS, xt}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, pad}});
-        stream.wait();
+        const BlockMatmul &mm = nb == rows ? *full : *last;
+        dnnl::memory wb({{nb, w.k}, dt, tag::ab}, ops::cpu_engine(), buf);
+        dnnl::memory dst({{nb, m}, dnnl::memory::data_type::f32, tag::ab}, ops::cpu_engine(), part.data_ptr());
+        ops::execute(mm.primitive, mm.scratchpad, {{DNNL_ARG_SRC, wb}, {DNNL_ARG_WEIGHTS, xt}, {DNNL_ARG_DST, dst}});
         out.narrow(1, n0, nb).copy_(part.narrow(0, 0, nb).t());
     }
     return out;

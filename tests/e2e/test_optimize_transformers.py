@@ -57,7 +57,13 @@ class OptimizeTransformers(e2e.ToolTestCase):
             self.assertIn(op, before)
         out = self.path(f"{name}.{dtype}.pt")
         _, report = self.optimize(src, out, "--dtype", dtype)
-        after = self.inspect(out)["op_histogram"]
+        info = self.inspect(out)
+        after = info["op_histogram"]
+        # inspect shows what optimize rewrote, as the report counted it, and the ipex ops.
+        for entry in report["passes"]:
+            if entry["status"] == "applied" and entry["count"] > 0:
+                self.assertEqual(info["rewrites"].get(entry["name"]), entry["count"], info["rewrites"])
+        self.assertEqual(info["ipex_ops"], {op: n for op, n in after.items() if op.startswith("ipex::")})
         for op in spec["absent_after"]:
             self.assertNotIn(op, after, f"{name} {dtype}: {op} left; {after}")
         fused = self.pass_entry(report, "fuse_attention")
@@ -89,6 +95,15 @@ class OptimizeTransformers(e2e.ToolTestCase):
             for dtype in ("fp32", "bf16"):
                 with self.subTest(model=name, dtype=dtype):
                     self.optimize_and_check(name, dtype)
+
+    def test_inspect_text_lists_rewrites(self):
+        src, out, _ = self.optimize_and_check("encoder_padded", "fp32")
+        text = self.tool("inspect", out).stdout
+        line = [l for l in text.splitlines() if l.startswith("rewrites:")]
+        self.assertEqual(len(line), 1, text)
+        for name in ("decompose_transformer_layer", "fuse_attention", "weights_prepack"):
+            self.assertIn(name, line[0])
+        self.assertNotIn("rewrites:", self.tool("inspect", src).stdout)
 
     def test_reloads_in_python(self):
         src, out, spec = self.optimize_and_check("encoder_padded", "bf16")

@@ -203,6 +203,27 @@ TEST_F(OpsConvContext, PrimitiveCacheIsBounded) {
     EXPECT_GE(ctx.cached_shapes(), 1u);
 }
 
+// A 3x3 convolution fed 50 input sizes. In fp32 on AVX-512 oneDNN's brgconv blocks the
+// weights two ways depending on the size and takes only its own layout for each (the other
+// would fall to the reference kernel, which prefer_packed refuses): two packed copies, shared
+// by all 50 sizes, never one per size. In bf16 one layout serves every size.
+TEST_F(OpsConvContext, FiftyInputSizesShareThePackedWeight) {
+    at::manual_seed(9);
+    const at::Tensor w = at::randn({64, 64, 3, 3}) * 0.05, b = at::randn({64});
+    const ConvParams p = params({1, 1}, {1, 1}, {1, 1}, 1);
+    for (const std::string dtype : {"fp32", "bf16"}) {
+        ConvolutionContext ctx(w, b, p, dtype, {}, false, {});
+        for (int64_t i = 1; i <= 50; ++i) {
+            const int64_t h = (i * 7) % 37 + 5, wd = (i * 11) % 31 + 5;
+            const at::Tensor x = at::randn({1 + i % 2, 64, h, wd});
+            expect_close(ctx.run(x, c10::nullopt), testing::reference_conv(x, w, b, p), dtype,
+                         dtype + " size " + std::to_string(h) + "x" + std::to_string(wd));
+        }
+        EXPECT_LE(ctx.packed_layouts(), dtype == "fp32" ? 2u : 1u) << dtype;
+        EXPECT_LE(ctx.cached_shapes(), 16u);
+    }
+}
+
 TEST_F(OpsConvContext, RejectsWrongChannelCount) {
     ConvolutionContext ctx(at::randn({8, 4, 3, 3}), c10::nullopt, params({1, 1}, {1, 1}, {1, 1}, 1), "fp32", {},
                            false, {});

@@ -111,9 +111,62 @@ TEST_F(OpsLinear, PrimitiveCacheIsBounded) {
             const at::Tensor x = at::randn({rows, 12});
             expect_close(ctx.run(x, c10::nullopt), at::gelu(testing::reference_linear(x, w, b)), "fp32",
                          "rows " + std::to_string(rows));
-            EXPECT_LE(ctx.cached_shapes(), 16u);
+            EXPECT_LE(ctx.cached_shapes(), LinearContext::kMaxPrimitives);
         }
     }
+}
+
+// 50 sequence lengths (2 x L rows each), in no order and twice over: every output right, one
+// packed copy of the weight, primitives within the bound. Past the first RowBuckets::kExactRows
+// row counts the inputs run padded on their bucket's primitive, the residual operand of a fused
+// add too.
+TEST_F(OpsLinear, FiftySequenceLengthsKeepOnePackedWeight) {
+    at::manual_seed(5);
+    const at::Tensor w = at::randn({48, 40}) * 0.2, b = at::randn({48});
+    for (const std::string dtype : {"fp32", "bf16"}) {
+        LinearContext plain(w, b, dtype, {{"relu"}}, 0);
+        LinearContext residual(w, b, dtype, {{"add", 0, 0}}, 0);
+        for (int round = 0; round < 2; ++round) {
+            for (int64_t i = 1; i <= 50; ++i) {
+                const int64_t length = (i * 37) % 211 + 1;
+                const std::string what = dtype + " length " + std::to_string(length);
+                const at::Tensor x = at::randn({2, length, 40});
+                const at::Tensor r = at::randn({2, length, 48});
+                const at::Tensor ref = testing::reference_linear(x, w, b);
+                const at::Tensor got = plain.run(x, c10::nullopt);
+                ASSERT_EQ(got.sizes(), (std::vector<int64_t>{2, length, 48})) << what;
+                EXPECT_TRUE(got.is_contiguous()) << what;
+                expect_close(got, ref.relu(), dtype, what);
+                expect_close(residual.run(x, r), ref + r, dtype, what + " + residual");
+            }
+            EXPECT_EQ(plain.packed_layouts(), 1u) << dtype;
+            EXPECT_EQ(residual.packed_layouts(), 1u) << dtype;
+            EXPECT_LE(plain.cached_shapes(), LinearContext::kMaxPrimitives) << dtype;
+            EXPECT_LE(residual.cached_shapes(), LinearContext::kMaxPrimitives) << dtype;
+        }
+    }
+}
+
+TEST(RowBuckets, ExactFirstThenBucketsOfAtMostAnEighthMore) {
+    RowBuckets buckets;
+    for (int64_t rows = 100; rows < 100 + static_cast<int64_t>(RowBuckets::kExactRows); ++rows)
+        EXPECT_EQ(buckets.rows_to_build(rows), rows);
+    EXPECT_EQ(buckets.rows_to_build(103), 103) << "a count with its own primitive keeps it";
+    EXPECT_EQ(buckets.rows_to_build(7), 7) << "small counts are their own bucket";
+    EXPECT_EQ(buckets.rows_to_build(1000), RowBuckets::bucket(1000));
+    int64_t distinct = 0, last = 0;
+    for (int64_t rows = 1; rows <= 4096; ++rows) {
+        const int64_t b = RowBuckets::bucket(rows);
+        EXPECT_GE(b, rows);
+        EXPECT_LE(b * 8, rows * 9 + 8 * 16) << rows;  // at most 1/8 more (exact up to 16)
+        EXPECT_EQ(RowBuckets::bucket(b), b) << "a bucket is its own bucket";
+        if (b != last) ++distinct;
+        last = b;
+    }
+    // 16 exact counts, then 8 per doubling from 16 to 4096.
+    EXPECT_EQ(distinct, 16 + 8 * 8);
+    EXPECT_EQ(RowBuckets::bucket(1024), 1024);
+    EXPECT_EQ(RowBuckets::bucket(394), 416);
 }
 
 TEST_F(OpsLinear, RejectsWrongFeatureCount) {

@@ -130,6 +130,33 @@ TEST(Int8Ops, SumWithItsOwnInputIsNotInPlace) {
     EXPECT_LE((got.int_repr().to(at::kInt) - expected).abs().max().item<int64_t>(), kMaxStepDiff);
 }
 
+// An int8 linear fed 50 sequence lengths keeps one packed copy of its weights (the runtime
+// layer's weight cache) and a bounded primitive cache, and stays right at every length.
+TEST(Int8Ops, FiftySequenceLengthsKeepOnePackedWeight) {
+    at::manual_seed(12);
+    const at::Tensor w = at::randn({24, 32}) * 0.2;
+    const auto wscales = per_channel_weight_scales(w);
+    const at::Tensor w_deq = at::quantize_per_channel(w, at::tensor(wscales, at::TensorOptions().dtype(at::kDouble)),
+                                                      at::zeros({24}, at::kLong), 0, at::kQInt8).dequantize();
+    Int8Params p;
+    p.kind = "linear";
+    p.in_scale = 0.02;
+    p.out_scale = 0.05;
+    p.out_zero_point = 128;
+    Int8Context ctx(w, c10::nullopt, wscales, p);
+    for (int64_t i = 1; i <= 50; ++i) {
+        const int64_t length = (i * 37) % 211 + 1;
+        const at::Tensor qx = quantize(at::rand({2, length, 32}), 0.02, 0);
+        const at::Tensor ref = at::linear(qx.dequantize(), w_deq);
+        const at::Tensor expected = quantize(ref, 0.05, 128).int_repr().to(at::kInt);
+        const at::Tensor got = ctx.run(qx, c10::nullopt);
+        ASSERT_EQ(got.sizes(), ref.sizes());
+        EXPECT_LE((got.int_repr().to(at::kInt) - expected).abs().max().item<int64_t>(), kMaxStepDiff) << length;
+    }
+    EXPECT_EQ(ctx.packed_layouts(), 1u);
+    EXPECT_LE(ctx.cached_shapes(), 16u);
+}
+
 TEST(Int8Ops, RejectsInputOfOtherParameters) {
     Int8Params p;
     p.kind = "linear";
