@@ -19,6 +19,7 @@ const c10::Symbol kSoftmax = c10::Symbol::fromQualString("aten::softmax");
 const c10::Symbol kSoftmaxImpl = c10::Symbol::fromQualString("aten::_softmax");
 const c10::Symbol kMatmul = c10::Symbol::fromQualString("aten::matmul");
 const c10::Symbol kBmm = c10::Symbol::fromQualString("aten::bmm");
+const c10::Symbol kBaddbmm = c10::Symbol::fromQualString("aten::baddbmm");
 const c10::Symbol kMul = c10::Symbol::fromQualString("aten::mul");
 const c10::Symbol kDiv = c10::Symbol::fromQualString("aten::div");
 const c10::Symbol kAdd = c10::Symbol::fromQualString("aten::add");
@@ -109,7 +110,8 @@ bool leads_to_product(const Value *v) {
 }
 
 struct Match {
-    Node *product = nullptr;  // Q @ Kt
+    Node *product = nullptr;  // Q @ Kt (or bias + Q @ Kt: baddbmm)
+    Value *q = nullptr, *kt = nullptr;
     Node *out = nullptr;      // P @ V
     Value *bias = nullptr, *mask = nullptr;
     bool mask_keeps = false;
@@ -159,6 +161,22 @@ std::optional<Match> match(Node *softmax, std::string &why) {
         user = n;
         if (is_product(n)) {
             m.product = n;
+            m.q = n->input(0);
+            m.kt = n->input(1);
+            break;
+        }
+        // baddbmm(bias, Q, Kt, beta=1, alpha=1): the scores with an additive bias (PyTorch's
+        // multi-head attention adds attn_mask this way).
+        if (n->kind() == kBaddbmm && n->inputs().size() == 5) {
+            if (bias_seen || mask_seen || below != 1.0 || constant_scalar(n->input(3)) != 1.0 ||
+                constant_scalar(n->input(4)) != 1.0 || !is_tensor(n->input(0))) {
+                why = "a baddbmm that is not bias + Q @ Kt under the softmax";
+                return std::nullopt;
+            }
+            m.product = n;
+            m.bias = n->input(0);
+            m.q = n->input(1);
+            m.kt = n->input(2);
             break;
         }
         if (is_fp32_cast(n)) {
@@ -218,9 +236,9 @@ std::optional<Match> match(Node *softmax, std::string &why) {
     // (of the scores, else of the product's operands).
     if (*dim != -1) {
         auto rank = known_rank(softmax->input(0));
-        const auto a = known_rank(m.product->input(0)), b = known_rank(m.product->input(1));
+        const auto a = known_rank(m.q), b = known_rank(m.kt);
         if (!rank && a && b && *a >= 2 && *b >= 2) rank = std::max(*a, *b);
-        if (!rank && m.product->kind() == kBmm) rank = 3;
+        if (!rank && (m.product->kind() == kBmm || m.product->kind() == kBaddbmm)) rank = 3;
         if (!rank || *dim != static_cast<int64_t>(*rank) - 1) {
             why = "softmax is not over the last dim";
             return std::nullopt;
@@ -234,7 +252,7 @@ std::optional<Match> match(Node *softmax, std::string &why) {
 Value *key_of(torch::jit::Graph &graph, Value *kt, Node *origin) {
     const Node *n = kt->node();
     auto rank = known_rank(n->inputs().empty() ? kt : n->input(0));
-    if (!rank && origin->kind() == kBmm) rank = 3;
+    if (!rank && (origin->kind() == kBmm || origin->kind() == kBaddbmm)) rank = 3;
     auto last_two = [&](int64_t a, int64_t b) {
         if (a > b) std::swap(a, b);
         if (a == -2 && b == -1) return true;
@@ -277,10 +295,10 @@ PassResult fuse_attention(std::shared_ptr<torch::jit::Graph> &graph) {
             continue;
         }
         torch::jit::WithInsertPoint guard(m->out);
-        Value *key = key_of(*graph, m->product->input(1), m->product);
+        Value *key = key_of(*graph, m->kt, m->product);
         Value *none = graph->insertConstant(c10::IValue());
         Node *att = graph->create(kAttention,
-                                  {m->product->input(0), key, m->out->input(1), m->bias ? m->bias : none,
+                                  {m->q, key, m->out->input(1), m->bias ? m->bias : none,
                                    m->mask ? m->mask : none, graph->insertConstant(m->mask_keeps),
                                    graph->insertConstant(m->fill), graph->insertConstant(m->scale),
                                    graph->insertConstant(false)},

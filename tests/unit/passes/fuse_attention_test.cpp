@@ -124,7 +124,18 @@ std::vector<AttentionCase> cases() {
          "    a = torch.matmul(torch.softmax(torch.matmul(q, k.transpose(-1, -2)), dim=-1), v)\n"
          "    return torch.matmul(torch.softmax(torch.matmul(a, k.transpose(-1, -2)) * 0.5, dim=-1), v)\n",
          {qkv(), qkv(), qkv()}, 2},
+        // nn.MultiheadAttention outside its fast path (nn.TransformerDecoderLayer): the mask
+        // added by baddbmm, -inf above the diagonal.
+        {"mha_baddbmm_causal", "q, k, v",
+         "    mask = torch.triu(torch.full([13, 13], float('-inf')), diagonal=1)\n"
+         "    s = torch.baddbmm(mask.unsqueeze(0), q * 0.25, k.transpose(-2, -1))\n"
+         "    return torch.bmm(torch.softmax(s, dim=-1), v)\n",
+         {at::randn({6, kL, kD}), at::randn({6, kL, kD}), at::randn({6, kL, 5})}, 1, true},
         // Left alone:
+        {"baddbmm_scaled", "q, k, v, b",
+         "    s = torch.baddbmm(b, q, k.transpose(-2, -1), beta=1.0, alpha=0.5)\n"
+         "    return torch.bmm(torch.softmax(s, dim=-1), v)\n",
+         {at::randn({6, kL, kD}), at::randn({6, kL, kD}), at::randn({6, kL, 5}), at::randn({6, kL, kL})}, 0, true},
         {"weights_returned", "q, k, v",
          "    p = torch.softmax(torch.matmul(q, k.transpose(-1, -2)), dim=-1)\n"
          "    return torch.matmul(p, v), p\n",
