@@ -122,6 +122,7 @@ int run_rank(const LaunchOptions &opts) {
         hello["placement"] = placement_to_json(ip.placement);
         channel.send(FrameKind::hello, hello.dump());
         RunSettings settings;
+        settings.escalate_repeated_signals = false;
         if (channel.connected())
             settings.on_output = [&channel](const RunSpec &, int stream, const char *data, size_t size) {
                 channel.send_bytes(stream, data, size);

@@ -213,10 +213,12 @@ void Loop::run() {
                 if (sigs[i] == SIGCHLD) continue;
                 ++forwarded_;
                 stopping_ = true;
-                const int sig = forwarded_ == 1 ? sigs[i] : SIGKILL;
+                const bool escalate = forwarded_ > 1 && settings_.escalate_repeated_signals;
+                const int sig = escalate ? SIGKILL : sigs[i];
                 diag::info(std::string("received SIG") + sigabbrev_np(sigs[i]) + "; sending SIG" +
                           sigabbrev_np(sig) + " to the running instances" +
-                          (forwarded_ == 1 ? " (signal again to kill them)" : ""));
+                          (forwarded_ == 1 && settings_.escalate_repeated_signals ? " (signal again to kill them)"
+                                                                                 : ""));
                 signal_all(sig);
             }
         }

@@ -32,6 +32,10 @@ struct RunSettings {
     bool hide_verbose_lines = false; // keep oneDNN verbose lines out of the console
     double timeout_seconds = 0;      // 0: none
     double kill_grace_seconds = 10;  // SIGTERM -> SIGKILL delay after a timeout
+    // A second signal kills the instances (SIGKILL). Off for a multi-node rank: mpirun and the
+    // launcher's own signal to mpirun's process group both reach it, and escalating is
+    // mpirun's call, not the rank's.
+    bool escalate_repeated_signals = true;
     // When set, receives each instance's output as read (stream 1 or 2) instead of the
     // console, log file and verbose handling (a multi-node rank sends it to the launcher).
     std::function<void(const RunSpec &spec, int stream, const char *data, size_t size)> on_output;

@@ -178,6 +178,12 @@ void run_prepacking(GraphPtr &graph, const OptimizeOptions &options, bool prepac
     passes.push_back(applied_entry("replace_matmul", r, ms_since(start)));
     start = Clock::now();
     r = prepack_weights(graph, prepack_options);
+    // Linears prepacking could not take (weights computed at run time) still leave aten.
+    const PassResult left = remaining_linears_to_matmul(graph);
+    if (left.changed) {
+        r.details["non_constant_weights_to_ipex_matmul"] = left.count;
+        r.changed = true;
+    }
     cleanup(graph);
     nlohmann::json entry = applied_entry("weights_prepack", r, ms_since(start));
     entry["fp32_math_mode"] = options.fp32_math_mode;

@@ -28,6 +28,7 @@ const c10::Symbol kLinear = c10::Symbol::fromQualString("aten::linear");
 const c10::Symbol kPermute = c10::Symbol::fromQualString("aten::permute");
 const c10::Symbol kMul = c10::Symbol::fromQualString("aten::mul");
 const c10::Symbol kAdd = c10::Symbol::fromQualString("aten::add");
+const c10::Symbol kT = c10::Symbol::fromQualString("aten::t");
 
 std::optional<double> constant_number(const Value *value) {
     if (const auto d = constant_double(value)) return d;
@@ -215,6 +216,27 @@ PassResult replace_matmul(std::shared_ptr<torch::jit::Graph> &graph) {
         ++result.count;
     }
     result.details = {{"to_linear", linears}, {"to_ipex_matmul", result.count - linears}};
+    result.changed = result.count > 0;
+    return result;
+}
+
+PassResult remaining_linears_to_matmul(std::shared_ptr<torch::jit::Graph> &graph) {
+    PassResult result;
+    for (Node *node : collect_nodes_of_kind(graph->block(), {kLinear})) {
+        if (node->inputs().size() != 3) continue;
+        torch::jit::WithInsertPoint guard(node);
+        Value *wt = insert_op(*graph, kT, {node->input(1)}, node);
+        wt->setType(c10::TensorType::get());
+        Value *y = ipex_matmul(*graph, node->input(0), wt, node);
+        if (!is_constant_none(node->input(2))) {
+            y = insert_op(*graph, kAdd, {y, node->input(2), graph->insertConstant(1)}, node);
+            y->setType(c10::TensorType::get());
+        }
+        node->output()->replaceAllUsesWith(y);
+        result.modules.push_back(node_label(node) + " (ipex::matmul)");
+        node->destroy();
+        ++result.count;
+    }
     result.changed = result.count > 0;
     return result;
 }

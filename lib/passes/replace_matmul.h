@@ -21,4 +21,9 @@ namespace ipex::passes {
 
 PassResult replace_matmul(std::shared_ptr<torch::jit::Graph> &graph);
 
+// After weights_prepack: every aten::linear left (its weight is not a constant, e.g. a slice of
+// nn.MultiheadAttention's packed in-projection split at run time) becomes
+// ipex::matmul(x, weight.t()) plus the bias, so it too runs on oneDNN.
+PassResult remaining_linears_to_matmul(std::shared_ptr<torch::jit::Graph> &graph);
+
 }  // namespace ipex::passes

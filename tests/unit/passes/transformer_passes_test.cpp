@@ -9,6 +9,7 @@
 #include "pass_test_utils.h"
 #include "passes/decompose_transformer_layer.h"
 #include "passes/replace_matmul.h"
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
 
 namespace ipex::passes {
 namespace {
@@ -259,6 +260,30 @@ INSTANTIATE_TEST_SUITE_P(
                    {{2, 7, 3, 8}, {2, 9, 3, 8}}, 0, 1, 0},
         MatmulCase{"einsum_sum_only", "    return torch.einsum('ij,jk->i', a, b)\n", "a, b", {{3, 4}, {4, 5}}, 0, 0, 1}),
     [](const ::testing::TestParamInfo<MatmulCase> &info) { return info.param.name; });
+
+// Linears whose weight is computed at run time (nn.MultiheadAttention's cross-attention splits
+// its packed in-projection by the query's size) go to ipex::matmul with the bias added; a
+// linear without bias adds nothing.
+TEST(RemainingLinears, NonConstantWeightsRunAsIpexMatmul) {
+    at::manual_seed(8);
+    auto frozen = testing::freeze(testing::make_module(
+        "Cross",
+        "def forward(self, q, kv):\n"
+        "    e = q.size(-1)\n"
+        "    w_q, w_kv = self.w.split([e, e * 2])\n"
+        "    b_q, b_kv = self.b.split([e, e * 2])\n"
+        "    return torch.linear(q, w_q, b_q), torch.linear(kv, w_kv)\n",
+        {{"w", at::randn({48, 16}) * 0.3}, {"b", at::randn({48})}}));
+    const GraphPtr original = frozen.graph->copy();
+    ASSERT_EQ(testing::count(original, "aten::linear"), 2) << *original;
+    const PassResult r = remaining_linears_to_matmul(frozen.graph);
+    torch::jit::EliminateDeadCode(frozen.graph);
+    EXPECT_EQ(r.count, 2);
+    EXPECT_EQ(testing::count(frozen.graph, "aten::linear"), 0) << *frozen.graph;
+    EXPECT_EQ(testing::count(frozen.graph, "ipex::matmul"), 2) << *frozen.graph;
+    EXPECT_EQ(testing::count(frozen.graph, "aten::add"), 1) << *frozen.graph;
+    expect_same_outputs(original, frozen.graph, frozen.module, {at::randn({2, 5, 16}), at::randn({2, 7, 16})}, 1e-5);
+}
 
 }  // namespace
 }  // namespace ipex::passes
