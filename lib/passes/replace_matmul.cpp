@@ -224,6 +224,11 @@ PassResult remaining_linears_to_matmul(std::shared_ptr<torch::jit::Graph> &graph
     PassResult result;
     for (Node *node : collect_nodes_of_kind(graph->block(), {kLinear})) {
         if (node->inputs().size() != 3) continue;
+        // A constant weight (or a cast of one) was left by weights_prepack on purpose (no
+        // oneDNN kernel for the dtype on this CPU, say): it stays aten::linear.
+        const Value *weight = node->input(1);
+        while (weight->node()->kind() == c10::Symbol::fromQualString("aten::to")) weight = weight->node()->input(0);
+        if (constant_tensor(weight)) continue;
         torch::jit::WithInsertPoint guard(node);
         Value *wt = insert_op(*graph, kT, {node->input(1)}, node);
         wt->setType(c10::TensorType::get());
