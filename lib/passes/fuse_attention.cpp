@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "passes/graph_utils.h"
+#include "passes/replace_matmul.h"
 
 namespace ipex::passes {
 namespace {
@@ -282,6 +283,8 @@ Value *key_of(torch::jit::Graph &graph, Value *kt, Node *origin) {
 PassResult fuse_attention(std::shared_ptr<torch::jit::Graph> &graph) {
     PassResult result;
     int masked = 0, biased = 0;
+    // Attention written with einsum: its products as aten::matmul first.
+    const PassResult einsums = einsum_to_matmul(graph);
     for (Node *softmax : collect_nodes_of_kind(graph->block(), {kSoftmax, kSoftmaxImpl})) {
         std::string why;
         const auto m = match(softmax, why);
@@ -312,8 +315,8 @@ PassResult fuse_attention(std::shared_ptr<torch::jit::Graph> &graph) {
         result.modules.push_back(label);
         ++result.count;
     }
-    result.details = {{"with_mask", masked}, {"with_bias", biased}};
-    result.changed = result.count > 0;
+    result.details = {{"with_mask", masked}, {"with_bias", biased}, {"einsum_products", einsums.count}};
+    result.changed = result.count > 0 || einsums.changed;
     return result;
 }
 

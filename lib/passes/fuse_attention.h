@@ -11,6 +11,8 @@
 //   - add(S, bias) or add(bias, S) with alpha 1: the additive mask or position bias (BERT and
 //     Llama-style masks, T5's relative bias, the decomposed nn.MultiheadAttention masks);
 //   - casts to fp32 (S.float(), softmax(..., dtype=float32)) and back before @ V.
+// Two-operand einsums that are batched matmuls ("bqhd,bkhd->bhqk", "bhqk,bkhd->bqhd", ...)
+// are first rewritten as permutes around aten::matmul, so einsum attention matches too.
 // Kt is K transposed (transpose of the last two dims, or a permute swapping them: K is read
 // in place), or any tensor (then viewed transposed). Every intermediate value must have no
 // other use. Scaled dot products the pattern does not match are left to replace_matmul.

@@ -115,6 +115,11 @@ void LowpCaster::compute_outputs(Node *node, OutputRule rule) {
     case OutputRule::values_indices:
         set = promoted_operands(node);
         break;
+    case OutputRule::promote_values:
+        set = set_of(node->input(0));
+        if (node->inputs().size() > 1 && is_tensor_like(node->input(1)->type()))
+            set = set.promote(set_of(node->input(1)));
+        break;
     case OutputRule::boolean:
         set = DtypeSet::of(at::kBool);
         break;

@@ -154,6 +154,10 @@ Table build_table() {
     // Our fused attention: query, key and value in the low dtype (cast_to_lowp leaves its mask
     // and bias alone); the output has the query's dtype.
     table[c10::Symbol::fromQualString("ipex::attention")] = {LowpCategory::lowp, OutputRule::same};
+    // Our layer norms: fp32 statistics on operands of any floating dtype; the output has the
+    // dtype of input + other (fuse_layer_norm), the weight and bias do not promote.
+    for (const char *name : {"ipex::layer_norm", "ipex::add_layer_norm"})
+        table[c10::Symbol::fromQualString(name)] = {LowpCategory::any, OutputRule::promote_values};
     // Outputs of these fp32 ops are values plus int64 indices.
     for (const char *name : {"max_pool3d_with_indices", "adaptive_max_pool3d", "fractional_max_pool2d"})
         table[aten(name)].rule = OutputRule::values_indices;

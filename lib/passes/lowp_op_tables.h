@@ -19,6 +19,8 @@ enum class LowpCategory {
 enum class OutputRule {
     same,           // tensor outputs have the dtype of the first tensor input
     promote,        // outputs have the promoted dtype of the value operands
+    promote_values, // outputs have the promoted dtype of the first two operands (input, other);
+                    // later ones (normalization weights) do not promote
     values_indices, // first output promoted, further tensor outputs are int64 indices
     boolean,        // bool outputs
     indices,        // int64 outputs

@@ -28,6 +28,7 @@
 #include "passes/fuse_conv_sum.h"
 #include "passes/fuse_attention.h"
 #include "passes/fuse_eltwise.h"
+#include "passes/fuse_layer_norm.h"
 #include "passes/fuse_linear_binary.h"
 #include "passes/optimize_lstm.h"
 #include "passes/prepack_weights.h"
@@ -307,7 +308,7 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
             if (on && !k.available)
                 warn(std::string("--") + k.flag + " is not available in this version; the model is written unchanged");
         }
-        for (const char *name : {"decompose_transformer_layer", "cast_to_lowp", "replace_matmul", "fuse_eltwise", "fuse_conv_sum", "fuse_linear_binary",
+        for (const char *name : {"decompose_transformer_layer", "fuse_layer_norm", "cast_to_lowp", "replace_matmul", "fuse_eltwise", "fuse_conv_sum", "fuse_linear_binary",
                                  "chain_bf32_outputs", "restore_output_layout", "contiguous_before_view"})
             passes.push_back(pass_entry(name, "disabled"));
         result.report["passes"] = passes;
@@ -400,6 +401,16 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
         const PassResult r = runners.at(k.pass)(graph);
         if (r.changed) cleanup(graph);
         passes.push_back(applied_entry(k.pass, r, ms_since(start)));
+    }
+
+    // Before the dtype cast, so a bf16 model's layer norms are not cast to fp32 and back.
+    if (prepacked) {
+        start = Clock::now();
+        const PassResult r = fuse_layer_norm(graph);
+        if (r.changed) cleanup(graph);
+        passes.push_back(applied_entry("fuse_layer_norm", r, ms_since(start)));
+    } else {
+        passes.push_back(pass_entry("fuse_layer_norm", "disabled"));
     }
 
     if (options.dtype == "fp32") {

@@ -137,6 +137,26 @@ std::optional<EinsumPlan> plan_einsum(std::string equation, std::string &why) {
     return plan;
 }
 
+// einsum(str equation, Tensor[] tensors, *, int[]? path=None) that is a batched matmul, as
+// permutes around a `product` node (aten::matmul or ipex::matmul) inserted before it; nullptr
+// (with `why`) for other equations.
+Value *einsum_as_product(torch::jit::Graph &graph, Node *node, c10::Symbol product, std::string &why) {
+    torch::jit::WithInsertPoint guard(node);
+    const c10::IValue equation = torch::jit::toIValue(node->input(0)).value_or(c10::IValue());
+    Node *list = node->input(1)->node();
+    if (!equation.isString() || list->kind() != c10::prim::ListConstruct || list->inputs().size() != 2) {
+        why = "the equation is not a constant or the operands are not two listed tensors";
+        return nullptr;
+    }
+    const auto plan = plan_einsum(equation.toStringRef(), why);
+    if (!plan) return nullptr;
+    Value *a = permuted(graph, list->input(0), plan->perm_a, node);
+    Value *b = permuted(graph, list->input(1), plan->perm_b, node);
+    Value *y = insert_op(graph, product, {a, b}, node);
+    y->setType(c10::TensorType::get());
+    return permuted(graph, y, plan->perm_out, node);
+}
+
 // The replacement of `node`'s output, inserted before it; nullptr (with `why`) when kept.
 Value *rewrite(torch::jit::Graph &graph, Node *node, std::string &why) {
     torch::jit::WithInsertPoint guard(node);
@@ -181,18 +201,7 @@ Value *rewrite(torch::jit::Graph &graph, Node *node, std::string &why) {
         }
         return y;
     }
-    // einsum(str equation, Tensor[] tensors, *, int[]? path=None)
-    const c10::IValue equation = torch::jit::toIValue(node->input(0)).value_or(c10::IValue());
-    Node *list = node->input(1)->node();
-    if (!equation.isString() || list->kind() != c10::prim::ListConstruct || list->inputs().size() != 2) {
-        why = "the equation is not a constant or the operands are not two listed tensors";
-        return nullptr;
-    }
-    const auto plan = plan_einsum(equation.toStringRef(), why);
-    if (!plan) return nullptr;
-    Value *a = permuted(graph, list->input(0), plan->perm_a, node);
-    Value *b = permuted(graph, list->input(1), plan->perm_b, node);
-    return permuted(graph, ipex_matmul(graph, a, b, node), plan->perm_out, node);
+    return einsum_as_product(graph, node, kIpexMatmul, why);
 }
 
 }  // namespace
@@ -216,6 +225,23 @@ PassResult replace_matmul(std::shared_ptr<torch::jit::Graph> &graph) {
         ++result.count;
     }
     result.details = {{"to_linear", linears}, {"to_ipex_matmul", result.count - linears}};
+    result.changed = result.count > 0;
+    return result;
+}
+
+PassResult einsum_to_matmul(std::shared_ptr<torch::jit::Graph> &graph) {
+    PassResult result;
+    for (Node *node : collect_nodes_of_kind(graph->block(), {kEinsum})) {
+        std::string why;
+        Value *replacement = einsum_as_product(*graph, node, kMatmul, why);
+        if (!replacement) continue;  // replace_matmul reports it
+        node->output()->replaceAllUsesWith(replacement);
+        result.modules.push_back(node_label(node));
+        Node *list = node->input(1)->node();
+        node->destroy();
+        if (!list->hasUses()) list->destroy();  // its operands' only uses may matter to later passes
+        ++result.count;
+    }
     result.changed = result.count > 0;
     return result;
 }

@@ -21,6 +21,11 @@ namespace ipex::passes {
 
 PassResult replace_matmul(std::shared_ptr<torch::jit::Graph> &graph);
 
+// Two-operand einsums that are a batched matmul (as above) become permutes around an
+// aten::matmul, so fuse_attention sees attention written with einsum as the products it
+// matches (what it leaves, replace_matmul then moves to ipex::matmul).
+PassResult einsum_to_matmul(std::shared_ptr<torch::jit::Graph> &graph);
+
 // After weights_prepack: every aten::linear left (its weight is not a constant, e.g. a slice of
 // nn.MultiheadAttention's packed in-projection split at run time) becomes
 // ipex::matmul(x, weight.t()) plus the bias, so it too runs on oneDNN.

@@ -44,7 +44,8 @@ BATCH_NORM_OPS = ("batch_norm",)
 CONV_LINEAR_OPS = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
                    "conv_transpose3d", "convolution", "_convolution", "linear")
 PASS_NAMES = ("freeze", "remove_dropout", "fold_conv_bn", "fold_linear_bn", "concat_linear",
-              "to_channels_last", "decompose_transformer_layer", "fuse_attention", "cast_to_lowp",
+              "to_channels_last", "decompose_transformer_layer", "fuse_attention", "fuse_layer_norm",
+              "cast_to_lowp",
               "optimize_lstm",
               "replace_matmul", "weights_prepack",
               "auto_kernel_selection", "fuse_eltwise", "fuse_conv_sum", "fuse_linear_binary",

@@ -34,8 +34,8 @@ print(cos)
 """
 
 _fixtures = None
-# Fixtures whose attention stays unfused: need_weights returns the weights; einsum products.
-UNFUSED = {"mha_need_weights", "einsum_attention"}
+# Fixtures whose attention stays unfused: need_weights returns the weights.
+UNFUSED = {"mha_need_weights"}
 
 
 def fixtures() -> dict:
@@ -68,7 +68,7 @@ class OptimizeTransformers(e2e.ToolTestCase):
             self.assertNotIn(op, after, f"{name} {dtype}: {op} left; {after}")
         fused = self.pass_entry(report, "fuse_attention")
         if name in UNFUSED:
-            # The weights are returned too, or the products are einsums: the products run as
+            # The weights are returned too: the products run as
             # ipex::matmul and the report says why the softmax stayed.
             self.assertNotIn("ipex::attention", after)
             self.assertGreaterEqual(after.get("ipex::matmul", 0), 2, after)
@@ -85,6 +85,11 @@ class OptimizeTransformers(e2e.ToolTestCase):
             moved = (prepack.get("details") or {}).get("non_constant_weights_to_ipex_matmul", 0)
             self.assertEqual(after.get("ipex::matmul", 0), moved, prepack)
             self.assertEqual(fused["count"], after["ipex::attention"], fused)
+        # Every layer norm runs as the fused op (with its residual add where there is one).
+        norms = self.pass_entry(report, "fuse_layer_norm")
+        self.assertNotIn("aten::layer_norm", after, f"{name} {dtype}: aten::layer_norm left; {after}")
+        self.assertEqual(after.get("ipex::layer_norm", 0) + after.get("ipex::add_layer_norm", 0),
+                         norms["count"], norms)
         if spec["fused_before"]:
             entry = self.pass_entry(report, "decompose_transformer_layer")
             self.assertGreater(entry["count"], 0, entry)

@@ -69,7 +69,16 @@ std::vector<AttentionCase> cases() {
     at::manual_seed(6);
     const at::Tensor bool_pad = at::rand({kB, 1, 1, kL}) > 0.7;
     bool_pad.select(3, 0).fill_(false);
+    const at::Tensor bqhd = at::randn({kB, kL, kH, kD});
     return {
+        {"einsum", "q, k, v",
+         "    s = torch.einsum('bqhd,bkhd->bhqk', q, k) * 0.25\n"
+         "    return torch.einsum('bhqk,bkhd->bqhd', torch.softmax(s, dim=-1), v)\n",
+         {bqhd, at::randn({kB, kL, kH, kD}), at::randn({kB, kL, kH, kD})}, 1},
+        {"einsum_heads_first", "q, k, v",
+         "    s = torch.einsum('bhid,bhjd->bhij', q, k) / 4.0\n"
+         "    return torch.einsum('bhij,bhjd->bhid', torch.softmax(s, dim=-1), v)\n",
+         {qkv(), qkv(), qkv()}, 1},
         {"bert", "q, k, v, mask",
          "    s = torch.matmul(q, k.transpose(-1, -2))\n"
          "    s = s / 4.0\n"
