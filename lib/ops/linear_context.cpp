@@ -99,7 +99,6 @@ at::Tensor LinearContext::run(const at::Tensor &input, const c10::optional<at::T
     dst_sizes.back() = n;
     at::Tensor dst;
     if (rows == 0) return at::empty(dst_sizes, input.options().dtype(types.output));
-    const at::Tensor src = input.to(types.math).contiguous().view({rows, k});
 
     at::ScalarType dst_type = types.output;
     std::string other_kind;
@@ -120,21 +119,24 @@ at::Tensor LinearContext::run(const at::Tensor &input, const c10::optional<at::T
             src1 = o.contiguous().view({1, n});
         } else {
             other_kind = "full";
-            src1 = o.expand(dst_sizes).contiguous().view({rows, n});
         }
     }
     // A row count past the exact ones runs on its bucket's primitive: the operands with rows
     // are padded with zero rows, the output is the leading rows of the bucket's.
     const int64_t build_rows = buckets_->rows_to_build(rows);
-    const auto pad_rows = [&](const at::Tensor &t) {
-        if (build_rows == rows) return t;
-        at::Tensor padded = at::empty({build_rows, t.size(1)}, t.options());
-        padded.narrow(0, 0, rows).copy_(t);
+    // `t` (broadcast to the leading dims and `cols`) as dense [build_rows, cols] in `type`, in
+    // one copy at most.
+    const auto rows_of = [&](const at::Tensor &t, at::ScalarType type, int64_t cols) {
+        std::vector<int64_t> sizes = dst_sizes;
+        sizes.back() = cols;
+        if (build_rows == rows) return t.to(type).expand(sizes).contiguous().view({rows, cols});
+        at::Tensor padded = at::empty({build_rows, cols}, t.options().dtype(type));
+        padded.narrow(0, 0, rows).view(sizes).copy_(t.expand(sizes));
         padded.narrow(0, rows, build_rows - rows).zero_();
         return padded;
     };
-    const at::Tensor src_rows = pad_rows(src);
-    if (other_kind == "full") src1 = pad_rows(src1);
+    const at::Tensor src_rows = rows_of(input, types.math, k);
+    if (other_kind == "full") src1 = rows_of(*other, other->scalar_type(), n);
     dst = at::empty({build_rows, n}, input.options().dtype(dst_type));
     const auto entry = entry_for(build_rows, dst_type, other_kind, src1.defined() ? src1.scalar_type() : dst_type);
     std::unordered_map<int, memory> args{

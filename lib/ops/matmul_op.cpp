@@ -22,7 +22,8 @@ constexpr size_t kMaxMatmulPrimitives = 256;
 struct MatmulEntry {
     dnnl::matmul primitive;
     memory::desc src, weights, dst, scratchpad;
-    bool dense = false;  // operands to copy to a dense layout first
+    bool dense = false;     // operands to copy to a dense layout first
+    bool use_aten = false;  // oneDNN has no kernel for the dtype here: at::matmul computes it
 };
 
 PrimitiveCache<MatmulEntry, kMaxMatmulPrimitives> &cache() {
@@ -49,11 +50,12 @@ memory::desc desc_of(const at::Tensor &t, bool dense = false) {
 
 // The primitive for the operands' own strides; nullptr when oneDNN rejects them (an expanded
 // dim) or would run them only with its reference code, far slower than a dense copy.
-std::shared_ptr<const MatmulEntry> build(const at::Tensor &a, const at::Tensor &b, const at::Tensor &dst, bool dense) {
+std::shared_ptr<const MatmulEntry> build(const at::Tensor &a, const at::Tensor &b, const std::vector<int64_t> &dst_sizes,
+                                         bool dense) {
     auto entry = std::make_shared<MatmulEntry>();
     entry->src = desc_of(a, dense);
     entry->weights = desc_of(b, dense);
-    entry->dst = desc_of(dst);
+    entry->dst = memory::desc(to_dims(dst_sizes), to_dnnl(a.scalar_type()), to_dims(c10::contiguous_strides(dst_sizes)));
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     try {
@@ -93,18 +95,22 @@ at::Tensor matmul(const at::Tensor &self, const at::Tensor &other) {
     }
     dst_sizes[rank - 2] = a.size(-2);
     dst_sizes[rank - 1] = b.size(-1);
-    const at::Tensor dst = at::empty(dst_sizes, self.options());
-
     CacheKey key{rank, static_cast<int64_t>(type)};
     append(key, a);
     append(key, b);
     std::shared_ptr<const MatmulEntry> entry = cache().find(key);
     if (!entry) {
-        entry = build(a, b, dst, /*dense=*/false);
-        if (!entry) entry = build(a, b, dst, /*dense=*/true);
-        if (!entry) return at::matmul(self, other);
+        entry = build(a, b, dst_sizes, /*dense=*/false);
+        if (!entry) entry = build(a, b, dst_sizes, /*dense=*/true);
+        if (!entry) {
+            auto aten = std::make_shared<MatmulEntry>();
+            aten->use_aten = true;
+            entry = aten;
+        }
         cache().put(key, entry);
     }
+    if (entry->use_aten) return at::matmul(self, other);
+    const at::Tensor dst = at::empty(dst_sizes, self.options());
     const at::Tensor src = entry->dense ? a.contiguous() : a;
     const at::Tensor weights = entry->dense ? b.contiguous() : b;
     execute(entry->primitive, entry->scratchpad,

@@ -29,6 +29,7 @@ const c10::Symbol kPermute = c10::Symbol::fromQualString("aten::permute");
 const c10::Symbol kMul = c10::Symbol::fromQualString("aten::mul");
 const c10::Symbol kAdd = c10::Symbol::fromQualString("aten::add");
 const c10::Symbol kT = c10::Symbol::fromQualString("aten::t");
+const c10::Symbol kTo = c10::Symbol::fromQualString("aten::to");
 
 std::optional<double> constant_number(const Value *value) {
     if (const auto d = constant_double(value)) return d;
@@ -253,7 +254,7 @@ PassResult remaining_linears_to_matmul(std::shared_ptr<torch::jit::Graph> &graph
         // A constant weight (or a cast of one) was left by weights_prepack on purpose (no
         // oneDNN kernel for the dtype on this CPU, say): it stays aten::linear.
         const Value *weight = node->input(1);
-        while (weight->node()->kind() == c10::Symbol::fromQualString("aten::to")) weight = weight->node()->input(0);
+        while (weight->node()->kind() == kTo) weight = weight->node()->input(0);
         if (constant_tensor(weight)) continue;
         torch::jit::WithInsertPoint guard(node);
         Value *wt = insert_op(*graph, kT, {node->input(1)}, node);
