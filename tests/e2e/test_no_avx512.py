@@ -45,6 +45,13 @@ class NoAvx512(e2e.ToolTestCase):
             self.assertFalse(info["features"][name], name)
         self.assertNotIn("avx512", info["onednn"]["isa"])
 
+    def test_limits_measure_only_what_the_cpu_has(self):
+        limits = self.emulated("info", "--limits", "--threads", "1", "--json").json()["limits"]
+        self.assertIsNone(limits["bf16_dot_gflops"])
+        self.assertIsNone(limits["int8_vnni_gops"])
+        self.assertGreater(limits["fp32_fma_gflops"], 0)  # AVX2 FMA on ymm
+        self.assertGreater(limits["read_gbs"], 0)
+
     def test_optimize_and_verify(self):
         for model, spec in (("conv_bn_relu_2d", "2x3x32x32"), ("linear_bn", None), ("two_in_two_out", None)):
             src = self.copy_model(model)
