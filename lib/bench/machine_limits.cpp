@@ -26,9 +26,10 @@ constexpr double kBf16DotFlops = 64;   // 16 fp32 lanes x 2 bf16 pairs x (multip
 constexpr double kFp32FmaFlops = 32;   // 16 lanes x (multiply + add)
 constexpr double kFp32Fma256Flops = 16;
 constexpr double kVnniOps = 128;       // 16 lanes x 4 u8*s8 pairs x (multiply + add)
-// Repetitions each peak is the best of, after one calibration run.
+// Repetitions each peak is the best of, after the runs that size them.
 constexpr int kPeakRepetitions = 5;
 constexpr int64_t kCalibrationIterations = 4096;
+constexpr int64_t kMaxPeakIterations = int64_t{1} << 32;
 // Share of the time budget the three peaks get together; the bandwidth gets the rest.
 constexpr double kPeakBudgetShare = 0.4;
 // The read buffer: kReadBufferBytes, at most a quarter of the memory available, at least
@@ -144,16 +145,23 @@ double time_parallel_loop(PeakLoop loop, int threads, int64_t iterations) {
 }
 
 // Giga-operations per second: the best of kPeakRepetitions runs sized to share `budget_s`.
+// The size is found by doubling until a run takes a quarter of a repetition's share (one
+// short calibration run is at the mercy of a thread wake-up or a preemption).
 double measure_peak(PeakLoop loop, double ops_per_instruction, int threads, double budget_s) {
-    const double calibration = std::max(time_parallel_loop(loop, threads, kCalibrationIterations), 1e-7);
-    const double per_run = budget_s / kPeakRepetitions;
-    const int64_t iterations =
-        std::max<int64_t>(kCalibrationIterations, static_cast<int64_t>(kCalibrationIterations * per_run / calibration));
-    double best = 0;
-    for (int r = 0; r < kPeakRepetitions; ++r) {
-        const double s = time_parallel_loop(loop, threads, iterations);
-        if (s > 0) best = std::max(best, ops_per_instruction * kAccumulators * static_cast<double>(iterations) * threads / s);
+    const double per_run = budget_s / (kPeakRepetitions + 1);
+    int64_t iterations = kCalibrationIterations;
+    double seconds = time_parallel_loop(loop, threads, iterations);
+    while (seconds < per_run / 4 && iterations < kMaxPeakIterations) {
+        iterations *= 2;
+        seconds = time_parallel_loop(loop, threads, iterations);
     }
+    if (seconds > 0 && seconds < per_run)
+        iterations = std::min<int64_t>(kMaxPeakIterations, static_cast<int64_t>(iterations * per_run / seconds));
+    auto rate = [&](double s) {
+        return s > 0 ? ops_per_instruction * kAccumulators * static_cast<double>(iterations) * threads / s : 0.0;
+    };
+    double best = 0;
+    for (int r = 0; r < kPeakRepetitions; ++r) best = std::max(best, rate(time_parallel_loop(loop, threads, iterations)));
     return best / 1e9;
 }
 
