@@ -88,7 +88,7 @@ nlohmann::json check_isa(const std::string &asked, const std::function<void()> &
 // the op callbacks on; the limits the table compares with are measured first, on `threads`.
 int run_profile(const BenchArgs &args, const std::string &dtype, const std::vector<c10::IValue> &inputs, int threads,
                 const bench::RunFn &run_candidate) {
-    const bench::MachineLimits limits = bench::measure_machine_limits(threads);
+    bench::MachineLimits limits = bench::measure_machine_limits(threads);
     bench::TimingOptions timing;
     timing.warmup = args.warmup;
     timing.iterations = args.iterations;
@@ -97,11 +97,16 @@ int run_profile(const BenchArgs &args, const std::string &dtype, const std::vect
     const bench::TimingResult r = bench::time_interleaved(run_candidate, nullptr, timing);
     bench::Profile profile = bench::profile_runs(run_candidate, r.iterations);
     profile.unprofiled_median_ms = r.candidate.median;
+    // A measurement only errs low (the host of a VM was busier): an op faster than its peak
+    // means measuring again and keeping the higher figures.
+    const bool remeasured = profile.exceeds_peak(limits);
+    if (remeasured) limits = bench::best_of(limits, bench::measure_machine_limits(threads));
 
     nlohmann::json report = {
         {"model", args.model}, {"dtype", dtype},         {"inputs", describe_inputs(inputs)},
         {"threads", threads},  {"warmup", args.warmup},  {"limits", limits.to_json()},
     };
+    report["limits"]["remeasured"] = remeasured;
     report.update(profile.to_json(limits));
     if (!args.json.empty()) write_text_atomically(args.json, report.dump(2) + "\n");
     if (args.json != "-") {
@@ -109,7 +114,8 @@ int run_profile(const BenchArgs &args, const std::string &dtype, const std::vect
         out << "model:       " << args.model << " (" << dtype << "), inputs " << describe_inputs(inputs) << ", "
             << threads << " threads, " << profile.iterations << " profiled iterations after " << args.warmup
             << " warmup and " << r.iterations << " timed\n";
-        out << "limits:      measured on " << limits.threads << " threads: bf16 dot " << fmt(limits.bf16_dot_gflops, 1)
+        out << "limits:      measured on " << limits.threads << " threads" << (remeasured ? " (twice, the higher figures)" : "")
+            << ": bf16 dot " << fmt(limits.bf16_dot_gflops, 1)
             << " GFLOP/s, fp32 FMA " << fmt(limits.fp32_fma_gflops, 1) << " GFLOP/s, int8 VNNI "
             << fmt(limits.int8_vnni_gops, 1) << " GOP/s, read " << fmt(limits.read_gbs, 1) << " GB/s\n";
         out << "forward:     " << fmt(profile.forward_ms / profile.iterations) << " ms profiled (median "

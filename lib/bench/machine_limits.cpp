@@ -145,24 +145,28 @@ double time_parallel_loop(PeakLoop loop, int threads, int64_t iterations) {
 }
 
 // Giga-operations per second: the best of kPeakRepetitions runs sized to share `budget_s`.
-// The size is found by doubling until a run takes a quarter of a repetition's share (one
-// short calibration run is at the mercy of a thread wake-up or a preemption).
+// The size comes from the best rate seen while doubling a run until it would take half a
+// repetition's share at that rate: a run only ever looks slower than the loop is (a thread's
+// wake-up, a preemption), so the best rate is the estimate to trust, and a stall in one short
+// run cannot leave the repetitions too short to time.
 double measure_peak(PeakLoop loop, double ops_per_instruction, int threads, double budget_s) {
     const double per_run = budget_s / (kPeakRepetitions + 1);
     int64_t iterations = kCalibrationIterations;
-    double seconds = time_parallel_loop(loop, threads, iterations);
-    while (seconds < per_run / 4 && iterations < kMaxPeakIterations) {
+    double best_rate = 0;  // iterations per second
+    for (;;) {
+        const double s = time_parallel_loop(loop, threads, iterations);
+        if (s > 0) best_rate = std::max(best_rate, static_cast<double>(iterations) / s);
+        if (iterations >= kMaxPeakIterations || static_cast<double>(iterations) >= best_rate * per_run / 2) break;
         iterations *= 2;
-        seconds = time_parallel_loop(loop, threads, iterations);
     }
-    if (seconds > 0 && seconds < per_run)
-        iterations = std::min<int64_t>(kMaxPeakIterations, static_cast<int64_t>(iterations * per_run / seconds));
-    auto rate = [&](double s) {
-        return s > 0 ? ops_per_instruction * kAccumulators * static_cast<double>(iterations) * threads / s : 0.0;
-    };
+    iterations = std::clamp<int64_t>(static_cast<int64_t>(best_rate * per_run), kCalibrationIterations,
+                                     kMaxPeakIterations);
     double best = 0;
-    for (int r = 0; r < kPeakRepetitions; ++r) best = std::max(best, rate(time_parallel_loop(loop, threads, iterations)));
-    return best / 1e9;
+    for (int r = 0; r < kPeakRepetitions; ++r) {
+        const double s = time_parallel_loop(loop, threads, iterations);
+        if (s > 0) best = std::max(best, static_cast<double>(iterations) / s);
+    }
+    return std::max(best, best_rate) * ops_per_instruction * kAccumulators * threads / 1e9;
 }
 
 __attribute__((target("avx512f"))) uint64_t sum_avx512(const uint64_t *src, size_t n) {
@@ -285,6 +289,16 @@ double MachineLimits::peak_for(const std::string &dtype) const {
     if (dtype == "fp32") return fp32_fma_gflops;
     if (dtype == "int8") return int8_vnni_gops;
     return 0;
+}
+
+MachineLimits best_of(const MachineLimits &a, const MachineLimits &b) {
+    MachineLimits m = a;
+    m.bf16_dot_gflops = std::max(a.bf16_dot_gflops, b.bf16_dot_gflops);
+    m.fp32_fma_gflops = std::max(a.fp32_fma_gflops, b.fp32_fma_gflops);
+    m.int8_vnni_gops = std::max(a.int8_vnni_gops, b.int8_vnni_gops);
+    m.read_gbs = std::max(a.read_gbs, b.read_gbs);
+    m.seconds = a.seconds + b.seconds;
+    return m;
 }
 
 MachineLimits measure_machine_limits(int threads, double seconds_budget) {

@@ -38,6 +38,9 @@ struct MachineLimits {
 // cores with a 4-5 cycle FMA latency and two FMA ports).
 constexpr int kAccumulators = 16;
 
+// Each figure the higher of the two (the same threads): a measurement only errs low.
+MachineLimits best_of(const MachineLimits &a, const MachineLimits &b);
+
 // Measures on `threads` threads (>= 1) in about `seconds_budget` seconds (0.5-2 is sensible).
 MachineLimits measure_machine_limits(int threads, double seconds_budget = 1.5);
 

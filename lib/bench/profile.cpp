@@ -126,6 +126,14 @@ double Profile::compute_ms() const {
     return ms;
 }
 
+bool Profile::exceeds_peak(const MachineLimits &limits) const {
+    for (const auto &r : rows) {
+        const double peak = limits.peak_for(r.dtype);
+        if (is_compute(r.kind) && peak > 0 && gflops_per_s(r.flops, r.total_ms) > peak) return true;
+    }
+    return false;
+}
+
 int64_t Profile::compute_flops() const {
     int64_t flops = 0;
     for (const auto &r : rows)

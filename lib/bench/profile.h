@@ -39,6 +39,9 @@ struct Profile {
     std::vector<ProfileRow> rows;    // by total time, descending; kBetweenOps included
 
     double compute_ms() const;  // rows of a compute kind
+    // Whether a compute row ran faster than its measured peak (the limits were measured while
+    // the host was slower than during the profile).
+    bool exceeds_peak(const MachineLimits &limits) const;
     int64_t compute_flops() const;
 
     // {"iterations", "forward_ms", "unprofiled_median_ms", "callback_ms", "rows": [...],
