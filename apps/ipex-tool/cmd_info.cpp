@@ -40,12 +40,13 @@ void print_limits(const bench::MachineLimits &m) {
 Runner setup_info(CLI::App &sub) {
     auto a = std::make_shared<InfoArgs>();
     sub.add_flag("--json", a->json, "print the report as JSON");
-    sub.add_flag("--limits", a->limits,
+    auto *limits_flag = sub.add_flag("--limits", a->limits,
                  "also measure the machine's limits (about 1.5 s): bf16 dot, fp32 FMA and int8 VNNI peaks, read "
                  "bandwidth");
     sub.add_option("--threads", a->threads,
                    "threads for --limits (default: OMP_NUM_THREADS, else the physical cores this process may run on)")
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::PositiveNumber)
+        ->needs(limits_flag);
     return [a] {
         nlohmann::json info = info_json();
         std::optional<bench::MachineLimits> limits;

@@ -69,6 +69,10 @@ std::string dtype_name(at::ScalarType t) {
     case at::kQInt8:
     case at::kChar:
     case at::kByte: return "int8";
+    case at::kDouble: return "fp64";
+    case at::kLong: return "int64";
+    case at::kInt: return "int32";
+    case at::kBool: return "bool";
     default: return c10::toString(t);
     }
 }

@@ -74,11 +74,15 @@ void on_op_end(const at::RecordFunction &, at::ObserverContext *observer) {
     --r->depth;
     auto *ctx = static_cast<OpContext *>(observer);
     if (!ctx->top) return;
-    ProfileRow &row = r->rows[{ctx->op, ctx->work.dtype}];
+    // Compute ops get a row per dtype (each has its own peak); other ops one row per name.
+    const bool compute = ctx->work.kind != OpKind::kOther;
+    ProfileRow &row = r->rows[{ctx->op, compute ? ctx->work.dtype : std::string()}];
     if (row.calls == 0) {
         row.op = ctx->op;
         row.dtype = ctx->work.dtype;
         row.kind = ctx->work.kind;
+    } else if (row.dtype != ctx->work.dtype) {
+        row.dtype = kMixedDtypes;
     }
     ++row.calls;
     row.total_ms += ms_between(ctx->start, end);
@@ -224,7 +228,7 @@ std::string Profile::table(const MachineLimits &limits) const {
     for (const auto &r : rows) width = std::max(width, r.op.size() + 2);
     std::ostringstream out;
     out << std::left << std::setw(static_cast<int>(width)) << "op" << std::setw(7) << "dtype" << std::right
-        << std::setw(7) << "calls" << std::setw(10) << "ms" << std::setw(8) << "share" << std::setw(10) << "GFLOP"
+        << std::setw(7) << "calls" << std::setw(10) << "ms" << std::setw(8) << "share" << std::setw(10) << "MFLOP"
         << std::setw(10) << "GFLOP/s" << std::setw(8) << "% peak" << "\n";
     for (const auto &r : rows) {
         out << std::left << std::setw(static_cast<int>(width)) << r.op << std::setw(7) << (r.dtype.empty() ? "-" : r.dtype)
@@ -233,7 +237,7 @@ std::string Profile::table(const MachineLimits &limits) const {
         if (is_compute(r.kind)) {
             const double rate = gflops_per_s(r.flops, r.total_ms);
             const double peak = limits.peak_for(r.dtype);
-            out << std::setw(10) << fixed(static_cast<double>(r.flops) / n / 1e9, 3) << std::setw(10) << fixed(rate, 1)
+            out << std::setw(10) << fixed(static_cast<double>(r.flops) / n / 1e6, 1) << std::setw(10) << fixed(rate, 1)
                 << std::setw(8) << (peak > 0 ? fixed(100 * rate / peak, 1) + "%" : std::string("-"));
         } else {
             out << std::setw(10) << "-" << std::setw(10) << "-" << std::setw(8) << "-";
@@ -242,7 +246,7 @@ std::string Profile::table(const MachineLimits &limits) const {
     }
     const double compute = compute_ms();
     out << "conv/linear/matmul/attention/rnn: " << fixed(compute / n, 3) << " ms (" << fixed(100 * compute / forward, 1)
-        << "%), " << fixed(static_cast<double>(compute_flops()) / n / 1e9, 3) << " GFLOP, "
+        << "%), " << fixed(static_cast<double>(compute_flops()) / n / 1e6, 1) << " MFLOP, "
         << fixed(gflops_per_s(compute_flops(), compute), 1) << " GFLOP/s\n";
     out << "outside conv/linear/matmul/attention: " << fixed((forward_ms - compute) / n, 3) << " ms ("
         << fixed(100 * (forward_ms - compute) / forward, 1) << "%)\n";

@@ -18,15 +18,18 @@
 
 namespace ipex::bench {
 
-// One op name and dtype, summed over the profiled iterations.
+// One compute op name and dtype, or one other op name, summed over the profiled iterations.
 struct ProfileRow {
     std::string op;     // "ipex::convolution", "aten::add_", or kBetweenOps
-    std::string dtype;  // the math's dtype for compute ops, the first input's otherwise
+    std::string dtype;  // the math's dtype for compute ops, the first input's otherwise (or kMixedDtypes)
     OpKind kind = OpKind::kOther;
     int64_t calls = 0;
     double total_ms = 0;
     int64_t flops = 0;  // compute ops: the analytic count over all calls
 };
+
+// The dtype of an other-op row whose calls saw several.
+constexpr const char *kMixedDtypes = "mixed";
 
 // The row for the forward's time outside any recorded op (the interpreter, prim ops).
 constexpr const char *kBetweenOps = "(between ops)";

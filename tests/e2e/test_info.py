@@ -185,7 +185,8 @@ class Info(e2e.ToolTestCase):
         result = self.tool("info", "--limits")
         for text in ("limits:", "bf16 dot peak", "fp32 FMA peak", "int8 VNNI peak", "read bandwidth", "GB/s"):
             self.assertIn(text, result.stdout)
-        self.assert_error(self.run_tool("info", "--threads", "0"), e2e.EXIT_USAGE, "--threads")
+        self.assert_error(self.run_tool("info", "--limits", "--threads", "0"), e2e.EXIT_USAGE, "--threads")
+        self.assert_error(self.run_tool("info", "--threads", "2"), e2e.EXIT_USAGE, "--limits")
 
     def test_threads_follow_omp_num_threads(self):
         # ctest sets OMP_NUM_THREADS=2; libtorch's intra-op pool follows it.
