@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <sstream>
+#include <tuple>
 #include <utility>
 
 #include "core/errors.h"
@@ -23,7 +24,7 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 }
 
 struct Recorder {
-    std::map<std::pair<std::string, std::string>, ProfileRow> rows;  // by (op, dtype)
+    std::map<std::tuple<std::string, std::string, OpKind>, ProfileRow> rows;  // by (op, dtype, kind)
     int depth = 0;
     double callback_ms = 0;  // callbacks' time outside the top-level ops' intervals
 };
@@ -76,7 +77,8 @@ void on_op_end(const at::RecordFunction &, at::ObserverContext *observer) {
     if (!ctx->top) return;
     // Compute ops get a row per dtype (each has its own peak); other ops one row per name.
     const bool compute = ctx->work.kind != OpKind::kOther;
-    ProfileRow &row = r->rows[{ctx->op, compute ? ctx->work.dtype : std::string()}];
+    // (ipex::int8_op is a convolution or a linear, as its context says.)
+    ProfileRow &row = r->rows[{ctx->op, compute ? ctx->work.dtype : std::string(), ctx->work.kind}];
     if (row.calls == 0) {
         row.op = ctx->op;
         row.dtype = ctx->work.dtype;
@@ -224,14 +226,18 @@ nlohmann::json Profile::to_json(const MachineLimits &limits) const {
 std::string Profile::table(const MachineLimits &limits) const {
     const double n = iterations > 0 ? iterations : 1;
     const double forward = forward_ms > 0 ? forward_ms : 1;
+    // An op whose name does not say its kind (ipex::int8_op) shows it: "ipex::int8_op (conv)".
+    auto label = [](const ProfileRow &r) {
+        return is_compute(r.kind) && op_kind(r.op) != r.kind ? r.op + " (" + op_kind_name(r.kind) + ")" : r.op;
+    };
     size_t width = 24;
-    for (const auto &r : rows) width = std::max(width, r.op.size() + 2);
+    for (const auto &r : rows) width = std::max(width, label(r).size() + 2);
     std::ostringstream out;
     out << std::left << std::setw(static_cast<int>(width)) << "op" << std::setw(7) << "dtype" << std::right
         << std::setw(7) << "calls" << std::setw(10) << "ms" << std::setw(8) << "share" << std::setw(10) << "MFLOP"
         << std::setw(10) << "GFLOP/s" << std::setw(8) << "% peak" << "\n";
     for (const auto &r : rows) {
-        out << std::left << std::setw(static_cast<int>(width)) << r.op << std::setw(7) << (r.dtype.empty() ? "-" : r.dtype)
+        out << std::left << std::setw(static_cast<int>(width)) << label(r) << std::setw(7) << (r.dtype.empty() ? "-" : r.dtype)
             << std::right << std::setw(7) << (r.op == kBetweenOps ? std::string("-") : fixed(r.calls / n, r.calls % iterations ? 1 : 0))
             << std::setw(10) << fixed(r.total_ms / n, 3) << std::setw(7) << fixed(100 * r.total_ms / forward, 1) << "%";
         if (is_compute(r.kind)) {

@@ -1,11 +1,13 @@
 #!/usr/bin/python3
 """`ipex-tool bench --profile`: the per-op rows of a conv + linear model optimized to bf16 and
-fp32 (and left as it is), their FLOPs against the fixture's analytic count
+fp32 (left as it is, and quantized to int8), their FLOPs against the fixture's analytic count
 (tests/fixtures/make_profile_fixtures.py), shares, the measured limits, and the errors."""
 
 import json
 import math
 import os
+
+import torch
 
 import e2e_common as e2e
 
@@ -72,6 +74,21 @@ class BenchProfile(e2e.ToolTestCase):
     def test_unoptimized_model_counts_aten_ops(self):
         data = self.profile(MODEL, "--input", INPUT)
         self.check_profile(data, "aten", "fp32")
+
+    def test_int8_ops_count_as_conv_and_linear(self):
+        data = self.path("calib")
+        os.makedirs(data)
+        gen = torch.Generator().manual_seed(0)
+        for i in range(2):
+            torch.save(torch.randn([int(d) for d in INPUT.split("x")], generator=gen), os.path.join(data, f"{i}.pt"))
+        qconfig, out = self.path("qconfig.json"), self.path("conv_linear_int8.pt")
+        self.tool("calibrate", MODEL, "--data", data, "--out", qconfig)
+        self.tool("quantize", MODEL, out, "--qconfig", qconfig)
+        rows = self.profile(out, "--input", INPUT)["rows"]
+        for kind in ("conv", "linear"):
+            kind_rows = [r for r in rows if r["kind"] == kind]
+            self.assertEqual([(r["op"], r["dtype"]) for r in kind_rows], [("ipex::int8_op", "int8")], kind)
+            self.assertEqual(kind_rows[0]["flops_per_iteration"], FLOPS[kind], kind)
 
     def test_human_table_and_json_file(self):
         model = self.optimized("bf16")
