@@ -42,9 +42,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ORT_RUN = os.path.join(ROOT, "bench", "ort_run.js")
 DEFAULT_TOOL = os.path.join(ROOT, "build", "apps", "ipex-tool", "ipex-tool")
 PYTHON = "/usr/bin/python3"
-# Peaks of the benchmark machine (2 cores): AVX512-BF16 dot products and fp32 FMAs.
-PEAK_BF16_GFLOPS = 898.0
-PEAK_FP32_GFLOPS = 448.0
 EXIT_MISSED, EXIT_USAGE, EXIT_BAD_INPUT = 1, 2, 3
 STDERR_TAIL = 600
 
@@ -279,10 +276,10 @@ def main(argv):
     parser.add_argument("--stock-iterations", type=int,
                         help="timed calls of the stock fp32 process (default --iterations; its warmup is then 1)")
     parser.add_argument("--flops", type=float, help="floating-point operations per forward call")
-    parser.add_argument("--peak-bf16-gflops", type=float, default=PEAK_BF16_GFLOPS,
-                        help=f"bf16 compute peak (default {PEAK_BF16_GFLOPS:g})")
-    parser.add_argument("--peak-fp32-gflops", type=float, default=PEAK_FP32_GFLOPS,
-                        help=f"fp32 compute peak (default {PEAK_FP32_GFLOPS:g})")
+    parser.add_argument("--peak-bf16-gflops", type=float,
+                        help="bf16 compute peak (default: measured by ipex-tool info --limits on --threads)")
+    parser.add_argument("--peak-fp32-gflops", type=float,
+                        help="fp32 compute peak (default: measured by ipex-tool info --limits on --threads)")
     parser.add_argument("--make-inputs", nargs="+", metavar="SPEC",
                         help="write inputs/ from SPECs (8x128x768[:fp32|int64|bool]) when it has no .npy")
     parser.add_argument("--seed", type=int, default=0, help="seed for --make-inputs")
@@ -329,6 +326,23 @@ def main(argv):
     for name, path in ours:
         if not os.path.isfile(path):
             raise UsageError(f"'{path}': no such file ({name})", EXIT_BAD_INPUT)
+
+    peaks_source = "given"
+    if args.peak_bf16_gflops is None or args.peak_fp32_gflops is None:
+        # The host of a VM changes from day to day: compare with limits measured in this run.
+        limits, error = run_json([args.ipex_tool, "info", "--limits", "--threads", str(args.threads), "--json"],
+                                 args.timeout)
+        if error:
+            raise UsageError(f"ipex-tool info --limits failed: {error}", EXIT_BAD_INPUT)
+        limits = limits["limits"]
+        fp32 = limits["fp32_fma_gflops"] or 0.0
+        if args.peak_fp32_gflops is None:
+            args.peak_fp32_gflops = fp32
+        if args.peak_bf16_gflops is None:
+            args.peak_bf16_gflops = limits["bf16_dot_gflops"] or fp32
+        peaks_source = "measured"
+        print(f"limits measured on {limits['threads']} threads: bf16 {args.peak_bf16_gflops:.1f} GFLOP/s, "
+              f"fp32 {args.peak_fp32_gflops:.1f} GFLOP/s", file=sys.stderr)
 
     ort_out = os.path.join(model_dir, "ort_outputs")
     configs = build_configs(args, model_dir, inputs, ours, ort_out)
@@ -386,7 +400,7 @@ def main(argv):
         peak = args.peak_bf16_gflops if is_bf16(name) else args.peak_fp32_gflops
         row["peak_gflops"] = peak
         row["gflops"] = args.flops / ms / 1e6 if ms and args.flops else None
-        row["peak_fraction"] = row["gflops"] / peak if row["gflops"] else None
+        row["peak_fraction"] = row["gflops"] / peak if row["gflops"] and peak else None
         c = cosine_of.get(name)
         row["cosine_vs_ort"] = c.get("cosine") if c else None
         row["check_error"] = c.get("error") if c else None
@@ -442,7 +456,7 @@ def main(argv):
         "model": label, "model_dir": model_dir, "description": meta.get("description"),
         "threads": args.threads, "rounds": args.rounds, "iterations": args.iterations,
         "warmup": args.warmup, "flops": args.flops,
-        "peaks_gflops": {"bf16": args.peak_bf16_gflops, "fp32": args.peak_fp32_gflops},
+        "peaks_gflops": {"bf16": args.peak_bf16_gflops, "fp32": args.peak_fp32_gflops, "source": peaks_source},
         "inputs": inputs, "system_blas": blas, "configs": rows, "correctness": check, "targets": targets,
         "ok": all(t["pass"] for t in targets),
     }

@@ -1,17 +1,60 @@
+#include <iomanip>
 #include <iostream>
+#include <optional>
+#include <sstream>
 
+#include "bench/machine_limits.h"
 #include "commands.h"
 #include "core/cpu_features.h"
 #include "core/system_info.h"
 
 namespace ipex::app {
+namespace {
+
+struct InfoArgs {
+    bool json = false;
+    bool limits = false;
+    int threads = 0;
+};
+
+// "456.2 GFLOP/s" or "absent (no avx512_bf16)".
+std::string figure(double value, const char *unit, const char *missing_isa) {
+    std::ostringstream s;
+    if (value > 0) s << std::fixed << std::setprecision(1) << value << " " << unit;
+    else s << "absent (no " << missing_isa << ")";
+    return s.str();
+}
+
+void print_limits(const bench::MachineLimits &m) {
+    std::cout << "limits:     measured on " << m.threads << " thread(s) in " << std::fixed << std::setprecision(1)
+              << m.seconds << " s\n";
+    std::cout << "  bf16 dot peak (VDPBF16PS):   " << figure(m.bf16_dot_gflops, "GFLOP/s", "avx512_bf16") << "\n";
+    std::cout << "  fp32 FMA peak (VFMADD231PS): " << figure(m.fp32_fma_gflops, "GFLOP/s", "fma") << "\n";
+    std::cout << "  int8 VNNI peak (VPDPBUSD):   " << figure(m.int8_vnni_gops, "GOP/s", "avx512_vnni") << "\n";
+    std::cout << "  read bandwidth:              " << std::setprecision(1) << m.read_gbs << " GB/s ("
+              << std::setprecision(0) << m.read_buffer_mib << " MiB buffer)\n";
+}
+
+}  // namespace
 
 Runner setup_info(CLI::App &sub) {
-    auto json = std::make_shared<bool>(false);
-    sub.add_flag("--json", *json, "print the report as JSON");
-    return [json] {
-        const nlohmann::json info = info_json();
-        if (*json) {
+    auto a = std::make_shared<InfoArgs>();
+    sub.add_flag("--json", a->json, "print the report as JSON");
+    auto *limits_flag = sub.add_flag("--limits", a->limits,
+                 "also measure the machine's limits (about 1.5 s): bf16 dot, fp32 FMA and int8 VNNI peaks, read "
+                 "bandwidth");
+    sub.add_option("--threads", a->threads,
+                   "threads for --limits (default: OMP_NUM_THREADS, else the physical cores this process may run on)")
+        ->check(CLI::PositiveNumber)
+        ->needs(limits_flag);
+    return [a] {
+        nlohmann::json info = info_json();
+        std::optional<bench::MachineLimits> limits;
+        if (a->limits) {
+            limits = bench::measure_machine_limits(a->threads > 0 ? a->threads : default_threads());
+            info["limits"] = limits->to_json();
+        }
+        if (a->json) {
             std::cout << info.dump(2) << "\n";
             return 0;
         }
@@ -30,6 +73,7 @@ Runner setup_info(CLI::App &sub) {
         std::cout << "topology:   " << t["sockets"].get<int>() << " socket(s), " << t["numa_nodes"].get<int>()
                   << " NUMA node(s), " << t["cores"].get<int>() << " core(s), " << t["logical_cpus"].get<int>()
                   << " logical CPU(s), SMT " << t["smt"].get<int>() << "\n";
+        if (limits) print_limits(*limits);
         return 0;
     };
 }

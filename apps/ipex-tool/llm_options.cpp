@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/machine_limits.h"
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/log.h"
@@ -76,9 +77,11 @@ void add_llm_bench_options(CLI::App &sub, LlmBenchArgs &a) {
     sub.add_option("--batch", a.batch, "--llm: sequences generated together")
         ->check(CLI::PositiveNumber)->capture_default_str()->needs(llm);
     sub.add_option("--bandwidth-gbs", a.bandwidth_gbs,
-                   "--llm: measured memory read bandwidth; reports next-token latency over the weight-streaming floor")
+                   "--llm: memory read bandwidth for the weight-streaming floor next-token latency is reported against "
+                   "(default: measured at start-up on the run's threads)")
         ->check(CLI::PositiveNumber)->needs(llm);
-    sub.add_option("--peak-gflops", a.peak_gflops, "--llm: measured compute peak; reports the prefill's share of it")
+    sub.add_option("--peak-gflops", a.peak_gflops, "--llm: compute peak the prefill's share is reported against (default: measured at start-up on the "
+                   "run's threads: the bf16 dot-product peak, the fp32 FMA peak with --dtype fp32)")
         ->check(CLI::PositiveNumber)->needs(llm);
     // --dtype, --woq-dtype, ... apply with --llm only.
     LlmLoadArgs &l = a.load;
@@ -109,6 +112,29 @@ std::string fmt(double v, int precision = 2) {
 int run_llm_bench(const std::string &dir, const LlmBenchArgs &a, int64_t iterations, const std::string &json,
                   uint64_t seed) {
     if (!json.empty() && json != "-") check_output_path(json, {});
+    // The limits the figures are compared with: measured here, with this run's threads, before the
+    // weights take memory (explicit values override).
+    const int threads = a.load.threads > 0 ? a.load.threads : default_threads();
+    nlohmann::json limits_json = {{"measured", false}};
+    double peak_gflops = a.peak_gflops, bandwidth_gbs = a.bandwidth_gbs;
+    std::string peak_kind = "given";
+    if (peak_gflops <= 0 || bandwidth_gbs <= 0) {
+        const bench::MachineLimits m = bench::measure_machine_limits(threads);
+        limits_json = m.to_json();
+        limits_json["measured"] = true;
+        if (peak_gflops <= 0) {
+            const bool bf16_peak = a.load.dtype != "fp32" && m.bf16_dot_gflops > 0;
+            peak_gflops = bf16_peak ? m.bf16_dot_gflops : m.fp32_fma_gflops;
+            peak_kind = bf16_peak ? "bf16_dot" : "fp32_fma";
+        }
+        if (bandwidth_gbs <= 0) bandwidth_gbs = m.read_gbs;
+        log::verbose("machine limits on " + std::to_string(m.threads) + " threads: " + limits_json.dump());
+    }
+    limits_json["peak_gflops"] = peak_gflops;
+    limits_json["peak_source"] = a.peak_gflops > 0 ? "given" : "measured";
+    limits_json["peak_kind"] = peak_kind;
+    limits_json["bandwidth_gbs"] = bandwidth_gbs;
+    limits_json["bandwidth_source"] = a.bandwidth_gbs > 0 ? "given" : "measured";
     const auto model = load_llm(dir, a.load);
     llm::LlmBenchOptions o;
     o.input_tokens = a.input_tokens;
@@ -118,7 +144,8 @@ int run_llm_bench(const std::string &dir, const LlmBenchArgs &a, int64_t iterati
     o.warmup = a.warmup;
     o.seed = seed;
     const llm::LlmBenchResult r = llm::bench_llm(model, o);
-    const double floor_ms = a.bandwidth_gbs > 0 ? static_cast<double>(r.weight_bytes_per_token) / (a.bandwidth_gbs * 1e6) : 0;
+    const double floor_ms =
+        bandwidth_gbs > 0 ? static_cast<double>(r.weight_bytes_per_token) / (bandwidth_gbs * 1e6) : 0;
     nlohmann::json report = {
         {"model", dir},
         {"architecture", model->config().architecture},
@@ -135,12 +162,13 @@ int run_llm_bench(const std::string &dir, const LlmBenchArgs &a, int64_t iterati
         {"weight_bytes_per_token", r.weight_bytes_per_token},
         {"kv_cache_bytes", r.kv_cache_bytes},
         {"peak_rss_bytes", r.peak_rss_bytes},
+        {"limits", limits_json},
     };
     if (floor_ms > 0) {
         report["bandwidth_floor_ms"] = floor_ms;
         report["next_token_over_floor"] = r.next_token_ms.p50 / floor_ms;
     }
-    if (a.peak_gflops > 0) report["prefill_share_of_peak"] = r.prefill_gflops / a.peak_gflops;
+    if (peak_gflops > 0) report["prefill_share_of_peak"] = r.prefill_gflops / peak_gflops;
     if (!json.empty()) write_text_atomically(json, report.dump(2) + "\n");
     if (json != "-") {
         std::ostream &out = json.empty() ? std::cout : std::cerr;
@@ -149,11 +177,15 @@ int run_llm_bench(const std::string &dir, const LlmBenchArgs &a, int64_t iterati
             << o.iterations << " iterations\n"
             << "first token: mean " << fmt(r.first_token_ms.mean) << " ms, p50 " << fmt(r.first_token_ms.p50)
             << " ms (" << fmt(r.prefill_gflops, 1) << " GFLOP/s"
-            << (a.peak_gflops > 0 ? ", " + fmt(100 * r.prefill_gflops / a.peak_gflops, 1) + "% of peak" : "") << ")\n"
+            << (peak_gflops > 0 ? ", " + fmt(100 * r.prefill_gflops / peak_gflops, 1) + "% of the " +
+                                      limits_json["peak_source"].get<std::string>() + " peak " + fmt(peak_gflops, 0)
+                                : "")
+            << ")\n"
             << "next token:  mean " << fmt(r.next_token_ms.mean) << " ms, p50 " << fmt(r.next_token_ms.p50) << ", p90 "
             << fmt(r.next_token_ms.p90) << ", p99 " << fmt(r.next_token_ms.p99) << " ms";
         if (floor_ms > 0)
-            out << " (" << fmt(r.next_token_ms.p50 / floor_ms) << "x the bandwidth floor " << fmt(floor_ms) << " ms)";
+            out << " (" << fmt(r.next_token_ms.p50 / floor_ms) << "x the bandwidth floor " << fmt(floor_ms) << " ms at "
+                << limits_json["bandwidth_source"].get<std::string>() << " " << fmt(bandwidth_gbs, 1) << " GB/s)";
         out << "\nthroughput:  " << fmt(r.tokens_per_second, 1) << " tokens/s; weights " << fmt(r.weight_bytes_per_token / 1e6, 1)
             << " MB/token; peak RSS " << fmt(static_cast<double>(r.peak_rss_bytes) / (1 << 20), 0) << " MiB\n";
     }

@@ -72,6 +72,7 @@ public:
     const std::string &dtype() const { return dtype_; }
     const ConvParams &params() const { return params_; }
     int64_t spatial_dims() const { return weight_.dim() - 2; }
+    at::IntArrayRef weight_sizes() const { return weight_.sizes(); }  // PyTorch's layout
     std::string describe() const;
     size_t cached_shapes() const { return primitives_->size(); }
     size_t packed_layouts() const { return weights_->layouts(); }

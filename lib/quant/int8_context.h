@@ -58,6 +58,7 @@ public:
     at::Tensor run(const at::Tensor &input, const c10::optional<at::Tensor> &other) const;
 
     const Int8Params &params() const { return params_; }
+    at::IntArrayRef weight_sizes() const { return weight_.sizes(); }  // PyTorch's layout
     // Primitives cached (one per input shape, the last 16) and packed copies of the weights.
     size_t cached_shapes() const;
     size_t packed_layouts() const;

@@ -161,6 +161,33 @@ class Info(e2e.ToolTestCase):
         self.assertLessEqual(topo["logical_cpus"], online)
         self.assertLessEqual(info["threads"], max(online, 1) * 2)
 
+    def test_limits_json(self):
+        info = self.tool_json("info", "--limits", "--threads", "1", "--json")
+        limits = info["limits"]
+        for key in ("threads", "bf16_dot_gflops", "fp32_fma_gflops", "int8_vnni_gops", "read_gbs",
+                    "read_buffer_mib", "seconds"):
+            self.assertIn(key, limits)
+        self.assertEqual(limits["threads"], 1)
+        self.assertGreater(limits["read_gbs"], 0)
+        self.assertLess(limits["seconds"], 10)
+        features = info["features"]
+        for key, isa in (("bf16_dot_gflops", "avx512_bf16"), ("int8_vnni_gops", "avx512_vnni"),
+                         ("fp32_fma_gflops", "avx2")):
+            if features[isa]:
+                self.assertGreater(limits[key], 0, key)
+            else:
+                self.assertIsNone(limits[key], key)
+        if features["avx512_bf16"]:
+            self.assertGreater(limits["bf16_dot_gflops"], limits["fp32_fma_gflops"])
+        self.assertNotIn("limits", self.tool_json("info", "--json"))
+
+    def test_limits_human_output(self):
+        result = self.tool("info", "--limits")
+        for text in ("limits:", "bf16 dot peak", "fp32 FMA peak", "int8 VNNI peak", "read bandwidth", "GB/s"):
+            self.assertIn(text, result.stdout)
+        self.assert_error(self.run_tool("info", "--limits", "--threads", "0"), e2e.EXIT_USAGE, "--threads")
+        self.assert_error(self.run_tool("info", "--threads", "2"), e2e.EXIT_USAGE, "--limits")
+
     def test_threads_follow_omp_num_threads(self):
         # ctest sets OMP_NUM_THREADS=2; libtorch's intra-op pool follows it.
         if os.environ.get("OMP_NUM_THREADS") != "2":

@@ -92,6 +92,19 @@ class BenchPerplexityTest(e2e.ToolTestCase):
         self.assertGreater(out["tokens_per_second"], 0)
         self.assertGreater(out["peak_rss_bytes"], 0)
         self.assertGreater(out["next_token_over_floor"], 0)
+        # The given bandwidth is used as is; the peak is measured at start-up on the run's threads.
+        limits = out["limits"]
+        self.assertEqual((limits["bandwidth_gbs"], limits["bandwidth_source"]), (50, "given"))
+        self.assertEqual(limits["peak_source"], "measured")
+        self.assertTrue(limits["measured"])
+        self.assertEqual(limits["threads"], out["threads"])
+        self.assertGreater(limits["peak_gflops"], 0)
+        self.assertAlmostEqual(out["prefill_share_of_peak"], out["prefill_gflops"] / limits["peak_gflops"])
+        given = self.tool_json("bench", MODELS["llama"]["dir"], "--llm", "--input-tokens", "8", "--output-tokens", "2",
+                               "--iterations", "1", "--bandwidth-gbs", "40", "--peak-gflops", "500", "--json")
+        self.assertEqual(given["limits"]["measured"], False)
+        self.assertEqual((given["limits"]["peak_gflops"], given["limits"]["peak_source"]), (500, "given"))
+        self.assertAlmostEqual(given["prefill_share_of_peak"], given["prefill_gflops"] / 500)
         text = self.tool("bench", MODELS["llama"]["dir"], "--llm", "--input-tokens", "8", "--output-tokens", "3")
         self.assertIn("next token", text.stdout)
 

@@ -45,6 +45,24 @@ class NoAvx512(e2e.ToolTestCase):
             self.assertFalse(info["features"][name], name)
         self.assertNotIn("avx512", info["onednn"]["isa"])
 
+    def test_limits_measure_only_what_the_cpu_has(self):
+        limits = self.emulated("info", "--limits", "--threads", "1", "--json").json()["limits"]
+        self.assertIsNone(limits["bf16_dot_gflops"])
+        self.assertIsNone(limits["int8_vnni_gops"])
+        self.assertGreater(limits["fp32_fma_gflops"], 0)  # AVX2 FMA on ymm
+        self.assertGreater(limits["read_gbs"], 0)
+
+    def test_bench_profile(self):
+        src = self.copy_model("conv_bn_relu_2d")
+        out = self.path("conv_bf16.pt")
+        self.emulated("optimize", src, out, "--dtype", "bf16", "--sample-input", "2x3x32x32")
+        data = self.emulated("bench", out, "--profile", "--iterations", "1", "--warmup", "0", "--json", "-").json()
+        convs = [r for r in data["rows"] if r["kind"] == "conv"]
+        self.assertTrue(convs, data["rows"])
+        for row in convs:
+            self.assertGreater(row["flops_per_iteration"], 0)
+            self.assertIsNone(row["share_of_peak"])  # no bf16 dot-product peak without AVX512-BF16
+
     def test_optimize_and_verify(self):
         for model, spec in (("conv_bn_relu_2d", "2x3x32x32"), ("linear_bn", None), ("two_in_two_out", None)):
             src = self.copy_model(model)

@@ -1,0 +1,330 @@
+#include "bench/machine_limits.h"
+
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "core/cpu_features.h"
+#include "core/errors.h"
+
+namespace ipex::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Work per loop iteration and thread: kAccumulators instructions of this many operations.
+constexpr double kBf16DotFlops = 64;   // 16 fp32 lanes x 2 bf16 pairs x (multiply + add)
+constexpr double kFp32FmaFlops = 32;   // 16 lanes x (multiply + add)
+constexpr double kFp32Fma256Flops = 16;
+constexpr double kVnniOps = 128;       // 16 lanes x 4 u8*s8 pairs x (multiply + add)
+// Repetitions each peak is the best of, after the runs that size them.
+constexpr int kPeakRepetitions = 5;
+constexpr int64_t kCalibrationIterations = 4096;
+constexpr int64_t kMaxPeakIterations = int64_t{1} << 32;
+// Share of the time budget the three peaks get together; the bandwidth gets the rest.
+constexpr double kPeakBudgetShare = 0.4;
+// The read buffer: kReadBufferBytes, at most a quarter of the memory available, at least
+// kMinReadBufferBytes; best of kMinReadPasses..kMaxReadPasses passes.
+constexpr size_t kReadBufferBytes = size_t{512} << 20;
+constexpr size_t kMinReadBufferBytes = size_t{64} << 20;
+constexpr int kMinReadPasses = 2;
+constexpr int kMaxReadPasses = 8;
+constexpr size_t kReadAlignment = 4096;
+
+// Defeats dead-code elimination of the measured loops. The accumulators start from distinct
+// values so that the compiler cannot merge their identical update chains into one.
+volatile double g_sink_fp = 0;
+volatile uint64_t g_sink_int = 0;
+
+#define IPEX_REPEAT16(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
+static_assert(kAccumulators == 16, "the loops below spell out 16 accumulators");
+
+__attribute__((target("avx512f,avx512bf16"))) double bf16_dot_loop(int64_t iterations, float a_value) {
+    const __m512bh a = (__m512bh)_mm512_set1_epi16(static_cast<short>(0x3f80));               // 1.0
+    const __m512bh b = (__m512bh)_mm512_castps_si512(_mm512_set1_ps(a_value * 1e-3f));  // two small bf16s
+#define DECL(i) __m512 acc##i = _mm512_set1_ps(static_cast<float>(i));
+    IPEX_REPEAT16(DECL)
+#undef DECL
+    for (int64_t it = 0; it < iterations; ++it) {
+#define STEP(i) acc##i = _mm512_dpbf16_ps(acc##i, a, b);
+        IPEX_REPEAT16(STEP)
+#undef STEP
+    }
+    __m512 sum = _mm512_setzero_ps();
+#define ADD(i) sum = _mm512_add_ps(sum, acc##i);
+    IPEX_REPEAT16(ADD)
+#undef ADD
+    return _mm512_reduce_add_ps(sum);
+}
+
+__attribute__((target("avx512f"))) double fp32_fma512_loop(int64_t iterations, float a_value) {
+    const __m512 a = _mm512_set1_ps(a_value), b = _mm512_set1_ps(1e-7f);
+#define DECL(i) __m512 acc##i = _mm512_set1_ps(static_cast<float>(i));
+    IPEX_REPEAT16(DECL)
+#undef DECL
+    for (int64_t it = 0; it < iterations; ++it) {
+#define STEP(i) acc##i = _mm512_fmadd_ps(a, b, acc##i);
+        IPEX_REPEAT16(STEP)
+#undef STEP
+    }
+    __m512 sum = _mm512_setzero_ps();
+#define ADD(i) sum = _mm512_add_ps(sum, acc##i);
+    IPEX_REPEAT16(ADD)
+#undef ADD
+    return _mm512_reduce_add_ps(sum);
+}
+
+__attribute__((target("avx2,fma"))) double fp32_fma256_loop(int64_t iterations, float a_value) {
+    const __m256 a = _mm256_set1_ps(a_value), b = _mm256_set1_ps(1e-7f);
+#define DECL(i) __m256 acc##i = _mm256_set1_ps(static_cast<float>(i));
+    IPEX_REPEAT16(DECL)
+#undef DECL
+    for (int64_t it = 0; it < iterations; ++it) {
+#define STEP(i) acc##i = _mm256_fmadd_ps(a, b, acc##i);
+        IPEX_REPEAT16(STEP)
+#undef STEP
+    }
+    __m256 sum = _mm256_setzero_ps();
+#define ADD(i) sum = _mm256_add_ps(sum, acc##i);
+    IPEX_REPEAT16(ADD)
+#undef ADD
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, sum);
+    double total = 0;
+    for (float v : lanes) total += v;
+    return total;
+}
+
+__attribute__((target("avx512f,avx512vnni"))) double int8_vnni_loop(int64_t iterations, float a_value) {
+    const __m512i a = _mm512_set1_epi8(static_cast<char>(1 + (a_value > 2.0f)));
+    const __m512i b = _mm512_set1_epi8(3);
+#define DECL(i) __m512i acc##i = _mm512_set1_epi32(i);
+    IPEX_REPEAT16(DECL)
+#undef DECL
+    for (int64_t it = 0; it < iterations; ++it) {
+#define STEP(i) acc##i = _mm512_dpbusd_epi32(acc##i, a, b);
+        IPEX_REPEAT16(STEP)
+#undef STEP
+    }
+    __m512i sum = _mm512_setzero_si512();
+#define ADD(i) sum = _mm512_add_epi32(sum, acc##i);
+    IPEX_REPEAT16(ADD)
+#undef ADD
+    return static_cast<double>(_mm512_reduce_add_epi32(sum));
+}
+#undef IPEX_REPEAT16
+
+using PeakLoop = double (*)(int64_t iterations, float a_value);
+
+// Seconds for `iterations` of `loop` on every thread at once (wall time between barriers).
+double time_parallel_loop(PeakLoop loop, int threads, int64_t iterations) {
+    double seconds = 0;
+    double sink = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+    {
+        Clock::time_point start;
+#pragma omp barrier
+#pragma omp master
+        start = Clock::now();
+        sink += loop(iterations, 1.0f);
+#pragma omp barrier
+#pragma omp master
+        seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    }
+    g_sink_fp = sink;
+    return seconds;
+}
+
+// Giga-operations per second: the best of kPeakRepetitions runs sized to share `budget_s`.
+// The size comes from the best rate seen while doubling a run until it would take half a
+// repetition's share at that rate: a run only ever looks slower than the loop is (a thread's
+// wake-up, a preemption), so the best rate is the estimate to trust, and a stall in one short
+// run cannot leave the repetitions too short to time.
+double measure_peak(PeakLoop loop, double ops_per_instruction, int threads, double budget_s) {
+    const double per_run = budget_s / (kPeakRepetitions + 1);
+    int64_t iterations = kCalibrationIterations;
+    double best_rate = 0;  // iterations per second
+    for (;;) {
+        const double s = time_parallel_loop(loop, threads, iterations);
+        if (s > 0) best_rate = std::max(best_rate, static_cast<double>(iterations) / s);
+        if (iterations >= kMaxPeakIterations || static_cast<double>(iterations) >= best_rate * per_run / 2) break;
+        iterations *= 2;
+    }
+    iterations = std::clamp<int64_t>(static_cast<int64_t>(best_rate * per_run), kCalibrationIterations,
+                                     kMaxPeakIterations);
+    double best = 0;
+    for (int r = 0; r < kPeakRepetitions; ++r) {
+        const double s = time_parallel_loop(loop, threads, iterations);
+        if (s > 0) best = std::max(best, static_cast<double>(iterations) / s);
+    }
+    return std::max(best, best_rate) * ops_per_instruction * kAccumulators * threads / 1e9;
+}
+
+__attribute__((target("avx512f"))) uint64_t sum_avx512(const uint64_t *src, size_t n) {
+    __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        a0 = _mm512_add_epi64(a0, _mm512_load_si512(src + i));
+        a1 = _mm512_add_epi64(a1, _mm512_load_si512(src + i + 8));
+        a2 = _mm512_add_epi64(a2, _mm512_load_si512(src + i + 16));
+        a3 = _mm512_add_epi64(a3, _mm512_load_si512(src + i + 24));
+    }
+    uint64_t total = static_cast<uint64_t>(
+        _mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3))));
+    for (; i < n; ++i) total += src[i];
+    return total;
+}
+
+__attribute__((target("avx2"))) uint64_t sum_avx2(const uint64_t *src, size_t n) {
+    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        a0 = _mm256_add_epi64(a0, _mm256_load_si256(reinterpret_cast<const __m256i *>(src + i)));
+        a1 = _mm256_add_epi64(a1, _mm256_load_si256(reinterpret_cast<const __m256i *>(src + i + 4)));
+        a2 = _mm256_add_epi64(a2, _mm256_load_si256(reinterpret_cast<const __m256i *>(src + i + 8)));
+        a3 = _mm256_add_epi64(a3, _mm256_load_si256(reinterpret_cast<const __m256i *>(src + i + 12)));
+    }
+    alignas(32) uint64_t lanes[4];
+    _mm256_store_si256(reinterpret_cast<__m256i *>(lanes),
+                       _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3)));
+    uint64_t total = lanes[0] + lanes[1] + lanes[2] + lanes[3];
+    for (; i < n; ++i) total += src[i];
+    return total;
+}
+
+uint64_t sum_scalar(const uint64_t *src, size_t n) {
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; ++i) total += src[i];
+    return total;
+}
+
+// MemAvailable from /proc/meminfo in bytes; 0 when unknown.
+size_t available_memory() {
+    std::ifstream f("/proc/meminfo");
+    std::string key;
+    size_t kib = 0;
+    std::string unit;
+    while (f >> key >> kib >> unit)
+        if (key == "MemAvailable:") return kib * 1024;
+    return 0;
+}
+
+struct FreeDeleter {
+    void operator()(uint64_t *p) const { std::free(p); }
+};
+
+// GB/s of the best pass over a buffer read by `threads` threads, each its own slice (which
+// it also wrote first, so its pages sit on its NUMA node).
+double measure_read_bandwidth(int threads, double budget_s, double *buffer_mib) {
+    const size_t available = available_memory();
+    size_t bytes = kReadBufferBytes;
+    if (available > 0) bytes = std::min(bytes, available / 4);
+    bytes = std::max(bytes, kMinReadBufferBytes) / kReadAlignment * kReadAlignment;
+    std::unique_ptr<uint64_t, FreeDeleter> buffer(static_cast<uint64_t *>(std::aligned_alloc(kReadAlignment, bytes)));
+    if (!buffer) return 0;
+    *buffer_mib = static_cast<double>(bytes) / (1 << 20);
+    const size_t words = bytes / sizeof(uint64_t);
+    const size_t slice = words / static_cast<size_t>(threads) / 64 * 64;  // whole cache lines
+    uint64_t *data = buffer.get();
+    auto sum = &sum_scalar;
+    if (cpu_features().avx512f) sum = &sum_avx512;
+    else if (cpu_features().avx2) sum = &sum_avx2;
+
+#pragma omp parallel num_threads(threads)
+    {
+        const size_t t = static_cast<size_t>(omp_get_thread_num());
+        std::fill(data + t * slice, data + (t + 1) * slice, uint64_t{t + 1});
+    }
+    const auto start = Clock::now();
+    double best = 0;
+    for (int pass = 0; pass < kMaxReadPasses; ++pass) {
+        double seconds = 0;
+        uint64_t total = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+        {
+            const size_t t = static_cast<size_t>(omp_get_thread_num());
+            Clock::time_point pass_start;
+#pragma omp barrier
+#pragma omp master
+            pass_start = Clock::now();
+            total += sum(data + t * slice, slice);
+#pragma omp barrier
+#pragma omp master
+            seconds = std::chrono::duration<double>(Clock::now() - pass_start).count();
+        }
+        g_sink_int = total;
+        if (seconds > 0) best = std::max(best, static_cast<double>(slice * threads * sizeof(uint64_t)) / seconds / 1e9);
+        const double spent = std::chrono::duration<double>(Clock::now() - start).count();
+        if (pass + 1 >= kMinReadPasses && spent * (pass + 2) / (pass + 1) > budget_s) break;
+    }
+    return best;
+}
+
+bool cpu_has_fma() { return __builtin_cpu_supports("fma"); }
+
+}  // namespace
+
+nlohmann::json MachineLimits::to_json() const {
+    auto peak = [](double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
+    return {{"threads", threads},
+            {"bf16_dot_gflops", peak(bf16_dot_gflops)},
+            {"fp32_fma_gflops", peak(fp32_fma_gflops)},
+            {"int8_vnni_gops", peak(int8_vnni_gops)},
+            {"read_gbs", peak(read_gbs)},
+            {"read_buffer_mib", read_buffer_mib},
+            {"seconds", seconds}};
+}
+
+double MachineLimits::peak_for(const std::string &dtype) const {
+    if (dtype == "bf16" || dtype == "bf32") return bf16_dot_gflops;
+    if (dtype == "fp32") return fp32_fma_gflops;
+    if (dtype == "int8") return int8_vnni_gops;
+    return 0;
+}
+
+MachineLimits best_of(const MachineLimits &a, const MachineLimits &b) {
+    MachineLimits m = a;
+    m.bf16_dot_gflops = std::max(a.bf16_dot_gflops, b.bf16_dot_gflops);
+    m.fp32_fma_gflops = std::max(a.fp32_fma_gflops, b.fp32_fma_gflops);
+    m.int8_vnni_gops = std::max(a.int8_vnni_gops, b.int8_vnni_gops);
+    m.read_gbs = std::max(a.read_gbs, b.read_gbs);
+    m.seconds = a.seconds + b.seconds;
+    return m;
+}
+
+MachineLimits measure_machine_limits(int threads, double seconds_budget) {
+    if (threads < 1) throw_usage("machine limits need at least one thread, got " + std::to_string(threads));
+    const auto start = Clock::now();
+    const CpuFeatures &cpu = cpu_features();
+    MachineLimits m;
+#pragma omp parallel num_threads(threads)
+    {
+#pragma omp master
+        m.threads = omp_get_num_threads();  // what the runtime granted (OMP_THREAD_LIMIT may cap it)
+    }
+    threads = m.threads;
+    const double peak_budget = seconds_budget * kPeakBudgetShare / 3;
+    // fp32 first: it also brings the cores up to their AVX-512 clocks.
+    if (cpu.avx512f) {
+        m.fp32_fma_gflops = measure_peak(&fp32_fma512_loop, kFp32FmaFlops, threads, peak_budget);
+    } else if (cpu.avx2 && cpu_has_fma()) {
+        m.fp32_fma_gflops = measure_peak(&fp32_fma256_loop, kFp32Fma256Flops, threads, peak_budget);
+    }
+    if (cpu.avx512_bf16) m.bf16_dot_gflops = measure_peak(&bf16_dot_loop, kBf16DotFlops, threads, peak_budget);
+    if (cpu.avx512_vnni) m.int8_vnni_gops = measure_peak(&int8_vnni_loop, kVnniOps, threads, peak_budget);
+    const double spent = std::chrono::duration<double>(Clock::now() - start).count();
+    m.read_gbs = measure_read_bandwidth(threads, std::max(seconds_budget - spent, 0.1), &m.read_buffer_mib);
+    m.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    return m;
+}
+
+}  // namespace ipex::bench

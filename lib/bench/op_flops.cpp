@@ -1,0 +1,276 @@
+#include "bench/op_flops.h"
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+#include <unordered_map>
+
+#include "ops/conv_context.h"
+#include "ops/linear_context.h"
+#include "ops/rnn_context.h"
+#include "quant/int8_context.h"
+
+namespace ipex::bench {
+namespace {
+
+int64_t product(c10::IntArrayRef v, size_t from = 0, size_t to = SIZE_MAX) {
+    to = std::min(to, v.size());
+    int64_t p = 1;
+    for (size_t i = from; i < to; ++i) p *= v[i];
+    return p;
+}
+
+// The value of a per-spatial-dim parameter list for dim i (a single value applies to all).
+int64_t param_at(const std::vector<int64_t> &values, size_t i, int64_t fallback) {
+    if (values.empty()) return fallback;
+    return values.size() == 1 ? values[0] : values.at(i);
+}
+
+const std::unordered_map<std::string, OpKind> &kind_table() {
+    static const std::unordered_map<std::string, OpKind> table = {
+        {"ipex::convolution", OpKind::kConvolution},
+        {"ipex::convolution_sum", OpKind::kConvolution},
+        {"ipex::convolution_sum_", OpKind::kConvolution},
+        {"ipex::linear", OpKind::kLinear},
+        {"ipex::linear_binary", OpKind::kLinear},
+        {"ipex::woq_linear", OpKind::kLinear},
+        {"ipex::matmul", OpKind::kMatmul},
+        {"ipex::attention", OpKind::kAttention},
+        {"ipex::lstm", OpKind::kRecurrent},
+        {"ipex::gru", OpKind::kRecurrent},
+        {"ipex::int8_op", OpKind::kOther},  // conv or linear: decided by the context
+        {"ipex::int8_op_sum", OpKind::kOther},
+        {"aten::conv1d", OpKind::kConvolution},
+        {"aten::conv2d", OpKind::kConvolution},
+        {"aten::conv3d", OpKind::kConvolution},
+        {"aten::convolution", OpKind::kConvolution},
+        {"aten::_convolution", OpKind::kConvolution},
+        {"aten::conv_transpose1d", OpKind::kConvolution},
+        {"aten::conv_transpose2d", OpKind::kConvolution},
+        {"aten::conv_transpose3d", OpKind::kConvolution},
+        {"aten::linear", OpKind::kLinear},
+        {"aten::matmul", OpKind::kMatmul},
+        {"aten::mm", OpKind::kMatmul},
+        {"aten::bmm", OpKind::kMatmul},
+        {"aten::addmm", OpKind::kMatmul},
+        {"aten::baddbmm", OpKind::kMatmul},
+    };
+    return table;
+}
+
+bool is_int8_op(const std::string &name) { return name == "ipex::int8_op" || name == "ipex::int8_op_sum"; }
+
+std::string dtype_name(at::ScalarType t) {
+    switch (t) {
+    case at::kFloat: return "fp32";
+    case at::kBFloat16: return "bf16";
+    case at::kHalf: return "fp16";
+    case at::kQUInt8:
+    case at::kQInt8:
+    case at::kChar:
+    case at::kByte: return "int8";
+    case at::kDouble: return "fp64";
+    case at::kLong: return "int64";
+    case at::kInt: return "int32";
+    case at::kBool: return "bool";
+    default: return c10::toString(t);
+    }
+}
+
+std::string context_dtype(const std::string &dtype) { return dtype == ops::kBf32ToBf16 ? "bf32" : dtype; }
+
+std::vector<int64_t> sizes_of(const c10::IValue &v) {
+    return v.isTensor() ? v.toTensor().sizes().vec() : std::vector<int64_t>{};
+}
+
+std::vector<int64_t> ints_of(const c10::IValue &v) { return v.isIntList() ? v.toIntVector() : std::vector<int64_t>{}; }
+
+// aten convolutions: (input, weight, bias, ...) with the parameters where each schema has them.
+OpWork aten_conv(const std::string &name, c10::ArrayRef<const c10::IValue> in) {
+    OpWork w{OpKind::kConvolution, dtype_name(in[0].toTensor().scalar_type()), 0};
+    if (in.size() < 7 || !in[1].isTensor()) return w;
+    ConvShape c;
+    c.input = sizes_of(in[0]);
+    c.weight = sizes_of(in[1]);
+    c.stride = ints_of(in[3]);
+    if (name.rfind("aten::conv_transpose", 0) == 0) {  // its FLOPs follow from the input positions
+        c.transposed = true;
+    } else if (name == "aten::convolution" || name == "aten::_convolution") {
+        c.padding = ints_of(in[4]);
+        c.dilation = ints_of(in[5]);
+        c.transposed = in[6].isBool() && in[6].toBool();
+        c.output_padding = ints_of(in[7]);
+    } else {  // conv1d/2d/3d: stride, padding (ints or 'same'/'valid'), dilation, groups
+        if (in[4].isString()) c.padding_same = in[4].toStringRef() == "same";
+        else c.padding = ints_of(in[4]);
+        c.dilation = ints_of(in[5]);
+    }
+    w.flops = conv_flops(c);
+    return w;
+}
+
+OpWork ipex_conv(c10::ArrayRef<const c10::IValue> in) {
+    const auto ctx = in.back().toCustomClass<ops::ConvolutionContext>();
+    const ops::ConvParams &p = ctx->params();
+    ConvShape c{sizes_of(in[0]), ctx->weight_sizes().vec(), p.stride, p.padding, p.dilation, p.output_padding,
+                p.transposed, false};
+    return {OpKind::kConvolution, context_dtype(ctx->dtype()), conv_flops(c)};
+}
+
+OpWork ipex_int8(c10::ArrayRef<const c10::IValue> in) {
+    const auto ctx = in.back().toCustomClass<quant::Int8Context>();
+    const quant::Int8Params &p = ctx->params();
+    const std::vector<int64_t> weight = ctx->weight_sizes().vec();
+    if (p.kind == "linear")
+        return {OpKind::kLinear, "int8", linear_flops(in[0].toTensor().sizes(), weight.at(1), weight.at(0))};
+    ConvShape c{sizes_of(in[0]), weight, p.stride, p.padding, p.dilation, {}, false, false};
+    return {OpKind::kConvolution, "int8", conv_flops(c)};
+}
+
+OpWork ipex_rnn(c10::ArrayRef<const c10::IValue> in) {
+    const auto ctx = in.back().toCustomClass<ops::RnnContext>();
+    const ops::RnnParams &p = ctx->params();
+    const auto x = in[0].toTensor().sizes();
+    RnnShape r;
+    r.lstm = ctx->is_lstm();
+    if (x.size() == 3) {
+        r.steps = p.batch_first ? x[1] : x[0];
+        r.batch = p.batch_first ? x[0] : x[1];
+    } else {
+        r.steps = x.empty() ? 0 : x[0];
+        r.batch = 1;
+    }
+    r.input_size = p.input_size;
+    r.hidden_size = p.hidden_size;
+    r.layers = p.num_layers;
+    r.bidirectional = p.bidirectional;
+    return {OpKind::kRecurrent, context_dtype(ctx->dtype()), rnn_flops(r)};
+}
+
+// ipex::woq_linear(input, qweight [N, ...], scales, zeros, bias, perm, bits, group_size, in_features, lowp_mode)
+OpWork woq_linear(c10::ArrayRef<const c10::IValue> in) {
+    OpWork w{OpKind::kLinear, dtype_name(in[0].toTensor().scalar_type()), 0};
+    if (in.size() < 10) return w;
+    const std::string lowp = in[9].isString() ? in[9].toStringRef() : "";
+    if (lowp == "int8" || lowp == "bf16" || lowp == "fp32") w.dtype = lowp;
+    w.flops = linear_flops(in[0].toTensor().sizes(), in[8].toInt(), in[1].toTensor().size(0));
+    return w;
+}
+
+}  // namespace
+
+const char *op_kind_name(OpKind kind) {
+    switch (kind) {
+    case OpKind::kConvolution: return "conv";
+    case OpKind::kLinear: return "linear";
+    case OpKind::kMatmul: return "matmul";
+    case OpKind::kAttention: return "attention";
+    case OpKind::kRecurrent: return "rnn";
+    case OpKind::kOther: break;
+    }
+    return "other";
+}
+
+OpKind op_kind(const std::string &name) {
+    const auto it = kind_table().find(name);
+    if (it != kind_table().end()) return it->second;
+    return OpKind::kOther;
+}
+
+int64_t conv_flops(const ConvShape &c) {
+    const size_t spatial = c.weight.size() >= 2 ? c.weight.size() - 2 : 0;
+    if (spatial == 0 || c.input.size() < spatial + 1) return 0;
+    const bool batched = c.input.size() == spatial + 2;
+    const int64_t batch = batched ? c.input[0] : 1;
+    const size_t first = c.input.size() - spatial;  // first spatial dim of the input
+    int64_t positions = 1;  // output positions (transposed: input positions)
+    for (size_t i = 0; i < spatial; ++i) {
+        const int64_t in = c.input[first + i];
+        if (c.transposed || c.padding_same) {
+            positions *= in;
+            continue;
+        }
+        const int64_t k = c.weight[2 + i];
+        const int64_t s = param_at(c.stride, i, 1), p = param_at(c.padding, i, 0), d = param_at(c.dilation, i, 1);
+        positions *= std::max<int64_t>(0, (in + 2 * p - d * (k - 1) - 1) / s + 1);
+    }
+    // weight [O, I/G, k...] (transposed [I, O/G, k...]): every output (input) position meets all
+    // of O * I/G * prod(k) weights once.
+    return 2 * batch * positions * product(c.weight);
+}
+
+int64_t linear_flops(c10::IntArrayRef input, int64_t in_features, int64_t out_features) {
+    if (in_features <= 0 || input.empty()) return 0;
+    const int64_t rows = product(input) / in_features;
+    return 2 * rows * in_features * out_features;
+}
+
+int64_t matmul_flops(c10::IntArrayRef a, c10::IntArrayRef b) {
+    if (a.empty() || b.empty()) return 0;
+    const int64_t k = a.back();
+    if (a.size() == 1 && b.size() == 1) return 2 * k;
+    if (b.size() == 1) return 2 * product(a, 0, a.size() - 1) * k;
+    const int64_t m = b.back();
+    const int64_t n = a.size() == 1 ? 1 : a[a.size() - 2];
+    // Batch dims broadcast from the right.
+    const size_t a_batch = a.size() > 2 ? a.size() - 2 : 0, b_batch = b.size() - 2;
+    int64_t batch = 1;
+    for (size_t i = 0; i < std::max(a_batch, b_batch); ++i) {
+        const int64_t da = i < a_batch ? a[a_batch - 1 - i] : 1;
+        const int64_t db = i < b_batch ? b[b_batch - 1 - i] : 1;
+        batch *= std::max(da, db);
+    }
+    return 2 * batch * n * k * m;
+}
+
+int64_t attention_flops(c10::IntArrayRef query, c10::IntArrayRef key, c10::IntArrayRef value) {
+    if (query.size() < 2 || key.size() < 2 || value.size() < 2) return 0;
+    std::vector<int64_t> kt(key.begin(), key.end());
+    std::swap(kt[kt.size() - 1], kt[kt.size() - 2]);
+    const int64_t scores = matmul_flops(query, kt);  // 2 * batch * Lq * Lk * D
+    const int64_t d = query.back(), dv = value.back();
+    return d > 0 ? scores + scores / d * dv : 0;
+}
+
+int64_t rnn_flops(const RnnShape &r) {
+    const int64_t gates = r.lstm ? 4 : 3, directions = r.bidirectional ? 2 : 1;
+    int64_t total = 0;
+    for (int64_t layer = 0; layer < r.layers; ++layer) {
+        const int64_t in = layer == 0 ? r.input_size : r.hidden_size * directions;
+        total += 2 * r.steps * r.batch * gates * r.hidden_size * (in + r.hidden_size) * directions;
+    }
+    return total;
+}
+
+OpWork op_work(const std::string &name, c10::ArrayRef<const c10::IValue> in) {
+    const OpKind kind = op_kind(name);
+    if (in.empty() || !in[0].isTensor()) return {kind, "", 0};
+    if (is_int8_op(name) && in.back().isCustomClass()) return ipex_int8(in);
+    if (kind == OpKind::kOther) return {kind, dtype_name(in[0].toTensor().scalar_type()), 0};
+    const bool ipex = name.rfind("ipex::", 0) == 0;
+    if (ipex && kind == OpKind::kConvolution && in.back().isCustomClass()) return ipex_conv(in);
+    if (ipex && kind == OpKind::kLinear && name != "ipex::woq_linear" && in.back().isCustomClass()) {
+        const auto ctx = in.back().toCustomClass<ops::LinearContext>();
+        return {kind, context_dtype(ctx->dtype()),
+                linear_flops(in[0].toTensor().sizes(), ctx->in_features(), ctx->out_features())};
+    }
+    if (name == "ipex::woq_linear") return woq_linear(in);
+    if (kind == OpKind::kRecurrent && in.back().isCustomClass()) return ipex_rnn(in);
+    OpWork w{kind, dtype_name(in[0].toTensor().scalar_type()), 0};
+    auto tensor_sizes = [&](size_t i) { return i < in.size() ? sizes_of(in[i]) : std::vector<int64_t>{}; };
+    if (kind == OpKind::kConvolution) return aten_conv(name, in);
+    if (name == "aten::linear" && in.size() >= 2 && in[1].isTensor()) {
+        const auto weight = in[1].toTensor().sizes();
+        w.flops = weight.size() == 2 ? linear_flops(in[0].toTensor().sizes(), weight[1], weight[0]) : 0;
+    } else if (kind == OpKind::kAttention) {
+        w.flops = attention_flops(tensor_sizes(0), tensor_sizes(1), tensor_sizes(2));
+    } else if (name == "aten::addmm" || name == "aten::baddbmm") {  // (bias, a, b, ...)
+        w.dtype = in.size() > 1 && in[1].isTensor() ? dtype_name(in[1].toTensor().scalar_type()) : w.dtype;
+        w.flops = matmul_flops(tensor_sizes(1), tensor_sizes(2));
+    } else if (kind == OpKind::kMatmul) {
+        w.flops = matmul_flops(tensor_sizes(0), tensor_sizes(1));
+    }
+    return w;
+}
+
+}  // namespace ipex::bench

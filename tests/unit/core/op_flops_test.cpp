@@ -1,0 +1,143 @@
+// FLOP formulas of the profiler against references built from aten's own output shapes:
+// a convolution does (input channels per group) * prod(kernel) multiply-adds per output
+// element, a matmul k per output element.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include "bench/op_flops.h"
+#include "ops/conv_context.h"
+#include "ops/linear_context.h"
+
+namespace {
+
+using ipex::bench::ConvShape;
+
+std::vector<int64_t> v(at::IntArrayRef a) { return a.vec(); }
+
+// Boxed arguments as RecordFunction hands them over.
+c10::ArrayRef<const c10::IValue> boxed(const std::vector<c10::IValue> &args) {
+    return c10::ArrayRef<const c10::IValue>(args.data(), args.size());
+}
+
+// 2 * outputs * (C_in / groups) * prod(kernel), the output shape from aten itself.
+int64_t reference_conv_flops(const at::Tensor &x, const at::Tensor &w, at::IntArrayRef stride,
+                             at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
+    const at::Tensor y = at::convolution(x, w, {}, stride, padding, dilation, false, {0}, groups);
+    return 2 * y.numel() * w[0].numel();
+}
+
+TEST(OpFlops, ConvolutionWithGroupsStrideDilationPadding) {
+    struct Case {
+        std::vector<int64_t> input, weight, stride, padding, dilation;
+        int64_t groups;
+    };
+    const std::vector<Case> cases = {
+        {{2, 8, 17, 19}, {16, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},
+        {{2, 8, 17, 19}, {16, 2, 3, 5}, {2, 3}, {1, 2}, {2, 1}, 4},   // groups, uneven stride/dilation
+        {{1, 12, 15, 15}, {12, 1, 3, 3}, {2, 2}, {0, 0}, {1, 1}, 12},  // depthwise
+        {{3, 4, 31}, {6, 2, 4}, {3}, {2}, {2}, 2},                      // 1-D
+        {{1, 4, 7, 9, 8}, {8, 4, 3, 3, 1}, {1, 2, 1}, {1, 1, 0}, {1, 1, 1}, 1},  // 3-D
+    };
+    for (const auto &c : cases) {
+        const at::Tensor x = at::zeros(c.input), w = at::zeros(c.weight);
+        ConvShape shape{c.input, c.weight, c.stride, c.padding, c.dilation, {}, false, false};
+        EXPECT_EQ(ipex::bench::conv_flops(shape), reference_conv_flops(x, w, c.stride, c.padding, c.dilation, c.groups))
+            << c10::str(at::IntArrayRef(c.weight));
+    }
+    // One value standing for every spatial dim, and an unbatched input.
+    ConvShape one{{8, 17, 19}, {16, 8, 3, 3}, {2}, {1}, {1}, {}, false, false};
+    EXPECT_EQ(ipex::bench::conv_flops(one),
+              reference_conv_flops(at::zeros({1, 8, 17, 19}), at::zeros({16, 8, 3, 3}), {2, 2}, {1, 1}, {1, 1}, 1));
+    // padding='same' keeps the spatial size.
+    ConvShape same{{1, 8, 10, 10}, {4, 8, 3, 3}, {1}, {}, {2}, {}, false, true};
+    EXPECT_EQ(ipex::bench::conv_flops(same), 2 * 4 * 100 * 8 * 9);
+}
+
+TEST(OpFlops, TransposedConvolutionCountsInputPositions) {
+    // weight [C_in, C_out/groups, k...]: every input element meets C_out/groups * prod(k) weights.
+    const at::Tensor x = at::zeros({2, 8, 5, 6}), w = at::zeros({8, 3, 3, 3});
+    ConvShape shape{v(x.sizes()), v(w.sizes()), {2, 2}, {1, 1}, {1, 1}, {1, 1}, true, false};
+    // (groups 2: C_out = 6.) Products that land in the border padding crops are counted too.
+    EXPECT_EQ(ipex::bench::conv_flops(shape), 2 * x.numel() * w[0].numel());
+    EXPECT_EQ(ipex::bench::conv_flops(shape), 2 * 2 * 8 * 30 * 3 * 9);
+}
+
+// 2 * outputs * k, the output shape from aten::matmul.
+int64_t reference_matmul_flops(at::IntArrayRef a, at::IntArrayRef b) {
+    return 2 * at::matmul(at::zeros(a), at::zeros(b)).numel() * a.back();
+}
+
+TEST(OpFlops, MatmulBroadcastsLikeAten) {
+    const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> cases = {
+        {{5, 7}, {7, 3}},          {{4, 5, 7}, {7, 3}},          {{7}, {7, 3}},
+        {{4, 5, 7}, {7}},          {{7}, {7}},                   {{2, 1, 5, 7}, {3, 7, 4}},
+        {{6, 5, 7}, {6, 7, 2}},    {{1, 5, 7}, {3, 2, 7, 4}},    {{7}, {2, 3, 7, 4}},
+    };
+    for (const auto &[a, b] : cases)
+        EXPECT_EQ(ipex::bench::matmul_flops(a, b), reference_matmul_flops(a, b))
+            << c10::str(at::IntArrayRef(a), " @ ", at::IntArrayRef(b));
+}
+
+TEST(OpFlops, Linear) {
+    EXPECT_EQ(ipex::bench::linear_flops({4, 9, 32}, 32, 10), 2 * 36 * 32 * 10);
+    EXPECT_EQ(ipex::bench::linear_flops({32}, 32, 10), 2 * 32 * 10);
+}
+
+TEST(OpFlops, Attention) {
+    // q [B, H, Lq, D], k [B, H, Lk, D], v [B, H, Lk, Dv]: scores and weighted sum.
+    EXPECT_EQ(ipex::bench::attention_flops({2, 4, 10, 16}, {2, 4, 12, 16}, {2, 4, 12, 8}),
+              2 * 8 * 10 * 12 * 16 + 2 * 8 * 10 * 12 * 8);
+    // Broadcast batch dims (one key/value head for all query heads).
+    EXPECT_EQ(ipex::bench::attention_flops({3, 4, 10, 16}, {3, 1, 12, 16}, {3, 1, 12, 16}),
+              2 * 12 * 10 * 12 * 16 * 2);
+}
+
+TEST(OpFlops, Recurrent) {
+    ipex::bench::RnnShape lstm{true, 7, 3, 10, 20, 2, true};
+    // Layer 0: in 10; layer 1: in 2 * 20 (both directions of layer 0); 4 gates, 2 directions.
+    const int64_t expected = 2 * 7 * 3 * 4 * 20 * (10 + 20) * 2 + 2 * 7 * 3 * 4 * 20 * (40 + 20) * 2;
+    EXPECT_EQ(ipex::bench::rnn_flops(lstm), expected);
+    ipex::bench::RnnShape gru{false, 5, 2, 8, 16, 1, false};
+    EXPECT_EQ(ipex::bench::rnn_flops(gru), 2 * 5 * 2 * 3 * 16 * (8 + 16));
+}
+
+TEST(OpFlops, OpKindTable) {
+    using ipex::bench::OpKind;
+    EXPECT_EQ(ipex::bench::op_kind("ipex::convolution_sum_"), OpKind::kConvolution);
+    EXPECT_EQ(ipex::bench::op_kind("ipex::linear_binary"), OpKind::kLinear);
+    EXPECT_EQ(ipex::bench::op_kind("ipex::woq_linear"), OpKind::kLinear);
+    EXPECT_EQ(ipex::bench::op_kind("ipex::attention"), OpKind::kAttention);
+    EXPECT_EQ(ipex::bench::op_kind("aten::baddbmm"), OpKind::kMatmul);
+    EXPECT_EQ(ipex::bench::op_kind("aten::layer_norm"), OpKind::kOther);
+    EXPECT_STREQ(ipex::bench::op_kind_name(OpKind::kRecurrent), "rnn");
+}
+
+TEST(OpFlops, OpWorkFromBoxedArguments) {
+    // aten::conv2d(input, weight, bias, stride, padding, dilation, groups)
+    const at::Tensor x = at::zeros({2, 8, 17, 19}, at::kBFloat16), w = at::zeros({16, 2, 3, 3}, at::kBFloat16);
+    std::vector<c10::IValue> conv{x, w, c10::IValue(), std::vector<int64_t>{2, 1}, std::vector<int64_t>{1, 1},
+                                  std::vector<int64_t>{1, 2}, int64_t{4}};
+    auto work = ipex::bench::op_work("aten::conv2d", boxed(conv));
+    EXPECT_EQ(work.dtype, "bf16");
+    EXPECT_EQ(work.flops, reference_conv_flops(x.to(at::kFloat), w.to(at::kFloat), {2, 1}, {1, 1}, {1, 2}, 4));
+    // aten::addmm(bias, a, b, beta, alpha)
+    std::vector<c10::IValue> addmm{at::zeros({3}), at::zeros({5, 7}), at::zeros({7, 3}), 1, 1};
+    EXPECT_EQ(ipex::bench::op_work("aten::addmm", boxed(addmm)).flops, 2 * 5 * 7 * 3);
+    // ipex ops read the weight shape from their context.
+    auto lin = c10::make_intrusive<ipex::ops::LinearContext>(at::ones({10, 32}), c10::nullopt, "fp32",
+                                                             ipex::ops::PostOps{}, 4);
+    std::vector<c10::IValue> linear{at::zeros({4, 9, 32}), c10::IValue(lin)};
+    work = ipex::bench::op_work("ipex::linear", boxed(linear));
+    EXPECT_EQ(work.dtype, "fp32");
+    EXPECT_EQ(work.flops, 2 * 36 * 32 * 10);
+    ipex::ops::ConvParams p{{2, 2}, {1, 1}, {1, 1}, {}, 2, false};
+    auto cctx = c10::make_intrusive<ipex::ops::ConvolutionContext>(at::ones({8, 2, 3, 3}), c10::nullopt, p, "fp32",
+                                                                   ipex::ops::PostOps{}, false,
+                                                                   std::vector<int64_t>{1, 4, 9, 9});
+    std::vector<c10::IValue> conv_ipex{at::zeros({1, 4, 9, 9}), c10::IValue(cctx)};
+    EXPECT_EQ(ipex::bench::op_work("ipex::convolution", boxed(conv_ipex)).flops,
+              reference_conv_flops(at::zeros({1, 4, 9, 9}), at::ones({8, 2, 3, 3}), {2, 2}, {1, 1}, {1, 1}, 2));
+}
+
+}  // namespace
