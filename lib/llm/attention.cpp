@@ -89,15 +89,7 @@ void decode_attention(const KvCache &cache, int64_t layer, const AttentionShape 
             float *s = scratch(0, static_cast<size_t>(group * n));
             const float *qh = q + b * ldq + h * group * hd;
             kernels::qk_block(cache.type(), qh, hd, group, cache.keys(layer, b, h), ld, t0, len, hd, s, n);
-            for (int64_t g = 0; g < group; ++g) {
-                float *row = s + g * n;
-                float m = -std::numeric_limits<float>::infinity();
-                for (int64_t i = 0; i < n; ++i) m = std::max(m, row[i] * shape.scale);
-                float sum = 0;
-                for (int64_t i = 0; i < n; ++i) sum += row[i] = std::exp(row[i] * shape.scale - m);
-                const float inv = 1.f / sum;
-                for (int64_t i = 0; i < n; ++i) row[i] *= inv;
-            }
+            kernels::softmax_rows(s, group, n, n, shape.scale);
             float *o = out + b * ldo + h * group * hd;
             for (int64_t g = 0; g < group; ++g) std::fill(o + g * hd, o + (g + 1) * hd, 0.f);
             kernels::pv_block(cache.type(), s, n, group, cache.values(layer, b, h), t0, len, hd, o, hd);

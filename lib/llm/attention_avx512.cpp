@@ -103,7 +103,50 @@ void pv_rows(const float *p, int64_t ldp, int64_t rows, const void *v, int64_t t
     if (c0 < hd) pv_cols<1, BF16>(p, ldp, rows, v, t0, t1, hd, c0, out, ldo);
 }
 
+// exp(x) for x <= 0 (scores minus their maximum): 2^n * p(r), x = n ln2 + r, |r| <= ln2 / 2,
+// p Cephes' expf polynomial (about 1 ulp); below -87 the result is 0 or a denormal.
+inline __m512 exp_nonpositive(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(-87.f));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.f)));
+    return _mm512_scalef_ps(p, n);
+}
+
 }  // namespace
+
+void softmax_rows_avx512(float *s, int64_t rows, int64_t lds, int64_t n, float scale) {
+    const __m512 vscale = _mm512_set1_ps(scale);
+    for (int64_t r = 0; r < rows; ++r) {
+        float *row = s + r * lds;
+        __m512 vmax = _mm512_set1_ps(-__builtin_inff());
+        for (int64_t i = 0; i < n; i += 16) {
+            const __mmask16 mask = static_cast<__mmask16>(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1u);
+            vmax = _mm512_mask_max_ps(vmax, mask, vmax, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, row + i), vscale));
+        }
+        const __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
+        __m512 vsum = _mm512_setzero_ps();
+        for (int64_t i = 0; i < n; i += 16) {
+            const __mmask16 mask = static_cast<__mmask16>(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1u);
+            const __m512 e = exp_nonpositive(_mm512_fmsub_ps(_mm512_maskz_loadu_ps(mask, row + i), vscale, m));
+            vsum = _mm512_mask_add_ps(vsum, mask, vsum, e);
+            _mm512_mask_storeu_ps(row + i, mask, e);
+        }
+        const __m512 inv = _mm512_set1_ps(1.f / _mm512_reduce_add_ps(vsum));
+        for (int64_t i = 0; i < n; i += 16) {
+            const __mmask16 mask = static_cast<__mmask16>(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1u);
+            _mm512_mask_storeu_ps(row + i, mask, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, row + i), inv));
+        }
+    }
+}
 
 void qk_block_avx512(CacheType type, const float *q, int64_t ldq, int64_t rows, const void *kt, int64_t ldk,
                      int64_t t0, int64_t t1, int64_t head_dim, float *s, int64_t lds) {

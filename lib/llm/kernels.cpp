@@ -1,7 +1,9 @@
 #include "llm/kernels.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <limits>
 
 #include "woq/woq_kernels.h"
 
@@ -84,6 +86,23 @@ void rope_row(float *x, int64_t heads, int64_t head_dim, const float *cos, const
             b[i] = x2 * cos[i] + x1 * sin[i];
         }
     }
+}
+
+void softmax_rows_ref(float *s, int64_t rows, int64_t lds, int64_t n, float scale) {
+    for (int64_t r = 0; r < rows; ++r) {
+        float *row = s + r * lds;
+        float m = -std::numeric_limits<float>::infinity();
+        for (int64_t i = 0; i < n; ++i) m = std::max(m, row[i] * scale);
+        float sum = 0;
+        for (int64_t i = 0; i < n; ++i) sum += row[i] = std::exp(row[i] * scale - m);
+        const float inv = 1.f / sum;
+        for (int64_t i = 0; i < n; ++i) row[i] *= inv;
+    }
+}
+
+void softmax_rows(float *s, int64_t rows, int64_t lds, int64_t n, float scale) {
+    if (avx512_ok()) softmax_rows_avx512(s, rows, lds, n, scale);
+    else softmax_rows_ref(s, rows, lds, n, scale);
 }
 
 void qk_block_ref(CacheType type, const float *q, int64_t ldq, int64_t rows, const void *kt, int64_t ldk, int64_t t0,

@@ -32,6 +32,10 @@ void qk_block(CacheType type, const float *q, int64_t ldq, int64_t rows, const v
 void pv_block(CacheType type, const float *p, int64_t ldp, int64_t rows, const void *v, int64_t t0, int64_t t1,
               int64_t head_dim, float *out, int64_t ldo);
 
+// s[r][i] = exp(scale * s[r][i] - m_r) / sum_i exp(scale * s[r][i] - m_r), i < n, r < rows
+// (rows of lds, m_r the row's largest scaled score): decode attention's probabilities.
+void softmax_rows(float *s, int64_t rows, int64_t lds, int64_t n, float scale);
+
 // Portable versions (the reference of the unit tests) and the AVX-512 ones (head_dim a
 // multiple of 16; call only when avx512_ok()).
 void qk_block_ref(CacheType type, const float *q, int64_t ldq, int64_t rows, const void *kt, int64_t ldk, int64_t t0,
@@ -42,6 +46,8 @@ void qk_block_avx512(CacheType type, const float *q, int64_t ldq, int64_t rows, 
                      int64_t t0, int64_t t1, int64_t head_dim, float *s, int64_t lds);
 void pv_block_avx512(CacheType type, const float *p, int64_t ldp, int64_t rows, const void *v, int64_t t0, int64_t t1,
                      int64_t head_dim, float *out, int64_t ldo);
+void softmax_rows_ref(float *s, int64_t rows, int64_t lds, int64_t n, float scale);
+void softmax_rows_avx512(float *s, int64_t rows, int64_t lds, int64_t n, float scale);
 bool avx512_ok();
 // Tests: force the portable blocks.
 void set_force_portable(bool on);

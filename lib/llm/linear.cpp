@@ -1,10 +1,12 @@
 #include "llm/linear.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
 #include <sstream>
 
 #include "core/errors.h"
+#include "llm/kernels.h"
 #include "ops/linear_context.h"
 #include "woq/woq_linear.h"
 
@@ -92,6 +94,8 @@ Linear Linear::from_dense(const std::string &name, const std::vector<at::Tensor>
     const c10::optional<at::Tensor> b = bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt;
     l.dense_ = c10::make_intrusive<ops::LinearContext>(w, b, format.dtype, ops::PostOps{}, 1);
     l.dense_add_ = l.dense_->with_post_ops({ops::PostOp{"add", 0, 0}});
+    // The decode kernel reads the same tensor the context holds as its plain weight.
+    if (math == at::kBFloat16) l.bf16_decode_ = std::make_shared<const Bf16Decode>(w, bias);
     return l;
 }
 
@@ -120,7 +124,16 @@ void Linear::build_decode() {
     if (woq_.size() == 1 && lowp_mode_ == "bf16") decode_ = Int4Decode::build(woq_[0]);
 }
 
+bool Linear::bf16_decodes(const at::Tensor &x) const {
+    return bf16_decode_ && x.dim() == 2 && x.size(0) >= 1 && x.size(0) <= Bf16Decode::kMaxRows && Bf16Decode::usable();
+}
+
 at::Tensor Linear::forward(const at::Tensor &x) const {
+    if (bf16_decodes(x)) {
+        at::Tensor out = at::empty({x.size(0), out_}, x.options().dtype(at::kFloat));
+        bf16_decode_->run(x, out.data_ptr<float>(), out_);
+        return out;
+    }
     if (dense_) return dense_->run(x, c10::nullopt).to(at::kFloat);
     if (decode_ && x.dim() == 2 && x.size(0) <= Int4Decode::kMaxRows) {
         at::Tensor out = at::empty({x.size(0), out_}, x.options().dtype(at::kFloat));
@@ -151,10 +164,32 @@ at::Tensor Linear::forward(const at::Tensor &x) const {
 }
 
 at::Tensor Linear::forward_add(const at::Tensor &x, const at::Tensor &residual) const {
+    if (bf16_decodes(x) && residual.scalar_type() == at::kFloat && residual.dim() == 2 &&
+        residual.size(0) == x.size(0) && residual.size(1) == out_) {
+        const at::Tensor res = residual.contiguous();
+        at::Tensor out = at::empty({x.size(0), out_}, x.options().dtype(at::kFloat));
+        bf16_decode_->run(x, out.data_ptr<float>(), out_, res.data_ptr<float>(), out_);
+        return out;
+    }
     if (dense_) return dense_add_->run(x, residual).to(at::kFloat);
     at::Tensor out = forward(x);
     out.add_(residual);
     return out;
+}
+
+void Linear::forward_silu_mul(const at::Tensor &x, at::Tensor &out) const {
+    const int64_t inter = out_ / 2;
+    TORCH_INTERNAL_ASSERT(out_ % 2 == 0 && out.scalar_type() == at::kFloat && out.is_contiguous() &&
+                              out.size(0) == x.size(0) && out.size(1) == inter,
+                          "forward_silu_mul: out must be fp32 [rows, N/2]");
+    if (bf16_decodes(x)) {
+        bf16_decode_->run_silu_mul(x, out.data_ptr<float>(), inter);
+        return;
+    }
+    const at::Tensor gu = forward(x).contiguous();
+    at::parallel_for(0, x.size(0), 4, [&](int64_t r0, int64_t r1) {
+        kernels::silu_mul(gu.data_ptr<float>() + r0 * 2 * inter, out.data_ptr<float>() + r0 * inter, r1 - r0, inter);
+    });
 }
 
 std::string Linear::describe() const {

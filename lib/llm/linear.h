@@ -4,7 +4,9 @@
 // Projections that read the same input (q/k/v, gate/up) are merged into one weight; WOQ parts
 // whose layouts differ (act-order GPTQ) are kept as parts writing to slices of one output.
 // forward_add fuses the residual add: into the oneDNN primitive as a binary post-op, or
-// into the output pass after the WOQ kernel.
+// into the output pass after the WOQ kernel. Steps of up to 8 rows skip oneDNN where a
+// decode kernel applies: bf16 weights (Bf16Decode, reading the same plain weight) and int4
+// with bf16 activations (Int4Decode, a layout of its own).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -14,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "llm/bf16_decode.h"
 #include "llm/int4_decode.h"
 #include "ops/linear_context.h"
 #include "woq/woq_format.h"
@@ -41,6 +44,9 @@ public:
     at::Tensor forward(const at::Tensor &x) const;
     // fp32 [M, N] = forward(x) + residual (fp32 [M, N]).
     at::Tensor forward_add(const at::Tensor &x, const at::Tensor &residual) const;
+    // A merged gate/up projection (outputs [0, N/2) gate, [N/2, N) up): out (fp32 [M, N/2],
+    // contiguous) = silu(gate) * up, fused into the decode kernel where it runs.
+    void forward_silu_mul(const at::Tensor &x, at::Tensor &out) const;
 
     // Whether forward_add fuses the residual into the product (else add it in the next pass).
     bool fuses_residual() const { return static_cast<bool>(dense_); }
@@ -60,6 +66,8 @@ private:
     at::Tensor woq_bias_;             // fp32 [N] of all parts, or undefined
     std::string lowp_mode_;
     std::shared_ptr<const Int4Decode> decode_;  // int4, bf16 activations: steps of few rows
+    std::shared_ptr<const Bf16Decode> bf16_decode_;  // bf16 dense: steps of few rows
+    bool bf16_decodes(const at::Tensor &x) const;
     void build_decode();
 };
 

@@ -140,11 +140,7 @@ Logits Session::forward(const std::vector<int32_t> &ids, const std::vector<int64
         } else {
             add_norm(layer.o.forward(attn), layer.post_norm);
         }
-        const at::Tensor gu = layer.gate_up.forward(x.to(act_type));
-        at::parallel_for(0, rows, 4, [&](int64_t r0, int64_t r1) {
-            kernels::silu_mul(gu.data_ptr<float>() + r0 * 2 * c.intermediate_size,
-                              act.data_ptr<float>() + r0 * c.intermediate_size, r1 - r0, c.intermediate_size);
-        });
+        layer.gate_up.forward_silu_mul(x.to(act_type), act);
         const at::Tensor &next_norm = l + 1 < m.layers_.size() ? m.layers_[l + 1].input_norm : m.final_norm_;
         if (layer.down.fuses_residual()) {
             h = layer.down.forward_add(act.to(act_type), h);

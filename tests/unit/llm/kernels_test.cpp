@@ -45,6 +45,27 @@ TEST(LlmKernels, BlocksMatchPortable) {
             }
 }
 
+// The vectorized softmax (its own exp) equals the portable one over lengths that end
+// mid-vector, scores far apart (probabilities that underflow) and rows past the first.
+TEST(LlmKernels, SoftmaxRowsMatchPortable) {
+    if (!kernels::avx512_ok()) GTEST_SKIP() << "no AVX-512 on this CPU";
+    for (int64_t n : {1, 15, 16, 17, 100, 2049})
+        for (int64_t rows : {1, 3, 8})
+            for (float spread : {1.f, 40.f}) {
+                const int64_t lds = n + 5;
+                auto s1 = random_vec(static_cast<size_t>(rows * lds), static_cast<uint32_t>(n + rows));
+                for (auto &v : s1) v *= spread;
+                auto s2 = s1;
+                kernels::softmax_rows_ref(s1.data(), rows, lds, n, 0.125f);
+                kernels::softmax_rows_avx512(s2.data(), rows, lds, n, 0.125f);
+                for (int64_t r = 0; r < rows; ++r) {
+                    for (int64_t i = 0; i < n; ++i)
+                        EXPECT_NEAR(s1[r * lds + i], s2[r * lds + i], 1e-6 + 1e-5 * s1[r * lds + i]) << n << " " << r;
+                    for (int64_t i = n; i < lds; ++i) EXPECT_EQ(s1[r * lds + i], s2[r * lds + i]);  // untouched
+                }
+            }
+}
+
 TEST(LlmKernels, RmsNormAndAddRmsNorm) {
     const int64_t n = 37;
     auto x = random_vec(static_cast<size_t>(2 * n), 3), w = random_vec(static_cast<size_t>(n), 4);

@@ -1,0 +1,85 @@
+#include "llm/bf16_decode.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "llm/kernels.h"
+
+namespace ipex::llm {
+namespace {
+
+constexpr int64_t kChannelStep = 32;  // input channels per kernel step (one bf16 vector)
+// Output rows below which one thread does all of a call (forking costs more than it saves).
+constexpr int64_t kMinRowsPerThread = 64;
+
+}  // namespace
+
+bool Bf16Decode::usable() {
+    const CpuFeatures &f = cpu_features();
+    return kernels::avx512_ok() && f.os_avx512 && f.avx512bw && f.avx512vl && f.avx512_bf16;
+}
+
+Bf16Decode::Bf16Decode(at::Tensor weight, at::Tensor bias) : weight_(std::move(weight)), bias_(std::move(bias)) {
+    TORCH_INTERNAL_ASSERT(weight_.dim() == 2 && weight_.scalar_type() == at::kBFloat16 && weight_.is_contiguous(),
+                          "Bf16Decode: the weight must be a contiguous bf16 [N, K]");
+    TORCH_INTERNAL_ASSERT(!bias_.defined() || (bias_.scalar_type() == at::kFloat && bias_.is_contiguous() &&
+                                                bias_.numel() == weight_.size(0)),
+                          "Bf16Decode: the bias must be fp32 [N]");
+    n_ = weight_.size(0);
+    k_ = weight_.size(1);
+}
+
+void Bf16Decode::launch(const at::Tensor &x, kernels::Bf16GemvArgs args, int64_t rows) const {
+    const int64_t m = x.size(0);
+    TORCH_CHECK(x.dim() == 2 && m >= 1 && m <= kMaxRows && x.size(1) == k_, "Bf16Decode: x must be [1..8, ", k_,
+                "], got ", x.sizes());
+    // bf16 rows padded with zeros to whole vectors; scratch reused across calls.
+    const int64_t ldx = (k_ + kChannelStep - 1) / kChannelStep * kChannelStep;
+    thread_local std::vector<uint16_t> xb;
+    xb.resize(static_cast<size_t>(m * ldx));
+    const at::Tensor xc = x.scalar_type() == at::kBFloat16 ? x.contiguous() : x.to(at::kFloat).contiguous();
+    for (int64_t r = 0; r < m; ++r) {
+        uint16_t *dst = xb.data() + r * ldx;
+        if (xc.scalar_type() == at::kBFloat16) {
+            std::memcpy(dst, xc.data_ptr<at::BFloat16>() + r * k_, static_cast<size_t>(k_) * 2);
+        } else {
+            const float *src = xc.data_ptr<float>() + r * k_;
+            for (int64_t c = 0; c < k_; ++c) dst[c] = kernels::to_bf16(src[c]);
+        }
+        std::fill(dst + k_, dst + ldx, uint16_t{0});
+    }
+    args.w = reinterpret_cast<const uint16_t *>(weight_.data_ptr<at::BFloat16>());
+    args.k = k_;
+    args.ldw = k_;
+    args.x = xb.data();
+    args.ldx = ldx;
+    args.m = m;
+    args.bias = bias_.defined() ? bias_.data_ptr<float>() : nullptr;
+    // One contiguous stretch of rows per thread: at::parallel_for hands out equal chunks.
+    at::parallel_for(0, rows, kMinRowsPerThread, [&](int64_t n0, int64_t n1) { kernels::bf16_gemv_avx512(args, n0, n1); });
+}
+
+void Bf16Decode::run(const at::Tensor &x, float *out, int64_t ldo, const float *residual, int64_t ldr) const {
+    kernels::Bf16GemvArgs args{};
+    args.residual = residual;
+    args.ldr = ldr;
+    args.out = out;
+    args.ldo = ldo;
+    launch(x, args, n_);
+}
+
+void Bf16Decode::run_silu_mul(const at::Tensor &x, float *out, int64_t ldo) const {
+    TORCH_CHECK(n_ % 2 == 0, "Bf16Decode: a gate/up projection has an even number of outputs, got ", n_);
+    kernels::Bf16GemvArgs args{};
+    args.out = out;
+    args.ldo = ldo;
+    args.up_offset = n_ / 2;
+    launch(x, args, n_ / 2);
+}
+
+}  // namespace ipex::llm

@@ -1,0 +1,46 @@
+// Decode-time bf16 projections: y = x W^T (+ bias) (+ residual) for a step of a few rows
+// (one or a few tokens), or the merged gate/up projection's silu(gate) * up, with an
+// AVX512-BF16 kernel that reads the plain row-major [N, K] bf16 weight the oneDNN context
+// already holds (no extra copy): each thread takes one contiguous stretch of output rows, so
+// its weights are one sequential stream, and every weight vector meets all the activation rows
+// (VDPBF16PS) before the next is loaded. Larger steps (prefill) keep the oneDNN matmul, as do
+// CPUs without AVX512-BF16 (checked at run time; the kernel is compiled with target
+// attributes only, so nothing else in the binary needs the ISA).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+
+#include "llm/bf16_decode_kernel.h"
+
+namespace ipex::llm {
+
+class Bf16Decode {
+public:
+    static constexpr int64_t kMaxRows = 8;  // activation rows a call takes
+
+    // Whether this CPU runs the kernel (AVX512-BF16 and the OS's AVX-512 state).
+    static bool usable();
+
+    // weight: bf16 [N, K] contiguous (kept alive by reference, not copied); bias fp32 [N] or
+    // undefined.
+    Bf16Decode(at::Tensor weight, at::Tensor bias);
+
+    // out[m, n] (fp32, row stride ldo) = x[m, :] W^T + bias[n] (+ residual[m, n], rows of
+    // ldr, when residual is not null); x fp32 or bf16 [M <= kMaxRows, K], rounded to bf16.
+    void run(const at::Tensor &x, float *out, int64_t ldo, const float *residual = nullptr, int64_t ldr = 0) const;
+    // The merged gate/up projection (rows [0, N/2) gate, [N/2, N) up):
+    // out[m, i] = silu(gate[m, i]) * up[m, i], i < N/2, rows of ldo.
+    void run_silu_mul(const at::Tensor &x, float *out, int64_t ldo) const;
+
+    int64_t in_features() const { return k_; }
+    int64_t out_features() const { return n_; }
+
+private:
+    void launch(const at::Tensor &x, kernels::Bf16GemvArgs args, int64_t rows) const;
+    at::Tensor weight_, bias_;
+    int64_t n_ = 0, k_ = 0;
+};
+
+}  // namespace ipex::llm
