@@ -19,7 +19,9 @@ Weights are random and seeded: nothing is downloaded. Existing model directories
 unless --force.
 
 names: bert_encoder vit_b16_b2 vit_b16_b8 gpt2_stack attention cnn_resnet50
-       cnn_mobilenet_v3 cnn_densenet121 cnn_shufflenet   (default: all)
+       cnn_mobilenet_v3 cnn_densenet121 cnn_shufflenet, and the convolution suite:
+       resnet50_b16 resnet50_b1 mobilenet_v3_large_b8 efficientnet_b0_b8 convnext_tiny_b4
+       densenet121_b4 regnet_y_800mf_b8 squeezenet1_1_b8 shufflenet_v2_x1_0_b8   (default: all)
 """
 import argparse
 import json
@@ -152,7 +154,17 @@ def specs(cnn_batch):
                             f"torchvision densenet121, batch {cnn_batch}"),
         "cnn_shufflenet": (torchvision.models.shufflenet_v2_x1_0, image(cnn_batch),
                            f"torchvision shufflenet_v2_x1_0, batch {cnn_batch}"),
+        # The convolution suite (bench/transformers.sh --suite cnn): torchvision models at the
+        # batch each is measured at, independent of --cnn-batch.
+        **{f"{arch}_b{b}": (getattr(torchvision.models, arch), image(b), f"torchvision {arch}, batch {b}")
+           for arch, b in CNN_SUITE},
     }
+
+
+# (torchvision architecture, batch) of the convolution suite.
+CNN_SUITE = [("resnet50", 16), ("resnet50", 1), ("mobilenet_v3_large", 8), ("efficientnet_b0", 8),
+             ("convnext_tiny", 4), ("densenet121", 4), ("regnet_y_800mf", 8), ("squeezenet1_1", 8),
+             ("shufflenet_v2_x1_0", 8)]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -19,6 +19,9 @@ cmake --build "$build" -j "$jobs"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1"
 export LSAN_OPTIONS="suppressions=$root/tests/sanitizer.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+# The ops library's caching CPU allocator would hand freed tensors' memory out again instead of
+# freeing it, hiding a use after free from ASan: libtorch's own allocator here.
+export IPEX_CPU_CACHE_MB=0
 ctest --test-dir "$build" --output-on-failure -j "$jobs" -L unit
 
 # libFuzzer: each target on its seeds, new inputs kept in a scratch corpus; two at a time.

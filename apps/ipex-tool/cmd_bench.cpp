@@ -9,6 +9,7 @@
 #include "bench/harness.h"
 #include "bench/machine_limits.h"
 #include "bench/profile.h"
+#include "ops/cpu_allocator.h"
 #include "bench/stock.h"
 #include "commands.h"
 #include "core/atomic_file.h"
@@ -44,6 +45,7 @@ struct BenchArgs {
     std::string check_isa;
     std::string fp32_math_mode = "fp32";
     bool profile = false;
+    bool profile_layers = false;
 };
 
 // oneDNN's default fp32 math mode while the candidate runs (primitives created then keep it;
@@ -65,6 +67,15 @@ std::vector<std::string> specs_from_metadata(const model::LoadedModel &m) {
     auto specs = model::recorded_sample_inputs(m);
     if (specs.empty()) throw_usage("give the model inputs with --input SPEC (e.g. --input 16x3x224x224)");
     return specs;
+}
+
+// The caching CPU allocator's counters (ops/cpu_allocator.h), or null when it is off.
+nlohmann::json cpu_cache_json() {
+    const ops::CachingCpuAllocator *cache = ops::installed_cpu_cache();
+    if (!cache) return nullptr;
+    const ops::CpuCacheStats c = cache->stats();
+    return {{"limit_mb", cache->limit_bytes() / 1048576}, {"hits", c.hits}, {"misses", c.misses},
+            {"evictions", c.evictions}, {"peak_cached_mb", c.peak_cached_bytes / 1048576.0}};
 }
 
 std::string fmt(double v, int precision = 3) {
@@ -95,7 +106,7 @@ int run_profile(const BenchArgs &args, const std::string &dtype, const std::vect
     timing.duration_s = args.duration;
     timing.percentiles = args.percentiles;
     const bench::TimingResult r = bench::time_interleaved(run_candidate, nullptr, timing);
-    bench::Profile profile = bench::profile_runs(run_candidate, r.iterations);
+    bench::Profile profile = bench::profile_runs(run_candidate, r.iterations, args.profile_layers);
     profile.unprofiled_median_ms = r.candidate.median;
     // A measurement only errs low (the host of a VM was busier): an op faster than its peak
     // means measuring again and keeping the higher figures.
@@ -149,7 +160,7 @@ int run_bench(const BenchArgs &args) {
         model::run_forward(candidate.module, inputs, what);
     };
     run_candidate();  // surfaces input errors before any timing
-    if (args.profile) return run_profile(args, dtype, inputs, threads, run_candidate);
+    if (args.profile || args.profile_layers) return run_profile(args, dtype, inputs, threads, run_candidate);
 
     std::unique_ptr<bench::StockRunner> stock;
     std::optional<model::LoadedModel> base_file;
@@ -208,6 +219,7 @@ int run_bench(const BenchArgs &args) {
         {"ratio", r.ratio() ? nlohmann::json(*r.ratio()) : nlohmann::json(nullptr)},
         {"isa", isa},
         {"fp32_math_mode", args.fp32_math_mode},
+        {"cpu_cache", cpu_cache_json()},
     };
     if (r.baseline) report["baseline"]["latency_ms"] = r.baseline->to_json();
 
@@ -227,6 +239,13 @@ int run_bench(const BenchArgs &args) {
             out << "ratio:       " << fmt(*r.ratio(), 2) << "x (baseline median / candidate median)\n";
         }
         out << "peak RSS:    " << fmt(bench::peak_rss_mb(), 1) << " MiB\n";
+        if (const ops::CachingCpuAllocator *cache = ops::installed_cpu_cache()) {
+            const ops::CpuCacheStats c = cache->stats();
+            const int64_t asked = c.hits + c.misses;
+            out << "cpu cache:   " << (asked ? fmt(100.0 * c.hits / asked, 1) : std::string("0")) << "% of " << asked
+                << " large blocks reused, at most " << fmt(c.peak_cached_bytes / 1048576.0, 1) << " of "
+                << cache->limit_bytes() / 1048576 << " MiB held (IPEX_CPU_CACHE_MB)\n";
+        }
         if (!isa.is_null()) {
             out << "isa:         convolution/matmul ran on";
             for (const auto &name : isa["compute_isas"]) out << " " << name.get<std::string>();
@@ -279,6 +298,12 @@ Runner setup_bench(CLI::App &sub) {
     sub.add_flag("--profile", a->profile,
                  "after the timed iterations, profile as many again op by op: time, share, FLOPs, GFLOP/s and % of "
                  "the peak measured at start-up for conv/linear/matmul/attention/rnn ops, time of every other op")
+        ->excludes(baseline)
+        ->excludes(isa)
+        ->excludes(sub.get_option("--llm"));
+    sub.add_flag("--profile-layers", a->profile_layers,
+                 "--profile with a row per layer: ops of one name and dtype split by their input sizes (channels-last "
+                 "marked [cl]) and, for convolutions and linears, weight sizes, stride, padding, dilation and groups")
         ->excludes(baseline)
         ->excludes(isa)
         ->excludes(sub.get_option("--llm"));

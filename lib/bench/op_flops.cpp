@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <numeric>
+#include <sstream>
 #include <unordered_map>
 
 #include "ops/conv_context.h"
@@ -271,6 +272,76 @@ OpWork op_work(const std::string &name, c10::ArrayRef<const c10::IValue> in) {
         w.flops = matmul_flops(tensor_sizes(0), tensor_sizes(1));
     }
     return w;
+}
+
+namespace {
+
+void put_sizes(std::ostringstream &out, c10::IntArrayRef sizes) {
+    if (sizes.empty()) out << "scalar";
+    for (size_t i = 0; i < sizes.size(); ++i) out << (i ? "x" : "") << sizes[i];
+}
+
+void put_tensor(std::ostringstream &out, const at::Tensor &t) {
+    put_sizes(out, t.sizes());
+    if (t.dim() == 4 && !t.is_contiguous() && t.is_contiguous(at::MemoryFormat::ChannelsLast)) out << " [cl]";
+    if (t.dim() == 5 && !t.is_contiguous() && t.is_contiguous(at::MemoryFormat::ChannelsLast3d)) out << " [cl]";
+}
+
+// " s1 p1 d1": one number when every spatial dim has the same, else "s2,1".
+void put_param(std::ostringstream &out, const char *tag, const std::vector<int64_t> &values) {
+    if (values.empty()) return;
+    const bool same = std::all_of(values.begin(), values.end(), [&](int64_t v) { return v == values[0]; });
+    out << " " << tag;
+    if (same) {
+        out << values[0];
+        return;
+    }
+    for (size_t i = 0; i < values.size(); ++i) out << (i ? "," : "") << values[i];
+}
+
+}  // namespace
+
+std::string op_signature(const std::string &name, c10::ArrayRef<const c10::IValue> inputs) {
+    std::ostringstream out;
+    bool first = true;
+    for (const auto &v : inputs) {
+        if (!v.isTensor() || !v.toTensor().defined()) continue;
+        if (!first) out << ", ";
+        put_tensor(out, v.toTensor());
+        first = false;
+    }
+    if (inputs.empty() || !inputs.back().isCustomClass()) return out.str();
+    const c10::IValue &context = inputs.back();
+    const bool ipex = name.rfind("ipex::", 0) == 0;
+    try {
+        if (ipex && op_kind(name) == OpKind::kConvolution) {
+            const auto ctx = context.toCustomClass<ops::ConvolutionContext>();
+            const ops::ConvParams &p = ctx->params();
+            const auto weight = ctx->weight_sizes();
+            out << " w ";
+            put_sizes(out, weight);
+            put_param(out, "s", p.stride);
+            put_param(out, "p", p.padding);
+            put_param(out, "d", p.dilation);
+            out << " g" << p.groups;
+            if (p.transposed) out << " transposed";
+        } else if (ipex && op_kind(name) == OpKind::kLinear && name != "ipex::woq_linear") {
+            const auto ctx = context.toCustomClass<ops::LinearContext>();
+            out << " w " << ctx->out_features() << "x" << ctx->in_features();
+        } else if (is_int8_op(name)) {
+            const auto ctx = context.toCustomClass<quant::Int8Context>();
+            const quant::Int8Params &p = ctx->params();
+            out << " " << p.kind << " w ";
+            put_sizes(out, ctx->weight_sizes());
+            put_param(out, "s", p.stride);
+            put_param(out, "p", p.padding);
+            put_param(out, "d", p.dilation);
+            if (p.kind != "linear") out << " g" << p.groups;
+        }
+    } catch (const std::exception &) {
+        // A context of another class under that name: the tensor sizes still say the layer.
+    }
+    return out.str();
 }
 
 }  // namespace ipex::bench

@@ -54,4 +54,10 @@ struct OpWork {
 // `inputs` as RecordFunction gives them (the op's schema arguments, boxed).
 OpWork op_work(const std::string &name, c10::ArrayRef<const c10::IValue> inputs);
 
+// What tells one layer of an op from another (bench --profile-layers): the tensor arguments'
+// sizes ("8x64x56x56 [cl]", channels-last marked), and for prepacked convolutions and linears
+// the weight's sizes, stride, padding, dilation and groups from their context:
+// "8x64x56x56 [cl] w 64x64x3x3 s1 p1 d1 g1".
+std::string op_signature(const std::string &name, c10::ArrayRef<const c10::IValue> inputs);
+
 }  // namespace ipex::bench

@@ -24,7 +24,8 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 }
 
 struct Recorder {
-    std::map<std::tuple<std::string, std::string, OpKind>, ProfileRow> rows;  // by (op, dtype, kind)
+    std::map<std::tuple<std::string, std::string, OpKind, std::string>, ProfileRow> rows;  // (op, dtype, kind, layer)
+    bool by_layer = false;
     int depth = 0;
     double callback_ms = 0;  // callbacks' time outside the top-level ops' intervals
 };
@@ -37,6 +38,7 @@ struct OpContext : at::ObserverContext {
     bool top = false;
     std::string op;
     OpWork work;
+    std::string layer;
     Clock::time_point start;
 };
 
@@ -63,6 +65,7 @@ std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction &fn) {
     } catch (const std::exception &) {
         ctx->work = OpWork{op_kind(ctx->op), "", 0};  // inputs this op's schema does not promise
     }
+    if (r->by_layer) ctx->layer = op_signature(ctx->op, op_arguments(fn));
     ctx->start = Clock::now();
     r->callback_ms += ms_between(entered, ctx->start);
     return ctx;
@@ -78,9 +81,10 @@ void on_op_end(const at::RecordFunction &, at::ObserverContext *observer) {
     // Compute ops get a row per dtype (each has its own peak); other ops one row per name.
     const bool compute = ctx->work.kind != OpKind::kOther;
     // (ipex::int8_op is a convolution or a linear, as its context says.)
-    ProfileRow &row = r->rows[{ctx->op, compute ? ctx->work.dtype : std::string(), ctx->work.kind}];
+    ProfileRow &row = r->rows[{ctx->op, compute ? ctx->work.dtype : std::string(), ctx->work.kind, ctx->layer}];
     if (row.calls == 0) {
         row.op = ctx->op;
+        row.layer = ctx->layer;
         row.dtype = ctx->work.dtype;
         row.kind = ctx->work.kind;
     } else if (row.dtype != ctx->work.dtype) {
@@ -147,11 +151,13 @@ int64_t Profile::compute_flops() const {
     return flops;
 }
 
-Profile profile_runs(const RunFn &run, int iterations) {
+Profile profile_runs(const RunFn &run, int iterations, bool by_layer) {
     if (iterations < 1) throw_usage("--profile needs at least one iteration");
     Recorder recorder;
+    recorder.by_layer = by_layer;
     Profile p;
     p.iterations = iterations;
+    p.by_layer = by_layer;
     double wall_ms = 0;
     {
         CallbackScope scope(&recorder);
@@ -187,6 +193,7 @@ nlohmann::json Profile::to_json(const MachineLimits &limits) const {
         nlohmann::json j = {{"op", r.op},
                             {"kind", op_kind_name(r.kind)},
                             {"dtype", r.dtype},
+                            {"layer", by_layer ? nlohmann::json(r.layer) : nlohmann::json(nullptr)},
                             {"calls", r.calls},
                             {"calls_per_iteration", static_cast<double>(r.calls) / n},
                             {"total_ms", r.total_ms},
@@ -210,6 +217,7 @@ nlohmann::json Profile::to_json(const MachineLimits &limits) const {
     }
     const double compute = compute_ms();
     return {{"iterations", iterations},
+            {"by_layer", by_layer},
             {"forward_ms", forward_ms / n},
             {"unprofiled_median_ms", unprofiled_median_ms > 0 ? nlohmann::json(unprofiled_median_ms) : nlohmann::json(nullptr)},
             {"callback_ms", callback_ms / n},
@@ -227,8 +235,10 @@ std::string Profile::table(const MachineLimits &limits) const {
     const double n = iterations > 0 ? iterations : 1;
     const double forward = forward_ms > 0 ? forward_ms : 1;
     // An op whose name does not say its kind (ipex::int8_op) shows it: "ipex::int8_op (conv)".
-    auto label = [](const ProfileRow &r) {
-        return is_compute(r.kind) && op_kind(r.op) != r.kind ? r.op + " (" + op_kind_name(r.kind) + ")" : r.op;
+    auto label = [this](const ProfileRow &r) {
+        std::string s = is_compute(r.kind) && op_kind(r.op) != r.kind ? r.op + " (" + op_kind_name(r.kind) + ")" : r.op;
+        if (by_layer && !r.layer.empty()) s += " " + r.layer;
+        return s;
     };
     size_t width = 24;
     for (const auto &r : rows) width = std::max(width, label(r).size() + 2);

@@ -22,6 +22,7 @@ namespace ipex::bench {
 struct ProfileRow {
     std::string op;     // "ipex::convolution", "aten::add_", or kBetweenOps
     std::string dtype;  // the math's dtype for compute ops, the first input's otherwise (or kMixedDtypes)
+    std::string layer;  // by-layer profiles: the op's signature (bench/op_flops.h op_signature)
     OpKind kind = OpKind::kOther;
     int64_t calls = 0;
     double total_ms = 0;
@@ -36,6 +37,7 @@ constexpr const char *kBetweenOps = "(between ops)";
 
 struct Profile {
     int iterations = 0;
+    bool by_layer = false;           // one row per op, dtype and signature
     double forward_ms = 0;           // sum over iterations, callbacks' own time taken out
     double callback_ms = 0;          // the time taken out
     double unprofiled_median_ms = 0; // the same forward timed without callbacks (0: not timed)
@@ -54,7 +56,8 @@ struct Profile {
     std::string table(const MachineLimits &limits) const;
 };
 
-// Runs `run` `iterations` times (>= 1) with the op callbacks on and returns the profile.
-Profile profile_runs(const RunFn &run, int iterations);
+// Runs `run` `iterations` times (>= 1) with the op callbacks on and returns the profile; with
+// `by_layer`, ops of one name and dtype get a row per signature (shapes, weight, stride...).
+Profile profile_runs(const RunFn &run, int iterations, bool by_layer = false);
 
 }  // namespace ipex::bench

@@ -1,11 +1,14 @@
 #!/usr/bin/python3
 """`ipex-tool bench --profile`: the per-op rows of a conv + linear model optimized to bf16 and
 fp32 (left as it is, and quantized to int8), their FLOPs against the fixture's analytic count
-(tests/fixtures/make_profile_fixtures.py), shares, the measured limits, and the errors."""
+(tests/fixtures/make_profile_fixtures.py), shares, the measured limits, and the errors;
+--profile-layers' per-layer rows; bench's report of the caching CPU allocator."""
 
 import json
 import math
 import os
+import re
+import subprocess
 
 import torch
 
@@ -20,7 +23,7 @@ FLOPS = FIXTURE["flops"]
 ITERATIONS = ["--iterations", "3", "--warmup", "1"]
 LIMIT_KEYS = ("threads", "bf16_dot_gflops", "fp32_fma_gflops", "int8_vnni_gops", "read_gbs")
 ROW_KEYS = ("op", "kind", "dtype", "calls", "calls_per_iteration", "total_ms", "ms_per_iteration", "share",
-            "flops_per_iteration", "gflops_per_s", "peak_gflops", "share_of_peak")
+            "flops_per_iteration", "gflops_per_s", "peak_gflops", "share_of_peak", "layer")
 
 
 class BenchProfile(e2e.ToolTestCase):
@@ -102,12 +105,63 @@ class BenchProfile(e2e.ToolTestCase):
         for word in ("GFLOP/s", "% peak", "ipex::linear", "(between ops)"):
             self.assertIn(word, text)
 
+    def test_profile_layers_splits_rows_by_signature(self):
+        for dtype in ("bf16", "fp32"):
+            with self.subTest(dtype=dtype):
+                data = self.tool_json("bench", self.optimized(dtype), "--profile-layers", *ITERATIONS, "--json", "-")
+                self.assertTrue(data["by_layer"])
+                self.check_profile(data, "ipex", dtype)
+                convs = {r["layer"]: r for r in data["rows"] if r["kind"] == "conv"}
+                # conv1 3->16 k3 s2 p1 on 2x3x32x32, conv2 16->32 k3 p2 d2 groups 2 on its 16x16 output
+                patterns = [r"2x3x32x32( \[cl\])? w 16x3x3x3 s2 p1 d1 g1",
+                            r"2x16x16x16( \[cl\])? w 32x8x3x3 s1 p2 d2 g2"]
+                self.assertEqual(len(convs), 2, list(convs))
+                for pattern in patterns:
+                    hits = [layer for layer in convs if re.fullmatch(pattern, layer)]
+                    self.assertEqual(len(hits), 1, f"{pattern} in {list(convs)}")
+                    self.assertEqual(convs[hits[0]]["calls_per_iteration"], 1)
+                linears = [r["layer"] for r in data["rows"] if r["kind"] == "linear"]
+                self.assertEqual(linears, ["2x512 w 10x512"])
+                # Other ops carry their tensor sizes.
+                others = [r for r in data["rows"] if r["kind"] == "other"]
+                self.assertTrue(any(r["layer"] for r in others), others)
+        text = self.tool("bench", self.optimized("fp32"), "--profile-layers", *ITERATIONS).stdout
+        self.assertRegex(text, r"ipex::convolution 2x16x16x16( \[cl\])? w 32x8x3x3 s1 p2 d2 g2")
+        plain = self.profile(self.optimized("fp32"))
+        self.assertFalse(plain["by_layer"])
+        self.assertTrue(all(r["layer"] is None for r in plain["rows"]))
+
+    def run_with_cache(self, value):
+        env = dict(os.environ)
+        if value is None:
+            env.pop("IPEX_CPU_CACHE_MB", None)
+        else:
+            env["IPEX_CPU_CACHE_MB"] = value
+        # 8x64x64x64 fp32 activations: 8 MiB blocks, cached when the allocator is on.
+        argv = [e2e.TOOL, "bench", MODEL, "--input", "8x3x128x128", *ITERATIONS, "--json", "-"]
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=self.tmp,
+                              stdin=subprocess.DEVNULL, timeout=e2e.RUN_TIMEOUT)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return json.loads(proc.stdout)["cpu_cache"]
+
+    def test_bench_reports_the_cpu_cache(self):
+        cache = self.run_with_cache(None)
+        self.assertEqual(cache["limit_mb"], 1024)
+        # Every call after the first finds its large blocks freed by the call before.
+        self.assertGreater(cache["hits"], cache["misses"])
+        self.assertGreater(cache["peak_cached_mb"], 0)
+        self.assertLessEqual(cache["peak_cached_mb"], 1024)
+        self.assertEqual(self.run_with_cache("64")["limit_mb"], 64)
+        self.assertIsNone(self.run_with_cache("0"))
+
     def test_errors(self):
         bad = self.copy_fixture("random_bytes.pt")
         self.assert_error(self.run_tool("bench", bad, "--profile", "--input", INPUT), e2e.EXIT_BAD_INPUT, bad)
         self.assert_error(self.run_tool("bench", MODEL, "--profile", "--llm"), e2e.EXIT_USAGE, "--profile")
         self.assert_error(self.run_tool("bench", MODEL, "--profile", "--baseline", "stock", "--input", INPUT),
                           e2e.EXIT_USAGE, "--profile")
+        self.assert_error(self.run_tool("bench", MODEL, "--profile-layers", "--baseline", "stock", "--input", INPUT),
+                          e2e.EXIT_USAGE, "--profile-layers")
 
 
 if __name__ == "__main__":
