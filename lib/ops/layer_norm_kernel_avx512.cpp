@@ -4,7 +4,6 @@
 #include <immintrin.h>
 
 #include <cmath>
-#include <vector>
 
 #include "ops/avx512_math.h"
 #include "ops/layer_norm_op.h"
@@ -67,13 +66,33 @@ void run_row(const Problem &p, int64_t r, float *s) {
     }
 }
 
+// The calling thread's row of fp32 scratch, kept across calls and grown to the widest row
+// seen. A plain buffer, not a std::vector: this file is built with the AVX-512 flags, and the
+// vector's out-of-line members would be emitted here as weak copies that the linker may pick
+// for code built for older CPUs.
+float *thread_row(int64_t cols) {
+    struct Row {
+        float *data = nullptr;
+        int64_t size = 0;
+        ~Row() { delete[] data; }
+    };
+    thread_local Row row;
+    if (row.size < cols) {
+        float *grown = new float[static_cast<size_t>(cols)];  // a throw leaves the old row in place
+        delete[] row.data;
+        row.data = grown;
+        row.size = cols;
+    }
+    return row.data;
+}
+
 }  // namespace
 
 void run(const Problem &p) {
     const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(p.cols, 1));
     at::parallel_for(0, p.rows, grain, [&](int64_t begin, int64_t end) {
-        std::vector<float> s(static_cast<size_t>(p.cols));
-        for (int64_t r = begin; r < end; ++r) run_row(p, r, s.data());
+        float *s = thread_row(p.cols);
+        for (int64_t r = begin; r < end; ++r) run_row(p, r, s);
     });
 }
 
