@@ -21,11 +21,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Work per loop iteration and thread: kAccumulators instructions of this many operations.
-constexpr double kBf16DotFlops = 64;   // 16 fp32 lanes x 2 bf16 pairs x (multiply + add)
-constexpr double kFp32FmaFlops = 32;   // 16 lanes x (multiply + add)
-constexpr double kFp32Fma256Flops = 16;
-constexpr double kVnniOps = 128;       // 16 lanes x 4 u8*s8 pairs x (multiply + add)
 // Repetitions each peak is the best of, after the runs that size them.
 constexpr int kPeakRepetitions = 5;
 constexpr int64_t kCalibrationIterations = 4096;
@@ -40,88 +35,98 @@ constexpr int kMinReadPasses = 2;
 constexpr int kMaxReadPasses = 8;
 constexpr size_t kReadAlignment = 4096;
 
-// Defeats dead-code elimination of the measured loops. The accumulators start from distinct
-// values so that the compiler cannot merge their identical update chains into one.
+// Defeats dead-code elimination of the measured loops.
 volatile double g_sink_fp = 0;
 volatile uint64_t g_sink_int = 0;
 
-#define IPEX_REPEAT16(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
-static_assert(kAccumulators == 16, "the loops below spell out 16 accumulators");
+// The instructions of the peaks. Each type holds its instruction's two operands and gives an
+// accumulator's start value, one instruction on an accumulator, the sum of two and the total
+// of one (the sink), and `kOps`, the operations of one instruction. Its functions are built
+// for the ISA the instruction needs, and so is its instantiation of peak_loop (below).
+struct Bf16Dot {
+    using Vec = __m512;
+    static constexpr double kOps = 64;  // 16 fp32 lanes x 2 bf16 pairs x (multiply + add)
+    __m512bh a, b;
+    [[gnu::target("avx512f,avx512bf16")]] explicit Bf16Dot(float a_value)
+        : a((__m512bh)_mm512_set1_epi16(static_cast<short>(0x3f80))),           // 1.0
+          b((__m512bh)_mm512_castps_si512(_mm512_set1_ps(a_value * 1e-3f))) {}  // two small bf16s
+    [[gnu::target("avx512f,avx512bf16")]] static Vec start(int i) { return _mm512_set1_ps(static_cast<float>(i)); }
+    [[gnu::target("avx512f,avx512bf16")]] Vec step(Vec acc) const { return _mm512_dpbf16_ps(acc, a, b); }
+    [[gnu::target("avx512f,avx512bf16")]] static Vec add(Vec x, Vec y) { return _mm512_add_ps(x, y); }
+    [[gnu::target("avx512f,avx512bf16")]] static double total(Vec x) { return _mm512_reduce_add_ps(x); }
+};
 
-__attribute__((target("avx512f,avx512bf16"))) double bf16_dot_loop(int64_t iterations, float a_value) {
-    const __m512bh a = (__m512bh)_mm512_set1_epi16(static_cast<short>(0x3f80));               // 1.0
-    const __m512bh b = (__m512bh)_mm512_castps_si512(_mm512_set1_ps(a_value * 1e-3f));  // two small bf16s
-#define DECL(i) __m512 acc##i = _mm512_set1_ps(static_cast<float>(i));
-    IPEX_REPEAT16(DECL)
-#undef DECL
-    for (int64_t it = 0; it < iterations; ++it) {
-#define STEP(i) acc##i = _mm512_dpbf16_ps(acc##i, a, b);
-        IPEX_REPEAT16(STEP)
-#undef STEP
-    }
-    __m512 sum = _mm512_setzero_ps();
-#define ADD(i) sum = _mm512_add_ps(sum, acc##i);
-    IPEX_REPEAT16(ADD)
-#undef ADD
-    return _mm512_reduce_add_ps(sum);
-}
+struct Fp32Fma512 {
+    using Vec = __m512;
+    static constexpr double kOps = 32;  // 16 lanes x (multiply + add)
+    __m512 a, b;
+    [[gnu::target("avx512f")]] explicit Fp32Fma512(float a_value)
+        : a(_mm512_set1_ps(a_value)), b(_mm512_set1_ps(1e-7f)) {}
+    [[gnu::target("avx512f")]] static Vec start(int i) { return _mm512_set1_ps(static_cast<float>(i)); }
+    [[gnu::target("avx512f")]] Vec step(Vec acc) const { return _mm512_fmadd_ps(a, b, acc); }
+    [[gnu::target("avx512f")]] static Vec add(Vec x, Vec y) { return _mm512_add_ps(x, y); }
+    [[gnu::target("avx512f")]] static double total(Vec x) { return _mm512_reduce_add_ps(x); }
+};
 
-__attribute__((target("avx512f"))) double fp32_fma512_loop(int64_t iterations, float a_value) {
-    const __m512 a = _mm512_set1_ps(a_value), b = _mm512_set1_ps(1e-7f);
-#define DECL(i) __m512 acc##i = _mm512_set1_ps(static_cast<float>(i));
-    IPEX_REPEAT16(DECL)
-#undef DECL
-    for (int64_t it = 0; it < iterations; ++it) {
-#define STEP(i) acc##i = _mm512_fmadd_ps(a, b, acc##i);
-        IPEX_REPEAT16(STEP)
-#undef STEP
+struct Fp32Fma256 {
+    using Vec = __m256;
+    static constexpr double kOps = 16;  // 8 lanes x (multiply + add)
+    __m256 a, b;
+    [[gnu::target("avx2,fma")]] explicit Fp32Fma256(float a_value)
+        : a(_mm256_set1_ps(a_value)), b(_mm256_set1_ps(1e-7f)) {}
+    [[gnu::target("avx2,fma")]] static Vec start(int i) { return _mm256_set1_ps(static_cast<float>(i)); }
+    [[gnu::target("avx2,fma")]] Vec step(Vec acc) const { return _mm256_fmadd_ps(a, b, acc); }
+    [[gnu::target("avx2,fma")]] static Vec add(Vec x, Vec y) { return _mm256_add_ps(x, y); }
+    [[gnu::target("avx2,fma")]] static double total(Vec x) {
+        alignas(32) float lanes[8];
+        _mm256_store_ps(lanes, x);
+        double total = 0;
+        for (float v : lanes) total += v;
+        return total;
     }
-    __m512 sum = _mm512_setzero_ps();
-#define ADD(i) sum = _mm512_add_ps(sum, acc##i);
-    IPEX_REPEAT16(ADD)
-#undef ADD
-    return _mm512_reduce_add_ps(sum);
-}
+};
 
-__attribute__((target("avx2,fma"))) double fp32_fma256_loop(int64_t iterations, float a_value) {
-    const __m256 a = _mm256_set1_ps(a_value), b = _mm256_set1_ps(1e-7f);
-#define DECL(i) __m256 acc##i = _mm256_set1_ps(static_cast<float>(i));
-    IPEX_REPEAT16(DECL)
-#undef DECL
-    for (int64_t it = 0; it < iterations; ++it) {
-#define STEP(i) acc##i = _mm256_fmadd_ps(a, b, acc##i);
-        IPEX_REPEAT16(STEP)
-#undef STEP
+struct Int8Vnni {
+    using Vec = __m512i;
+    static constexpr double kOps = 128;  // 16 lanes x 4 u8*s8 pairs x (multiply + add)
+    __m512i a, b;
+    [[gnu::target("avx512f,avx512vnni")]] explicit Int8Vnni(float a_value)
+        : a(_mm512_set1_epi8(static_cast<char>(1 + (a_value > 2.0f)))), b(_mm512_set1_epi8(3)) {}
+    [[gnu::target("avx512f,avx512vnni")]] static Vec start(int i) { return _mm512_set1_epi32(i); }
+    [[gnu::target("avx512f,avx512vnni")]] Vec step(Vec acc) const { return _mm512_dpbusd_epi32(acc, a, b); }
+    [[gnu::target("avx512f,avx512vnni")]] static Vec add(Vec x, Vec y) { return _mm512_add_epi32(x, y); }
+    [[gnu::target("avx512f,avx512vnni")]] static double total(Vec x) {
+        return static_cast<double>(_mm512_reduce_add_epi32(x));
     }
-    __m256 sum = _mm256_setzero_ps();
-#define ADD(i) sum = _mm256_add_ps(sum, acc##i);
-    IPEX_REPEAT16(ADD)
-#undef ADD
-    alignas(32) float lanes[8];
-    _mm256_store_ps(lanes, sum);
-    double total = 0;
-    for (float v : lanes) total += v;
-    return total;
-}
+};
 
-__attribute__((target("avx512f,avx512vnni"))) double int8_vnni_loop(int64_t iterations, float a_value) {
-    const __m512i a = _mm512_set1_epi8(static_cast<char>(1 + (a_value > 2.0f)));
-    const __m512i b = _mm512_set1_epi8(3);
-#define DECL(i) __m512i acc##i = _mm512_set1_epi32(i);
-    IPEX_REPEAT16(DECL)
-#undef DECL
+// `iterations` of kAccumulators independent instructions, one per accumulator: a
+// register-only loop bound by the instruction's throughput. The accumulators start from
+// distinct values so that the compiler cannot merge their identical update chains into one;
+// the argument keeps the operands unknown to it.
+template <class Peak>
+double peak_loop(int64_t iterations, float a_value) {
+    const Peak peak(a_value);
+    typename Peak::Vec acc[kAccumulators];
+#pragma GCC unroll 16
+    for (int i = 0; i < kAccumulators; ++i) acc[i] = Peak::start(i);
     for (int64_t it = 0; it < iterations; ++it) {
-#define STEP(i) acc##i = _mm512_dpbusd_epi32(acc##i, a, b);
-        IPEX_REPEAT16(STEP)
-#undef STEP
+#pragma GCC unroll 16
+        for (int i = 0; i < kAccumulators; ++i) acc[i] = peak.step(acc[i]);
     }
-    __m512i sum = _mm512_setzero_si512();
-#define ADD(i) sum = _mm512_add_epi32(sum, acc##i);
-    IPEX_REPEAT16(ADD)
-#undef ADD
-    return static_cast<double>(_mm512_reduce_add_epi32(sum));
+    typename Peak::Vec sum{};  // zeros
+#pragma GCC unroll 16
+    for (int i = 0; i < kAccumulators; ++i) sum = Peak::add(sum, acc[i]);
+    return Peak::total(sum);
 }
-#undef IPEX_REPEAT16
+static_assert(kAccumulators == 16, "peak_loop's unroll pragmas count kAccumulators");
+
+// Each instantiation carries its instruction's ISA: GCC and clang both take a target attribute
+// on an explicit instantiation (were one ignored, its intrinsics would not compile).
+template __attribute__((target("avx512f,avx512bf16"))) double peak_loop<Bf16Dot>(int64_t, float);
+template __attribute__((target("avx512f"))) double peak_loop<Fp32Fma512>(int64_t, float);
+template __attribute__((target("avx2,fma"))) double peak_loop<Fp32Fma256>(int64_t, float);
+template __attribute__((target("avx512f,avx512vnni"))) double peak_loop<Int8Vnni>(int64_t, float);
 
 using PeakLoop = double (*)(int64_t iterations, float a_value);
 
@@ -315,12 +320,12 @@ MachineLimits measure_machine_limits(int threads, double seconds_budget) {
     const double peak_budget = seconds_budget * kPeakBudgetShare / 3;
     // fp32 first: it also brings the cores up to their AVX-512 clocks.
     if (cpu.avx512f) {
-        m.fp32_fma_gflops = measure_peak(&fp32_fma512_loop, kFp32FmaFlops, threads, peak_budget);
+        m.fp32_fma_gflops = measure_peak(&peak_loop<Fp32Fma512>, Fp32Fma512::kOps, threads, peak_budget);
     } else if (cpu.avx2 && cpu_has_fma()) {
-        m.fp32_fma_gflops = measure_peak(&fp32_fma256_loop, kFp32Fma256Flops, threads, peak_budget);
+        m.fp32_fma_gflops = measure_peak(&peak_loop<Fp32Fma256>, Fp32Fma256::kOps, threads, peak_budget);
     }
-    if (cpu.avx512_bf16) m.bf16_dot_gflops = measure_peak(&bf16_dot_loop, kBf16DotFlops, threads, peak_budget);
-    if (cpu.avx512_vnni) m.int8_vnni_gops = measure_peak(&int8_vnni_loop, kVnniOps, threads, peak_budget);
+    if (cpu.avx512_bf16) m.bf16_dot_gflops = measure_peak(&peak_loop<Bf16Dot>, Bf16Dot::kOps, threads, peak_budget);
+    if (cpu.avx512_vnni) m.int8_vnni_gops = measure_peak(&peak_loop<Int8Vnni>, Int8Vnni::kOps, threads, peak_budget);
     const double spent = std::chrono::duration<double>(Clock::now() - start).count();
     m.read_gbs = measure_read_bandwidth(threads, std::max(seconds_budget - spent, 0.1), &m.read_buffer_mib);
     m.seconds = std::chrono::duration<double>(Clock::now() - start).count();

@@ -7,17 +7,20 @@
 #include <algorithm>
 
 #include "llm/kernels.h"
+#include "ops/avx512_math.h"
 
 namespace ipex::llm::kernels {
 namespace {
+
+using ops::avx512::exp16;
+using ops::avx512::tail_mask;
 
 constexpr int kRows = 8;
 
 template <bool BF16>
 inline __m512 load16(const void *base, int64_t index, __mmask16 mask) {
     if constexpr (BF16) {
-        const __m256i h = _mm256_maskz_loadu_epi16(mask, static_cast<const uint16_t *>(base) + index);
-        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+        return ops::avx512::load_bf16(static_cast<const uint16_t *>(base) + index, mask);
     } else {
         return _mm512_maskz_loadu_ps(mask, static_cast<const float *>(base) + index);
     }
@@ -28,7 +31,7 @@ void qk_tile(const float *q, int64_t ldq, const void *kt, int64_t ldk, int64_t t
              int64_t lds) {
     for (int64_t t = t0; t < t1; t += 16) {
         const int64_t n = std::min<int64_t>(16, t1 - t);
-        const __mmask16 mask = static_cast<__mmask16>((1u << n) - 1u);
+        const __mmask16 mask = tail_mask(n);
         __m512 acc[R];
         for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
         for (int64_t d = 0; d < hd; ++d) {
@@ -103,24 +106,6 @@ void pv_rows(const float *p, int64_t ldp, int64_t rows, const void *v, int64_t t
     if (c0 < hd) pv_cols<1, BF16>(p, ldp, rows, v, t0, t1, hd, c0, out, ldo);
 }
 
-// exp(x) for x <= 0 (scores minus their maximum): 2^n * p(r), x = n ln2 + r, |r| <= ln2 / 2,
-// p Cephes' expf polynomial (about 1 ulp); below -87 the result is 0 or a denormal.
-inline __m512 exp_nonpositive(__m512 x) {
-    x = _mm512_max_ps(x, _mm512_set1_ps(-87.f));
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-    p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.f)));
-    return _mm512_scalef_ps(p, n);
-}
-
 }  // namespace
 
 void softmax_rows_avx512(float *s, int64_t rows, int64_t lds, int64_t n, float scale) {
@@ -129,20 +114,20 @@ void softmax_rows_avx512(float *s, int64_t rows, int64_t lds, int64_t n, float s
         float *row = s + r * lds;
         __m512 vmax = _mm512_set1_ps(-__builtin_inff());
         for (int64_t i = 0; i < n; i += 16) {
-            const __mmask16 mask = static_cast<__mmask16>(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1u);
+            const __mmask16 mask = tail_mask(n - i);
             vmax = _mm512_mask_max_ps(vmax, mask, vmax, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, row + i), vscale));
         }
         const __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
         __m512 vsum = _mm512_setzero_ps();
         for (int64_t i = 0; i < n; i += 16) {
-            const __mmask16 mask = static_cast<__mmask16>(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1u);
-            const __m512 e = exp_nonpositive(_mm512_fmsub_ps(_mm512_maskz_loadu_ps(mask, row + i), vscale, m));
+            const __mmask16 mask = tail_mask(n - i);
+            const __m512 e = exp16(_mm512_fmsub_ps(_mm512_maskz_loadu_ps(mask, row + i), vscale, m));
             vsum = _mm512_mask_add_ps(vsum, mask, vsum, e);
             _mm512_mask_storeu_ps(row + i, mask, e);
         }
         const __m512 inv = _mm512_set1_ps(1.f / _mm512_reduce_add_ps(vsum));
         for (int64_t i = 0; i < n; i += 16) {
-            const __mmask16 mask = static_cast<__mmask16>(n - i >= 16 ? 0xffff : (1u << (n - i)) - 1u);
+            const __mmask16 mask = tail_mask(n - i);
             _mm512_mask_storeu_ps(row + i, mask, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, row + i), inv));
         }
     }

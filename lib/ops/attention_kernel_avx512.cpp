@@ -18,9 +18,15 @@
 #include <vector>
 
 #include "ops/attention_kernel.h"
+#include "ops/avx512_math.h"
 
 namespace ipex::ops::attention_kernel {
 namespace {
+
+using avx512::exp16;
+using avx512::fp32_to_bf16;
+using avx512::store_bf16;
+using avx512::tail_mask;
 
 constexpr int64_t kRowBlock = 64;  // query rows per task
 constexpr int64_t kKeyBlock = 256;  // keys per step of the online softmax
@@ -33,28 +39,6 @@ constexpr float kVanishes = 110.f;
 constexpr float kHidingBias = -1e30f;
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
-inline __m512 bf16_to_f32(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
-
-// exp(x) for 16 lanes: 2^n * e^f with n = round(x log2 e), |f| <= ln2 / 2, a degree-6
-// polynomial for e^f; -inf and very negative x give 0.
-inline __m512 exp16(__m512 x) {
-    x = _mm512_max_ps(x, _mm512_set1_ps(-120.f));
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 f = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    f = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), f);
-    __m512 p = _mm512_set1_ps(1.f / 720);
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.f / 120));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.f / 24));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.f / 6));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.f));
-    return _mm512_scalef_ps(p, n);
-}
-
-inline __mmask16 tail_mask(int64_t n) { return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1u); }
 
 // C[M x 16 NV] (+)= A[M x k] B[k x 16 NV]: bf16 pairs (A rows of `lda` words, B [k/2][ldb]
 // words) or fp32 (A rows of `lda` floats, B [k][ldb]). `steps` counts words (pairs) for
@@ -352,7 +336,7 @@ bool row_block(const Problem &p, int64_t b, int64_t i0, int64_t rows, bool allow
                 const __m512 e = _mm512_maskz_mov_ps(m, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + j), shift)));
                 sum = _mm512_add_ps(sum, e);
                 if constexpr (BF16) {
-                    _mm256_storeu_si256(reinterpret_cast<__m256i *>(prow + j), (__m256i)_mm512_cvtneps_pbh(e));
+                    _mm256_storeu_si256(reinterpret_cast<__m256i *>(prow + j), fp32_to_bf16(e));
                 } else {
                     _mm512_storeu_ps(prow + j, e);
                 }
@@ -381,7 +365,7 @@ bool row_block(const Problem &p, int64_t b, int64_t i0, int64_t rows, bool allow
             const __mmask16 m = tail_mask(p.dv - c);
             const __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, orow + c), inv);
             if constexpr (BF16) {
-                _mm256_mask_storeu_epi16(dst + c, m, (__m256i)_mm512_cvtneps_pbh(x));
+                store_bf16(dst + c, m, x);
             } else {
                 _mm512_mask_storeu_ps(dst + c, m, x);
             }

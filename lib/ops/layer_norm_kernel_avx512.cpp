@@ -4,37 +4,27 @@
 #include <immintrin.h>
 
 #include <cmath>
-#include <vector>
 
+#include "ops/avx512_math.h"
 #include "ops/layer_norm_op.h"
 
 namespace ipex::ops::layer_norm_kernel {
 namespace {
 
-constexpr int64_t kLanes = 16;
-
-__mmask16 tail_mask(int64_t n) { return n >= kLanes ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1); }
+using avx512::kLanes;
+using avx512::tail_mask;
 
 __m512 load(const void *base, bool bf16, int64_t j, __mmask16 m) {
-    if (bf16) {
-        const __m256i h = _mm256_maskz_loadu_epi16(m, static_cast<const uint16_t *>(base) + j);
-        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-    }
+    if (bf16) return avx512::load_bf16(static_cast<const uint16_t *>(base) + j, m);
     return _mm512_maskz_loadu_ps(m, static_cast<const float *>(base) + j);
 }
 
 void store(void *base, bool bf16, int64_t j, __mmask16 m, __m512 v) {
     if (bf16) {
-        _mm256_mask_storeu_epi16(static_cast<uint16_t *>(base) + j, m, (__m256i)_mm512_cvtneps_pbh(v));
+        avx512::store_bf16(static_cast<uint16_t *>(base) + j, m, v);
     } else {
         _mm512_mask_storeu_ps(static_cast<float *>(base) + j, m, v);
     }
-}
-
-// v rounded to bf16 (nearest even) and widened back: the value a bf16 tensor would hold.
-__m512 round_bf16(__m512 v) {
-    const __m256i h = (__m256i)_mm512_cvtneps_pbh(v);
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
 void run_row(const Problem &p, int64_t r, float *s) {
@@ -48,7 +38,7 @@ void run_row(const Problem &p, int64_t r, float *s) {
         const __mmask16 m = tail_mask(n - j);
         __m512 v = load(in, p.bf16_in, j, m);
         if (other) v = _mm512_fmadd_ps(alpha, load(other, p.bf16_other, j, m), v);
-        if (p.bf16_out) v = round_bf16(v);
+        if (p.bf16_out) v = avx512::round_bf16(v);
         _mm512_mask_storeu_ps(s + j, m, v);
         acc = _mm512_add_ps(acc, v);
     }
@@ -76,13 +66,33 @@ void run_row(const Problem &p, int64_t r, float *s) {
     }
 }
 
+// The calling thread's row of fp32 scratch, kept across calls and grown to the widest row
+// seen. A plain buffer, not a std::vector: this file is built with the AVX-512 flags, and the
+// vector's out-of-line members would be emitted here as weak copies that the linker may pick
+// for code built for older CPUs.
+float *thread_row(int64_t cols) {
+    struct Row {
+        float *data = nullptr;
+        int64_t size = 0;
+        ~Row() { delete[] data; }
+    };
+    thread_local Row row;
+    if (row.size < cols) {
+        float *grown = new float[static_cast<size_t>(cols)];  // a throw leaves the old row in place
+        delete[] row.data;
+        row.data = grown;
+        row.size = cols;
+    }
+    return row.data;
+}
+
 }  // namespace
 
 void run(const Problem &p) {
     const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(p.cols, 1));
     at::parallel_for(0, p.rows, grain, [&](int64_t begin, int64_t end) {
-        std::vector<float> s(static_cast<size_t>(p.cols));
-        for (int64_t r = begin; r < end; ++r) run_row(p, r, s.data());
+        float *s = thread_row(p.cols);
+        for (int64_t r = begin; r < end; ++r) run_row(p, r, s);
     });
 }
 

@@ -146,6 +146,16 @@ void cleanup(const GraphPtr &graph) {
     torch::jit::ConstantPooling(graph);
 }
 
+// Runs `pass` on the graph and cleans the graph up if the pass changed it; appends the pass's
+// "applied" entry, timed over both, to `passes`.
+void run_timed(const std::string &name, GraphPtr &graph, nlohmann::json &passes,
+               const std::function<PassResult(GraphPtr &)> &pass) {
+    const auto start = Clock::now();
+    const PassResult r = pass(graph);
+    if (r.changed) cleanup(graph);
+    passes.push_back(applied_entry(name, r, ms_since(start)));
+}
+
 // prepack_weights, then the fusions to a fixed point, then the output layout; report entries
 // for each (disabled when prepacking is off).
 void run_prepacking(GraphPtr &graph, const OptimizeOptions &options, bool prepacked, nlohmann::json &passes,
@@ -173,12 +183,9 @@ void run_prepacking(GraphPtr &graph, const OptimizeOptions &options, bool prepac
     PrepackOptions prepack_options;
     prepack_options.fp32_math = options.fp32_math_mode;
     prepack_options.auto_kernel_selection = auto_select;
+    run_timed("replace_matmul", graph, passes, replace_matmul);
     auto start = Clock::now();
-    PassResult r = replace_matmul(graph);
-    if (r.changed) cleanup(graph);
-    passes.push_back(applied_entry("replace_matmul", r, ms_since(start)));
-    start = Clock::now();
-    r = prepack_weights(graph, prepack_options);
+    PassResult r = prepack_weights(graph, prepack_options);
     // Linears prepacking could not take (weights computed at run time) still leave aten.
     const PassResult left = remaining_linears_to_matmul(graph);
     if (left.changed) {
@@ -239,10 +246,7 @@ void run_optimize_lstm(GraphPtr &graph, const OptimizeOptions &options, bool pre
                  "aten::lstm/gru kept");
         return;
     }
-    const auto start = Clock::now();
-    const PassResult r = optimize_lstm(graph, options.dtype);
-    if (r.changed) cleanup(graph);
-    passes.push_back(applied_entry(knob.pass, r, ms_since(start)));
+    run_timed(knob.pass, graph, passes, [&](GraphPtr &g) { return optimize_lstm(g, options.dtype); });
 }
 
 }  // namespace
@@ -350,20 +354,12 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
     GraphPtr graph = forward.graph();
     if (!options.sample_inputs.empty()) specialize_inputs(graph, forward.function().getSchema(), options.sample_inputs);
 
-    for (const auto &early : options.early_passes) {
-        start = Clock::now();
-        const PassResult r = early.run(graph);
-        if (r.changed) cleanup(graph);
-        passes.push_back(applied_entry(early.name, r, ms_since(start)));
-    }
+    for (const auto &early : options.early_passes) run_timed(early.name, graph, passes, early.run);
 
     // The fused encoder-layer op hides its linears from the dtype cast and prepacking; stock
     // fp32 runs it well, so it is split up only when one of those follows.
     if (prepacked || options.dtype != "fp32") {
-        start = Clock::now();
-        const PassResult r = decompose_transformer_layer(graph);
-        if (r.changed) cleanup(graph);
-        passes.push_back(applied_entry("decompose_transformer_layer", r, ms_since(start)));
+        run_timed("decompose_transformer_layer", graph, passes, decompose_transformer_layer);
     } else {
         passes.push_back(pass_entry("decompose_transformer_layer", "disabled"));
     }
@@ -397,18 +393,12 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
             passes.push_back(pass_entry(k.pass, "disabled"));
             continue;
         }
-        start = Clock::now();
-        const PassResult r = runners.at(k.pass)(graph);
-        if (r.changed) cleanup(graph);
-        passes.push_back(applied_entry(k.pass, r, ms_since(start)));
+        run_timed(k.pass, graph, passes, runners.at(k.pass));
     }
 
     // Before the dtype cast, so a bf16 model's layer norms are not cast to fp32 and back.
     if (prepacked) {
-        start = Clock::now();
-        const PassResult r = fuse_layer_norm(graph);
-        if (r.changed) cleanup(graph);
-        passes.push_back(applied_entry("fuse_layer_norm", r, ms_since(start)));
+        run_timed("fuse_layer_norm", graph, passes, fuse_layer_norm);
     } else {
         passes.push_back(pass_entry("fuse_layer_norm", "disabled"));
     }
@@ -423,10 +413,7 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
     }
     run_optimize_lstm(graph, options, prepacked, passes, warn);
     run_prepacking(graph, options, prepacked, passes, warn);
-    start = Clock::now();
-    const PassResult views = contiguous_before_view(graph);
-    if (views.changed) cleanup(graph);
-    passes.push_back(applied_entry("contiguous_before_view", views, ms_since(start)));
+    run_timed("contiguous_before_view", graph, passes, contiguous_before_view);
     torch::jit::EraseShapeInformation(graph);
 
     if (!options.sample_inputs.empty()) {

@@ -1,0 +1,63 @@
+// AVX-512 lane helpers of the kernels built for it (lib/ops and lib/llm *_avx512.cpp): exp of
+// 16 fp32 lanes, tail masks, bf16 <-> fp32 lanes. The header sets no ISA itself: include it
+// only from files compiled with -mavx512f -mavx512bw -mavx512vl -mfma (see the CMakeLists of
+// those folders); the bf16 rounding needs -mavx512bf16 too and exists only under it. Every
+// function is static, so each including file keeps its own copy, built with its own flags.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace ipex::ops::avx512 {
+
+constexpr int64_t kLanes = 16;  // fp32 lanes of a vector
+
+// The first n lanes (all 16 from n >= 16 on).
+static inline __mmask16 tail_mask(int64_t n) {
+    return n >= kLanes ? __mmask16(0xffff) : static_cast<__mmask16>((1u << n) - 1u);
+}
+
+// exp(x) for 16 lanes: 2^n * e^f with n = round(x log2 e), |f| <= ln2 / 2, a degree-6 Taylor
+// polynomial for e^f (within 2.8 ulp of exp over [-87, 0]). x at or below about -104 (-inf
+// included) gives exactly 0: attention relies on it for hidden and vanishing scores.
+static inline __m512 exp16(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(-120.f));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 f = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    f = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), f);
+    __m512 p = _mm512_set1_ps(1.f / 720);
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.f / 120));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.f / 24));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.f / 6));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.f));
+    return _mm512_scalef_ps(p, n);
+}
+
+// 16 bf16 (uint16 bits) widened to fp32, exactly: the bits become the high half.
+static inline __m512 bf16_to_fp32(__m256i src) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(src), 16));
+}
+
+// The bf16 lanes of `mask` at src as fp32; the other lanes 0 (and not read).
+static inline __m512 load_bf16(const uint16_t *src, __mmask16 mask) {
+    return bf16_to_fp32(_mm256_maskz_loadu_epi16(mask, src));
+}
+
+#ifdef __AVX512BF16__
+// 16 fp32 rounded to bf16 (nearest even, VCVTNEPS2BF16).
+static inline __m256i fp32_to_bf16(__m512 src) { return (__m256i)_mm512_cvtneps_pbh(src); }
+
+// src rounded to bf16 into the lanes of `mask` at dst.
+static inline void store_bf16(uint16_t *dst, __mmask16 mask, __m512 src) {
+    _mm256_mask_storeu_epi16(dst, mask, fp32_to_bf16(src));
+}
+
+// src rounded to bf16 and widened back: the values a bf16 tensor would hold.
+static inline __m512 round_bf16(__m512 src) { return bf16_to_fp32(fp32_to_bf16(src)); }
+#endif
+
+}  // namespace ipex::ops::avx512
