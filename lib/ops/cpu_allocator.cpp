@@ -10,7 +10,8 @@
 
 namespace ipex::ops {
 
-// Sits kAlignment bytes before the data, so the data keeps the alignment libtorch expects.
+// At the block's start, kAlignment bytes before the data (which keeps the alignment libtorch
+// expects); found again from the data pointer when the block is released.
 struct CachingCpuAllocator::Header {
     CachingCpuAllocator *owner;  // null: not cached, free on release
     size_t size;                 // bytes after the header
@@ -55,13 +56,14 @@ c10::DataPtr CachingCpuAllocator::allocate(size_t nbytes) const {
         h->owner = cacheable ? const_cast<CachingCpuAllocator *>(this) : nullptr;
         h->size = size;
     }
+    // The context is the data pointer itself, as libtorch's raw_allocate requires.
     void *data = data_of(base);
-    return {data, base, &CachingCpuAllocator::release, c10::Device(c10::DeviceType::CPU)};
+    return {data, data, &CachingCpuAllocator::release, c10::Device(c10::DeviceType::CPU)};
 }
 
-void CachingCpuAllocator::release(void *ctx) {
-    auto *h = static_cast<Header *>(ctx);
-    if (!h) return;
+void CachingCpuAllocator::release(void *data) {
+    if (!data) return;
+    auto *h = reinterpret_cast<Header *>(static_cast<char *>(data) - kAlignment);
     if (h->owner) h->owner->give_back(h);
     else std::free(h);
 }

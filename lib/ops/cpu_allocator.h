@@ -38,7 +38,7 @@ public:
     CachingCpuAllocator &operator=(const CachingCpuAllocator &) = delete;
 
     c10::DataPtr allocate(size_t nbytes) const override;
-    c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+    c10::DeleterFnPtr raw_deleter() const override { return &CachingCpuAllocator::release; }
 
     // Frees every cached block.
     void release_cached();
@@ -54,7 +54,7 @@ private:
         size_t size;
     };
     struct Header;  // before each block's data: its owner and size
-    static void release(void *ctx);
+    static void release(void *data);
     void give_back(Header *h);
     void free_block(void *base) const;
 

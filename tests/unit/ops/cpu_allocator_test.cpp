@@ -90,6 +90,21 @@ TEST(CpuAllocator, PassesSmallBlocksThroughAndAlignsEveryBlock) {
     EXPECT_EQ(cache.stats().cached_bytes, 0u);
 }
 
+// raw_allocate (libtorch's mkldnn and other code paths use it) needs the context to be the
+// data pointer, and raw_deallocate a deleter.
+TEST(CpuAllocator, RawAllocateAndDeallocate) {
+    CachingCpuAllocator cache(64 * kMiB);
+    void *big = cache.raw_allocate(2 * kMiB), *small = cache.raw_allocate(100);
+    ASSERT_NE(big, nullptr);
+    EXPECT_TRUE(aligned(big) && aligned(small));
+    cache.raw_deallocate(big);
+    cache.raw_deallocate(small);
+    EXPECT_EQ(cache.stats().cached_bytes, 2 * kMiB);
+    c10::DataPtr again = cache.allocate(2 * kMiB);
+    EXPECT_EQ(again.get(), big);
+    EXPECT_EQ(again.get_context(), again.get());
+}
+
 TEST(CpuAllocator, ZeroLimitCachesNothing) {
     CachingCpuAllocator cache(0);
     { c10::DataPtr a = cache.allocate(4 * kMiB); }
