@@ -29,6 +29,7 @@
 #include "passes/fuse_attention.h"
 #include "passes/fuse_eltwise.h"
 #include "passes/fuse_layer_norm.h"
+#include "passes/replace_pooling.h"
 #include "passes/fuse_linear_binary.h"
 #include "passes/optimize_lstm.h"
 #include "passes/prepack_weights.h"
@@ -313,7 +314,7 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
                 warn(std::string("--") + k.flag + " is not available in this version; the model is written unchanged");
         }
         for (const char *name : {"decompose_transformer_layer", "fuse_layer_norm", "cast_to_lowp", "replace_matmul", "fuse_eltwise", "fuse_conv_sum", "fuse_linear_binary",
-                                 "chain_bf32_outputs", "restore_output_layout", "contiguous_before_view"})
+                                 "chain_bf32_outputs", "restore_output_layout", "replace_pooling", "contiguous_before_view"})
             passes.push_back(pass_entry(name, "disabled"));
         result.report["passes"] = passes;
         result.report["warnings"] = result.warnings;
@@ -413,6 +414,7 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
     }
     run_optimize_lstm(graph, options, prepacked, passes, warn);
     run_prepacking(graph, options, prepacked, passes, warn);
+    run_timed("replace_pooling", graph, passes, [&](GraphPtr &g) { return replace_pooling(g, prepacked); });
     run_timed("contiguous_before_view", graph, passes, contiguous_before_view);
     torch::jit::EraseShapeInformation(graph);
 

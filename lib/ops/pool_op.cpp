@@ -1,0 +1,127 @@
+#include "ops/pool_op.h"
+
+#include <torch/library.h>
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <optional>
+
+#include "ops/onednn_utils.h"
+#include "ops/op_errors.h"
+
+namespace ipex::ops {
+namespace {
+
+// One pooling problem in oneDNN's terms, per spatial dim (H, W).
+struct PoolPlan {
+    std::array<int64_t, 2> kernel, stride, dilation, pad_l, pad_r, out;
+    bool channels_last = false;
+};
+
+// A list of one value or one per dim, as aten takes them; `fallback` for an empty one.
+std::optional<std::array<int64_t, 2>> per_dim(at::IntArrayRef v, std::optional<std::array<int64_t, 2>> fallback) {
+    if (v.empty()) return fallback;
+    if (v.size() == 1) return std::array<int64_t, 2>{v[0], v[0]};
+    if (v.size() == 2) return std::array<int64_t, 2>{v[0], v[1]};
+    return std::nullopt;
+}
+
+// aten's output size: floor or ceil of the window count, the last window starting inside the
+// input or its left padding.
+int64_t output_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
+    const int64_t span = in + 2 * p - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
+    if (span < 0) return 0;
+    int64_t out = span / s + 1;
+    if (ceil_mode && (out - 1) * s >= in + p) --out;
+    return out;
+}
+
+std::optional<PoolPlan> plan(const at::Tensor &x, at::IntArrayRef kernel_size, at::IntArrayRef stride,
+                             at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
+    if (x.dim() != 4 || x.numel() == 0) return std::nullopt;
+    if (x.scalar_type() != at::kFloat && x.scalar_type() != at::kBFloat16) return std::nullopt;
+    // oneDNN's bf16 pooling kernels need AVX-512 (elsewhere its reference code runs).
+    static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+    if (x.scalar_type() == at::kBFloat16 && !avx512) return std::nullopt;
+    const auto k = per_dim(kernel_size, std::nullopt);
+    if (!k) return std::nullopt;
+    const auto s = per_dim(stride, k), p = per_dim(padding, std::nullopt), d = per_dim(dilation, std::nullopt);
+    if (!s || !p || !d) return std::nullopt;
+    PoolPlan plan;
+    plan.channels_last = is_channels_last(x);
+    if (!plan.channels_last && !x.is_contiguous()) return std::nullopt;
+    for (int i = 0; i < 2; ++i) {
+        const int64_t in = x.size(2 + i);
+        const int64_t ki = (*k)[i], si = (*s)[i], pi = (*p)[i], di = (*d)[i];
+        // aten's own checks; a call that breaks one goes to aten for its error.
+        if (ki <= 0 || si <= 0 || di <= 0 || pi < 0 || pi > ki / 2) return std::nullopt;
+        const int64_t out = output_size(in, ki, si, pi, di, ceil_mode);
+        if (out <= 0) return std::nullopt;
+        const int64_t pad_r = (out - 1) * si + di * (ki - 1) + 1 - in - pi;
+        if (pad_r < 0) return std::nullopt;  // oneDNN takes no negative padding
+        plan.kernel[i] = ki;
+        plan.stride[i] = si;
+        plan.dilation[i] = di - 1;  // oneDNN counts the gaps
+        plan.pad_l[i] = pi;
+        plan.pad_r[i] = pad_r;
+        plan.out[i] = out;
+    }
+    return plan;
+}
+
+// Whether a dense fp32 or bf16 tensor holds the lowest finite value of its dtype.
+bool has_lowest(const at::Tensor &t) {
+    const int64_t n = t.numel();
+    bool found = false;
+    if (t.scalar_type() == at::kFloat) {
+        const float *p = t.data_ptr<float>();
+        const float lowest = std::numeric_limits<float>::lowest();
+        for (int64_t i = 0; i < n; ++i) found |= p[i] == lowest;
+    } else {
+        const auto *p = reinterpret_cast<const uint16_t *>(t.data_ptr<at::BFloat16>());
+        constexpr uint16_t kLowestBf16 = 0xff7f;
+        for (int64_t i = 0; i < n; ++i) found |= p[i] == kLowestBf16;
+    }
+    return found;
+}
+
+}  // namespace
+
+bool max_pool2d_uses_onednn(const at::Tensor &input, at::IntArrayRef kernel_size, at::IntArrayRef stride,
+                            at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
+    return plan(input, kernel_size, stride, padding, dilation, ceil_mode).has_value();
+}
+
+at::Tensor max_pool2d(const at::Tensor &input, at::IntArrayRef kernel_size, at::IntArrayRef stride,
+                      at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
+    const auto p = plan(input, kernel_size, stride, padding, dilation, ceil_mode);
+    if (!p) return at::max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode);
+    const std::vector<int64_t> out_sizes{input.size(0), input.size(1), p->out[0], p->out[1]};
+    at::Tensor out = p->channels_last ? empty_channels_last(out_sizes, input.scalar_type())
+                                      : at::empty(out_sizes, input.options());
+    const dnnl::memory::desc src = strided_desc(input), dst = strided_desc(out);
+    const dnnl::pooling_v2_forward::desc desc(
+        dnnl::prop_kind::forward_inference, dnnl::algorithm::pooling_max, src, dst, {p->stride[0], p->stride[1]},
+        {p->kernel[0], p->kernel[1]}, {p->dilation[0], p->dilation[1]}, {p->pad_l[0], p->pad_l[1]},
+        {p->pad_r[0], p->pad_r[1]});
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    // oneDNN's primitive cache makes the primitive once per shape.
+    const dnnl::pooling_v2_forward::primitive_desc pd(desc, attr, cpu_engine());
+    const dnnl::pooling_v2_forward primitive(pd);
+    execute(primitive, pd.scratchpad_desc(), {{DNNL_ARG_SRC, wrap(input, src)}, {DNNL_ARG_DST, wrap(out, dst)}});
+    // oneDNN starts each window at the lowest finite value, so a window of nothing but -inf
+    // gives that instead of -inf: such outputs (and real lowest values, rarer still) are
+    // computed again by aten, which is exact for both.
+    if (has_lowest(out)) return at::max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode);
+    return out;
+}
+
+TORCH_LIBRARY_FRAGMENT(ipex, m) {
+    m.def("max_pool2d(Tensor input, int[] kernel_size, int[] stride, int[] padding, int[] dilation, "
+          "bool ceil_mode) -> Tensor",
+          IPEX_GUARDED(ipex::ops::max_pool2d));
+}
+
+}  // namespace ipex::ops

@@ -1,0 +1,124 @@
+// ipex::max_pool2d against aten::max_pool2d (a max is exact, so the results must be equal)
+// over odd sizes, kernels, strides, padding, dilation and ceil mode, NCHW and channels-last
+// inputs in fp32 and bf16; the output keeps aten's layout; what oneDNN is not given
+// (strided views, other ranks and dtypes, bad arguments) runs aten, errors included.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ops/pool_op.h"
+
+namespace ipex::ops {
+namespace {
+
+struct PoolArgs {
+    std::vector<int64_t> kernel, stride, padding, dilation;
+    bool ceil_mode;
+};
+
+std::string describe(const at::Tensor &x, const PoolArgs &a) {
+    std::ostringstream s;
+    s << x.sizes() << " " << x.scalar_type() << (x.is_contiguous() ? " nchw" : " cl") << " k" << at::IntArrayRef(a.kernel)
+      << " s" << at::IntArrayRef(a.stride) << " p" << at::IntArrayRef(a.padding) << " d" << at::IntArrayRef(a.dilation)
+      << (a.ceil_mode ? " ceil" : "");
+    return s.str();
+}
+
+void expect_same_as_aten(const at::Tensor &x, const PoolArgs &a, bool want_onednn) {
+    const std::string what = describe(x, a);
+    EXPECT_EQ(max_pool2d_uses_onednn(x, a.kernel, a.stride, a.padding, a.dilation, a.ceil_mode), want_onednn) << what;
+    const at::Tensor want = at::max_pool2d(x, a.kernel, a.stride, a.padding, a.dilation, a.ceil_mode);
+    const at::Tensor got = ops::max_pool2d(x, a.kernel, a.stride, a.padding, a.dilation, a.ceil_mode);
+    ASSERT_EQ(got.sizes(), want.sizes()) << what;
+    EXPECT_EQ(got.scalar_type(), x.scalar_type()) << what;
+    EXPECT_TRUE(at::equal(got, want)) << what << "\ngot " << got << "\nwant " << want;
+    if (x.is_contiguous(at::MemoryFormat::ChannelsLast) && !x.is_contiguous())
+        EXPECT_TRUE(got.is_contiguous(at::MemoryFormat::ChannelsLast)) << what;
+    else if (x.is_contiguous())
+        EXPECT_TRUE(got.is_contiguous()) << what;
+}
+
+TEST(MaxPool2d, MatchesAtenOverShapesAndArguments) {
+    at::manual_seed(0);
+    const std::vector<PoolArgs> cases = {
+        {{3}, {2}, {1}, {1}, false},        // ResNet's stem
+        {{3}, {2}, {0}, {1}, true},         // ShuffleNet / SqueezeNet
+        {{2}, {}, {0}, {1}, false},         // stride = kernel
+        {{3, 2}, {1, 2}, {1, 0}, {1}, false},
+        {{3}, {3}, {1}, {2}, false},        // dilation
+        {{5}, {2}, {2}, {1}, true},
+        {{1}, {1}, {0}, {1}, false},
+        {{4, 3}, {3, 1}, {2, 1}, {1, 2}, true},
+        {{3}, {2}, {1}, {1}, true},
+    };
+    int on_onednn = 0, on_aten = 0;
+    for (const auto dtype : {at::kFloat, at::kBFloat16}) {
+        for (const std::vector<int64_t> &shape : std::vector<std::vector<int64_t>>{
+                 {2, 3, 17, 19}, {1, 16, 8, 8}, {3, 24, 15, 16}, {2, 35, 23, 9}}) {
+            const at::Tensor nchw = at::randn(shape).to(dtype);
+            const at::Tensor cl = nchw.contiguous(at::MemoryFormat::ChannelsLast);
+            for (const PoolArgs &a : cases) {
+                // Every case here but a window the right padding would cut goes to oneDNN.
+                for (const at::Tensor &x : {nchw, cl}) {
+                    const bool onednn = max_pool2d_uses_onednn(x, a.kernel, a.stride, a.padding, a.dilation, a.ceil_mode);
+                    ++(onednn ? on_onednn : on_aten);
+                    expect_same_as_aten(x, a, onednn);
+                }
+            }
+        }
+    }
+    EXPECT_GT(on_onednn, 3 * on_aten) << on_onednn << " on oneDNN, " << on_aten << " on aten";
+}
+
+TEST(MaxPool2d, TakesOneDnnForTheUsualLayers) {
+    const at::Tensor x = at::randn({2, 8, 16, 16});
+    EXPECT_TRUE(max_pool2d_uses_onednn(x, {3}, {2}, {1}, {1}, false));
+    EXPECT_TRUE(max_pool2d_uses_onednn(x.contiguous(at::MemoryFormat::ChannelsLast), {3, 3}, {2, 2}, {0, 0}, {1, 1}, true));
+    EXPECT_TRUE(max_pool2d_uses_onednn(x, {2}, {}, {0}, {1}, false));
+}
+
+TEST(MaxPool2d, OtherInputsRunAten) {
+    at::manual_seed(1);
+    const PoolArgs a{{3}, {2}, {1}, {1}, false};
+    // strided view, 3-D input, fp64, int, empty batch
+    expect_same_as_aten(at::randn({2, 4, 20, 18}).transpose(2, 3), a, false);
+    expect_same_as_aten(at::randn({4, 13, 11}), a, false);
+    expect_same_as_aten(at::randn({2, 4, 13, 11}, at::kDouble), a, false);
+    // aten has no integer max_pool2d: the same error.
+    const at::Tensor ints = at::randint(-50, 50, {2, 4, 9, 9}, at::kInt);
+    EXPECT_FALSE(max_pool2d_uses_onednn(ints, a.kernel, a.stride, a.padding, a.dilation, false));
+    EXPECT_THROW(ops::max_pool2d(ints, a.kernel, a.stride, a.padding, a.dilation, false), c10::Error);
+    const at::Tensor empty = at::randn({0, 4, 9, 9});
+    EXPECT_EQ(ops::max_pool2d(empty, a.kernel, a.stride, a.padding, a.dilation, false).sizes(),
+              at::max_pool2d(empty, a.kernel, a.stride, a.padding, a.dilation, false).sizes());
+    // Negative right padding: 13 rows, kernel 2 stride 2, no ceil: the last row is dropped.
+    expect_same_as_aten(at::randn({1, 4, 13, 13}), PoolArgs{{2}, {2}, {0}, {1}, false}, false);
+}
+
+TEST(MaxPool2d, BadArgumentsAreAtensErrors) {
+    const at::Tensor x = at::randn({1, 2, 8, 8});
+    EXPECT_THROW(ops::max_pool2d(x, {3}, {2}, {2}, {1}, false), c10::Error);  // padding above half the kernel
+    EXPECT_THROW(ops::max_pool2d(x, {0}, {1}, {0}, {1}, false), c10::Error);
+    EXPECT_THROW(ops::max_pool2d(x, {3, 3, 3}, {1}, {0}, {1}, false), c10::Error);
+    EXPECT_THROW(ops::max_pool2d(x, {9}, {1}, {0}, {1}, false), c10::Error);  // window larger than the input
+}
+
+// -inf and equal values in a window: the maximum is the same as aten's.
+TEST(MaxPool2d, InfinitiesAndTies) {
+    at::Tensor x = at::full({1, 3, 6, 6}, -std::numeric_limits<float>::infinity());
+    x.index_put_({0, 1}, 2.0f);
+    x.index_put_({0, 2, 3, 3}, std::numeric_limits<float>::infinity());
+    x.index_put_({0, 0, 0, 5}, std::numeric_limits<float>::lowest());  // a real lowest value too
+    for (const auto dtype : {at::kFloat, at::kBFloat16}) {
+        const at::Tensor in = x.to(dtype).contiguous(at::MemoryFormat::ChannelsLast);
+        expect_same_as_aten(in, PoolArgs{{3}, {2}, {1}, {1}, true}, true);
+        expect_same_as_aten(in.contiguous(), PoolArgs{{2}, {2}, {0}, {1}, false}, true);
+    }
+}
+
+}  // namespace
+}  // namespace ipex::ops

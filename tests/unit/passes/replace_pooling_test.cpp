@@ -1,0 +1,90 @@
+// replace_pooling on frozen scripted modules: max_pool2d becomes ipex::max_pool2d (prepacked
+// mode only), a global adaptive average pool becomes aten::mean; op counts before and after and
+// outputs against the unmodified graph, fp32 and bf16, NCHW and channels-last.
+#include <gtest/gtest.h>
+
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
+
+#include <string>
+#include <vector>
+
+#include "pass_test_utils.h"
+#include "passes/replace_pooling.h"
+
+namespace ipex::passes {
+namespace {
+
+using GraphPtr = std::shared_ptr<torch::jit::Graph>;
+
+struct PoolCase {
+    std::string name;
+    std::string body;  // forward(self, x)
+    int max_pools;     // ipex::max_pool2d after (prepacked)
+    int means;         // aten::mean after
+    int adaptive_left; // aten::adaptive_avg_pool2d after
+};
+
+class ReplacePooling : public ::testing::TestWithParam<PoolCase> {};
+
+TEST_P(ReplacePooling, CountsAndOutputs) {
+    const PoolCase &c = GetParam();
+    for (const bool prepacked : {true, false}) {
+        auto frozen = testing::freeze(testing::make_module("Pool", "def forward(self, x):\n" + c.body, {}));
+        const GraphPtr original = frozen.graph->copy();
+        const int max_before = testing::count(original, "aten::max_pool2d");
+        const PassResult r = replace_pooling(frozen.graph, prepacked);
+        torch::jit::EliminateDeadCode(frozen.graph);
+        const int max_after = prepacked ? c.max_pools : 0;
+        EXPECT_EQ(testing::count(frozen.graph, "ipex::max_pool2d"), max_after) << *frozen.graph;
+        EXPECT_EQ(testing::count(frozen.graph, "aten::max_pool2d"), max_before - max_after) << *frozen.graph;
+        EXPECT_EQ(testing::count(frozen.graph, "aten::mean"), c.means) << *frozen.graph;
+        EXPECT_EQ(testing::count(frozen.graph, "aten::adaptive_avg_pool2d"), c.adaptive_left) << *frozen.graph;
+        EXPECT_EQ(r.count, max_after + c.means);
+        EXPECT_EQ(r.details["max_pool2d"].get<int>(), max_after);
+        EXPECT_EQ(r.details["global_avg_pool"].get<int>(), c.means);
+        for (const auto dtype : {at::kFloat, at::kBFloat16}) {
+            for (const bool channels_last : {false, true}) {
+                at::Tensor x = at::randn({2, 6, 15, 14}).to(dtype);
+                if (channels_last) x = x.contiguous(at::MemoryFormat::ChannelsLast);
+                const auto want = testing::run_graph(original, frozen.module, {x});
+                const auto got = testing::run_graph(frozen.graph, frozen.module, {x});
+                const auto got_t = testing::flatten_tensors(got), want_t = testing::flatten_tensors(want);
+                ASSERT_EQ(got_t.size(), want_t.size());
+                for (size_t i = 0; i < got_t.size(); ++i) {
+                    EXPECT_EQ(got_t[i].sizes(), want_t[i].sizes()) << c.name;
+                    EXPECT_EQ(got_t[i].scalar_type(), want_t[i].scalar_type()) << c.name;
+                }
+                // Maxima are exact; a mean sums in another order than the adaptive pool.
+                EXPECT_LE(testing::max_relative_error(got, want), dtype == at::kFloat ? 1e-6 : 1e-2)
+                    << c.name << " " << dtype << (channels_last ? " channels-last" : "") << "\n" << *frozen.graph;
+            }
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Forms, ReplacePooling,
+    ::testing::Values(
+        PoolCase{"stem_max_pool", "    return torch.max_pool2d(x, 3, 2, 1)\n", 1, 0, 0},
+        PoolCase{"ceil_max_pool", "    return torch.max_pool2d(x, [3, 3], [2, 2], [0, 0], [1, 1], True)\n", 1, 0, 0},
+        PoolCase{"dilated_max_pool", "    return torch.max_pool2d(x, [3, 2], [1, 2], [1, 1], [2, 1])\n", 1, 0, 0},
+        PoolCase{"global_pool", "    return torch.adaptive_avg_pool2d(x, [1, 1])\n", 0, 1, 0},
+        PoolCase{"global_pool_pair",
+                 "    y = torch.adaptive_avg_pool2d(x, [1, 1])\n"
+                 "    return x * torch.sigmoid(y)\n",
+                 0, 1, 0},
+        PoolCase{"adaptive_2x2_kept", "    return torch.adaptive_avg_pool2d(x, [2, 2])\n", 0, 0, 1},
+        PoolCase{"both_in_a_head",
+                 "    y = torch.max_pool2d(torch.relu(x), 2)\n"
+                 "    z = torch.adaptive_avg_pool2d(y, [1, 1])\n"
+                 "    return torch.flatten(z, 1), y\n",
+                 1, 1, 0},
+        PoolCase{"in_a_branch",
+                 "    if bool(x.sum() > 0):\n"
+                 "        return torch.max_pool2d(x, 3, 1, 1)\n"
+                 "    return torch.adaptive_avg_pool2d(x, [1, 1])\n",
+                 1, 1, 0}),
+    [](const ::testing::TestParamInfo<PoolCase> &info) { return info.param.name; });
+
+}  // namespace
+}  // namespace ipex::passes
