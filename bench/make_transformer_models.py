@@ -21,7 +21,8 @@ unless --force.
 names: bert_encoder vit_b16_b2 vit_b16_b8 gpt2_stack attention cnn_resnet50
        cnn_mobilenet_v3 cnn_densenet121 cnn_shufflenet, and the convolution suite:
        resnet50_b16 resnet50_b1 mobilenet_v3_large_b8 efficientnet_b0_b8 convnext_tiny_b4
-       densenet121_b4 regnet_y_800mf_b8 squeezenet1_1_b8 shufflenet_v2_x1_0_b8   (default: all)
+       densenet121_b4 regnet_y_800mf_b8 squeezenet1_1_b8 shufflenet_v2_x1_0_b8 mnasnet1_0_b8
+       resnext50_32x4d_b4 googlenet_b8   (default: all)
 """
 import argparse
 import json
@@ -164,7 +165,9 @@ def specs(cnn_batch):
 # (torchvision architecture, batch) of the convolution suite.
 CNN_SUITE = [("resnet50", 16), ("resnet50", 1), ("mobilenet_v3_large", 8), ("efficientnet_b0", 8),
              ("convnext_tiny", 4), ("densenet121", 4), ("regnet_y_800mf", 8), ("squeezenet1_1", 8),
-             ("shufflenet_v2_x1_0", 8)]
+             ("shufflenet_v2_x1_0", 8),
+             # measured beside them, never tuned on
+             ("mnasnet1_0", 8), ("resnext50_32x4d", 4), ("googlenet", 8)]
 
 
 # ---------------------------------------------------------------------------------------------

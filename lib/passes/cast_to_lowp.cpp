@@ -28,7 +28,8 @@ LowpCaster::LowpCaster(std::shared_ptr<torch::jit::Graph> graph, at::ScalarType 
     : graph_(std::move(graph)),
       lowp_(lowp),
       conv_transpose_ok_(lowp_conv_transpose_ok(lowp)),
-      embedding_bag_ok_(lowp_embedding_bag_ok(lowp)) {}
+      embedding_bag_ok_(lowp_embedding_bag_ok(lowp)),
+      batch_norm_mixed_ok_(lowp_batch_norm_mixed_ok(lowp)) {}
 
 PassResult LowpCaster::take_result() { return std::move(result_); }
 
@@ -195,6 +196,13 @@ const LowpOpInfo *LowpCaster::effective_info(Node *node, bool *is_candidate) {
         const auto mode = torch::jit::toIValue(input_named(node, "mode"));
         const bool constant_mode = mode && mode->isString() && mode->toStringRef() == "constant";
         return constant_mode ? &kAnySame : nullptr;
+    }
+    if (kind == c10::aten::batch_norm && batch_norm_mixed_ok_) {
+        // Inference batch norm (left where no convolution or linear took it in) runs on the
+        // low-dtype activation that reaches it with its fp32 weights and statistics, instead of
+        // casting the activation to fp32 and back around it.
+        const auto training = constant_bool(input_named(node, "training"));
+        if (training && !*training) return &kAnySame;
     }
     const LowpOpInfo *info = lowp_op_info(kind);
     if (!info || info->category != LowpCategory::lowp) return info;

@@ -113,6 +113,7 @@ private:
     at::ScalarType lowp_;
     bool conv_transpose_ok_;
     bool embedding_bag_ok_;
+    bool batch_norm_mixed_ok_;
     std::unique_ptr<torch::jit::AliasDb> alias_db_;
     std::unordered_set<const Value *> original_values_;
     std::vector<const Value *> mutated_lists_;  // tensor lists written by some op

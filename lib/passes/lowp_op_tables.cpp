@@ -4,6 +4,7 @@
 
 #include <initializer_list>
 #include <unordered_map>
+#include <vector>
 
 #include "core/errors.h"
 
@@ -218,6 +219,33 @@ bool lowp_embedding_bag_ok(at::ScalarType dtype) {
         const auto want = at::embedding_bag(weight, indices, offsets);
         const auto got = at::embedding_bag(weight.to(dtype), indices, offsets);
         return relative_error(std::get<0>(got), std::get<0>(want)) < kProbeTolerance;
+    } catch (const c10::Error &) {
+        return false;
+    }
+}
+
+bool lowp_batch_norm_mixed_ok(at::ScalarType dtype) {
+    try {
+        const int64_t c = 5;
+        const at::Tensor weight = at::linspace(0.5, 1.5, c), bias = at::linspace(-1, 1, c);
+        const at::Tensor mean = at::linspace(-0.2, 0.3, c), var = at::linspace(0.5, 2, c);
+        for (const std::vector<int64_t> &shape :
+             std::vector<std::vector<int64_t>>{{3, c}, {2, c, 7}, {2, c, 4, 3}, {2, c, 3, 2, 2}}) {
+            int64_t n = 1;
+            for (int64_t d : shape) n *= d;
+            const at::Tensor x = at::linspace(-2, 2, n).reshape(shape);
+            std::vector<at::Tensor> inputs{x};
+            if (shape.size() == 4) inputs.push_back(x.contiguous(at::MemoryFormat::ChannelsLast));
+            if (shape.size() == 5) inputs.push_back(x.contiguous(at::MemoryFormat::ChannelsLast3d));
+            for (const at::Tensor &in : inputs) {
+                const at::Tensor want = at::batch_norm(in, weight, bias, mean, var, false, 0.1, 1e-5, true);
+                const at::Tensor got = at::batch_norm(in.to(dtype), weight, bias, mean, var, false, 0.1, 1e-5, true);
+                if (got.scalar_type() != dtype || got.sizes() != want.sizes() ||
+                    relative_error(got, want) >= kProbeTolerance)
+                    return false;
+            }
+        }
+        return true;
     } catch (const c10::Error &) {
         return false;
     }

@@ -52,4 +52,9 @@ bool lowp_conv_transpose_ok(at::ScalarType dtype);
 // Whether embedding_bag accepts a `dtype` weight on this libtorch.
 bool lowp_embedding_bag_ok(at::ScalarType dtype);
 
+// Whether inference batch_norm takes a `dtype` input with fp32 weight, bias and running
+// statistics and gives right `dtype` results (libtorch 1.13: bf16 yes, fp16 no) for 2-D to 5-D
+// inputs, contiguous and channels-last.
+bool lowp_batch_norm_mixed_ok(at::ScalarType dtype);
+
 }  // namespace ipex::passes

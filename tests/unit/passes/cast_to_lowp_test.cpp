@@ -83,9 +83,15 @@ TEST_F(CastToLowp, SmallConvNet) {
     EXPECT_EQ(constant_dtype(frozen.graph, "aten::conv2d", "weight"), at::kBFloat16);
     EXPECT_EQ(constant_dtype(frozen.graph, "aten::conv2d", "bias"), at::kBFloat16);
     EXPECT_EQ(constant_dtype(frozen.graph, "aten::linear", "weight"), at::kBFloat16);
-    // batch_norm keeps fp32 parameters and gets an fp32 input.
+    // batch_norm keeps fp32 parameters; it takes conv1's bf16 output as it is where libtorch
+    // has the mixed kernel, else an fp32 cast of it.
     EXPECT_EQ(constant_dtype(frozen.graph, "aten::batch_norm", "running_mean"), at::kFloat);
     EXPECT_EQ(direct_casts_of(frozen.graph->inputs()[1]), 1);
+    for (const torch::jit::Node *node : frozen.graph->nodes()) {
+        if (node->kind() != c10::aten::batch_norm) continue;
+        const bool cast_in = node->input(0)->node()->kind() == c10::aten::to;
+        EXPECT_EQ(cast_in, !lowp_batch_norm_mixed_ok(at::kBFloat16)) << *frozen.graph;
+    }
     EXPECT_EQ(testing::count(frozen.graph, "prim::If"), 0);  // every cast decided statically
     expect_close(frozen, original, {at::randn({2, 3, 16, 16})});
 }
