@@ -414,7 +414,11 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
     }
     run_optimize_lstm(graph, options, prepacked, passes, warn);
     run_prepacking(graph, options, prepacked, passes, warn);
-    run_timed("replace_pooling", graph, passes, [&](GraphPtr &g) { return replace_pooling(g, prepacked); });
+    if (options.replace_pooling) {
+        run_timed("replace_pooling", graph, passes, [&](GraphPtr &g) { return replace_pooling(g, prepacked); });
+    } else {
+        passes.push_back(pass_entry("replace_pooling", "disabled"));
+    }
     run_timed("contiguous_before_view", graph, passes, contiguous_before_view);
     torch::jit::EraseShapeInformation(graph);
 

@@ -42,6 +42,9 @@ struct OptimizeOptions {
         std::function<PassResult(std::shared_ptr<torch::jit::Graph> &)> run;
     };
     std::vector<EarlyPass> early_passes;
+    // replace_pooling (off when preparing a model for int8: the quantizer passes int8 values
+    // through aten::max_pool2d and adaptive_avg_pool2d as they are).
+    bool replace_pooling = true;
 };
 
 struct OptimizeResult {
