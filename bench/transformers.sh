@@ -139,6 +139,7 @@ fmt = lambda v, s: "-" if v is None else format(v, s)
 print("| model | ORT fp32 ms | ours bf16 vs ORT | ours fp32 vs ORT | ours bf16 vs stock | "
       "ours fp32 vs stock | bf16 % peak | fp32 % peak | cosine vs ORT (bf16/fp32) | targets |")
 print("|---|---|---|---|---|---|---|---|---|---|")
+ratios = {"ours_bf16": [], "ours_fp32": []}  # of the targeted rows, for the geometric means
 for name in names:
     path = os.path.join(work, name, "result.json")
     if not os.path.exists(path):
@@ -146,6 +147,9 @@ for name in names:
         continue
     r = json.load(open(path))
     c = r["configs"]
+    for cfg in ratios:
+        if r["targets"] and (c.get(cfg) or {}).get("vs_ort_fp32"):
+            ratios[cfg].append(c[cfg]["vs_ort_fp32"])
     get = lambda cfg, key: (c.get(cfg) or {}).get(key)
     def ratio(cfg, key):
         row = c.get(cfg)
@@ -164,18 +168,6 @@ for name in names:
     print(f"| {name} | {fmt(get('ort_fp32', 'median_ms'), '.2f')} | {ratio('ours_bf16', 'vs_ort_fp32')} | "
           f"{ratio('ours_fp32', 'vs_ort_fp32')} | {stock('ours_bf16')} | {stock('ours_fp32')} | "
           f"{peak('ours_bf16')} | {peak('ours_fp32')} | {cos} | {targets} |")
-ratios = {"ours_bf16": [], "ours_fp32": []}
-for name in names:
-    path = os.path.join(work, name, "result.json")
-    if not os.path.exists(path):
-        continue
-    r = json.load(open(path))
-    if not r["targets"]:
-        continue
-    for cfg in ratios:
-        row = r["configs"].get(cfg) or {}
-        if row.get("vs_ort_fp32"):
-            ratios[cfg].append(row["vs_ort_fp32"])
 if any(len(v) > 1 for v in ratios.values()):
     geo = lambda v: math.exp(sum(math.log(x) for x in v) / len(v))
     print("\ngeometric mean over the targeted rows: " + ", ".join(

@@ -221,6 +221,7 @@ int run_bench(const BenchArgs &args) {
         {"fp32_math_mode", args.fp32_math_mode},
         {"cpu_cache", cpu_cache_json()},
     };
+    const nlohmann::json cache = report["cpu_cache"];
     if (r.baseline) report["baseline"]["latency_ms"] = r.baseline->to_json();
 
     if (!args.json.empty()) write_text_atomically(args.json, report.dump(2) + "\n");
@@ -239,12 +240,11 @@ int run_bench(const BenchArgs &args) {
             out << "ratio:       " << fmt(*r.ratio(), 2) << "x (baseline median / candidate median)\n";
         }
         out << "peak RSS:    " << fmt(bench::peak_rss_mb(), 1) << " MiB\n";
-        if (const ops::CachingCpuAllocator *cache = ops::installed_cpu_cache()) {
-            const ops::CpuCacheStats c = cache->stats();
-            const int64_t asked = c.hits + c.misses;
-            out << "cpu cache:   " << (asked ? fmt(100.0 * c.hits / asked, 1) : std::string("0")) << "% of " << asked
-                << " large blocks reused, at most " << fmt(c.peak_cached_bytes / 1048576.0, 1) << " of "
-                << cache->limit_bytes() / 1048576 << " MiB held (IPEX_CPU_CACHE_MB)\n";
+        if (!cache.is_null()) {
+            const int64_t hits = cache["hits"], asked = hits + cache["misses"].get<int64_t>();
+            out << "cpu cache:   " << (asked ? fmt(100.0 * hits / asked, 1) : std::string("0")) << "% of " << asked
+                << " large blocks reused, at most " << fmt(cache["peak_cached_mb"].get<double>(), 1) << " of "
+                << cache["limit_mb"].get<int64_t>() << " MiB held (IPEX_CPU_CACHE_MB)\n";
         }
         if (!isa.is_null()) {
             out << "isa:         convolution/matmul ran on";
