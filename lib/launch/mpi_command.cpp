@@ -1,9 +1,16 @@
 #include "launch/mpi_command.h"
 
+#include <algorithm>
+
 #include "launch/command.h"
 #include "launch/diagnostics.h"
+#include "launch/runner.h"
 
 namespace ipex::launch {
+
+namespace {
+constexpr const char *kOpenMpiKillTimeoutParam = "odls_base_sigkill_timeout";
+}  // namespace
 
 const std::map<std::string, MpiKind> &mpi_names() {
     static const std::map<std::string, MpiKind> names{
@@ -61,6 +68,12 @@ std::vector<std::string> build_mpi_command(const MpiCommandRequest &req) {
         argv.insert(argv.end(), {"--host", host_list, "-np", np, "--map-by", "ppr:" + ppn + ":node",
                                  "--bind-to", "none"});
         if (req.as_root) argv.push_back("--allow-run-as-root");
+        // Open MPI stops a job with SIGTERM and then SIGKILL after odls_base_sigkill_timeout
+        // (1 s by default): too short for a rank's handler on a busy host. Ranks get the grace
+        // ipex-launch gives its own instances after a timeout, unless the extra parameters set it.
+        if (std::find(req.extra.begin(), req.extra.end(), kOpenMpiKillTimeoutParam) == req.extra.end())
+            argv.insert(argv.end(), {"--mca", kOpenMpiKillTimeoutParam,
+                                     std::to_string(kKillGraceSeconds)});
         for (const auto &name : req.forward_env) argv.insert(argv.end(), {"-x", name});
     }
     argv.insert(argv.end(), req.extra.begin(), req.extra.end());

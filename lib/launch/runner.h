@@ -15,6 +15,10 @@
 
 namespace ipex::launch {
 
+// Seconds between SIGTERM and SIGKILL when instances time out (and, through mpirun, when ranks
+// are told to stop).
+inline constexpr int kKillGraceSeconds = 10;
+
 struct RunSpec {
     int index = 0;
     std::string executable;         // path for execve
@@ -31,7 +35,7 @@ struct RunSettings {
     bool parse_verbose = false;      // collect oneDNN verbose statistics
     bool hide_verbose_lines = false; // keep oneDNN verbose lines out of the console
     double timeout_seconds = 0;      // 0: none
-    double kill_grace_seconds = 10;  // SIGTERM -> SIGKILL delay after a timeout
+    double kill_grace_seconds = kKillGraceSeconds;  // SIGTERM -> SIGKILL delay after a timeout
     // A second signal kills the instances (SIGKILL). Off for a multi-node rank: mpirun and the
     // launcher's own signal to mpirun's process group both reach it, and escalating is
     // mpirun's call, not the rank's.

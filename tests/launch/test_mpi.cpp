@@ -27,14 +27,21 @@ TEST(MpiCommand, OpenMpi) {
     auto r = request(MpiKind::openmpi);
     EXPECT_EQ(build_mpi_command(r),
               (Argv{"/usr/bin/mpirun.openmpi", "--host", "node0:2,node1:2", "-np", "4", "--map-by", "ppr:2:node",
-                    "--bind-to", "none", "-x", "GLOO_SOCKET_IFNAME", "-x", "PATH", "--mca", "btl", "tcp,self",
-                    "/usr/bin/ipex-launch", "--rank-exec", "--", "prog"}));
+                    "--bind-to", "none", "--mca", "odls_base_sigkill_timeout", "10", "-x", "GLOO_SOCKET_IFNAME", "-x",
+                    "PATH", "--mca", "btl", "tcp,self", "/usr/bin/ipex-launch", "--rank-exec", "--", "prog"}));
     r.as_root = true;
     r.forward_env.clear();
     r.extra.clear();
     EXPECT_EQ(build_mpi_command(r),
               (Argv{"/usr/bin/mpirun.openmpi", "--host", "node0:2,node1:2", "-np", "4", "--map-by", "ppr:2:node",
-                    "--bind-to", "none", "--allow-run-as-root", "/usr/bin/ipex-launch", "--rank-exec", "--", "prog"}));
+                    "--bind-to", "none", "--allow-run-as-root", "--mca", "odls_base_sigkill_timeout", "10",
+                    "/usr/bin/ipex-launch", "--rank-exec", "--", "prog"}));
+    // The user's own kill timeout is the one mpirun gets.
+    r.extra = {"--mca", "odls_base_sigkill_timeout", "30"};
+    EXPECT_EQ(build_mpi_command(r),
+              (Argv{"/usr/bin/mpirun.openmpi", "--host", "node0:2,node1:2", "-np", "4", "--map-by", "ppr:2:node",
+                    "--bind-to", "none", "--allow-run-as-root", "--mca", "odls_base_sigkill_timeout", "30",
+                    "/usr/bin/ipex-launch", "--rank-exec", "--", "prog"}));
 }
 
 TEST(MpiCommand, Mpich) {
