@@ -1,12 +1,53 @@
 #include "ops/conv_context.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <sstream>
 
+#include "ops/depthwise_kernel.h"
 #include "ops/onednn_utils.h"
 #include "ops/op_errors.h"
 
 namespace ipex::ops {
+namespace depthwise_kernel {
+
+bool to_act(const std::string &kind, Act *act) {
+    static const std::pair<const char *, Act> table[] = {{"relu", Act::relu},       {"leaky_relu", Act::leaky_relu},
+                                                         {"clip", Act::clip},       {"silu", Act::silu},
+                                                         {"sigmoid", Act::sigmoid}, {"hardswish", Act::hardswish}};
+    for (const auto &[name, value] : table)
+        if (kind == name) {
+            *act = value;
+            return true;
+        }
+    return false;
+}
+
+bool available(bool bf16) {
+    static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma");
+    static const bool avx512_bf16 = avx512 && __builtin_cpu_supports("avx512bf16");
+    return bf16 ? avx512_bf16 : avx512;
+}
+
+Choice choice_from_env(const char *value) {
+    const std::string v = value ? value : "";
+    if (v.empty() || v == "auto") return Choice::timed;
+    if (v == "0") return Choice::onednn;
+    if (v == "1") return Choice::own;
+    TORCH_CHECK(false, "IPEX_DEPTHWISE_KERNEL must be 0, 1 or auto, got '", v, "'");
+}
+
+bool prefer_own(const double *own_seconds, const double *onednn_seconds, int runs) {
+    TORCH_CHECK(runs > 0, "depthwise kernel choice: no timings");
+    const double own = *std::min_element(own_seconds, own_seconds + runs);
+    const double onednn = *std::min_element(onednn_seconds, onednn_seconds + runs);
+    return own < onednn;
+}
+
+}  // namespace depthwise_kernel
+
 namespace {
 
 using dnnl::memory;
@@ -65,6 +106,18 @@ ComputeTypes compute_types(const std::string &dtype) {
     return ComputeTypes{at::kBFloat16, dtype == "bf32" ? at::kFloat : at::kBFloat16, false};
 }
 
+struct ConvolutionContext::Depthwise {
+    at::Tensor weight;  // kh x kw x c, fp32 (bf16 values for a bf16 convolution)
+    at::Tensor bias;    // c, fp32 (rounded to bf16 for a bf16 output), or undefined
+    depthwise_kernel::Problem problem;  // the post-ops and the weight's geometry
+    depthwise_kernel::Choice choice = depthwise_kernel::Choice::timed;
+    struct Chosen {
+        bool own = false;
+    };
+    // The timed choice per input shape.
+    std::shared_ptr<PrimitiveCache<Chosen>> chosen = std::make_shared<PrimitiveCache<Chosen>>();
+};
+
 struct ConvolutionContext::Entry {
     dnnl::primitive primitive;
     memory::desc src, dst, scratchpad;
@@ -105,8 +158,106 @@ ConvolutionContext::ConvolutionContext(at::Tensor weight, c10::optional<at::Tens
     }
     bool hint_fits = true;
     for (int64_t s : output_sizes(hint)) hint_fits &= s > 0;
+    plan_depthwise();
     // A sum's dtype is known at run time only; prepack for the common case (compute dtype).
-    if (hint_fits) entry_for(hint, types.output, output_sizes(hint));
+    if (hint_fits && (!depthwise_ || depthwise_->choice != depthwise_kernel::Choice::own))
+        entry_for(hint, types.output, output_sizes(hint));
+}
+
+void ConvolutionContext::plan_depthwise() {
+    depthwise_.reset();
+    const ComputeTypes types = compute_types(dtype_);
+    const int64_t g = params_.groups;
+    const bool depthwise = !params_.transposed && spatial_dims() == 2 && g > 1 && weight_.size(0) == g &&
+                           weight_.size(1) == 1;
+    const bool bf16 = types.math == at::kBFloat16;
+    if (!depthwise || types.fpmath_bf16 || types.output != types.math || (!bf16 && types.math != at::kFloat) ||
+        !depthwise_kernel::available(bf16) || post_ops_.size() > depthwise_kernel::Problem::kMaxPostOps)
+        return;
+    const auto choice = depthwise_kernel::choice_from_env(std::getenv("IPEX_DEPTHWISE_KERNEL"));
+    if (choice == depthwise_kernel::Choice::onednn) return;
+    auto plan = std::make_shared<Depthwise>();
+    plan->choice = choice;
+    auto &problem = plan->problem;
+    for (const auto &op : post_ops_) {
+        depthwise_kernel::Eltwise e;
+        if (!depthwise_kernel::to_act(op.kind, &e.act)) return;
+        e.alpha = static_cast<float>(op.alpha);
+        e.beta = static_cast<float>(op.beta);
+        problem.post_ops[problem.num_post_ops++] = e;
+    }
+    const int64_t kh = weight_.size(2), kw = weight_.size(3);
+    // kh x kw x c, then zeros: the kernel reads whole vectors of the last row past c.
+    const at::Tensor taps = weight_.to(types.math).to(at::kFloat).reshape({g, kh * kw}).t().reshape({-1});
+    plan->weight = at::cat({taps, at::zeros({depthwise_kernel::Problem::kWeightPadding}, taps.options())});
+    if (bias_.defined()) plan->bias = (bf16 ? bias_bf16_.to(at::kFloat) : bias_).contiguous();
+    problem.bf16_in = problem.bf16_out = bf16;
+    problem.c = g;
+    problem.kh = kh;
+    problem.kw = kw;
+    problem.stride_h = params_.stride[0];
+    problem.stride_w = params_.stride[1];
+    problem.pad_h = params_.padding[0];
+    problem.pad_w = params_.padding[1];
+    problem.dilation_h = params_.dilation[0];
+    problem.dilation_w = params_.dilation[1];
+    depthwise_ = plan;
+}
+
+at::Tensor ConvolutionContext::run_depthwise(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
+    const ComputeTypes types = compute_types(dtype_);
+    at::Tensor dst = empty_channels_last(dst_sizes, types.output);
+    depthwise_kernel::Problem p = depthwise_->problem;
+    p.src = src.data_ptr();
+    p.dst = dst.data_ptr();
+    p.weight = depthwise_->weight.data_ptr<float>();
+    p.bias = depthwise_->bias.defined() ? depthwise_->bias.data_ptr<float>() : nullptr;
+    p.n = src.size(0);
+    p.ih = src.size(2);
+    p.iw = src.size(3);
+    p.oh = dst_sizes[2];
+    p.ow = dst_sizes[3];
+    depthwise_kernel::run(p);
+    return dst;
+}
+
+at::Tensor ConvolutionContext::run_plain(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
+    const ComputeTypes types = compute_types(dtype_);
+    at::Tensor dst = empty_channels_last(dst_sizes, types.output);
+    const auto entry = entry_for(src.sizes().vec(), types.output, dst_sizes);
+    std::unordered_map<int, memory> args{
+        {DNNL_ARG_SRC, wrap(src, entry->src)},
+        {DNNL_ARG_WEIGHTS, entry->weight.memory},
+        {DNNL_ARG_DST, wrap(dst, entry->dst)},
+    };
+    if (bias_.defined()) args.emplace(DNNL_ARG_BIAS, entry->bias);
+    execute(entry->primitive, entry->scratchpad, std::move(args));
+    return dst;
+}
+
+bool ConvolutionContext::depthwise_for(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
+    if (!depthwise_ || src.dim() != 4) return false;
+    if (depthwise_->choice == depthwise_kernel::Choice::own) return true;
+    const CacheKey key = src.sizes().vec();
+    if (auto hit = depthwise_->chosen->find(key)) return hit->own;
+    // One call each to warm up (oneDNN builds its primitive), then alternate.
+    constexpr int kRuns = 3;
+    run_plain(src, dst_sizes);
+    run_depthwise(src, dst_sizes);
+    double own[kRuns], onednn[kRuns];
+    const auto seconds = [](auto &&f) {
+        const auto start = std::chrono::steady_clock::now();
+        f();
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
+    for (int i = 0; i < kRuns; ++i) {
+        onednn[i] = seconds([&] { run_plain(src, dst_sizes); });
+        own[i] = seconds([&] { run_depthwise(src, dst_sizes); });
+    }
+    auto chosen = std::make_shared<Depthwise::Chosen>();
+    chosen->own = depthwise_kernel::prefer_own(own, onednn, kRuns);
+    depthwise_->chosen->put(key, chosen);
+    return chosen->own;
 }
 
 std::vector<int64_t> ConvolutionContext::output_sizes(at::IntArrayRef input) const {
@@ -203,6 +354,10 @@ at::Tensor ConvolutionContext::run(const at::Tensor &input, const c10::optional<
 
     const ComputeTypes types = compute_types(dtype_);
     const at::Tensor src = to_channels_last(x, types.math);
+    if (depthwise_for(src, dst_sizes)) {
+        const at::Tensor y = run_depthwise(src, dst_sizes);
+        return unbatched ? y.squeeze(0) : y;
+    }
     const int sum_at = tensor_post_op(post_ops_);
     at::ScalarType dst_type = types.output;
     at::Tensor dst;
@@ -225,7 +380,8 @@ at::Tensor ConvolutionContext::run(const at::Tensor &input, const c10::optional<
             dst.copy_(o);
         }
     } else {
-        dst = empty_channels_last(dst_sizes, dst_type);
+        const at::Tensor y = run_plain(src, dst_sizes);
+        return unbatched ? y.squeeze(0) : y;
     }
 
     const auto entry = entry_for(src.sizes().vec(), dst_type, dst_sizes);
@@ -244,6 +400,7 @@ at::Tensor ConvolutionContext::run_unfused(const at::Tensor &x, const at::Tensor
     auto prefix = c10::make_intrusive<ConvolutionContext>(*this);
     prefix->post_ops_.resize(sum_at);
     prefix->primitives_ = std::make_shared<PrimitiveCache<Entry>>();
+    prefix->plan_depthwise();
     const at::Tensor y = prefix->run(x, c10::nullopt);
     return apply_eltwise(at::add(y, other, post_ops_[sum_at].alpha), post_ops_, sum_at + 1);
 }
@@ -254,6 +411,7 @@ c10::intrusive_ptr<ConvolutionContext> ConvolutionContext::with_dtype(const std:
     auto copy = c10::make_intrusive<ConvolutionContext>(*this);
     copy->dtype_ = dtype;
     copy->primitives_ = std::make_shared<PrimitiveCache<Entry>>();
+    copy->plan_depthwise();
     return copy;
 }
 
@@ -266,6 +424,7 @@ c10::intrusive_ptr<ConvolutionContext> ConvolutionContext::with_post_ops(const P
                 "ipex convolution: the only tensor post-op of a convolution is sum");
     copy->sum_in_place_ = sum_in_place_ || sum_in_place;
     copy->primitives_ = std::make_shared<PrimitiveCache<Entry>>();
+    copy->plan_depthwise();
     return copy;
 }
 

@@ -76,6 +76,8 @@ public:
     std::string describe() const;
     size_t cached_shapes() const { return primitives_->size(); }
     size_t packed_layouts() const { return weights_->layouts(); }
+    // Whether 4-D inputs may run the own depthwise kernel (depthwise_kernel.h) instead of oneDNN.
+    bool has_depthwise_kernel() const { return depthwise_ != nullptr; }
 
 private:
     struct Entry;
@@ -84,6 +86,13 @@ private:
     std::vector<int64_t> output_sizes(at::IntArrayRef input) const;
     // conv + post-ops before the sum, then the sum and later post-ops with aten.
     at::Tensor run_unfused(const at::Tensor &x, const at::Tensor &other) const;
+    // Sets depthwise_ when the own depthwise kernel computes this convolution.
+    void plan_depthwise();
+    at::Tensor run_depthwise(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
+    // oneDNN's convolution of src (channels-last, math dtype) without a tensor post-op.
+    at::Tensor run_plain(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
+    // Whether the own depthwise kernel runs src's shape (times both on a shape's first call).
+    bool depthwise_for(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
 
     at::Tensor weight_;  // as given (PyTorch layout)
     at::Tensor bias_;       // fp32 or undefined
@@ -95,6 +104,8 @@ private:
     std::vector<int64_t> input_hint_;
     std::shared_ptr<WeightCache> weights_;
     std::shared_ptr<PrimitiveCache<Entry>> primitives_;
+    struct Depthwise;  // weights and post-ops as the own depthwise kernel takes them
+    std::shared_ptr<const Depthwise> depthwise_;
 };
 
 }  // namespace ipex::ops

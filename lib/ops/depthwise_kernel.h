@@ -1,0 +1,51 @@
+// Depthwise 2-D convolution on channels-last data (one input channel per group, one output
+// channel per group), with the elementwise post-ops a folded activation leaves: the shape
+// oneDNN 2.6's depthwise kernels run far from the memory bandwidth on AVX-512 CPUs. Products
+// and sums in fp32 (bf16 inputs and weights widen exactly), post-ops in fp32, one rounding to
+// the output dtype. Used by prepacked convolutions (conv_context.h) where it applies.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace ipex::ops::depthwise_kernel {
+
+enum class Act { relu, leaky_relu, clip, silu, sigmoid, hardswish };
+
+struct Eltwise {
+    Act act = Act::relu;
+    float alpha = 0.f, beta = 0.f;  // leaky_relu: slope; clip: bounds
+};
+
+struct Problem {
+    bool bf16_in = false, bf16_out = false;
+    const void *src = nullptr;  // n x ih x iw x c, dense
+    void *dst = nullptr;        // n x oh x ow x c, dense
+    const float *weight = nullptr;  // kh x kw x c, fp32, then kWeightPadding zeros
+    static constexpr int64_t kWeightPadding = 64;
+    const float *bias = nullptr;    // c, or nullptr
+    int64_t n = 0, c = 0, ih = 0, iw = 0, oh = 0, ow = 0, kh = 0, kw = 0;
+    int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
+    static constexpr int kMaxPostOps = 4;
+    Eltwise post_ops[kMaxPostOps];  // the first num_post_ops, in order
+    int num_post_ops = 0;
+};
+
+// The eltwise post-op kind named as in post_ops.h, if the kernel computes it.
+bool to_act(const std::string &kind, Act *act);
+
+// Whether this CPU runs the kernel (AVX-512; AVX512-BF16 when bf16 is involved).
+bool available(bool bf16);
+
+// Runs the problem parallel over output rows. Call only when available().
+void run(const Problem &p);
+
+// Which implementation runs a depthwise convolution (IPEX_DEPTHWISE_KERNEL: 0 = oneDNN,
+// 1 = this kernel, unset or "auto" = the faster of both, timed on the first call per shape).
+enum class Choice { onednn, own, timed };
+Choice choice_from_env(const char *value);  // throws (TORCH_CHECK) on another value
+
+// The timed choice: this kernel when its best time beats oneDNN's best; oneDNN on a tie.
+bool prefer_own(const double *own_seconds, const double *onednn_seconds, int runs);
+
+}  // namespace ipex::ops::depthwise_kernel

@@ -1,0 +1,244 @@
+// The depthwise convolution kernel (depthwise_kernel.h). Built with AVX-512 and AVX512-BF16
+// flags; runs only after depthwise_kernel::available().
+//
+// Each output row (image, output y) is one task. Along the row, output pixels go in blocks of
+// up to 8 with the channels in vectors of 16 lanes inside: a block's 8 accumulators take every
+// tap's weight vector once, and the input pixels a block reads stay in the first-level cache
+// for the next channel vector. Columns whose taps all fall inside the image skip the bounds
+// checks; only the few at the edges test each tap.
+#include <ATen/Parallel.h>
+#include <immintrin.h>
+
+#include "ops/avx512_math.h"
+#include "ops/depthwise_kernel.h"
+
+namespace ipex::ops::depthwise_kernel {
+namespace {
+
+using avx512::kLanes;
+using avx512::tail_mask;
+
+// Inputs below this give exp(-x) about 5.5e34 at most: 1 + that stays finite and its
+// reciprocal normal, so sigmoid is within 2e-35 of 0 there instead of a NaN.
+constexpr float kSigmoidLowest = -80.f;
+
+// Plain helpers rather than std::min/max: this file's flags must not reach inline functions
+// other files share.
+int64_t lesser(int64_t a, int64_t b) { return a < b ? a : b; }
+int64_t greater(int64_t a, int64_t b) { return a > b ? a : b; }
+
+template <bool kBf16>
+__m512 load(const void *base, int64_t i, __mmask16 m) {
+    if constexpr (kBf16) return avx512::load_bf16(static_cast<const uint16_t *>(base) + i, m);
+    return _mm512_maskz_loadu_ps(m, static_cast<const float *>(base) + i);
+}
+
+template <bool kBf16>
+void store(void *base, int64_t i, __mmask16 m, __m512 v) {
+    if constexpr (kBf16) {
+        avx512::store_bf16(static_cast<uint16_t *>(base) + i, m, v);
+    } else {
+        _mm512_mask_storeu_ps(static_cast<float *>(base) + i, m, v);
+    }
+}
+
+__m512 sigmoid(__m512 x) {
+    const __m512 e = avx512::exp16(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_max_ps(x, _mm512_set1_ps(kSigmoidLowest))));
+    const __m512 d = _mm512_add_ps(_mm512_set1_ps(1.f), e);
+    const __m512 r = _mm512_rcp14_ps(d);  // then one Newton step: 2^-28 relative
+    return _mm512_mul_ps(r, _mm512_fnmadd_ps(d, r, _mm512_set1_ps(2.f)));
+}
+
+__m512 apply(const Problem &p, __m512 v) {
+    for (int i = 0; i < p.num_post_ops; ++i) {
+        const Eltwise &e = p.post_ops[i];
+        switch (e.act) {
+            case Act::relu: v = _mm512_max_ps(v, _mm512_setzero_ps()); break;
+            case Act::leaky_relu: {
+                const __mmask16 negative = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
+                v = _mm512_mask_mul_ps(v, negative, v, _mm512_set1_ps(e.alpha));
+                break;
+            }
+            case Act::clip:
+                v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(e.alpha)), _mm512_set1_ps(e.beta));
+                break;
+            case Act::sigmoid: v = sigmoid(v); break;
+            case Act::silu: v = _mm512_mul_ps(v, sigmoid(v)); break;
+            case Act::hardswish: {
+                const __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(v, _mm512_set1_ps(3.f)), _mm512_setzero_ps()),
+                                               _mm512_set1_ps(6.f));
+                v = _mm512_mul_ps(_mm512_mul_ps(v, t), _mm512_set1_ps(1.f / 6.f));
+                break;
+            }
+        }
+    }
+    return v;
+}
+
+// Where one output row reads: the taps kh in [kh_lo, kh_hi) fall inside the image.
+struct Row {
+    int64_t n = 0, oh = 0, kh_lo = 0, kh_hi = 0;
+};
+
+// The lanes of channel vector c0 .. c0 + 15 below c (none when c0 >= c).
+__mmask16 channel_mask(int64_t c, int64_t c0) { return c0 >= c ? __mmask16(0) : tail_mask(c - c0); }
+
+// Output pixels [ow, ow + kBlock) of one row, every channel, kVectors channel vectors (16
+// channels each) at a time: kBlock * kVectors independent sums hide the multiply-add latency.
+// kEdge: test each tap's column.
+template <bool kBf16In, bool kBf16Out, int kBlock, int kVectors, bool kEdge>
+void block(const Problem &p, const Row &r, int64_t ow) {
+    const int64_t c = p.c;
+    const int64_t ih0 = r.oh * p.stride_h - p.pad_h;
+    const int64_t iw0 = ow * p.stride_w - p.pad_w;
+    const int64_t out = ((r.n * p.oh + r.oh) * p.ow + ow) * c;
+    for (int64_t c0 = 0; c0 < c; c0 += kVectors * kLanes) {
+        __mmask16 m[kVectors];
+        __m512 acc[kBlock][kVectors];
+        for (int v = 0; v < kVectors; ++v) {
+            m[v] = channel_mask(c, c0 + v * kLanes);
+            const __m512 b = p.bias ? _mm512_maskz_loadu_ps(m[v], p.bias + c0 + v * kLanes) : _mm512_setzero_ps();
+            for (int j = 0; j < kBlock; ++j) acc[j][v] = b;
+        }
+        for (int64_t kh = r.kh_lo; kh < r.kh_hi; ++kh) {
+            const int64_t in_row = (r.n * p.ih + ih0 + kh * p.dilation_h) * p.iw;
+            for (int64_t kw = 0; kw < p.kw; ++kw) {
+                const float *wp = p.weight + (kh * p.kw + kw) * c + c0;
+                __m512 w[kVectors];
+                for (int v = 0; v < kVectors; ++v) w[v] = _mm512_maskz_loadu_ps(m[v], wp + v * kLanes);
+                const int64_t col = iw0 + kw * p.dilation_w;
+                for (int j = 0; j < kBlock; ++j) {
+                    const int64_t iw = col + j * p.stride_w;
+                    if (kEdge && (iw < 0 || iw >= p.iw)) continue;
+                    const int64_t at = (in_row + iw) * c + c0;
+                    for (int v = 0; v < kVectors; ++v)
+                        acc[j][v] = _mm512_fmadd_ps(load<kBf16In>(p.src, at + v * kLanes, m[v]), w[v], acc[j][v]);
+                }
+            }
+        }
+        for (int j = 0; j < kBlock; ++j)
+            for (int v = 0; v < kVectors; ++v)
+                store<kBf16Out>(p.dst, out + j * c + c0 + v * kLanes, m[v], apply(p, acc[j][v]));
+    }
+}
+
+// An interior block for kernel width kKw, stride kStride, dilation 1: each input column is
+// loaded and widened once per kernel row and added into every output pixel it reaches.
+template <bool kBf16In, bool kBf16Out, int kBlock, int kVectors, int kKw, int kStride>
+void interior_block(const Problem &p, const Row &r, int64_t ow) {
+    constexpr int kSpan = (kBlock - 1) * kStride + kKw;
+    const int64_t c = p.c;
+    const int64_t ih0 = r.oh * p.stride_h - p.pad_h;
+    const int64_t iw0 = ow * kStride - p.pad_w;
+    const int64_t out = ((r.n * p.oh + r.oh) * p.ow + ow) * c;
+    for (int64_t c0 = 0; c0 < c; c0 += kVectors * kLanes) {
+        __mmask16 m[kVectors];
+        __m512 acc[kBlock][kVectors];
+        for (int v = 0; v < kVectors; ++v) {
+            m[v] = channel_mask(c, c0 + v * kLanes);
+            const __m512 b = p.bias ? _mm512_maskz_loadu_ps(m[v], p.bias + c0 + v * kLanes) : _mm512_setzero_ps();
+            for (int j = 0; j < kBlock; ++j) acc[j][v] = b;
+        }
+        for (int64_t kh = r.kh_lo; kh < r.kh_hi; ++kh) {
+            const int64_t in_row = (r.n * p.ih + ih0 + kh * p.dilation_h) * p.iw + iw0;
+            const float *wrow = p.weight + kh * kKw * c + c0;
+#pragma GCC unroll 32
+            for (int i = 0; i < kSpan; ++i) {
+                __m512 x[kVectors];
+                for (int v = 0; v < kVectors; ++v) x[v] = load<kBf16In>(p.src, (in_row + i) * c + c0 + v * kLanes, m[v]);
+#pragma GCC unroll 8
+                for (int kw = 0; kw < kKw; ++kw) {
+                    const int d = i - kw;  // = j * kStride for the output pixel j this tap adds to
+                    if (d < 0 || d % kStride != 0 || d / kStride >= kBlock) continue;
+                    const int j = d / kStride;
+                    for (int v = 0; v < kVectors; ++v)
+                        acc[j][v] = _mm512_fmadd_ps(x[v], _mm512_loadu_ps(wrow + kw * c + v * kLanes), acc[j][v]);
+                }
+            }
+        }
+        for (int j = 0; j < kBlock; ++j)
+            for (int v = 0; v < kVectors; ++v)
+                store<kBf16Out>(p.dst, out + j * c + c0 + v * kLanes, m[v], apply(p, acc[j][v]));
+    }
+}
+
+template <bool kBf16In, bool kBf16Out, int kBlock, int kVectors>
+void interior(const Problem &p, const Row &r, int64_t ow) {
+    if (p.dilation_w == 1) {
+        if (p.kw == 3 && p.stride_w == 1) return interior_block<kBf16In, kBf16Out, kBlock, kVectors, 3, 1>(p, r, ow);
+        if (p.kw == 3 && p.stride_w == 2) return interior_block<kBf16In, kBf16Out, kBlock, kVectors, 3, 2>(p, r, ow);
+        if (p.kw == 5 && p.stride_w == 1) return interior_block<kBf16In, kBf16Out, kBlock, kVectors, 5, 1>(p, r, ow);
+        if (p.kw == 5 && p.stride_w == 2) return interior_block<kBf16In, kBf16Out, kBlock, kVectors, 5, 2>(p, r, ow);
+    }
+    block<kBf16In, kBf16Out, kBlock, kVectors, false>(p, r, ow);
+}
+
+template <bool kBf16In, bool kBf16Out, int kVectors>
+void run_row(const Problem &p, int64_t row) {
+    // With 4 channel vectors, 4 pixels make 16 sums; with fewer vectors, 8 pixels.
+    constexpr int kWide = kVectors >= 4 ? 4 : 8;
+    Row r;
+    r.n = row / p.oh;
+    r.oh = row % p.oh;
+    const int64_t ih0 = r.oh * p.stride_h - p.pad_h;
+    r.kh_lo = 0;
+    r.kh_hi = p.kh;
+    while (r.kh_lo < p.kh && ih0 + r.kh_lo * p.dilation_h < 0) ++r.kh_lo;
+    while (r.kh_hi > r.kh_lo && ih0 + (r.kh_hi - 1) * p.dilation_h >= p.ih) --r.kh_hi;
+
+    // Interior columns: ow * stride - pad >= 0 and the last tap ow * stride - pad + (kw - 1) * dilation < iw.
+    int64_t lo = (p.pad_w + p.stride_w - 1) / p.stride_w;
+    const int64_t last = p.iw - 1 - (p.kw - 1) * p.dilation_w + p.pad_w;  // ow * stride <= last
+    int64_t hi = last < 0 ? 0 : last / p.stride_w + 1;
+    lo = lesser(lo, p.ow);
+    hi = greater(lo, lesser(hi, p.ow));
+
+    int64_t ow = 0;
+    for (; ow + 2 <= lo; ow += 2) block<kBf16In, kBf16Out, 2, kVectors, true>(p, r, ow);
+    if (ow < lo) block<kBf16In, kBf16Out, 1, kVectors, true>(p, r, ow++);
+    for (; ow + kWide <= hi; ow += kWide) interior<kBf16In, kBf16Out, kWide, kVectors>(p, r, ow);
+    if (kWide == 8 && ow + 4 <= hi) {
+        block<kBf16In, kBf16Out, 4, kVectors, false>(p, r, ow);
+        ow += 4;
+    }
+    if (ow + 2 <= hi) {
+        block<kBf16In, kBf16Out, 2, kVectors, false>(p, r, ow);
+        ow += 2;
+    }
+    if (ow < hi) block<kBf16In, kBf16Out, 1, kVectors, false>(p, r, ow++);
+    for (; ow + 2 <= p.ow; ow += 2) block<kBf16In, kBf16Out, 2, kVectors, true>(p, r, ow);
+    if (ow < p.ow) block<kBf16In, kBf16Out, 1, kVectors, true>(p, r, ow);
+}
+
+template <bool kBf16In, bool kBf16Out, int kVectors>
+void run_typed(const Problem &p) {
+    // A row costs about ow * c * kh * kw fused multiply-adds; give a thread some 64k of them.
+    const int64_t per_row = greater(1, p.ow * p.c * p.kh * p.kw);
+    const int64_t grain = greater(1, 65536 / per_row);
+    at::parallel_for(0, p.n * p.oh, grain, [&](int64_t begin, int64_t end) {
+        for (int64_t row = begin; row < end; ++row) run_row<kBf16In, kBf16Out, kVectors>(p, row);
+    });
+}
+
+template <bool kBf16In, bool kBf16Out>
+void run_vectors(const Problem &p) {
+    if (p.c <= kLanes) {
+        run_typed<kBf16In, kBf16Out, 1>(p);
+    } else if (p.c <= 2 * kLanes) {
+        run_typed<kBf16In, kBf16Out, 2>(p);
+    } else {
+        run_typed<kBf16In, kBf16Out, 4>(p);
+    }
+}
+
+}  // namespace
+
+void run(const Problem &p) {
+    if (p.bf16_in) {
+        if (p.bf16_out) run_vectors<true, true>(p); else run_vectors<true, false>(p);
+    } else {
+        if (p.bf16_out) run_vectors<false, true>(p); else run_vectors<false, false>(p);
+    }
+}
+
+}  // namespace ipex::ops::depthwise_kernel

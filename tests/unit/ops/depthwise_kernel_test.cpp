@@ -1,0 +1,282 @@
+// The own depthwise convolution kernel (depthwise_kernel.h) through ConvolutionContext, against
+// an fp64 aten reference: odd channel counts (vector tails), odd sizes, strides, padding,
+// dilation, asymmetric kernels, every post-op it computes and chains of them, fp32 and bf16,
+// large inputs through sigmoid; the convolutions it must leave to oneDNN; the timed choice.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <sstream>
+
+#include "ops/conv_context.h"
+#include "ops/depthwise_kernel.h"
+#include "unit/ops/ops_test_utils.h"
+
+namespace ipex::ops {
+namespace {
+
+// Sets IPEX_DEPTHWISE_KERNEL for one scope (contexts read it when built).
+class KernelChoice {
+public:
+    explicit KernelChoice(const char *value) {
+        if (const char *old = std::getenv(kName)) old_ = old, had_ = true;
+        if (value) setenv(kName, value, 1); else unsetenv(kName);
+    }
+    ~KernelChoice() {
+        if (had_) setenv(kName, old_.c_str(), 1); else unsetenv(kName);
+    }
+
+private:
+    static constexpr const char *kName = "IPEX_DEPTHWISE_KERNEL";
+    std::string old_;
+    bool had_ = false;
+};
+
+struct DwCase {
+    int64_t n, c, h, w, kh, kw;
+    ConvParams params;
+    bool bias;
+};
+
+ConvParams params(std::vector<int64_t> stride, std::vector<int64_t> padding, std::vector<int64_t> dilation,
+                  int64_t groups) {
+    return ConvParams{std::move(stride), std::move(padding), std::move(dilation), {0, 0}, groups, false};
+}
+
+std::vector<DwCase> cases() {
+    std::vector<DwCase> all;
+    // Channels: one vector, a tail, two vectors and a tail, four and more with tails.
+    for (int64_t c : {2, 16, 17, 40, 64, 100, 144}) {
+        all.push_back({2, c, 13, 11, 3, 3, params({1, 1}, {1, 1}, {1, 1}, c), true});
+        all.push_back({1, c, 12, 19, 3, 3, params({2, 2}, {1, 1}, {1, 1}, c), c % 2 == 0});
+        all.push_back({2, c, 9, 23, 5, 5, params({1, 1}, {2, 2}, {1, 1}, c), true});
+        all.push_back({1, c, 15, 17, 5, 5, params({2, 2}, {2, 2}, {1, 1}, c), true});
+    }
+    all.push_back({1, 24, 9, 10, 3, 5, params({1, 2}, {1, 0}, {1, 1}, 24), true});      // asymmetric
+    all.push_back({2, 33, 11, 14, 3, 3, params({1, 1}, {2, 2}, {2, 2}, 33), true});     // dilated
+    all.push_back({1, 20, 10, 31, 7, 7, params({3, 3}, {3, 3}, {1, 1}, 20), false});    // stride 3, 7x7
+    all.push_back({2, 48, 7, 7, 3, 3, params({1, 1}, {0, 0}, {1, 1}, 48), true});       // no padding
+    all.push_back({1, 32, 1, 1, 3, 3, params({1, 1}, {1, 1}, {1, 1}, 32), true});       // 1x1 image
+    all.push_back({1, 18, 4, 40, 1, 1, params({1, 1}, {0, 0}, {1, 1}, 18), true});      // 1x1 kernel
+    all.push_back({1, 64, 6, 8, 3, 3, params({1, 1}, {4, 4}, {1, 1}, 64), true});       // padding > kernel
+    all.push_back({3, 80, 14, 14, 5, 5, params({1, 1}, {2, 2}, {3, 1}, 80), true});     // mixed dilation
+    return all;
+}
+
+std::string describe(const DwCase &c) {
+    std::ostringstream out;
+    out << c.n << "x" << c.c << "x" << c.h << "x" << c.w << " k" << c.kh << "x" << c.kw << " s" << c.params.stride[0]
+        << "," << c.params.stride[1] << " p" << c.params.padding[0] << "," << c.params.padding[1] << " d"
+        << c.params.dilation[0] << "," << c.params.dilation[1] << (c.bias ? " bias" : "");
+    return out.str();
+}
+
+// The post-ops in fp64, as the definitions aten gives them.
+at::Tensor reference_post_ops(at::Tensor y, const PostOps &ops) {
+    for (const auto &op : ops) {
+        if (op.kind == "relu") y = at::relu(y);
+        else if (op.kind == "leaky_relu") y = at::leaky_relu(y, op.alpha);
+        else if (op.kind == "clip") y = at::clamp(y, op.alpha, op.beta);
+        else if (op.kind == "silu") y = y * at::sigmoid(y);
+        else if (op.kind == "sigmoid") y = at::sigmoid(y);
+        else if (op.kind == "hardswish") y = at::hardswish(y);
+        else if (op.kind == "gelu_erf") y = at::gelu(y);
+        else ADD_FAILURE() << "no reference for " << op.kind;
+    }
+    return y;
+}
+
+// |got - want| <= rel * |want| + abs_of_max * max |want| for every element.
+void expect_elementwise(const at::Tensor &got, const at::Tensor &want, double rel, double abs_of_max,
+                        const std::string &what) {
+    ASSERT_EQ(got.sizes(), want.sizes()) << what;
+    const at::Tensor g = got.to(at::kDouble), w = want.to(at::kDouble);
+    const double scale = std::max(w.abs().max().item<double>(), 1e-12);
+    const at::Tensor excess = (g - w).abs() - (w.abs() * rel + abs_of_max * scale);
+    EXPECT_LE(excess.max().item<double>(), 0.0) << what << ": max error " << (g - w).abs().max().item<double>()
+                                                << " at scale " << scale;
+    EXPECT_FALSE(g.isnan().any().item<bool>()) << what;
+}
+
+// The bound of one dtype: bf16 output rounding (2^-9 relative) with room for the fp32 sums;
+// fp32 sums of at most 49 products.
+void expect_dtype_close(const at::Tensor &got, const at::Tensor &want, const std::string &dtype,
+                        const std::string &what) {
+    if (dtype == "bf16")
+        expect_elementwise(got, want, 1.0 / 256, 1e-5, what);
+    else
+        expect_elementwise(got, want, 1e-5, 2e-6, what);
+}
+
+// Runs the case on a context built with `choice` and checks it against fp64.
+void check_case(const DwCase &c, const std::string &dtype, const PostOps &post, const char *choice,
+                bool expect_kernel, double input_scale = 1.0) {
+    const bool bf16 = dtype == "bf16";
+    const at::ScalarType type = bf16 ? at::kBFloat16 : at::kFloat;
+    const at::Tensor w = (at::randn({c.c, 1, c.kh, c.kw}) * 0.3).to(type);
+    const at::Tensor b = c.bias ? at::randn({c.c}).to(type) : at::Tensor();
+    const at::Tensor x = (at::randn({c.n, c.c, c.h, c.w}) * input_scale).to(type);
+    KernelChoice env(choice);
+    ConvolutionContext ctx(w, b.defined() ? c10::optional<at::Tensor>(b) : c10::nullopt, c.params, dtype, post,
+                           false, {});
+    const std::string what = describe(c) + " " + dtype + " +" + ops::describe(post);
+    ASSERT_EQ(ctx.has_depthwise_kernel(), expect_kernel) << what;
+    const at::Tensor got = ctx.run(testing::as_channels_last(x), c10::nullopt);
+    EXPECT_EQ(got.scalar_type(), type) << what;
+    EXPECT_TRUE(testing::channels_last(got)) << what;
+    const at::Tensor want = reference_post_ops(testing::reference_conv(x.to(at::kDouble), w, b, c.params), post);
+    expect_dtype_close(got, want, dtype, what);
+}
+
+bool kernel_runs(const std::string &dtype) { return depthwise_kernel::available(dtype == "bf16"); }
+
+class DepthwiseKernel : public ::testing::TestWithParam<std::string> {
+protected:
+    void SetUp() override {
+        at::manual_seed(0);
+        if (!kernel_runs(GetParam())) GTEST_SKIP() << "this CPU lacks AVX-512" << (GetParam() == "bf16" ? "-BF16" : "");
+    }
+};
+
+TEST_P(DepthwiseKernel, MatchesTheFp64ReferenceOverShapes) {
+    for (const auto &c : cases()) check_case(c, GetParam(), {}, "1", true);
+}
+
+TEST_P(DepthwiseKernel, EveryPostOpAndChains) {
+    const std::vector<PostOps> posts = {
+        {{"relu"}},
+        {{"leaky_relu", 0.1}},
+        {{"clip", 0.0, 6.0}},
+        {{"silu"}},
+        {{"sigmoid"}},
+        {{"hardswish"}},
+        {{"silu"}, {"clip", -0.5, 0.5}},
+        {{"clip", -1.0, 1.0}, {"sigmoid"}, {"leaky_relu", 0.5}, {"relu"}},
+    };
+    const std::vector<DwCase> some = {cases()[5], cases()[14], cases()[22], cases().back()};
+    for (const auto &post : posts)
+        for (const auto &c : some) check_case(c, GetParam(), post, "1", true);
+}
+
+// Sums of magnitude 100 and more: sigmoid saturates to 0 and 1 without a NaN or infinity.
+TEST_P(DepthwiseKernel, SigmoidAndSiluSaturate) {
+    for (const PostOps &post : {PostOps{{"sigmoid"}}, PostOps{{"silu"}}})
+        check_case(cases()[9], GetParam(), post, "1", true, 300.0);
+}
+
+// An unbatched 3-D input and a contiguous (not channels-last) one take the kernel too.
+TEST_P(DepthwiseKernel, UnbatchedAndContiguousInputs) {
+    const std::string dtype = GetParam();
+    const at::ScalarType type = dtype == "bf16" ? at::kBFloat16 : at::kFloat;
+    const ConvParams p = params({1, 1}, {1, 1}, {1, 1}, 20);
+    const at::Tensor w = (at::randn({20, 1, 3, 3}) * 0.3).to(type);
+    KernelChoice env("1");
+    ConvolutionContext ctx(w, c10::nullopt, p, dtype, {{"relu"}}, false, {});
+    ASSERT_TRUE(ctx.has_depthwise_kernel());
+    const at::Tensor x = at::randn({20, 9, 10}).to(type);
+    const at::Tensor want = at::relu(testing::reference_conv(x.unsqueeze(0).to(at::kDouble), w, {}, p));
+    const at::Tensor got = ctx.run(x, c10::nullopt);
+    ASSERT_EQ(got.dim(), 3);
+    expect_dtype_close(got, want.squeeze(0), dtype, "unbatched");
+    expect_dtype_close(ctx.run(x.unsqueeze(0).contiguous(), c10::nullopt), want, dtype, "contiguous");
+}
+
+// The kernel and oneDNN compute the same convolution: bf16 outputs differ by at most one
+// rounding step of bf16 (their fp32 sums differ in order only).
+TEST_P(DepthwiseKernel, AgreesWithOneDnn) {
+    const std::string dtype = GetParam();
+    const at::ScalarType type = dtype == "bf16" ? at::kBFloat16 : at::kFloat;
+    const DwCase c = cases()[18];
+    const at::Tensor w = (at::randn({c.c, 1, c.kh, c.kw}) * 0.3).to(type), b = at::randn({c.c}).to(type);
+    const at::Tensor x = testing::as_channels_last(at::randn({c.n, c.c, c.h, c.w}).to(type));
+    at::Tensor outputs[2];
+    for (int own = 0; own < 2; ++own) {
+        KernelChoice env(own ? "1" : "0");
+        ConvolutionContext ctx(w, b, c.params, dtype, {{"silu"}}, false, {});
+        ASSERT_EQ(ctx.has_depthwise_kernel(), own == 1);
+        outputs[own] = ctx.run(x, c10::nullopt).to(at::kDouble);
+    }
+    const double bound = dtype == "bf16" ? 1.0 / 128 : 1e-5;
+    EXPECT_LE(((outputs[1] - outputs[0]).abs() - outputs[0].abs() * bound).max().item<double>(), 1e-6);
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, DepthwiseKernel, ::testing::Values("fp32", "bf16"));
+
+// Convolutions the kernel does not compute stay on oneDNN, with the same results.
+TEST(DepthwiseKernelScope, OtherConvolutionsStayOnOneDnn) {
+    if (!kernel_runs("bf16")) GTEST_SKIP() << "this CPU lacks AVX-512-BF16";
+    at::manual_seed(1);
+    const DwCase dw = cases()[0];
+    check_case(dw, "bf16", {{"gelu_erf"}}, "1", false);  // a post-op the kernel lacks
+    check_case(dw, "fp32", {{"relu"}}, "0", false);       // turned off
+    {
+        KernelChoice env("1");
+        // bf16 math with an fp32 output.
+        EXPECT_FALSE(ConvolutionContext(at::randn({8, 1, 3, 3}), c10::nullopt, params({1, 1}, {1, 1}, {1, 1}, 8),
+                                        "bf32", {}, false, {})
+                         .has_depthwise_kernel());
+        // A channel multiplier of 2, a 1-D and a grouped (not depthwise) convolution.
+        EXPECT_FALSE(ConvolutionContext(at::randn({8, 1, 3, 3}), c10::nullopt, params({1, 1}, {1, 1}, {1, 1}, 4),
+                                        "bf16", {}, false, {})
+                         .has_depthwise_kernel());
+        EXPECT_FALSE(ConvolutionContext(at::randn({8, 1, 3}), c10::nullopt,
+                                        ConvParams{{1}, {1}, {1}, {0}, 8, false}, "bf16", {}, false, {})
+                         .has_depthwise_kernel());
+        EXPECT_FALSE(ConvolutionContext(at::randn({8, 2, 3, 3}), c10::nullopt, params({1, 1}, {1, 1}, {1, 1}, 4),
+                                        "bf16", {}, false, {})
+                         .has_depthwise_kernel());
+        // A residual sum is oneDNN's post-op.
+        EXPECT_FALSE(ConvolutionContext(at::randn({8, 1, 3, 3}), c10::nullopt, params({1, 1}, {1, 1}, {1, 1}, 8),
+                                        "bf16", {{"sum", 1.0}}, false, {})
+                         .has_depthwise_kernel());
+        // Appending an activation the kernel lacks moves the convolution back to oneDNN.
+        ConvolutionContext ctx(at::randn({8, 1, 3, 3}), c10::nullopt, params({1, 1}, {1, 1}, {1, 1}, 8), "bf16",
+                               {{"relu"}}, false, {});
+        EXPECT_TRUE(ctx.has_depthwise_kernel());
+        EXPECT_FALSE(ctx.with_post_ops({{"tanh"}}, false)->has_depthwise_kernel());
+        EXPECT_TRUE(ctx.with_post_ops({{"clip", 0.0, 6.0}}, false)->has_depthwise_kernel());
+    }
+}
+
+// The timed choice (the default): whichever path it picks, the result is the convolution, and
+// the second call on a shape gives the first call's bits (the choice is kept per shape).
+TEST(DepthwiseKernelScope, TimedChoiceIsKeptPerShape) {
+    if (!kernel_runs("bf16")) GTEST_SKIP() << "this CPU lacks AVX-512-BF16";
+    at::manual_seed(2);
+    KernelChoice env(nullptr);
+    const DwCase c = cases()[14];
+    const at::Tensor w = (at::randn({c.c, 1, c.kh, c.kw}) * 0.3).to(at::kBFloat16);
+    ConvolutionContext ctx(w, c10::nullopt, c.params, "bf16", {{"silu"}}, false, {});
+    ASSERT_TRUE(ctx.has_depthwise_kernel());
+    const at::Tensor x = testing::as_channels_last(at::randn({c.n, c.c, c.h, c.w}).to(at::kBFloat16));
+    const at::Tensor first = ctx.run(x, c10::nullopt);
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(ctx.run(x, c10::nullopt).equal(first));
+    const at::Tensor want = at::silu(testing::reference_conv(x.to(at::kDouble), w, {}, c.params));
+    expect_dtype_close(first, want, "bf16", "timed");
+}
+
+TEST(DepthwiseKernelScope, ChoiceFromTimingsAndEnvironment) {
+    using depthwise_kernel::Choice;
+    const double own_fast[] = {3.0, 1.0, 2.0}, onednn[] = {2.0, 1.5, 2.5}, own_tie[] = {1.5, 1.6, 9.0};
+    EXPECT_TRUE(depthwise_kernel::prefer_own(own_fast, onednn, 3));   // best 1.0 < 1.5
+    EXPECT_FALSE(depthwise_kernel::prefer_own(own_tie, onednn, 3));   // a tie keeps oneDNN
+    EXPECT_FALSE(depthwise_kernel::prefer_own(onednn, own_fast, 3));
+    EXPECT_TRUE(depthwise_kernel::prefer_own(own_fast + 1, onednn + 1, 1));
+    EXPECT_THROW(depthwise_kernel::prefer_own(own_fast, onednn, 0), c10::Error);
+    EXPECT_EQ(depthwise_kernel::choice_from_env(nullptr), Choice::timed);
+    EXPECT_EQ(depthwise_kernel::choice_from_env(""), Choice::timed);
+    EXPECT_EQ(depthwise_kernel::choice_from_env("auto"), Choice::timed);
+    EXPECT_EQ(depthwise_kernel::choice_from_env("0"), Choice::onednn);
+    EXPECT_EQ(depthwise_kernel::choice_from_env("1"), Choice::own);
+    EXPECT_THROW(depthwise_kernel::choice_from_env("yes"), c10::Error);
+}
+
+TEST(DepthwiseKernelScope, PostOpNames) {
+    depthwise_kernel::Act act;
+    for (const char *kind : {"relu", "leaky_relu", "clip", "silu", "sigmoid", "hardswish"})
+        EXPECT_TRUE(depthwise_kernel::to_act(kind, &act)) << kind;
+    for (const char *kind : {"gelu_erf", "gelu_tanh", "tanh", "elu", "sum", "add", "mul", ""})
+        EXPECT_FALSE(depthwise_kernel::to_act(kind, &act)) << kind;
+}
+
+}  // namespace
+}  // namespace ipex::ops
