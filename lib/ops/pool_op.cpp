@@ -1,9 +1,11 @@
 #include "ops/pool_op.h"
 
+#include <ATen/Parallel.h>
 #include <torch/library.h>
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <optional>
 
@@ -70,20 +72,33 @@ std::optional<PoolPlan> plan(const at::Tensor &x, at::IntArrayRef kernel_size, a
     return plan;
 }
 
-// Whether a dense fp32 or bf16 tensor holds the lowest finite value of its dtype.
+// How many of p[begin..end) equal `value` (a plain sum the compiler vectorizes).
+template <class T>
+int64_t count_equal(const T *p, int64_t begin, int64_t end, T value) {
+    int64_t hits = 0;
+    for (int64_t i = begin; i < end; ++i) hits += p[i] == value;
+    return hits;
+}
+
+// Whether a dense fp32 or bf16 tensor holds the lowest finite value of its dtype (compared
+// as bits: the one pattern of that value in either dtype), counted in parallel.
 bool has_lowest(const at::Tensor &t) {
     const int64_t n = t.numel();
-    bool found = false;
+    constexpr int64_t kGrain = 1 << 16;
+    const auto count = [&](auto *p, auto lowest) {
+        return at::parallel_reduce(
+            0, n, kGrain, int64_t{0},
+            [&](int64_t begin, int64_t end, int64_t hits) { return hits + count_equal(p, begin, end, lowest); },
+            [](int64_t a, int64_t b) { return a + b; });
+    };
     if (t.scalar_type() == at::kFloat) {
-        const float *p = t.data_ptr<float>();
         const float lowest = std::numeric_limits<float>::lowest();
-        for (int64_t i = 0; i < n; ++i) found |= p[i] == lowest;
-    } else {
-        const auto *p = reinterpret_cast<const uint16_t *>(t.data_ptr<at::BFloat16>());
-        constexpr uint16_t kLowestBf16 = 0xff7f;
-        for (int64_t i = 0; i < n; ++i) found |= p[i] == kLowestBf16;
+        uint32_t bits;
+        std::memcpy(&bits, &lowest, sizeof bits);
+        return count(reinterpret_cast<const uint32_t *>(t.data_ptr<float>()), bits) > 0;
     }
-    return found;
+    constexpr uint16_t kLowestBf16 = 0xff7f;
+    return count(reinterpret_cast<const uint16_t *>(t.data_ptr<at::BFloat16>()), kLowestBf16) > 0;
 }
 
 }  // namespace
