@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <sstream>
 
 #include "ops/depthwise_kernel.h"
@@ -36,7 +37,7 @@ Choice choice_from_env(const char *value) {
     if (v.empty() || v == "auto") return Choice::timed;
     if (v == "0") return Choice::onednn;
     if (v == "1") return Choice::own;
-    TORCH_CHECK(false, "IPEX_DEPTHWISE_KERNEL must be 0, 1 or auto, got '", v, "'");
+    TORCH_CHECK(false, "IPEX_CONV_KERNELS must be 0, 1 or auto, got '", v, "'");
 }
 
 bool prefer_own(const double *own_seconds, const double *onednn_seconds, int runs) {
@@ -106,6 +107,29 @@ ComputeTypes compute_types(const std::string &dtype) {
     return ComputeTypes{at::kBFloat16, dtype == "bf32" ? at::kFloat : at::kBFloat16, false};
 }
 
+namespace {
+
+// Times `own` and `onednn` (one warm-up call each, then kRuns alternating) and says whether
+// the own code was faster.
+bool own_is_faster(const std::function<void()> &own, const std::function<void()> &onednn) {
+    constexpr int kRuns = 3;
+    onednn();
+    own();
+    const auto seconds = [](const std::function<void()> &f) {
+        const auto start = std::chrono::steady_clock::now();
+        f();
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
+    double own_s[kRuns], onednn_s[kRuns];
+    for (int i = 0; i < kRuns; ++i) {
+        onednn_s[i] = seconds(onednn);
+        own_s[i] = seconds(own);
+    }
+    return depthwise_kernel::prefer_own(own_s, onednn_s, kRuns);
+}
+
+}  // namespace
+
 struct ConvolutionContext::Depthwise {
     at::Tensor weight;  // kh x kw x c, fp32 (bf16 values for a bf16 convolution)
     at::Tensor bias;    // c, fp32 (rounded to bf16 for a bf16 output), or undefined
@@ -116,6 +140,13 @@ struct ConvolutionContext::Depthwise {
     };
     // The timed choice per input shape.
     std::shared_ptr<PrimitiveCache<Chosen>> chosen = std::make_shared<PrimitiveCache<Chosen>>();
+};
+
+struct ConvolutionContext::Split {
+    c10::intrusive_ptr<ConvolutionContext> head;  // without the trailing activation
+    depthwise_kernel::Problem activation;         // its post-ops and output dtype only
+    depthwise_kernel::Choice choice = depthwise_kernel::Choice::timed;
+    std::shared_ptr<PrimitiveCache<Depthwise::Chosen>> chosen = std::make_shared<PrimitiveCache<Depthwise::Chosen>>();
 };
 
 struct ConvolutionContext::Entry {
@@ -158,10 +189,55 @@ ConvolutionContext::ConvolutionContext(at::Tensor weight, c10::optional<at::Tens
     }
     bool hint_fits = true;
     for (int64_t s : output_sizes(hint)) hint_fits &= s > 0;
-    plan_depthwise();
+    plan_kernels();
     // A sum's dtype is known at run time only; prepack for the common case (compute dtype).
     if (hint_fits && (!depthwise_ || depthwise_->choice != depthwise_kernel::Choice::own))
         entry_for(hint, types.output, output_sizes(hint));
+}
+
+void ConvolutionContext::plan_kernels() {
+    plan_depthwise();
+    plan_split();
+}
+
+void ConvolutionContext::plan_split() {
+    split_.reset();
+    if (depthwise_ || post_ops_.empty() || tensor_post_op(post_ops_) >= 0) return;
+    const ComputeTypes types = compute_types(dtype_);
+    const bool bf16 = types.math == at::kBFloat16;
+    if (types.fpmath_bf16 || types.output != types.math || (!bf16 && types.math != at::kFloat) ||
+        !depthwise_kernel::available(bf16))
+        return;
+    // The trailing activations the kernel computes, when they hold an exp (sigmoid, SiLU):
+    // those are where oneDNN's fused post-op costs more than the convolution itself.
+    size_t start = post_ops_.size();
+    depthwise_kernel::Act act;
+    while (start > 0 && post_ops_.size() - start < depthwise_kernel::Problem::kMaxPostOps &&
+           depthwise_kernel::to_act(post_ops_[start - 1].kind, &act))
+        --start;
+    bool has_exp = false;
+    for (size_t i = start; i < post_ops_.size(); ++i)
+        has_exp |= post_ops_[i].kind == "silu" || post_ops_[i].kind == "sigmoid";
+    if (!has_exp) return;
+    const auto choice = depthwise_kernel::choice_from_env(std::getenv(depthwise_kernel::kChoiceVariable));
+    if (choice == depthwise_kernel::Choice::onednn) return;
+    auto plan = std::make_shared<Split>();
+    plan->choice = choice;
+    plan->activation.bf16_in = plan->activation.bf16_out = bf16;
+    for (size_t i = start; i < post_ops_.size(); ++i) {
+        depthwise_kernel::Eltwise e;
+        depthwise_kernel::to_act(post_ops_[i].kind, &e.act);
+        e.alpha = static_cast<float>(post_ops_[i].alpha);
+        e.beta = static_cast<float>(post_ops_[i].beta);
+        plan->activation.post_ops[plan->activation.num_post_ops++] = e;
+    }
+    auto head = c10::make_intrusive<ConvolutionContext>(*this);
+    head->post_ops_.resize(start);
+    head->primitives_ = std::make_shared<PrimitiveCache<Entry>>();
+    head->depthwise_.reset();
+    head->split_.reset();
+    plan->head = head;
+    split_ = plan;
 }
 
 void ConvolutionContext::plan_depthwise() {
@@ -174,7 +250,7 @@ void ConvolutionContext::plan_depthwise() {
     if (!depthwise || types.fpmath_bf16 || types.output != types.math || (!bf16 && types.math != at::kFloat) ||
         !depthwise_kernel::available(bf16) || post_ops_.size() > depthwise_kernel::Problem::kMaxPostOps)
         return;
-    const auto choice = depthwise_kernel::choice_from_env(std::getenv("IPEX_DEPTHWISE_KERNEL"));
+    const auto choice = depthwise_kernel::choice_from_env(std::getenv(depthwise_kernel::kChoiceVariable));
     if (choice == depthwise_kernel::Choice::onednn) return;
     auto plan = std::make_shared<Depthwise>();
     plan->choice = choice;
@@ -240,23 +316,26 @@ bool ConvolutionContext::depthwise_for(const at::Tensor &src, const std::vector<
     if (depthwise_->choice == depthwise_kernel::Choice::own) return true;
     const CacheKey key = src.sizes().vec();
     if (auto hit = depthwise_->chosen->find(key)) return hit->own;
-    // One call each to warm up (oneDNN builds its primitive), then alternate.
-    constexpr int kRuns = 3;
-    run_plain(src, dst_sizes);
-    run_depthwise(src, dst_sizes);
-    double own[kRuns], onednn[kRuns];
-    const auto seconds = [](auto &&f) {
-        const auto start = std::chrono::steady_clock::now();
-        f();
-        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    };
-    for (int i = 0; i < kRuns; ++i) {
-        onednn[i] = seconds([&] { run_plain(src, dst_sizes); });
-        own[i] = seconds([&] { run_depthwise(src, dst_sizes); });
-    }
     auto chosen = std::make_shared<Depthwise::Chosen>();
-    chosen->own = depthwise_kernel::prefer_own(own, onednn, kRuns);
+    chosen->own = own_is_faster([&] { run_depthwise(src, dst_sizes); }, [&] { run_plain(src, dst_sizes); });
     depthwise_->chosen->put(key, chosen);
+    return chosen->own;
+}
+
+at::Tensor ConvolutionContext::run_split(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
+    at::Tensor y = split_->head->run_plain(src, dst_sizes);
+    depthwise_kernel::run_post_ops(split_->activation, y.data_ptr(), y.numel());
+    return y;
+}
+
+bool ConvolutionContext::split_for(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
+    if (!split_) return false;
+    if (split_->choice == depthwise_kernel::Choice::own) return true;
+    const CacheKey key = src.sizes().vec();
+    if (auto hit = split_->chosen->find(key)) return hit->own;
+    auto chosen = std::make_shared<Depthwise::Chosen>();
+    chosen->own = own_is_faster([&] { run_split(src, dst_sizes); }, [&] { run_plain(src, dst_sizes); });
+    split_->chosen->put(key, chosen);
     return chosen->own;
 }
 
@@ -380,7 +459,7 @@ at::Tensor ConvolutionContext::run(const at::Tensor &input, const c10::optional<
             dst.copy_(o);
         }
     } else {
-        const at::Tensor y = run_plain(src, dst_sizes);
+        const at::Tensor y = split_for(src, dst_sizes) ? run_split(src, dst_sizes) : run_plain(src, dst_sizes);
         return unbatched ? y.squeeze(0) : y;
     }
 
@@ -400,7 +479,7 @@ at::Tensor ConvolutionContext::run_unfused(const at::Tensor &x, const at::Tensor
     auto prefix = c10::make_intrusive<ConvolutionContext>(*this);
     prefix->post_ops_.resize(sum_at);
     prefix->primitives_ = std::make_shared<PrimitiveCache<Entry>>();
-    prefix->plan_depthwise();
+    prefix->plan_kernels();
     const at::Tensor y = prefix->run(x, c10::nullopt);
     return apply_eltwise(at::add(y, other, post_ops_[sum_at].alpha), post_ops_, sum_at + 1);
 }
@@ -411,7 +490,7 @@ c10::intrusive_ptr<ConvolutionContext> ConvolutionContext::with_dtype(const std:
     auto copy = c10::make_intrusive<ConvolutionContext>(*this);
     copy->dtype_ = dtype;
     copy->primitives_ = std::make_shared<PrimitiveCache<Entry>>();
-    copy->plan_depthwise();
+    copy->plan_kernels();
     return copy;
 }
 
@@ -424,7 +503,7 @@ c10::intrusive_ptr<ConvolutionContext> ConvolutionContext::with_post_ops(const P
                 "ipex convolution: the only tensor post-op of a convolution is sum");
     copy->sum_in_place_ = sum_in_place_ || sum_in_place;
     copy->primitives_ = std::make_shared<PrimitiveCache<Entry>>();
-    copy->plan_depthwise();
+    copy->plan_kernels();
     return copy;
 }
 

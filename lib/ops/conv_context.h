@@ -78,6 +78,8 @@ public:
     size_t packed_layouts() const { return weights_->layouts(); }
     // Whether 4-D inputs may run the own depthwise kernel (depthwise_kernel.h) instead of oneDNN.
     bool has_depthwise_kernel() const { return depthwise_ != nullptr; }
+    // Whether the trailing activation may run after oneDNN's convolution, in the own kernel.
+    bool has_split_activation() const { return split_ != nullptr; }
 
 private:
     struct Entry;
@@ -86,13 +88,20 @@ private:
     std::vector<int64_t> output_sizes(at::IntArrayRef input) const;
     // conv + post-ops before the sum, then the sum and later post-ops with aten.
     at::Tensor run_unfused(const at::Tensor &x, const at::Tensor &other) const;
-    // Sets depthwise_ when the own depthwise kernel computes this convolution.
+    // Sets depthwise_ when the own depthwise kernel computes this convolution, else split_
+    // when its trailing activation may run after oneDNN's convolution (plan_kernels: both).
+    void plan_kernels();
     void plan_depthwise();
+    void plan_split();
     at::Tensor run_depthwise(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
     // oneDNN's convolution of src (channels-last, math dtype) without a tensor post-op.
     at::Tensor run_plain(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
     // Whether the own depthwise kernel runs src's shape (times both on a shape's first call).
     bool depthwise_for(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
+    // The convolution without its trailing activation, then the activation in place.
+    at::Tensor run_split(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
+    // Whether src's shape runs split (times both on a shape's first call).
+    bool split_for(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
 
     at::Tensor weight_;  // as given (PyTorch layout)
     at::Tensor bias_;       // fp32 or undefined
@@ -106,6 +115,8 @@ private:
     std::shared_ptr<PrimitiveCache<Entry>> primitives_;
     struct Depthwise;  // weights and post-ops as the own depthwise kernel takes them
     std::shared_ptr<const Depthwise> depthwise_;
+    struct Split;  // the convolution without its trailing activation, and that activation
+    std::shared_ptr<const Split> split_;
 };
 
 }  // namespace ipex::ops

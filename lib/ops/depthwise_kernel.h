@@ -2,7 +2,8 @@
 // channel per group), with the elementwise post-ops a folded activation leaves: the shape
 // oneDNN 2.6's depthwise kernels run far from the memory bandwidth on AVX-512 CPUs. Products
 // and sums in fp32 (bf16 inputs and weights widen exactly), post-ops in fp32, one rounding to
-// the output dtype. Used by prepacked convolutions (conv_context.h) where it applies.
+// the output dtype. Used by prepacked convolutions (conv_context.h) where it applies, and
+// for the trailing sigmoid / SiLU of other convolutions (run_post_ops).
 #pragma once
 
 #include <cstdint>
@@ -40,8 +41,15 @@ bool available(bool bf16);
 // Runs the problem parallel over output rows. Call only when available().
 void run(const Problem &p);
 
-// Which implementation runs a depthwise convolution (IPEX_DEPTHWISE_KERNEL: 0 = oneDNN,
-// 1 = this kernel, unset or "auto" = the faster of both, timed on the first call per shape).
+// p's post-ops on n dense values at `data` (bf16 when p.bf16_out, else fp32), in place,
+// parallel: the activation a convolution left out of its oneDNN primitive. Call only when
+// available().
+void run_post_ops(const Problem &p, void *data, int64_t n);
+
+// Which code runs a depthwise convolution, and a convolution's trailing sigmoid / SiLU
+// (IPEX_CONV_KERNELS: 0 = oneDNN, its post-ops fused; 1 = this kernel; unset or "auto" = the
+// faster of both, timed on the first call per input shape).
+constexpr const char *kChoiceVariable = "IPEX_CONV_KERNELS";
 enum class Choice { onednn, own, timed };
 Choice choice_from_env(const char *value);  // throws (TORCH_CHECK) on another value
 

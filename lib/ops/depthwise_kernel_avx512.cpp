@@ -237,7 +237,22 @@ void run_vectors(const Problem &p) {
     }
 }
 
+template <bool kBf16>
+void post_ops_in_place(const Problem &p, void *data, int64_t n) {
+    constexpr int64_t kGrain = 1 << 14;
+    at::parallel_for(0, (n + kLanes - 1) / kLanes, kGrain / kLanes, [&](int64_t begin, int64_t end) {
+        for (int64_t v = begin; v < end; ++v) {
+            const __mmask16 m = tail_mask(n - v * kLanes);
+            store<kBf16>(data, v * kLanes, m, apply<kBf16>(p, load<kBf16>(data, v * kLanes, m)));
+        }
+    });
+}
+
 }  // namespace
+
+void run_post_ops(const Problem &p, void *data, int64_t n) {
+    if (p.bf16_out) post_ops_in_place<true>(p, data, n); else post_ops_in_place<false>(p, data, n);
+}
 
 void run(const Problem &p) {
     if (p.bf16_in) {

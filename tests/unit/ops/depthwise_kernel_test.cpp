@@ -2,6 +2,8 @@
 // an fp64 aten reference: odd channel counts (vector tails), odd sizes, strides, padding,
 // dilation, asymmetric kernels, every post-op it computes and chains of them, fp32 and bf16,
 // large inputs through sigmoid; the convolutions it must leave to oneDNN; the timed choice.
+// Then a convolution's trailing sigmoid / SiLU run by the same kernel after oneDNN's
+// convolution (the split): which post-ops split, results, the choice.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -14,7 +16,7 @@
 namespace ipex::ops {
 namespace {
 
-// Sets IPEX_DEPTHWISE_KERNEL for one scope (contexts read it when built).
+// Sets IPEX_CONV_KERNELS for one scope (contexts read it when built).
 class KernelChoice {
 public:
     explicit KernelChoice(const char *value) {
@@ -26,7 +28,7 @@ public:
     }
 
 private:
-    static constexpr const char *kName = "IPEX_DEPTHWISE_KERNEL";
+    static constexpr const char *kName = depthwise_kernel::kChoiceVariable;
     std::string old_;
     bool had_ = false;
 };
@@ -276,6 +278,98 @@ TEST(DepthwiseKernelScope, PostOpNames) {
         EXPECT_TRUE(depthwise_kernel::to_act(kind, &act)) << kind;
     for (const char *kind : {"gelu_erf", "gelu_tanh", "tanh", "elu", "sum", "add", "mul", ""})
         EXPECT_FALSE(depthwise_kernel::to_act(kind, &act)) << kind;
+}
+
+// ---- the split: oneDNN's convolution, then the trailing activation in the own kernel ----
+
+struct SplitCase {
+    std::string name;
+    int64_t in, out, k, groups;
+    PostOps post;
+    bool splits;  // with IPEX_CONV_KERNELS=1
+};
+
+TEST(ConvSplitActivation, WhichConvolutionsSplitAndTheirResults) {
+    if (!kernel_runs("bf16")) GTEST_SKIP() << "this CPU lacks AVX-512-BF16";
+    at::manual_seed(3);
+    const std::vector<SplitCase> cases = {
+        {"1x1 silu", 16, 96, 1, 1, {{"silu"}}, true},
+        {"3x3 sigmoid", 12, 40, 3, 1, {{"sigmoid"}}, true},
+        {"clip then silu (both split)", 24, 36, 1, 1, {{"clip", -2.0, 2.0}, {"silu"}}, true},
+        {"gelu kept, silu split", 8, 20, 3, 1, {{"gelu_erf"}, {"silu"}}, true},
+        {"grouped silu", 32, 64, 3, 4, {{"silu"}}, true},
+        {"relu only: no exp to move", 16, 32, 1, 1, {{"relu"}}, false},
+        {"silu then gelu: the last op is oneDNN's", 16, 32, 1, 1, {{"silu"}, {"gelu_erf"}}, false},
+        {"no post-op", 16, 32, 1, 1, {}, false},
+    };
+    for (const std::string dtype : {"fp32", "bf16"}) {
+        const at::ScalarType type = dtype == "bf16" ? at::kBFloat16 : at::kFloat;
+        for (const auto &c : cases) {
+            const ConvParams p = params({1, 1}, {c.k / 2, c.k / 2}, {1, 1}, c.groups);
+            const at::Tensor w = (at::randn({c.out, c.in / c.groups, c.k, c.k}) * 0.3).to(type);
+            const at::Tensor b = at::randn({c.out}).to(type);
+            const at::Tensor x = at::randn({2, c.in, 11, 13}).to(type);
+            const at::Tensor want = reference_post_ops(testing::reference_conv(x.to(at::kDouble), w, b, p), c.post);
+            KernelChoice env("1");
+            ConvolutionContext ctx(w, b, p, dtype, c.post, false, {});
+            EXPECT_EQ(ctx.has_split_activation(), c.splits) << c.name;
+            const at::Tensor got = ctx.run(x, c10::nullopt);
+            EXPECT_EQ(got.scalar_type(), type) << c.name;
+            EXPECT_TRUE(testing::channels_last(got)) << c.name;
+            // A split bf16 convolution rounds its output to bf16 before the activation, as an
+            // unfused bf16 graph does: one more rounding of 2^-9.
+            if (dtype == "bf16")
+                expect_elementwise(got, want, 1.0 / 128, 1e-3, dtype + " " + c.name);
+            else
+                expect_elementwise(got, want, 1e-5, 2e-6, dtype + " " + c.name);
+        }
+    }
+}
+
+TEST(ConvSplitActivation, OffAndOtherShapes) {
+    if (!kernel_runs("bf16")) GTEST_SKIP() << "this CPU lacks AVX-512-BF16";
+    const ConvParams p = params({1, 1}, {0, 0}, {1, 1}, 1);
+    const at::Tensor w = at::randn({32, 16, 1, 1});
+    {
+        KernelChoice env("0");
+        EXPECT_FALSE(ConvolutionContext(w, c10::nullopt, p, "bf16", {{"silu"}}, false, {}).has_split_activation());
+    }
+    KernelChoice env("1");
+    // A residual sum stays fused in oneDNN, and so does what follows it.
+    EXPECT_FALSE(ConvolutionContext(w, c10::nullopt, p, "bf16", {{"sum", 1.0}, {"silu"}}, false, {})
+                     .has_split_activation());
+    // bf16 math with an fp32 output.
+    EXPECT_FALSE(ConvolutionContext(w, c10::nullopt, p, "bf32", {{"silu"}}, false, {}).has_split_activation());
+    // A depthwise convolution runs its activation inside the depthwise kernel instead.
+    ConvolutionContext dw(at::randn({16, 1, 3, 3}), c10::nullopt, params({1, 1}, {1, 1}, {1, 1}, 16), "bf16",
+                          {{"silu"}}, false, {});
+    EXPECT_TRUE(dw.has_depthwise_kernel());
+    EXPECT_FALSE(dw.has_split_activation());
+    // Appending a SiLU splits; the copy with another dtype plans again.
+    ConvolutionContext plain(w, c10::nullopt, p, "bf16", {}, false, {});
+    EXPECT_FALSE(plain.has_split_activation());
+    EXPECT_TRUE(plain.with_post_ops({{"silu"}}, false)->has_split_activation());
+    // The unfused path of a broadcast sum (prefix convolution, aten's add, then the rest).
+    ConvolutionContext summed(w, c10::nullopt, p, "fp32", {{"silu"}, {"sum", 1.0}, {"relu"}}, false, {});
+    const at::Tensor x = at::randn({2, 16, 5, 6}), other = at::randn({1, 32, 1, 1});
+    const at::Tensor want = at::relu(at::silu(testing::reference_conv(x, w, {}, p)) + other.to(at::kDouble));
+    expect_elementwise(summed.run(x, other), want, 1e-5, 2e-6, "broadcast sum");
+}
+
+// The timed choice keeps one path per shape: repeated calls give the same bits.
+TEST(ConvSplitActivation, TimedChoiceIsKeptPerShape) {
+    if (!kernel_runs("bf16")) GTEST_SKIP() << "this CPU lacks AVX-512-BF16";
+    at::manual_seed(4);
+    KernelChoice env("auto");
+    const ConvParams p = params({1, 1}, {0, 0}, {1, 1}, 1);
+    const at::Tensor w = (at::randn({96, 16, 1, 1}) * 0.3).to(at::kBFloat16);
+    ConvolutionContext ctx(w, c10::nullopt, p, "bf16", {{"silu"}}, false, {});
+    ASSERT_TRUE(ctx.has_split_activation());
+    const at::Tensor x = testing::as_channels_last(at::randn({2, 16, 28, 28}).to(at::kBFloat16));
+    const at::Tensor first = ctx.run(x, c10::nullopt);
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(ctx.run(x, c10::nullopt).equal(first));
+    expect_elementwise(first, at::silu(testing::reference_conv(x.to(at::kDouble), w, {}, p)), 1.0 / 128, 1e-3,
+                       "timed");
 }
 
 }  // namespace
