@@ -10,12 +10,10 @@
 #include <ATen/Parallel.h>
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <type_traits>
-#include <vector>
 
 #include "ops/attention_kernel.h"
 #include "ops/avx512_math.h"
@@ -27,6 +25,39 @@ using avx512::exp16;
 using avx512::fp32_to_bf16;
 using avx512::store_bf16;
 using avx512::tail_mask;
+
+// This file's AVX-512 flags must not reach inline functions other files share (the linker
+// keeps one copy of each): no std::vector, std::fill, std::min/max here, but these helpers
+// of internal linkage.
+template <class T>
+T lesser(T a, T b) { return b < a ? b : a; }
+template <class T>
+T greater(T a, T b) { return a < b ? b : a; }
+template <class T>
+void fill(T *begin, T *end, T value) {
+    for (; begin != end; ++begin) *begin = value;
+}
+
+// A zero-initialized array of n elements.
+template <class T>
+class Buffer {
+public:
+    Buffer() = default;
+    Buffer(const Buffer &) = delete;
+    Buffer &operator=(const Buffer &) = delete;
+    ~Buffer() { delete[] data_; }
+    void assign(int64_t n, T value) {
+        delete[] data_;
+        data_ = new T[static_cast<size_t>(n)];
+        fill(data_, data_ + n, value);
+    }
+    T *data() { return data_; }
+    T *begin() { return data_; }
+    T &operator[](int64_t i) { return data_[i]; }
+
+private:
+    T *data_ = nullptr;
+};
 
 constexpr int64_t kRowBlock = 64;  // query rows per task
 constexpr int64_t kKeyBlock = 256;  // keys per step of the online softmax
@@ -102,7 +133,7 @@ void gemm(const void *a, int64_t lda, const void *b, int64_t ldb, int64_t steps,
     for (int64_t r = 0; r < rows; r += kTileRows) {
         const void *ar = aa + r * lda * 4;
         float *cr = c + r * ldc;
-        switch (std::min<int64_t>(kTileRows, rows - r)) {
+        switch (lesser<int64_t>(kTileRows, rows - r)) {
             case 8: tile_rows<BF16, 8>(ar, lda, b, ldb, steps, cr, ldc, cols, accumulate); break;
             case 7: tile_rows<BF16, 7>(ar, lda, b, ldb, steps, cr, ldc, cols, accumulate); break;
             case 6: tile_rows<BF16, 6>(ar, lda, b, ldb, steps, cr, ldc, cols, accumulate); break;
@@ -125,12 +156,12 @@ template <bool BF16>
 struct Workspace {
     using Elem = std::conditional_t<BF16, uint16_t, float>;
     int64_t dp = 0, kp = 0, lkp = 0, dvp = 0, packed_batch = -1;
-    std::vector<uint32_t> kw, vw;  // bf16 packed K / V words
-    std::vector<float> kf, vf;     // fp32 packed K / V
-    std::vector<Elem> qbuf, pbuf;  // A operands: Q rows, P rows
-    std::vector<float> s, o, row_max, row_sum, skipped;
-    std::vector<float> bias_row;
-    std::vector<uint8_t> mask_row;
+    Buffer<uint32_t> kw, vw;  // bf16 packed K / V words
+    Buffer<float> kf, vf;     // fp32 packed K / V
+    Buffer<Elem> qbuf, pbuf;  // A operands: Q rows, P rows
+    Buffer<float> s, o, row_max, row_sum, skipped;
+    Buffer<float> bias_row;
+    Buffer<uint8_t> mask_row;
 
     explicit Workspace(const Problem &p) {
         dp = BF16 ? round_up(p.d, 2) : p.d;
@@ -229,7 +260,7 @@ float prepare_scores(const Problem &p, int64_t b, int64_t qi, int64_t j0, int64_
             mask = w.mask_row.data();
         }
     }
-    const int64_t limit = p.causal ? std::min<int64_t>(n, qi + p.lk - p.lq - j0 + 1) : n;  // keys < limit seen
+    const int64_t limit = p.causal ? lesser<int64_t>(n, qi + p.lk - p.lq - j0 + 1) : n;  // keys < limit seen
     __m512 mx = _mm512_set1_ps(kNegInf);
     for (int64_t j = 0; j < n; j += 16) {
         const __mmask16 m = tail_mask(n - j);
@@ -270,7 +301,7 @@ bool block_hidden(const Problem &p, int64_t b, int64_t i0, int64_t rows, int64_t
             for (int64_t j = 0; j < n; ++j) {
                 const float x = row[j * p.bias.col];
                 if (!(x <= kHidingBias)) return false;
-                most = std::max(most, x);
+                most = greater(most, x);
             }
         }
         *value = most;
@@ -300,16 +331,16 @@ bool row_block(const Problem &p, int64_t b, int64_t i0, int64_t rows, bool allow
             for (int64_t e = 0; e < p.d; ++e) dst[e] = src[e * p.q.col];
         }
     }
-    std::fill(w.o.begin(), w.o.begin() + rows * w.dvp, 0.f);
-    std::fill(w.row_max.begin(), w.row_max.begin() + rows, kNegInf);
-    std::fill(w.row_sum.begin(), w.row_sum.begin() + rows, 0.f);
-    std::fill(w.skipped.begin(), w.skipped.begin() + rows, kNegInf);
+    fill(w.o.begin(), w.o.begin() + rows * w.dvp, 0.f);
+    fill(w.row_max.begin(), w.row_max.begin() + rows, kNegInf);
+    fill(w.row_sum.begin(), w.row_sum.begin() + rows, 0.f);
+    fill(w.skipped.begin(), w.skipped.begin() + rows, kNegInf);
     const int64_t last_seen = p.causal ? i0 + rows - 1 + p.lk - p.lq : p.lk - 1;  // no key past it is seen
     for (int64_t j0 = 0; j0 < p.lk && j0 <= last_seen; j0 += kKeyBlock) {
-        const int64_t n = std::min(kKeyBlock, p.lk - j0);
+        const int64_t n = lesser(kKeyBlock, p.lk - j0);
         float hidden = kNegInf;
         if (allow_skip && block_hidden(p, b, i0, rows, j0, n, &hidden)) {
-            for (int64_t r = 0; r < rows; ++r) w.skipped[r] = std::max(w.skipped[r], hidden);
+            for (int64_t r = 0; r < rows; ++r) w.skipped[r] = greater(w.skipped[r], hidden);
             continue;
         }
         if constexpr (BF16) {
@@ -321,13 +352,13 @@ bool row_block(const Problem &p, int64_t b, int64_t i0, int64_t rows, bool allow
             float *s = w.s.data() + r * kKeyBlock;
             const float block_max = prepare_scores<BF16>(p, b, i0 + r, j0, n, s, w);
             const float old_max = w.row_max[r];
-            const float new_max = std::max(old_max, block_max);
+            const float new_max = greater(old_max, block_max);
             Elem *prow = w.pbuf.data() + r * w.kp;
             if (new_max == kNegInf) {  // every score so far is -inf
-                std::fill(prow, prow + w.kp, Elem(0));
+                fill(prow, prow + w.kp, Elem(0));
                 continue;
             }
-            const float alpha = old_max == kNegInf ? 0.f : std::exp(old_max - new_max);
+            const float alpha = old_max == kNegInf ? 0.f : expf(old_max - new_max);
             w.row_max[r] = new_max;
             const __m512 shift = _mm512_set1_ps(new_max);
             __m512 sum = _mm512_setzero_ps();
@@ -381,7 +412,7 @@ void run_typed(const Problem &p) {
         Workspace<BF16> w(p);
         for (int64_t task = begin; task < end; ++task) {
             const int64_t b = task / blocks, i0 = task % blocks * kRowBlock;
-            const int64_t rows = std::min(kRowBlock, p.lq - i0);
+            const int64_t rows = lesser(kRowBlock, p.lq - i0);
             pack_kv<BF16>(p, b, w);
             if (!row_block<BF16>(p, b, i0, rows, true, w)) row_block<BF16>(p, b, i0, rows, false, w);
         }
