@@ -318,8 +318,7 @@ bool ConvolutionContext::depthwise_for(const at::Tensor &src, const std::vector<
     if (auto hit = depthwise_->chosen->find(key)) return hit->own;
     auto chosen = std::make_shared<Depthwise::Chosen>();
     chosen->own = own_is_faster([&] { run_depthwise(src, dst_sizes); }, [&] { run_plain(src, dst_sizes); });
-    depthwise_->chosen->put(key, chosen);
-    return chosen->own;
+    return depthwise_->chosen->put_if_absent(key, chosen)->own;
 }
 
 at::Tensor ConvolutionContext::run_split(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
@@ -335,8 +334,7 @@ bool ConvolutionContext::split_for(const at::Tensor &src, const std::vector<int6
     if (auto hit = split_->chosen->find(key)) return hit->own;
     auto chosen = std::make_shared<Depthwise::Chosen>();
     chosen->own = own_is_faster([&] { run_split(src, dst_sizes); }, [&] { run_plain(src, dst_sizes); });
-    split_->chosen->put(key, chosen);
-    return chosen->own;
+    return split_->chosen->put_if_absent(key, chosen)->own;
 }
 
 std::vector<int64_t> ConvolutionContext::output_sizes(at::IntArrayRef input) const {

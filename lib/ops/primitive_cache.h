@@ -38,6 +38,17 @@ public:
         if (entries_.size() > kMaxShapes) entries_.pop_back();
     }
 
+    // Puts `entry` unless the key is there already; returns the entry the cache then holds
+    // (so threads that raced to make one all use the first).
+    std::shared_ptr<const Entry> put_if_absent(const CacheKey &key, std::shared_ptr<const Entry> entry) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (const auto &e : entries_)
+            if (e.first == key) return e.second;
+        entries_.emplace_front(key, std::move(entry));
+        if (entries_.size() > kMaxShapes) entries_.pop_back();
+        return entries_.front().second;
+    }
+
     size_t size() const {
         std::lock_guard<std::mutex> lock(mutex_);
         return entries_.size();

@@ -16,22 +16,7 @@
 namespace ipex::ops {
 namespace {
 
-// Sets IPEX_CONV_KERNELS for one scope (contexts read it when built).
-class KernelChoice {
-public:
-    explicit KernelChoice(const char *value) {
-        if (const char *old = std::getenv(kName)) old_ = old, had_ = true;
-        if (value) setenv(kName, value, 1); else unsetenv(kName);
-    }
-    ~KernelChoice() {
-        if (had_) setenv(kName, old_.c_str(), 1); else unsetenv(kName);
-    }
-
-private:
-    static constexpr const char *kName = depthwise_kernel::kChoiceVariable;
-    std::string old_;
-    bool had_ = false;
-};
+using testing::KernelChoice;
 
 struct DwCase {
     int64_t n, c, h, w, kh, kw;

@@ -8,13 +8,35 @@
 #include <torch/csrc/jit/frontend/sugared_value.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "ops/conv_context.h"
+#include "ops/depthwise_kernel.h"
 #include "ops/linear_context.h"
 
 namespace ipex::ops::testing {
+
+// Sets IPEX_CONV_KERNELS for one scope (contexts read it when built): "0" or "1" make the
+// kernel choice fixed, so two contexts compute the same bits; nullptr unsets it.
+class KernelChoice {
+public:
+    explicit KernelChoice(const char *value) {
+        if (const char *old = std::getenv(kName)) old_ = old, had_ = true;
+        if (value) setenv(kName, value, 1); else unsetenv(kName);
+    }
+    ~KernelChoice() {
+        if (had_) setenv(kName, old_.c_str(), 1); else unsetenv(kName);
+    }
+    KernelChoice(const KernelChoice &) = delete;
+    KernelChoice &operator=(const KernelChoice &) = delete;
+
+private:
+    static constexpr const char *kName = depthwise_kernel::kChoiceVariable;
+    std::string old_;
+    bool had_ = false;
+};
 
 // max |got - want| / max |want|, both in fp64.
 inline double max_relative_error(const at::Tensor &got, const at::Tensor &want) {
