@@ -298,9 +298,13 @@ at::Tensor ConvolutionContext::run_depthwise(const at::Tensor &src, const std::v
 }
 
 at::Tensor ConvolutionContext::run_plain(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
-    const ComputeTypes types = compute_types(dtype_);
-    at::Tensor dst = empty_channels_last(dst_sizes, types.output);
-    const auto entry = entry_for(src.sizes().vec(), types.output, dst_sizes);
+    const at::Tensor dst = empty_channels_last(dst_sizes, compute_types(dtype_).output);
+    execute_into(src, dst);
+    return dst;
+}
+
+void ConvolutionContext::execute_into(const at::Tensor &src, const at::Tensor &dst) const {
+    const auto entry = entry_for(src.sizes().vec(), dst.scalar_type(), dst.sizes().vec());
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, wrap(src, entry->src)},
         {DNNL_ARG_WEIGHTS, entry->weight.memory},
@@ -308,7 +312,6 @@ at::Tensor ConvolutionContext::run_plain(const at::Tensor &src, const std::vecto
     };
     if (bias_.defined()) args.emplace(DNNL_ARG_BIAS, entry->bias);
     execute(entry->primitive, entry->scratchpad, std::move(args));
-    return dst;
 }
 
 bool ConvolutionContext::depthwise_for(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
@@ -461,14 +464,7 @@ at::Tensor ConvolutionContext::run(const at::Tensor &input, const c10::optional<
         return unbatched ? y.squeeze(0) : y;
     }
 
-    const auto entry = entry_for(src.sizes().vec(), dst_type, dst_sizes);
-    std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, wrap(src, entry->src)},
-        {DNNL_ARG_WEIGHTS, entry->weight.memory},
-        {DNNL_ARG_DST, wrap(dst, entry->dst)},
-    };
-    if (bias_.defined()) args.emplace(DNNL_ARG_BIAS, entry->bias);
-    execute(entry->primitive, entry->scratchpad, std::move(args));
+    execute_into(src, dst);
     return unbatched ? dst.squeeze(0) : dst;
 }
 

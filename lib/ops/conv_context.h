@@ -96,6 +96,9 @@ private:
     at::Tensor run_depthwise(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
     // oneDNN's convolution of src (channels-last, math dtype) without a tensor post-op.
     at::Tensor run_plain(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
+    // oneDNN's convolution of src into dst (channels-last, its dtype; holding the summand when
+    // the post-ops have a sum).
+    void execute_into(const at::Tensor &src, const at::Tensor &dst) const;
     // Whether the own depthwise kernel runs src's shape (times both on a shape's first call).
     bool depthwise_for(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
     // The convolution without its trailing activation, then the activation in place.
