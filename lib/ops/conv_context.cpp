@@ -1,10 +1,12 @@
 #include "ops/conv_context.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <functional>
 #include <sstream>
+#include <utility>
 
 #include "ops/depthwise_kernel.h"
 #include "ops/onednn_utils.h"
@@ -109,10 +111,14 @@ ComputeTypes compute_types(const std::string &dtype) {
 
 namespace {
 
-// Times `own` and `onednn` (one warm-up call each, then kRuns alternating) and says whether
-// the own code was faster.
-bool own_is_faster(const std::function<void()> &own, const std::function<void()> &onednn) {
-    constexpr int kRuns = 3;
+// Times `own` and `onednn` (one warm-up call each, then `runs` alternating): whether the own
+// code was faster (depthwise_kernel::prefer_own) and the best time of each.
+struct Timed {
+    bool own;
+    double own_seconds, onednn_seconds;
+};
+Timed time_both(const std::function<void()> &own, const std::function<void()> &onednn, int runs) {
+    TORCH_CHECK(runs > 0, "ipex convolution: the kernel choice needs at least one timed run");
     onednn();
     own();
     const auto seconds = [](const std::function<void()> &f) {
@@ -120,12 +126,40 @@ bool own_is_faster(const std::function<void()> &own, const std::function<void()>
         f();
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     };
-    double own_s[kRuns], onednn_s[kRuns];
-    for (int i = 0; i < kRuns; ++i) {
+    std::vector<double> own_s(runs), onednn_s(runs);
+    for (int i = 0; i < runs; ++i) {
         onednn_s[i] = seconds(onednn);
         own_s[i] = seconds(own);
     }
-    return depthwise_kernel::prefer_own(own_s, onednn_s, kRuns);
+    return {depthwise_kernel::prefer_own(own_s.data(), onednn_s.data(), runs),
+            *std::min_element(own_s.begin(), own_s.end()), *std::min_element(onednn_s.begin(), onednn_s.end())};
+}
+
+// Calls alternating per shape on its first call at run time.
+constexpr int kRunTimeRuns = 3;
+
+// A choice timed at run time, kept per input shape.
+struct TimedChoice {
+    bool own = false;
+};
+using TimedChoices = PrimitiveCache<TimedChoice>;
+
+// Whether the own kernel runs input shape `key` of `ctx` (depthwise_for and split_for): as the
+// variable says, else the shape log's way while one is active (oneDNN's), else as recorded,
+// else as timed on the shape's first call.
+bool takes_own(const ConvolutionContext *ctx, depthwise_kernel::Choice choice, const bool *recorded,
+               TimedChoices &timed, const CacheKey &key, const std::function<void()> &own,
+               const std::function<void()> &onednn) {
+    if (choice == depthwise_kernel::Choice::own) return true;
+    if (KernelShapeLog *log = KernelShapeLog::active()) {
+        log->add(ctx, key);
+        return false;
+    }
+    if (recorded) return *recorded;
+    if (auto hit = timed.find(key)) return hit->own;
+    auto chosen = std::make_shared<TimedChoice>();
+    chosen->own = time_both(own, onednn, kRunTimeRuns).own;
+    return timed.put_if_absent(key, chosen)->own;
 }
 
 }  // namespace
@@ -135,18 +169,14 @@ struct ConvolutionContext::Depthwise {
     at::Tensor bias;    // c, fp32 (rounded to bf16 for a bf16 output), or undefined
     depthwise_kernel::Problem problem;  // the post-ops and the weight's geometry
     depthwise_kernel::Choice choice = depthwise_kernel::Choice::timed;
-    struct Chosen {
-        bool own = false;
-    };
-    // The timed choice per input shape.
-    std::shared_ptr<PrimitiveCache<Chosen>> chosen = std::make_shared<PrimitiveCache<Chosen>>();
+    std::shared_ptr<TimedChoices> timed = std::make_shared<TimedChoices>();
 };
 
 struct ConvolutionContext::Split {
     c10::intrusive_ptr<ConvolutionContext> head;  // without the trailing activation
     depthwise_kernel::Problem activation;         // its post-ops and output dtype only
     depthwise_kernel::Choice choice = depthwise_kernel::Choice::timed;
-    std::shared_ptr<PrimitiveCache<Depthwise::Chosen>> chosen = std::make_shared<PrimitiveCache<Depthwise::Chosen>>();
+    std::shared_ptr<TimedChoices> timed = std::make_shared<TimedChoices>();
 };
 
 struct ConvolutionContext::Entry {
@@ -231,9 +261,8 @@ void ConvolutionContext::plan_split() {
         e.beta = static_cast<float>(post_ops_[i].beta);
         plan->activation.post_ops[plan->activation.num_post_ops++] = e;
     }
-    auto head = c10::make_intrusive<ConvolutionContext>(*this);
+    auto head = changed_copy();
     head->post_ops_.resize(start);
-    head->primitives_ = std::make_shared<PrimitiveCache<Entry>>();
     head->depthwise_.reset();
     head->split_.reset();
     plan->head = head;
@@ -314,14 +343,45 @@ void ConvolutionContext::execute_into(const at::Tensor &src, const at::Tensor &d
     execute(entry->primitive, entry->scratchpad, std::move(args));
 }
 
+namespace {
+std::atomic<KernelShapeLog *> active_shape_log{nullptr};
+}  // namespace
+
+KernelShapeLog::KernelShapeLog() {
+    KernelShapeLog *none = nullptr;
+    TORCH_CHECK(active_shape_log.compare_exchange_strong(none, this), "ipex convolution: a shape log is already active");
+}
+
+KernelShapeLog::~KernelShapeLog() { active_shape_log.store(nullptr); }
+
+KernelShapeLog *KernelShapeLog::active() { return active_shape_log.load(std::memory_order_relaxed); }
+
+void KernelShapeLog::add(const ConvolutionContext *ctx, const std::vector<int64_t> &shape) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto &[seen, sizes] : shapes_)
+        if (seen == ctx && sizes == shape) return;
+    shapes_.emplace_back(ctx, shape);
+}
+
+std::vector<std::vector<int64_t>> KernelShapeLog::shapes_of(const ConvolutionContext *ctx) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<std::vector<int64_t>> found;
+    for (const auto &[seen, sizes] : shapes_)
+        if (seen == ctx) found.push_back(sizes);
+    return found;
+}
+
+const bool *ConvolutionContext::recorded_for(const CacheKey &src_sizes) const {
+    for (const auto &[sizes, own] : recorded_)
+        if (sizes == src_sizes) return &own;
+    return nullptr;
+}
+
 bool ConvolutionContext::depthwise_for(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
     if (!depthwise_ || src.dim() != 4) return false;
-    if (depthwise_->choice == depthwise_kernel::Choice::own) return true;
     const CacheKey key = src.sizes().vec();
-    if (auto hit = depthwise_->chosen->find(key)) return hit->own;
-    auto chosen = std::make_shared<Depthwise::Chosen>();
-    chosen->own = own_is_faster([&] { run_depthwise(src, dst_sizes); }, [&] { run_plain(src, dst_sizes); });
-    return depthwise_->chosen->put_if_absent(key, chosen)->own;
+    return takes_own(this, depthwise_->choice, recorded_for(key), *depthwise_->timed, key,
+                     [&] { run_depthwise(src, dst_sizes); }, [&] { run_plain(src, dst_sizes); });
 }
 
 at::Tensor ConvolutionContext::run_split(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
@@ -332,12 +392,46 @@ at::Tensor ConvolutionContext::run_split(const at::Tensor &src, const std::vecto
 
 bool ConvolutionContext::split_for(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
     if (!split_) return false;
-    if (split_->choice == depthwise_kernel::Choice::own) return true;
     const CacheKey key = src.sizes().vec();
-    if (auto hit = split_->chosen->find(key)) return hit->own;
-    auto chosen = std::make_shared<Depthwise::Chosen>();
-    chosen->own = own_is_faster([&] { run_split(src, dst_sizes); }, [&] { run_plain(src, dst_sizes); });
-    return split_->chosen->put_if_absent(key, chosen)->own;
+    return takes_own(this, split_->choice, recorded_for(key), *split_->timed, key,
+                     [&] { run_split(src, dst_sizes); }, [&] { run_plain(src, dst_sizes); });
+}
+
+ConvolutionContext::KernelChoice ConvolutionContext::choose_kernel(const std::vector<int64_t> &input_sizes, int runs) {
+    TORCH_CHECK(has_kernel_choice(), "ipex convolution: ", describe(), " has no own kernel to choose");
+    const int64_t in_channels = params_.transposed ? weight_.size(0) : weight_.size(1) * params_.groups;
+    TORCH_CHECK(input_sizes.size() == static_cast<size_t>(spatial_dims() + 2) && input_sizes[1] == in_channels,
+                "ipex convolution: cannot time ",
+                describe(), " at input ", join(input_sizes));
+    const std::vector<int64_t> dst_sizes = output_sizes(input_sizes);
+    for (int64_t s : input_sizes) TORCH_CHECK(s > 0, "ipex convolution: cannot time at input ", join(input_sizes));
+    for (int64_t s : dst_sizes) TORCH_CHECK(s > 0, "ipex convolution: input ", join(input_sizes), " is too small");
+    const at::Tensor src = to_channels_last(at::randn(input_sizes), compute_types(dtype_).math);
+    const auto own = [&] {
+        if (depthwise_) run_depthwise(src, dst_sizes);
+        else run_split(src, dst_sizes);
+    };
+    const Timed timed = time_both(own, [&] { run_plain(src, dst_sizes); }, runs);
+    record_kernel(input_sizes, timed.own);
+    return {input_sizes, timed.own, timed.own_seconds * 1e3, timed.onednn_seconds * 1e3};
+}
+
+void ConvolutionContext::record_kernel(const std::vector<int64_t> &input_sizes, bool own) {
+    TORCH_CHECK(input_sizes.size() == static_cast<size_t>(spatial_dims() + 2),
+                "ipex convolution: a kernel choice for input ", join(input_sizes), " of ", describe());
+    for (auto &[sizes, recorded] : recorded_)
+        if (sizes == input_sizes) {
+            recorded = own;
+            return;
+        }
+    recorded_.emplace_back(input_sizes, own);
+}
+
+c10::intrusive_ptr<ConvolutionContext> ConvolutionContext::changed_copy() const {
+    auto copy = c10::make_intrusive<ConvolutionContext>(*this);
+    copy->primitives_ = std::make_shared<PrimitiveCache<Entry>>();
+    copy->recorded_.clear();
+    return copy;
 }
 
 std::vector<int64_t> ConvolutionContext::output_sizes(at::IntArrayRef input) const {
@@ -470,9 +564,8 @@ at::Tensor ConvolutionContext::run(const at::Tensor &input, const c10::optional<
 
 at::Tensor ConvolutionContext::run_unfused(const at::Tensor &x, const at::Tensor &other) const {
     const int sum_at = tensor_post_op(post_ops_);
-    auto prefix = c10::make_intrusive<ConvolutionContext>(*this);
+    auto prefix = changed_copy();
     prefix->post_ops_.resize(sum_at);
-    prefix->primitives_ = std::make_shared<PrimitiveCache<Entry>>();
     prefix->plan_kernels();
     const at::Tensor y = prefix->run(x, c10::nullopt);
     return apply_eltwise(at::add(y, other, post_ops_[sum_at].alpha), post_ops_, sum_at + 1);
@@ -481,22 +574,20 @@ at::Tensor ConvolutionContext::run_unfused(const at::Tensor &x, const at::Tensor
 c10::intrusive_ptr<ConvolutionContext> ConvolutionContext::with_dtype(const std::string &dtype) const {
     TORCH_CHECK(compute_types(dtype).math == compute_types(dtype_).math, "ipex convolution: ", dtype_,
                 " and ", dtype, " differ in their math dtype");
-    auto copy = c10::make_intrusive<ConvolutionContext>(*this);
+    auto copy = changed_copy();
     copy->dtype_ = dtype;
-    copy->primitives_ = std::make_shared<PrimitiveCache<Entry>>();
     copy->plan_kernels();
     return copy;
 }
 
 c10::intrusive_ptr<ConvolutionContext> ConvolutionContext::with_post_ops(const PostOps &extra,
                                                                          bool sum_in_place) const {
-    auto copy = c10::make_intrusive<ConvolutionContext>(*this);
+    auto copy = changed_copy();
     copy->post_ops_.insert(copy->post_ops_.end(), extra.begin(), extra.end());
     validate(copy->post_ops_);
     TORCH_CHECK(tensor_post_op(copy->post_ops_) < 0 || copy->post_ops_[tensor_post_op(copy->post_ops_)].kind == "sum",
                 "ipex convolution: the only tensor post-op of a convolution is sum");
     copy->sum_in_place_ = sum_in_place_ || sum_in_place;
-    copy->primitives_ = std::make_shared<PrimitiveCache<Entry>>();
     copy->plan_kernels();
     return copy;
 }
@@ -504,9 +595,14 @@ c10::intrusive_ptr<ConvolutionContext> ConvolutionContext::with_post_ops(const P
 ConvolutionContext::State ConvolutionContext::state() const {
     std::vector<at::Tensor> bias;
     if (bias_.defined()) bias.push_back(bias_);
+    std::vector<std::vector<int64_t>> recorded;
+    for (const auto &[sizes, own] : recorded_) {
+        recorded.push_back({own ? 1 : 0});
+        recorded.back().insert(recorded.back().end(), sizes.begin(), sizes.end());
+    }
     return State{kStateVersion, weight_, bias, params_.stride, params_.padding, params_.dilation,
                  params_.output_padding, params_.groups, params_.transposed, dtype_, kinds_of(post_ops_),
-                 params_of(post_ops_), sum_in_place_, input_hint_};
+                 params_of(post_ops_), sum_in_place_, input_hint_, std::move(recorded)};
 }
 
 c10::intrusive_ptr<ConvolutionContext> ConvolutionContext::from_state(State s) {
@@ -515,9 +611,48 @@ c10::intrusive_ptr<ConvolutionContext> ConvolutionContext::from_state(State s) {
     const auto &bias = std::get<2>(s);
     TORCH_CHECK(bias.size() <= 1, "ipex convolution: a saved context has ", bias.size(), " bias tensors");
     ConvParams p{std::get<3>(s), std::get<4>(s), std::get<5>(s), std::get<6>(s), std::get<7>(s), std::get<8>(s)};
-    return c10::make_intrusive<ConvolutionContext>(
+    auto ctx = c10::make_intrusive<ConvolutionContext>(
         std::get<1>(s), bias.empty() ? c10::nullopt : c10::optional<at::Tensor>(bias[0]), std::move(p),
         std::get<9>(s), from_pickled(std::get<10>(s), std::get<11>(s)), std::get<12>(s), std::get<13>(s));
+    for (const auto &choice : std::get<14>(s)) {
+        TORCH_CHECK(choice.size() == static_cast<size_t>(ctx->spatial_dims() + 3) && (choice[0] == 0 || choice[0] == 1),
+                    "ipex convolution: a saved kernel choice [", join(choice, ", "), "] is not [0 or 1, ",
+                    ctx->spatial_dims() + 2, " input sizes]");
+        const std::vector<int64_t> sizes(choice.begin() + 1, choice.end());
+        for (int64_t size : sizes)
+            TORCH_CHECK(size > 0, "ipex convolution: a saved kernel choice has input sizes [", join(sizes, ", "), "]");
+        ctx->record_kernel(sizes, choice[0] == 1);
+    }
+    return ctx;
+}
+
+namespace {
+
+// The items of a pickled tuple as the typed tuple (c10::Error where an item has another type).
+template <class Tuple, size_t... I>
+Tuple typed_tuple(const std::vector<c10::IValue> &items, std::index_sequence<I...>) {
+    return Tuple{items[I].to<std::tuple_element_t<I, Tuple>>()...};
+}
+
+}  // namespace
+
+c10::intrusive_ptr<ConvolutionContext> ConvolutionContext::from_saved(const c10::IValue &state) {
+    TORCH_CHECK(state.isTuple() && !state.toTupleRef().elements().empty() &&
+                    state.toTupleRef().elements()[0].isInt(),
+                "ipex convolution: a saved context is not a tuple starting with its version");
+    const auto &items = state.toTupleRef().elements();
+    const int64_t version = items[0].toInt();
+    const size_t expected = version == 1 ? std::tuple_size<StateV1>::value : std::tuple_size<State>::value;
+    TORCH_CHECK(version == 1 || version == kStateVersion, "ipex convolution: saved context version ", version,
+                " is not supported (expected 1 or ", kStateVersion, ")");
+    TORCH_CHECK(items.size() == expected, "ipex convolution: a saved context of version ", version, " has ",
+                items.size(), " items, expected ", expected);
+    const std::vector<c10::IValue> values = items.vec();
+    if (version == kStateVersion)
+        return from_state(typed_tuple<State>(values, std::make_index_sequence<std::tuple_size<State>::value>()));
+    StateV1 v1 = typed_tuple<StateV1>(values, std::make_index_sequence<std::tuple_size<StateV1>::value>());
+    std::get<0>(v1) = kStateVersion;
+    return from_state(std::tuple_cat(std::move(v1), std::make_tuple(std::vector<std::vector<int64_t>>{})));
 }
 
 std::string ConvolutionContext::describe() const {

@@ -9,6 +9,7 @@
 #include <torch/custom_class.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -38,13 +39,40 @@ struct ComputeTypes {
 // bf16 products, fp32 accumulation and output).
 ComputeTypes compute_types(const std::string &dtype);
 
+class ConvolutionContext;
+
+// While one exists (one at a time), the contexts that have a kernel choice log each input shape
+// they run and run it oneDNN's way, neither timing nor caching a choice: how optimize learns the
+// shapes to choose kernels for from a run of the sample input.
+class KernelShapeLog {
+public:
+    KernelShapeLog();
+    ~KernelShapeLog();
+    KernelShapeLog(const KernelShapeLog &) = delete;
+    KernelShapeLog &operator=(const KernelShapeLog &) = delete;
+    // The input shapes `ctx` ran (batched), in the order first seen.
+    std::vector<std::vector<int64_t>> shapes_of(const ConvolutionContext *ctx) const;
+    // The log in effect, or nullptr.
+    static KernelShapeLog *active();
+    void add(const ConvolutionContext *ctx, const std::vector<int64_t> &shape);
+
+private:
+    mutable std::mutex mutex_;
+    std::vector<std::pair<const ConvolutionContext *, std::vector<int64_t>>> shapes_;
+};
+
 class ConvolutionContext : public torch::CustomClassHolder {
 public:
+    // Version 2 adds the recorded kernel choices: one list per input shape, [own (0 or 1), sizes...].
     using State = std::tuple<int64_t, at::Tensor, std::vector<at::Tensor>, std::vector<int64_t>,
                              std::vector<int64_t>, std::vector<int64_t>, std::vector<int64_t>, int64_t,
                              bool, std::string, std::vector<std::string>, std::vector<double>, bool,
-                             std::vector<int64_t>>;
-    static constexpr int64_t kStateVersion = 1;
+                             std::vector<int64_t>, std::vector<std::vector<int64_t>>>;
+    using StateV1 = std::tuple<int64_t, at::Tensor, std::vector<at::Tensor>, std::vector<int64_t>,
+                               std::vector<int64_t>, std::vector<int64_t>, std::vector<int64_t>, int64_t,
+                               bool, std::string, std::vector<std::string>, std::vector<double>, bool,
+                               std::vector<int64_t>>;
+    static constexpr int64_t kStateVersion = 2;
 
     // `weight` in PyTorch's layout (conv: O, I/G, k...; transposed: I, O/G, k...). `input_hint`
     // is the input shape to prepack for now ([] = a default); other shapes pack lazily.
@@ -66,6 +94,27 @@ public:
 
     State state() const;
     static c10::intrusive_ptr<ConvolutionContext> from_state(State state);
+    // A pickled state of either version (what __setstate__ gets from a saved model).
+    static c10::intrusive_ptr<ConvolutionContext> from_saved(const c10::IValue &state);
+
+    // Where the context has an own kernel beside oneDNN's for 4-D inputs (the depthwise kernel
+    // or the activation after the convolution), which one runs an input shape: as recorded for
+    // that shape (at optimize time, saved with the context), else timed on its first call;
+    // IPEX_CONV_KERNELS=0 or 1 overrides both.
+    bool has_kernel_choice() const { return depthwise_ != nullptr || split_ != nullptr; }
+    struct KernelChoice {
+        std::vector<int64_t> input_sizes;
+        bool own = false;
+        double own_ms = 0, onednn_ms = 0;  // the best time of each (choose_kernel)
+    };
+    // Times both ways at `input_sizes` (random data; one warm-up call each, then `runs`
+    // alternating calls), records the faster (oneDNN on a tie) and returns the timings.
+    // Not to be called while another thread runs this context.
+    KernelChoice choose_kernel(const std::vector<int64_t> &input_sizes, int runs);
+    // Records `own` for an input shape (replacing what was recorded for it). Not to be called
+    // while another thread runs this context.
+    void record_kernel(const std::vector<int64_t> &input_sizes, bool own);
+    const std::vector<std::pair<std::vector<int64_t>, bool>> &recorded_kernels() const { return recorded_; }
 
     const PostOps &post_ops() const { return post_ops_; }
     bool sum_in_place() const { return sum_in_place_; }
@@ -105,6 +154,10 @@ private:
     at::Tensor run_split(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
     // Whether src's shape runs split (times both on a shape's first call).
     bool split_for(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
+    // A copy to change (post-ops, dtype): its own primitive cache, no recorded kernel choice.
+    c10::intrusive_ptr<ConvolutionContext> changed_copy() const;
+    // The recorded choice for an input shape, or nullptr.
+    const bool *recorded_for(const CacheKey &src_sizes) const;
 
     at::Tensor weight_;  // as given (PyTorch layout)
     at::Tensor bias_;       // fp32 or undefined
@@ -120,6 +173,7 @@ private:
     std::shared_ptr<const Depthwise> depthwise_;
     struct Split;  // the convolution without its trailing activation, and that activation
     std::shared_ptr<const Split> split_;
+    std::vector<std::pair<std::vector<int64_t>, bool>> recorded_;  // input shape -> own kernel
 };
 
 }  // namespace ipex::ops

@@ -80,8 +80,11 @@ TORCH_LIBRARY(ipex, m) {
         .def("describe", &ConvolutionContext::describe)
         .def("packed_layouts", [](const ConvPtr &self) { return static_cast<int64_t>(self->packed_layouts()); })
         .def("cached_shapes", [](const ConvPtr &self) { return static_cast<int64_t>(self->cached_shapes()); })
+        // The recorded kernel choices, one [own (0 or 1), input sizes...] per shape.
+        .def("kernel_choices", [](const ConvPtr &self) { return std::get<14>(self->state()); })
+        // Saved models hold version 1 or 2 of the state, so __setstate__ takes any tuple.
         .def_pickle([](const ConvPtr &self) { return self->state(); },
-                    [](ConvolutionContext::State state) { return ConvolutionContext::from_state(std::move(state)); });
+                    [](c10::IValue state) { return ConvolutionContext::from_saved(state); });
     m.class_<LinearContext>("LinearContext")
         .def("describe", &LinearContext::describe)
         // What the runtime layer holds for this op: packed weight copies, cached primitives.

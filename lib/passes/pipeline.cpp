@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <set>
 
 #include "core/errors.h"
@@ -43,6 +44,9 @@ namespace {
 
 using GraphPtr = std::shared_ptr<torch::jit::Graph>;
 using Clock = std::chrono::steady_clock;
+
+// Alternating calls of each way per convolution kernel choice at optimize time.
+constexpr int kConvKernelRuns = 5;
 
 double ms_since(Clock::time_point start) {
     return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -157,10 +161,17 @@ void run_timed(const std::string &name, GraphPtr &graph, nlohmann::json &passes,
     passes.push_back(applied_entry(name, r, ms_since(start)));
 }
 
+// The auto_kernel_selection entry of the report (at `at` in the pass list) and what it has
+// chosen so far; the convolutions choose after a run of the sample input.
+struct Selection {
+    size_t at;
+    PassResult result;
+};
+
 // prepack_weights, then the fusions to a fixed point, then the output layout; report entries
-// for each (disabled when prepacking is off).
-void run_prepacking(GraphPtr &graph, const OptimizeOptions &options, bool prepacked, nlohmann::json &passes,
-                    const std::function<void(const std::string &)> &warn) {
+// for each (disabled when prepacking is off). With auto kernel selection, its entry to finish.
+std::optional<Selection> run_prepacking(GraphPtr &graph, const OptimizeOptions &options, bool prepacked,
+                                        nlohmann::json &passes, const std::function<void(const std::string &)> &warn) {
     const bool auto_select = knob_enabled(*find_knob("auto-kernel-selection"), options);
     const char *const fusions[] = {"fuse_eltwise", "fuse_conv_sum", "fuse_linear_binary"};
     if (!prepacked) {
@@ -174,13 +185,14 @@ void run_prepacking(GraphPtr &graph, const OptimizeOptions &options, bool prepac
             warn("--fp32-math-mode bf32 needs the prepacked oneDNN ops (off with --portable or --no-weights-prepack); "
                  "strict fp32 kept");
         if (auto_select && options.knob_overrides.count("auto-kernel-selection"))
-            warn("--auto-kernel-selection chooses between prepacked oneDNN ops and aten; without prepacking it does "
-                 "nothing");
-        return;
+            warn("--auto-kernel-selection chooses between prepacked oneDNN ops and other kernels; without "
+                 "prepacking it does nothing");
+        return std::nullopt;
     }
     if (auto_select && options.sample_inputs.empty())
         warn("--auto-kernel-selection without --sample-input times each linear at " +
-             std::to_string(ops::LinearContext::kDefaultRows) + " row(s)");
+             std::to_string(ops::LinearContext::kDefaultRows) +
+             " row(s) and records no convolution kernel choice (timed on each shape's first call at run time)");
     PrepackOptions prepack_options;
     prepack_options.fp32_math = options.fp32_math_mode;
     prepack_options.auto_kernel_selection = auto_select;
@@ -197,12 +209,15 @@ void run_prepacking(GraphPtr &graph, const OptimizeOptions &options, bool prepac
     nlohmann::json entry = applied_entry("weights_prepack", r, ms_since(start));
     entry["fp32_math_mode"] = options.fp32_math_mode;
     passes.push_back(entry);
-    passes.push_back(auto_select ? applied_entry("auto_kernel_selection",
-                                                 PassResult{false, r.details.contains("kernel_choices")
-                                                                       ? static_cast<int>(r.details["kernel_choices"].size())
-                                                                       : 0},
-                                                 0.0)
-                                 : pass_entry("auto_kernel_selection", "disabled"));
+    // The linears' choices are made by prepacking; the convolutions' once their post-ops are
+    // fused (below). The entry keeps its place in the pass list.
+    PassResult selection;
+    if (r.details.contains("kernel_choices")) {
+        selection.details["kernel_choices"] = r.details["kernel_choices"];
+        selection.count = static_cast<int>(r.details["kernel_choices"].size());
+    }
+    const size_t selection_at = passes.size();
+    passes.push_back(pass_entry("auto_kernel_selection", "disabled"));
 
     std::map<std::string, PassResult> fused;
     start = Clock::now();
@@ -233,6 +248,8 @@ void run_prepacking(GraphPtr &graph, const OptimizeOptions &options, bool prepac
     start = Clock::now();
     r = restore_output_layout(graph);
     passes.push_back(applied_entry("restore_output_layout", r, ms_since(start)));
+    if (auto_select) return Selection{selection_at, selection};
+    return std::nullopt;
 }
 
 // optimize_lstm after the dtype cast (a bf16 model runs its LSTM/GRU in bf16); it needs the
@@ -275,7 +292,8 @@ const std::vector<Knob> &knobs() {
          "--portable or --no-weights-prepack; proj_size, packed sequences and training dropout stay aten)"},
         {"auto-kernel-selection", "auto_kernel_selection", false, true,
          "for fp32 linears, time the oneDNN op against aten::linear at the --sample-input shape and keep the "
-         "faster"},
+         "faster; for convolutions with an own kernel beside oneDNN's (depthwise, or ending in sigmoid/SiLU), time "
+         "both at the shapes the sample input gives them and save the faster in the model"},
     };
     return table;
 }
@@ -413,7 +431,7 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
         passes.push_back(applied_entry("cast_to_lowp", r, ms_since(start)));
     }
     run_optimize_lstm(graph, options, prepacked, passes, warn);
-    run_prepacking(graph, options, prepacked, passes, warn);
+    std::optional<Selection> selection = run_prepacking(graph, options, prepacked, passes, warn);
     if (options.replace_pooling) {
         run_timed("replace_pooling", graph, passes, [&](GraphPtr &g) { return replace_pooling(g, prepacked); });
     } else {
@@ -422,6 +440,10 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
     run_timed("contiguous_before_view", graph, passes, contiguous_before_view);
     torch::jit::EraseShapeInformation(graph);
 
+    // The check run of the sample input also shows auto kernel selection the convolutions'
+    // input shapes (they run oneDNN's way meanwhile).
+    std::optional<ops::KernelShapeLog> shapes;
+    if (selection && !options.sample_inputs.empty()) shapes.emplace();
     if (!options.sample_inputs.empty()) {
         std::vector<c10::IValue> args = options.sample_inputs;
         try {
@@ -432,6 +454,12 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
                               "; try --level O0 or switch off the pass named above with --no-KNOB",
                               ExitCode::unsupported);
         }
+    }
+    if (selection) {
+        const auto start = Clock::now();
+        const ops::KernelShapeLog *log = shapes ? &*shapes : nullptr;
+        selection->result.merge(choose_conv_kernels(graph, log, kConvKernelRuns));
+        passes[selection->at] = applied_entry("auto_kernel_selection", selection->result, ms_since(start));
     }
     result.report["passes"] = passes;
     result.report["warnings"] = result.warnings;

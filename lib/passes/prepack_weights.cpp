@@ -279,4 +279,39 @@ PassResult prepack_weights(std::shared_ptr<torch::jit::Graph> &graph, const Prep
     return result;
 }
 
+PassResult choose_conv_kernels(std::shared_ptr<torch::jit::Graph> &graph, const ops::KernelShapeLog *log, int runs) {
+    PassResult result;
+    nlohmann::json choices = nlohmann::json::array();
+    static const std::vector<c10::Symbol> kinds = {c10::Symbol::fromQualString(ops::kConvolution)};
+    c10::InferenceMode guard;
+    for (Node *node : collect_nodes_of_kind(graph->block(), kinds)) {
+        const auto ctx = conv_context(node);
+        if (!ctx->has_kernel_choice()) continue;
+        const std::string label = node_label(node);
+        const auto shapes = log ? log->shapes_of(ctx.get()) : std::vector<std::vector<int64_t>>{};
+        if (shapes.empty()) {
+            result.skipped.push_back(label + (log ? ": not run by the sample input" : ": no --sample-input") +
+                                     " (chosen by timing on each input shape's first call)");
+            continue;
+        }
+        for (const auto &shape : shapes) {
+            const auto chosen = ctx->choose_kernel(shape, runs);
+            std::string sizes;
+            for (int64_t s : shape) sizes += (sizes.empty() ? "" : "x") + std::to_string(s);
+            choices.push_back({{"module", label},
+                               {"conv", ctx->describe()},
+                               {"input", sizes},
+                               {"kernel", ctx->has_depthwise_kernel() ? "own depthwise convolution"
+                                                                      : "oneDNN convolution, own activation after it"},
+                               {"own_ms", chosen.own_ms},
+                               {"onednn_ms", chosen.onednn_ms},
+                               {"choice", chosen.own ? "own" : "onednn"}});
+            ++result.count;
+        }
+        result.modules.push_back(label);
+    }
+    if (!choices.empty()) result.details["conv_kernel_choices"] = choices;
+    return result;
+}
+
 }  // namespace ipex::passes

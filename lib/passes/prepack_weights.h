@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 
+#include "ops/ops.h"
 #include "passes/pass_result.h"
 
 namespace ipex::passes {
@@ -27,5 +28,14 @@ struct PrepackOptions {
 };
 
 PassResult prepack_weights(std::shared_ptr<torch::jit::Graph> &graph, const PrepackOptions &options);
+
+// The second half of auto kernel selection, once the model is optimized: each prepacked
+// convolution with an own kernel beside oneDNN's (ConvolutionContext::has_kernel_choice) is
+// timed both ways at each input shape `log` saw it run (a run of the sample input), `runs`
+// alternating calls after a warm-up, and the faster is recorded in its context, so the saved
+// model runs that shape the same way in every process. details.conv_kernel_choices lists the
+// timings; count = choices recorded; convolutions the log did not see (or all, when `log` is
+// null: no sample input) are listed in skipped and choose by timing at run time.
+PassResult choose_conv_kernels(std::shared_ptr<torch::jit::Graph> &graph, const ops::KernelShapeLog *log, int runs);
 
 }  // namespace ipex::passes

@@ -155,6 +155,63 @@ class OptimizePrepacked(e2e.ToolTestCase):
         self.assertEqual(entry["count"], len(choices))
         self.check_in_python(src, out, self.copy_input("concat_linear"))
 
+    def test_auto_kernel_selection_records_convolution_kernels(self):
+        """The depthwise convolutions have an own kernel beside oneDNN's: with a sample input,
+        each is timed both ways at the shape the sample input gives it and the faster is saved
+        in the model; without one nothing is recorded and the report says why."""
+        features = self.tool_json("info", "--json")["features"]
+        if not all(features.get(f) for f in ("avx512f", "avx512bw", "avx512vl")):
+            self.skipTest("the own convolution kernels need AVX-512")
+        src = self.copy_model("depthwise_conv_bn")
+        inputs = self.copy_input("depthwise_conv_bn")
+        spec = e2e.MODELS["depthwise_conv_bn"]["inputs"][0]
+        batch = spec.split(":")[0].split("x")[0]
+        out = self.path("dw.pt")
+        _, report = self.optimize(src, out, "--auto-kernel-selection", "--sample-input", spec)
+        entry = self.pass_entry(report, "auto_kernel_selection")
+        self.assertEqual(entry["status"], "applied")
+        choices = entry["details"]["conv_kernel_choices"]
+        # 8 channels at the input's 16x16, then 16 channels after the 1x1 convolution.
+        self.assertEqual([c["input"] for c in choices], [f"{batch}x8x16x16", f"{batch}x16x16x16"], choices)
+        self.assertEqual(entry["count"], 2)
+        self.assertEqual(entry["skipped"], [])
+        for c in choices:
+            self.assertEqual(c["kernel"], "own depthwise convolution", c)
+            self.assertGreater(c["own_ms"], 0)
+            self.assertGreater(c["onednn_ms"], 0)
+            self.assertEqual(c["choice"], "own" if c["own_ms"] < c["onednn_ms"] else "onednn", c)
+        want = sorted([1 if c["choice"] == "own" else 0] + [int(d) for d in c["input"].split("x")] for c in choices)
+        self.assertEqual(self.saved_kernel_choices(out), want)
+        self.check_in_python(src, out, inputs)
+
+        out = self.path("dw_no_sample.pt")
+        result, report = self.optimize(src, out, "--auto-kernel-selection")
+        entry = self.pass_entry(report, "auto_kernel_selection")
+        self.assertNotIn("conv_kernel_choices", entry.get("details") or {})
+        self.assertEqual(len(entry["skipped"]), 2, entry)
+        for line in entry["skipped"]:
+            self.assertIn("no --sample-input", line)
+        self.assertTrue(any("records no convolution kernel choice" in w for w in result.warnings()),
+                        result.describe())
+        self.assertEqual(self.saved_kernel_choices(out), [])
+
+    def saved_kernel_choices(self, model: str):
+        """The kernel choices saved in a model's convolution contexts, read back in Python."""
+        code = ("import json, sys, torch\n"
+                "torch.ops.load_library(sys.argv[1])\n"
+                "m = torch.jit.load(sys.argv[2])\n"
+                "found = []\n"
+                "for node in m.graph.findAllNodes('prim::Constant'):\n"
+                "    if node.output().type().kind() == 'ClassType':\n"
+                "        ctx = node.output().toIValue()\n"
+                "        if hasattr(ctx, 'kernel_choices'):\n"
+                "            found += [list(c) for c in ctx.kernel_choices()]\n"
+                "print(json.dumps(sorted(found)))\n")
+        proc = subprocess.run([e2e.PYTHON, "-c", code, e2e.OPS_LIBRARY, model], capture_output=True, text=True,
+                              timeout=e2e.RUN_TIMEOUT)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return json.loads(proc.stdout)
+
     def test_bf32(self):
         src = self.copy_model("conv_bn_relu_2d")
         inputs = self.copy_input("conv_bn_relu_2d")

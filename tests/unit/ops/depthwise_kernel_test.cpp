@@ -357,5 +357,131 @@ TEST(ConvSplitActivation, TimedChoiceIsKeptPerShape) {
                        "timed");
 }
 
+// Recorded choices (optimize --auto-kernel-selection): a recorded shape runs the recorded way
+// in every context holding the record, whatever timing would say; IPEX_CONV_KERNELS=0/1 still
+// decides over it; records survive the saved state and not a change of post-ops or dtype.
+// The bits of the two ways differ (the depthwise kernel sums in another order, the split
+// rounds before the activation), so the bits show which way ran.
+struct ChoiceCase {
+    std::string name;
+    at::Tensor weight;
+    ConvParams params;
+    PostOps post;
+    std::vector<int64_t> shape_a, shape_b;
+};
+
+std::vector<ChoiceCase> choice_cases() {
+    at::manual_seed(6);
+    return {
+        {"depthwise silu", (at::randn({40, 1, 3, 3}) * 0.3).to(at::kBFloat16), params({1, 1}, {1, 1}, {1, 1}, 40),
+         {{"silu"}}, {2, 40, 14, 14}, {1, 40, 9, 21}},
+        {"1x1 silu (split)", (at::randn({48, 16, 1, 1}) * 0.3).to(at::kBFloat16), params({1, 1}, {0, 0}, {1, 1}, 1),
+         {{"silu"}}, {2, 16, 14, 14}, {1, 16, 9, 21}},
+    };
+}
+
+// The output of `c` at `shape` with IPEX_CONV_KERNELS=`choice` (a fresh context).
+at::Tensor forced(const ChoiceCase &c, const at::Tensor &x, const char *choice) {
+    KernelChoice env(choice);
+    return ConvolutionContext(c.weight, c10::nullopt, c.params, "bf16", c.post, false, {}).run(x, c10::nullopt);
+}
+
+TEST(RecordedKernelChoice, DecidesTheShapeAndIsSaved) {
+    if (!kernel_runs("bf16")) GTEST_SKIP() << "this CPU lacks AVX-512-BF16";
+    for (const auto &c : choice_cases()) {
+        const at::Tensor xa = testing::as_channels_last(at::randn(c.shape_a).to(at::kBFloat16));
+        const at::Tensor xb = testing::as_channels_last(at::randn(c.shape_b).to(at::kBFloat16));
+        const at::Tensor own_a = forced(c, xa, "1"), onednn_a = forced(c, xa, "0");
+        const at::Tensor own_b = forced(c, xb, "1"), onednn_b = forced(c, xb, "0");
+        ASSERT_FALSE(own_a.equal(onednn_a)) << c.name << ": the two ways give the same bits; the test shows nothing";
+        ASSERT_FALSE(own_b.equal(onednn_b)) << c.name;
+
+        KernelChoice env("auto");
+        ConvolutionContext ctx(c.weight, c10::nullopt, c.params, "bf16", c.post, false, {});
+        ASSERT_TRUE(ctx.has_kernel_choice()) << c.name;
+        ctx.record_kernel(c.shape_a, true);
+        ctx.record_kernel(c.shape_b, false);
+        ctx.record_kernel(c.shape_b, true);  // replaces the first record of shape b
+        ctx.record_kernel(c.shape_b, false);
+        ASSERT_EQ(ctx.recorded_kernels().size(), 2u) << c.name;
+        EXPECT_TRUE(ctx.run(xa, c10::nullopt).equal(own_a)) << c.name;
+        EXPECT_TRUE(ctx.run(xb, c10::nullopt).equal(onednn_b)) << c.name;
+
+        // The saved state carries the records: a loaded context runs the same way.
+        const auto state = ctx.state();
+        EXPECT_EQ(std::get<14>(state), (std::vector<std::vector<int64_t>>{
+                                           {1, c.shape_a[0], c.shape_a[1], c.shape_a[2], c.shape_a[3]},
+                                           {0, c.shape_b[0], c.shape_b[1], c.shape_b[2], c.shape_b[3]}}))
+            << c.name;
+        const auto back = ConvolutionContext::from_state(state);
+        EXPECT_EQ(back->recorded_kernels(), ctx.recorded_kernels()) << c.name;
+        EXPECT_TRUE(back->run(xa, c10::nullopt).equal(own_a)) << c.name;
+        EXPECT_TRUE(back->run(xb, c10::nullopt).equal(onednn_b)) << c.name;
+        {
+            // The variable decides over a record, in a context loaded under it.
+            KernelChoice off("0");
+            EXPECT_TRUE(ConvolutionContext::from_state(state)->run(xa, c10::nullopt).equal(onednn_a)) << c.name;
+            KernelChoice on("1");
+            EXPECT_TRUE(ConvolutionContext::from_state(state)->run(xb, c10::nullopt).equal(own_b)) << c.name;
+        }
+        // Another dtype or more post-ops make another convolution: no records.
+        EXPECT_TRUE(ctx.with_post_ops({{"clip", -1.0, 1.0}}, false)->recorded_kernels().empty()) << c.name;
+        EXPECT_TRUE(ctx.with_dtype("bf16")->recorded_kernels().empty()) << c.name;
+        EXPECT_THROW(ctx.record_kernel({2, c.shape_a[1], 14}, true), c10::Error) << c.name;
+    }
+}
+
+TEST(RecordedKernelChoice, ChooseKernelTimesBothAndRecords) {
+    if (!kernel_runs("bf16")) GTEST_SKIP() << "this CPU lacks AVX-512-BF16";
+    KernelChoice env("auto");
+    for (const auto &c : choice_cases()) {
+        ConvolutionContext ctx(c.weight, c10::nullopt, c.params, "bf16", c.post, false, {});
+        const auto chosen = ctx.choose_kernel(c.shape_a, 2);
+        EXPECT_EQ(chosen.input_sizes, c.shape_a);
+        EXPECT_GT(chosen.own_ms, 0.0) << c.name;
+        EXPECT_GT(chosen.onednn_ms, 0.0) << c.name;
+        EXPECT_EQ(chosen.own, chosen.own_ms < chosen.onednn_ms) << c.name;
+        ASSERT_EQ(ctx.recorded_kernels().size(), 1u);
+        EXPECT_EQ(ctx.recorded_kernels()[0].first, c.shape_a);
+        EXPECT_EQ(ctx.recorded_kernels()[0].second, chosen.own);
+        const at::Tensor x = testing::as_channels_last(at::randn(c.shape_a).to(at::kBFloat16));
+        EXPECT_TRUE(ctx.run(x, c10::nullopt).equal(forced(c, x, chosen.own ? "1" : "0"))) << c.name;
+        // Shapes that are not this convolution's input, and no timed run.
+        EXPECT_THROW(ctx.choose_kernel({2, c.shape_a[1] + 1, 14, 14}, 2), c10::Error) << c.name;
+        EXPECT_THROW(ctx.choose_kernel({2, c.shape_a[1], 14}, 2), c10::Error) << c.name;
+        EXPECT_THROW(ctx.choose_kernel({0, c.shape_a[1], 14, 14}, 2), c10::Error) << c.name;
+        EXPECT_THROW(ctx.choose_kernel(c.shape_a, 0), c10::Error) << c.name;
+    }
+    // A convolution without an own kernel has nothing to choose.
+    ConvolutionContext plain(at::randn({8, 4, 3, 3}), c10::nullopt, params({1, 1}, {1, 1}, {1, 1}, 1), "bf16",
+                             {{"relu"}}, false, {});
+    EXPECT_FALSE(plain.has_kernel_choice());
+    EXPECT_THROW(plain.choose_kernel({1, 4, 8, 8}, 2), c10::Error);
+}
+
+TEST(RecordedKernelChoice, ShapeLogSeesShapesAndRunsOneDnn) {
+    if (!kernel_runs("bf16")) GTEST_SKIP() << "this CPU lacks AVX-512-BF16";
+    KernelChoice env("auto");
+    const auto c = choice_cases()[0];
+    ConvolutionContext ctx(c.weight, c10::nullopt, c.params, "bf16", c.post, false, {});
+    ConvolutionContext other(c.weight, c10::nullopt, c.params, "bf16", c.post, false, {});
+    const at::Tensor xa = testing::as_channels_last(at::randn(c.shape_a).to(at::kBFloat16));
+    const at::Tensor xb = testing::as_channels_last(at::randn(c.shape_b).to(at::kBFloat16));
+    {
+        KernelShapeLog log;
+        EXPECT_EQ(KernelShapeLog::active(), &log);
+        EXPECT_THROW(KernelShapeLog second, c10::Error);
+        EXPECT_TRUE(ctx.run(xa, c10::nullopt).equal(forced(c, xa, "0")));
+        ctx.run(xb, c10::nullopt);
+        ctx.run(xa, c10::nullopt);
+        // Unbatched input: the batched shape is logged.
+        ctx.run(xb.squeeze(0), c10::nullopt);
+        EXPECT_EQ(log.shapes_of(&ctx), (std::vector<std::vector<int64_t>>{c.shape_a, c.shape_b}));
+        EXPECT_TRUE(log.shapes_of(&other).empty());
+    }
+    EXPECT_EQ(KernelShapeLog::active(), nullptr);
+    EXPECT_TRUE(ctx.recorded_kernels().empty());
+}
+
 }  // namespace
 }  // namespace ipex::ops

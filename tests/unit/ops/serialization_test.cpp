@@ -78,7 +78,11 @@ TEST_F(OpsSerialization, MalformedConvStatesThrow) {
         const std::string msg = testing::error_of([&] { ConvolutionContext::from_state(state); });
         EXPECT_NE(msg.find(needle), std::string::npos) << "expected '" << needle << "', got: " << msg;
     };
-    expect_error(with<0>(good, int64_t{2}), "version 2 is not supported");
+    expect_error(with<0>(good, int64_t{3}), "version 3 is not supported");
+    expect_error(with<14>(good, std::vector<std::vector<int64_t>>{{2, 1, 4, 9, 11}}), "is not [0 or 1, 4 input sizes]");
+    expect_error(with<14>(good, std::vector<std::vector<int64_t>>{{1, 4, 9, 11}}), "is not [0 or 1, 4 input sizes]");
+    expect_error(with<14>(good, std::vector<std::vector<int64_t>>{{}}), "is not [0 or 1, 4 input sizes]");
+    expect_error(with<14>(good, std::vector<std::vector<int64_t>>{{0, 1, 4, 0, 11}}), "input sizes [1, 4, 0, 11]");
     expect_error(with<10>(good, std::vector<std::string>{"relu9"}), "unknown post-op 'relu9'");
     expect_error(with<11>(good, std::vector<double>{0.0, 0.0, 1.0}), "post-op parameters do not match");
     expect_error(with<1>(good, at::randn({8, 2})), "3-D to 5-D");
@@ -92,6 +96,48 @@ TEST_F(OpsSerialization, MalformedConvStatesThrow) {
     expect_error(with<13>(good, std::vector<int64_t>{1, 4, 9}), "input hint");
     expect_error(with<10>(with<11>(good, std::vector<double>{1, 0, 1, 0}), std::vector<std::string>{"sum", "sum"}),
                  "at most one");
+}
+
+// What a saved model hands __setstate__: a tuple of version 1 (before recorded kernel choices)
+// or 2; anything else is a clear error.
+TEST_F(OpsSerialization, SavedConvStatesOfBothVersions) {
+    const testing::KernelChoice fixed("0");
+    const auto ctx = make_conv("bf16", {{"silu"}});
+    ctx->record_kernel({1, 4, 9, 11}, true);
+    const auto v2 = ctx->state();
+    const auto back = ConvolutionContext::from_saved(c10::IValue(v2));
+    EXPECT_EQ(back->recorded_kernels(), ctx->recorded_kernels());
+    EXPECT_EQ(back->describe(), ctx->describe());
+    // Version 1: the same items without the last.
+    const auto items = c10::IValue(v2).toTupleRef().elements().vec();
+    const auto tuple_of = [](std::vector<c10::IValue> v) { return c10::IValue(c10::ivalue::Tuple::create(std::move(v))); };
+    std::vector<c10::IValue> v1(items.begin(), items.end() - 1);
+    v1[0] = c10::IValue(int64_t{1});
+    const c10::IValue legacy = tuple_of(v1);
+    const auto old = ConvolutionContext::from_saved(legacy);
+    EXPECT_TRUE(old->recorded_kernels().empty());
+    EXPECT_EQ(old->describe(), ctx->describe());
+    const at::Tensor x = at::randn({2, 4, 9, 11});
+    EXPECT_TRUE(old->run(x, c10::nullopt).equal(back->run(x, c10::nullopt)));
+
+    const auto expect_error = [](const c10::IValue &state, const std::string &needle) {
+        const std::string msg = testing::error_of([&] { ConvolutionContext::from_saved(state); });
+        EXPECT_NE(msg.find(needle), std::string::npos) << "expected '" << needle << "', got: " << msg;
+    };
+    expect_error(c10::IValue(int64_t{2}), "not a tuple starting with its version");
+    expect_error(tuple_of({}), "not a tuple starting with its version");
+    expect_error(tuple_of({c10::IValue("2")}), "not a tuple starting with its version");
+    expect_error(tuple_of({c10::IValue(int64_t{7})}), "version 7 is not supported (expected 1 or 2)");
+    expect_error(tuple_of(std::vector<c10::IValue>(items.begin(), items.end() - 1)), "version 2 has 14 items, expected 15");
+    auto v1_long = items;
+    v1_long[0] = c10::IValue(int64_t{1});
+    expect_error(tuple_of(v1_long), "version 1 has 15 items, expected 14");
+    auto wrong_type = items;
+    wrong_type[9] = c10::IValue(int64_t{3});  // the dtype is a string
+    EXPECT_THROW(ConvolutionContext::from_saved(tuple_of(wrong_type)), c10::Error);
+    auto wrong_choices = items;
+    wrong_choices[14] = c10::IValue(std::vector<int64_t>{1, 2});  // a list of ints, not of lists
+    EXPECT_THROW(ConvolutionContext::from_saved(tuple_of(wrong_choices)), c10::Error);
 }
 
 TEST_F(OpsSerialization, MalformedLinearStatesThrow) {
