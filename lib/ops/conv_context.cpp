@@ -135,6 +135,14 @@ Timed time_both(const std::function<void()> &own, const std::function<void()> &o
             *std::min_element(own_s.begin(), own_s.end()), *std::min_element(onednn_s.begin(), onednn_s.end())};
 }
 
+// The own kernel's form of a post-op it computes (false for another).
+bool to_eltwise(const PostOp &op, depthwise_kernel::Eltwise *e) {
+    if (!depthwise_kernel::to_act(op.kind, &e->act)) return false;
+    e->alpha = static_cast<float>(op.alpha);
+    e->beta = static_cast<float>(op.beta);
+    return true;
+}
+
 // Calls alternating per shape on its first call at run time.
 constexpr int kRunTimeRuns = 3;
 
@@ -255,11 +263,7 @@ void ConvolutionContext::plan_split() {
     plan->choice = choice;
     plan->activation.bf16_in = plan->activation.bf16_out = bf16;
     for (size_t i = start; i < post_ops_.size(); ++i) {
-        depthwise_kernel::Eltwise e;
-        depthwise_kernel::to_act(post_ops_[i].kind, &e.act);
-        e.alpha = static_cast<float>(post_ops_[i].alpha);
-        e.beta = static_cast<float>(post_ops_[i].beta);
-        plan->activation.post_ops[plan->activation.num_post_ops++] = e;
+        to_eltwise(post_ops_[i], &plan->activation.post_ops[plan->activation.num_post_ops++]);
     }
     auto head = changed_copy();
     head->post_ops_.resize(start);
@@ -285,11 +289,8 @@ void ConvolutionContext::plan_depthwise() {
     plan->choice = choice;
     auto &problem = plan->problem;
     for (const auto &op : post_ops_) {
-        depthwise_kernel::Eltwise e;
-        if (!depthwise_kernel::to_act(op.kind, &e.act)) return;
-        e.alpha = static_cast<float>(op.alpha);
-        e.beta = static_cast<float>(op.beta);
-        problem.post_ops[problem.num_post_ops++] = e;
+        if (!to_eltwise(op, &problem.post_ops[problem.num_post_ops])) return;
+        ++problem.num_post_ops;
     }
     const int64_t kh = weight_.size(2), kw = weight_.size(3);
     // kh x kw x c, then zeros: the kernel reads whole vectors of the last row past c.
