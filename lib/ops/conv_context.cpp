@@ -143,6 +143,9 @@ bool to_eltwise(const PostOp &op, depthwise_kernel::Eltwise *e) {
     return true;
 }
 
+// Input channels up to which a 1x1 bf16 convolution may run the own pointwise kernel.
+constexpr int64_t kPointwiseMaxChannels = 1 << 20;
+
 // Calls alternating per shape on its first call at run time.
 constexpr int kRunTimeRuns = 3;
 
@@ -176,6 +179,14 @@ struct ConvolutionContext::Depthwise {
     at::Tensor weight;  // kh x kw x c, fp32 (bf16 values for a bf16 convolution)
     at::Tensor bias;    // c, fp32 (rounded to bf16 for a bf16 output), or undefined
     depthwise_kernel::Problem problem;  // the post-ops and the weight's geometry
+    depthwise_kernel::Choice choice = depthwise_kernel::Choice::timed;
+    std::shared_ptr<TimedChoices> timed = std::make_shared<TimedChoices>();
+};
+
+struct ConvolutionContext::Pointwise {
+    at::Tensor weight;  // packed as depthwise_kernel::Pointwise says
+    at::Tensor bias;    // fp32 (bf16 values), padded to 16 lanes, or undefined
+    depthwise_kernel::Problem activation;  // the post-ops
     depthwise_kernel::Choice choice = depthwise_kernel::Choice::timed;
     std::shared_ptr<TimedChoices> timed = std::make_shared<TimedChoices>();
 };
@@ -229,18 +240,75 @@ ConvolutionContext::ConvolutionContext(at::Tensor weight, c10::optional<at::Tens
     for (int64_t s : output_sizes(hint)) hint_fits &= s > 0;
     plan_kernels();
     // A sum's dtype is known at run time only; prepack for the common case (compute dtype).
-    if (hint_fits && (!depthwise_ || depthwise_->choice != depthwise_kernel::Choice::own))
+    const bool own_always = (depthwise_ && depthwise_->choice == depthwise_kernel::Choice::own) ||
+                            (pointwise_ && pointwise_->choice == depthwise_kernel::Choice::own);
+    if (hint_fits && !own_always)
         entry_for(hint, types.output, output_sizes(hint));
 }
 
 void ConvolutionContext::plan_kernels() {
     plan_depthwise();
+    plan_pointwise();
     plan_split();
+}
+
+void ConvolutionContext::plan_pointwise() {
+    pointwise_.reset();
+    const ComputeTypes types = compute_types(dtype_);
+    const auto &p = params_;
+    const bool one_by_one = !p.transposed && spatial_dims() == 2 && p.groups == 1 && weight_.size(2) == 1 &&
+                            weight_.size(3) == 1 && p.stride[0] == 1 && p.stride[1] == 1 && p.padding[0] == 0 &&
+                            p.padding[1] == 0;
+    if (!one_by_one || types.fpmath_bf16 || types.math != at::kBFloat16 || types.output != at::kBFloat16 ||
+        !depthwise_kernel::available(true) || post_ops_.size() > depthwise_kernel::Problem::kMaxPostOps ||
+        weight_.size(1) > kPointwiseMaxChannels)
+        return;
+    const auto choice = depthwise_kernel::choice_from_env(std::getenv(depthwise_kernel::kChoiceVariable));
+    if (choice == depthwise_kernel::Choice::onednn) return;
+    auto plan = std::make_shared<Pointwise>();
+    plan->choice = choice;
+    for (const auto &op : post_ops_) {
+        if (!to_eltwise(op, &plan->activation.post_ops[plan->activation.num_post_ops])) return;
+        ++plan->activation.num_post_ops;
+    }
+    plan->activation.bf16_in = plan->activation.bf16_out = true;
+    const int64_t n = weight_.size(0), k = weight_.size(1);
+    const int64_t n16 = (n + 15) / 16 * 16, k2 = (k + 1) / 2 * 2;
+    at::Tensor w = at::zeros({n16, k2}, at::kBFloat16);
+    w.slice(0, 0, n).slice(1, 0, k).copy_(weight_.reshape({n, k}));
+    plan->weight = w.view({n16 / 16, 16, k2 / 2, 2}).permute({2, 0, 1, 3}).contiguous();
+    if (bias_.defined()) {
+        plan->bias = at::zeros({n16}, at::kFloat);
+        plan->bias.slice(0, 0, n).copy_(bias_bf16_);
+    }
+    pointwise_ = plan;
+}
+
+at::Tensor ConvolutionContext::run_pointwise(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
+    at::Tensor dst = empty_channels_last(dst_sizes, at::kBFloat16);
+    depthwise_kernel::Pointwise p;
+    p.src = static_cast<const uint16_t *>(src.data_ptr());
+    p.dst = static_cast<uint16_t *>(dst.data_ptr());
+    p.weight = static_cast<const uint16_t *>(pointwise_->weight.data_ptr());
+    p.bias = pointwise_->bias.defined() ? pointwise_->bias.data_ptr<float>() : nullptr;
+    p.m = src.size(0) * src.size(2) * src.size(3);
+    p.k = src.size(1);
+    p.n = dst_sizes[1];
+    p.activation = pointwise_->activation;
+    depthwise_kernel::run_pointwise(p);
+    return dst;
+}
+
+bool ConvolutionContext::pointwise_for(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
+    if (!pointwise_ || src.dim() != 4) return false;
+    const CacheKey key = src.sizes().vec();
+    return takes_own(this, pointwise_->choice, recorded_for(key), *pointwise_->timed, key,
+                     [&] { run_pointwise(src, dst_sizes); }, [&] { run_plain(src, dst_sizes); });
 }
 
 void ConvolutionContext::plan_split() {
     split_.reset();
-    if (depthwise_ || post_ops_.empty() || tensor_post_op(post_ops_) >= 0) return;
+    if (depthwise_ || pointwise_ || post_ops_.empty() || tensor_post_op(post_ops_) >= 0) return;
     const ComputeTypes types = compute_types(dtype_);
     const bool bf16 = types.math == at::kBFloat16;
     if (types.fpmath_bf16 || types.output != types.math || (!bf16 && types.math != at::kFloat) ||
@@ -410,6 +478,7 @@ ConvolutionContext::KernelChoice ConvolutionContext::choose_kernel(const std::ve
     const at::Tensor src = to_channels_last(at::randn(input_sizes), compute_types(dtype_).math);
     const auto own = [&] {
         if (depthwise_) run_depthwise(src, dst_sizes);
+        else if (pointwise_) run_pointwise(src, dst_sizes);
         else run_split(src, dst_sizes);
     };
     const Timed timed = time_both(own, [&] { run_plain(src, dst_sizes); }, runs);
@@ -529,8 +598,8 @@ at::Tensor ConvolutionContext::run(const at::Tensor &input, const c10::optional<
 
     const ComputeTypes types = compute_types(dtype_);
     const at::Tensor src = to_channels_last(x, types.math);
-    if (depthwise_for(src, dst_sizes)) {
-        const at::Tensor y = run_depthwise(src, dst_sizes);
+    if (depthwise_for(src, dst_sizes) || pointwise_for(src, dst_sizes)) {
+        const at::Tensor y = depthwise_ ? run_depthwise(src, dst_sizes) : run_pointwise(src, dst_sizes);
         return unbatched ? y.squeeze(0) : y;
     }
     const int sum_at = tensor_post_op(post_ops_);

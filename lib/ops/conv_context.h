@@ -101,7 +101,7 @@ public:
     // or the activation after the convolution), which one runs an input shape: as recorded for
     // that shape (at optimize time, saved with the context), else timed on its first call;
     // IPEX_CONV_KERNELS=0 or 1 overrides both.
-    bool has_kernel_choice() const { return depthwise_ != nullptr || split_ != nullptr; }
+    bool has_kernel_choice() const { return depthwise_ != nullptr || pointwise_ != nullptr || split_ != nullptr; }
     struct KernelChoice {
         std::vector<int64_t> input_sizes;
         bool own = false;
@@ -127,6 +127,8 @@ public:
     size_t packed_layouts() const { return weights_->layouts(); }
     // Whether 4-D inputs may run the own depthwise kernel (depthwise_kernel.h) instead of oneDNN.
     bool has_depthwise_kernel() const { return depthwise_ != nullptr; }
+    // Whether 4-D inputs may run the own pointwise (1x1, bf16) kernel instead of oneDNN.
+    bool has_pointwise_kernel() const { return pointwise_ != nullptr; }
     // Whether the trailing activation may run after oneDNN's convolution, in the own kernel.
     bool has_split_activation() const { return split_ != nullptr; }
 
@@ -141,6 +143,7 @@ private:
     // when its trailing activation may run after oneDNN's convolution (plan_kernels: both).
     void plan_kernels();
     void plan_depthwise();
+    void plan_pointwise();
     void plan_split();
     at::Tensor run_depthwise(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
     // oneDNN's convolution of src (channels-last, math dtype) without a tensor post-op.
@@ -148,6 +151,8 @@ private:
     // oneDNN's convolution of src into dst (channels-last, its dtype; holding the summand when
     // the post-ops have a sum).
     void execute_into(const at::Tensor &src, const at::Tensor &dst) const;
+    at::Tensor run_pointwise(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
+    bool pointwise_for(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
     // Whether the own depthwise kernel runs src's shape (times both on a shape's first call).
     bool depthwise_for(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
     // The convolution without its trailing activation, then the activation in place.
@@ -171,6 +176,8 @@ private:
     std::shared_ptr<PrimitiveCache<Entry>> primitives_;
     struct Depthwise;  // weights and post-ops as the own depthwise kernel takes them
     std::shared_ptr<const Depthwise> depthwise_;
+    struct Pointwise;  // the packed weight, bias and post-ops of the own pointwise kernel
+    std::shared_ptr<const Pointwise> pointwise_;
     struct Split;  // the convolution without its trailing activation, and that activation
     std::shared_ptr<const Split> split_;
     std::vector<std::pair<std::vector<int64_t>, bool>> recorded_;  // input shape -> own kernel

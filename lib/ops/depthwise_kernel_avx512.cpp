@@ -37,6 +37,8 @@ template <bool kBf16>
 void store(void *base, int64_t i, __mmask16 m, __m512 v) {
     if constexpr (kBf16) {
         avx512::store_bf16(static_cast<uint16_t *>(base) + i, m, v);
+    } else if (m == __mmask16(0xffff)) {
+        _mm512_storeu_ps(static_cast<float *>(base) + i, v);  // see store_bf16
     } else {
         _mm512_mask_storeu_ps(static_cast<float *>(base) + i, m, v);
     }
@@ -288,7 +290,77 @@ void post_ops_in_place(const Problem &p, void *data, int64_t n) {
     });
 }
 
+// The pointwise kernel's tile: kRows pixels from m0 by kVectors output vectors from vector
+// v0, kRows * kVectors sums in registers (24 at most, with the weights and a broadcast).
+template <int kRows, int kVectors>
+void pointwise_tile(const Pointwise &p, int64_t m0, int64_t v0) {
+    const int64_t nv = (p.n + kLanes - 1) / kLanes;
+    const uint16_t *a = p.src + m0 * p.k;
+    __m512 acc[kRows][kVectors];
+    for (int v = 0; v < kVectors; ++v) {
+        const __m512 b = p.bias ? _mm512_loadu_ps(p.bias + (v0 + v) * kLanes) : _mm512_setzero_ps();
+        for (int r = 0; r < kRows; ++r) acc[r][v] = b;
+    }
+    const int64_t pairs = p.k / 2;
+    for (int64_t kp = 0; kp < pairs; ++kp) {
+        const uint16_t *w = p.weight + (kp * nv + v0) * 2 * kLanes;
+        __m512bh wv[kVectors];
+        for (int v = 0; v < kVectors; ++v) wv[v] = (__m512bh)_mm512_loadu_si512(w + v * 2 * kLanes);
+        for (int r = 0; r < kRows; ++r) {
+            int32_t pair;
+            __builtin_memcpy(&pair, a + r * p.k + 2 * kp, sizeof pair);
+            const __m512bh x = (__m512bh)_mm512_set1_epi32(pair);
+            for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], x, wv[v]);
+        }
+    }
+    if (p.k % 2 != 0) {  // the last input channel, paired with a zero (never read past the row)
+        const uint16_t *w = p.weight + (pairs * nv + v0) * 2 * kLanes;
+        __m512bh wv[kVectors];
+        for (int v = 0; v < kVectors; ++v) wv[v] = (__m512bh)_mm512_loadu_si512(w + v * 2 * kLanes);
+        for (int r = 0; r < kRows; ++r) {
+            const __m512bh x = (__m512bh)_mm512_set1_epi32(a[r * p.k + p.k - 1]);
+            for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], x, wv[v]);
+        }
+    }
+    apply_block<true, kRows * kVectors>(p.activation, &acc[0][0]);
+    for (int r = 0; r < kRows; ++r)
+        for (int v = 0; v < kVectors; ++v)
+            avx512::store_bf16(p.dst + (m0 + r) * p.n + (v0 + v) * kLanes, tail_mask(p.n - (v0 + v) * kLanes),
+                               acc[r][v]);
+}
+
+// Every output vector of kRows pixels from m0, four at a time.
+template <int kRows>
+void pointwise_rows(const Pointwise &p, int64_t m0) {
+    const int64_t nv = (p.n + kLanes - 1) / kLanes;
+    int64_t v0 = 0;
+    for (; v0 + 4 <= nv; v0 += 4) pointwise_tile<kRows, 4>(p, m0, v0);
+    switch (nv - v0) {
+        case 3: pointwise_tile<kRows, 3>(p, m0, v0); break;
+        case 2: pointwise_tile<kRows, 2>(p, m0, v0); break;
+        case 1: pointwise_tile<kRows, 1>(p, m0, v0); break;
+        default: break;
+    }
+}
+
 }  // namespace
+
+void run_pointwise(const Pointwise &p) {
+    constexpr int64_t kRows = 6;
+    const int64_t blocks = (p.m + kRows - 1) / kRows;
+    // A block costs about kRows * k * n multiply-adds; give a thread some 256k of them.
+    const int64_t grain = greater(1, 262144 / greater(1, kRows * p.k * p.n));
+    at::parallel_for(0, blocks, grain, [&](int64_t begin, int64_t end) {
+        for (int64_t b = begin; b < end; ++b) {
+            const int64_t m0 = b * kRows;
+            if (m0 + kRows <= p.m) {
+                pointwise_rows<kRows>(p, m0);
+            } else {
+                for (int64_t m = m0; m < p.m; ++m) pointwise_rows<1>(p, m);
+            }
+        }
+    });
+}
 
 void run_post_ops(const Problem &p, void *data, int64_t n) {
     if (p.bf16_out) post_ops_in_place<true>(p, data, n); else post_ops_in_place<false>(p, data, n);

@@ -301,8 +301,9 @@ PassResult choose_conv_kernels(std::shared_ptr<torch::jit::Graph> &graph, const 
             choices.push_back({{"module", label},
                                {"conv", ctx->describe()},
                                {"input", sizes},
-                               {"kernel", ctx->has_depthwise_kernel() ? "own depthwise convolution"
-                                                                      : "oneDNN convolution, own activation after it"},
+                               {"kernel", ctx->has_depthwise_kernel()   ? "own depthwise convolution"
+                                          : ctx->has_pointwise_kernel() ? "own pointwise convolution"
+                                                                        : "oneDNN convolution, own activation after it"},
                                {"own_ms", chosen.own_ms},
                                {"onednn_ms", chosen.onednn_ms},
                                {"choice", chosen.own ? "own" : "onednn"}});

@@ -6,6 +6,8 @@
 // convolution (the split): which post-ops split, results, the choice.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <sstream>
 
@@ -265,6 +267,97 @@ TEST(DepthwiseKernelScope, PostOpNames) {
         EXPECT_FALSE(depthwise_kernel::to_act(kind, &act)) << kind;
 }
 
+// ---- the pointwise kernel: 1x1 bf16 convolutions with their post-ops ----
+
+struct PwCase {
+    int64_t n, k, out, h, w;
+    bool bias;
+};
+
+TEST(PointwiseKernel, MatchesTheFp64Reference) {
+    if (!kernel_runs("bf16")) GTEST_SKIP() << "this CPU lacks AVX-512-BF16";
+    at::manual_seed(7);
+    // Input channels: one, a pair, odd (the last paired with zero), up to several hundred;
+    // output channels: below, at and past whole vectors of 16 and tiles of 64; pixel counts
+    // that leave 1 to 5 rows after the blocks of 6.
+    std::vector<PwCase> cases;
+    for (int64_t k : {1, 2, 3, 16, 17, 40, 100, 300})
+        for (int64_t out : {1, 8, 16, 17, 48, 64, 65, 100}) cases.push_back({2, k, out, 5, 7, k % 2 == 0});
+    cases.push_back({1, 24, 144, 1, 1, true});   // one pixel
+    cases.push_back({3, 40, 96, 13, 11, true});  // 429 pixels: 3 after the blocks
+    cases.push_back({1, 8, 20, 1, 5, false});    // fewer pixels than a block
+    const std::vector<PostOps> posts = {{}, {{"relu"}}, {{"silu"}}, {{"clip", -1.0, 2.0}, {"sigmoid"}},
+                                        {{"hardswish"}}, {{"leaky_relu", 0.1}}};
+    KernelChoice env("1");
+    for (const auto &c : cases) {
+        const at::Tensor w = (at::randn({c.out, c.k, 1, 1}) / std::sqrt(double(c.k))).to(at::kBFloat16);
+        const at::Tensor b = c.bias ? at::randn({c.out}).to(at::kBFloat16) : at::Tensor();
+        const at::Tensor x = testing::as_channels_last(at::randn({c.n, c.k, c.h, c.w}).to(at::kBFloat16));
+        const ConvParams p = params({1, 1}, {0, 0}, {1, 1}, 1);
+        const at::Tensor conv = testing::reference_conv(x.to(at::kDouble), w, b, p);
+        for (const auto &post : posts) {
+            std::ostringstream what;
+            what << c.n << "x" << c.k << "x" << c.h << "x" << c.w << " -> " << c.out << (c.bias ? " bias " : " ")
+                 << ops::describe(post);
+            ConvolutionContext ctx(w, b.defined() ? c10::optional<at::Tensor>(b) : c10::nullopt, p, "bf16", post,
+                                   false, {});
+            ASSERT_TRUE(ctx.has_pointwise_kernel()) << what.str();
+            const at::Tensor got = ctx.run(x, c10::nullopt);
+            EXPECT_EQ(got.scalar_type(), at::kBFloat16) << what.str();
+            EXPECT_TRUE(testing::channels_last(got)) << what.str();
+            expect_dtype_close(got, reference_post_ops(conv, post), "bf16", what.str());
+        }
+    }
+}
+
+TEST(PointwiseKernel, LargeSumsSaturateAndOtherLayouts) {
+    if (!kernel_runs("bf16")) GTEST_SKIP() << "this CPU lacks AVX-512-BF16";
+    at::manual_seed(8);
+    KernelChoice env("1");
+    const ConvParams p = params({1, 1}, {0, 0}, {1, 1}, 1);
+    const at::Tensor w = at::randn({40, 64, 1, 1}).to(at::kBFloat16);
+    ConvolutionContext ctx(w, c10::nullopt, p, "bf16", {{"sigmoid"}}, false, {});
+    // Sums of magnitude up to some hundreds: sigmoid saturates to 0 and 1, no NaN.
+    const at::Tensor big = (at::randn({2, 64, 6, 5}) * 40).to(at::kBFloat16);
+    expect_elementwise(ctx.run(testing::as_channels_last(big), c10::nullopt),
+                       at::sigmoid(testing::reference_conv(big.to(at::kDouble), w, {}, p)), 1.0 / 256, 1e-5,
+                       "saturated sigmoid");
+    // An unbatched input, and a contiguous (not channels-last) fp32 one, converted on entry.
+    const at::Tensor x = at::randn({64, 7, 9});
+    const at::Tensor want = at::sigmoid(testing::reference_conv(x.unsqueeze(0).to(at::kBFloat16).to(at::kDouble), w,
+                                                                {}, p)).squeeze(0);
+    expect_elementwise(ctx.run(x, c10::nullopt), want, 1.0 / 256, 1e-5, "unbatched fp32 input");
+}
+
+TEST(PointwiseKernel, OtherConvolutionsStayOnOneDnn) {
+    if (!kernel_runs("bf16")) GTEST_SKIP() << "this CPU lacks AVX-512-BF16";
+    KernelChoice env("1");
+    const at::Tensor w1 = at::randn({16, 8, 1, 1});
+    const auto has = [](const at::Tensor &w, const ConvParams &p, const std::string &dtype, const PostOps &post) {
+        return ConvolutionContext(w, c10::nullopt, p, dtype, post, false, {}).has_pointwise_kernel();
+    };
+    EXPECT_TRUE(has(w1, params({1, 1}, {0, 0}, {1, 1}, 1), "bf16", {}));
+    EXPECT_TRUE(has(w1, params({1, 1}, {0, 0}, {2, 2}, 1), "bf16", {{"relu"}}));  // dilation is moot at 1x1
+    EXPECT_FALSE(has(w1, params({2, 2}, {0, 0}, {1, 1}, 1), "bf16", {}));         // stride
+    EXPECT_FALSE(has(w1, params({1, 1}, {1, 1}, {1, 1}, 1), "bf16", {}));         // padding
+    EXPECT_FALSE(has(at::randn({16, 4, 1, 1}), params({1, 1}, {0, 0}, {1, 1}, 2), "bf16", {}));  // groups
+    EXPECT_FALSE(has(at::randn({16, 8, 3, 3}), params({1, 1}, {1, 1}, {1, 1}, 1), "bf16", {}));  // 3x3
+    EXPECT_FALSE(has(w1, params({1, 1}, {0, 0}, {1, 1}, 1), "fp32", {}));
+    EXPECT_FALSE(has(w1, params({1, 1}, {0, 0}, {1, 1}, 1), "bf32", {}));
+    EXPECT_FALSE(has(w1, params({1, 1}, {0, 0}, {1, 1}, 1), "bf16", {{"gelu_erf"}}));
+    EXPECT_FALSE(has(w1, params({1, 1}, {0, 0}, {1, 1}, 1), "bf16", {{"sum", 1.0}}));
+    EXPECT_FALSE(has(at::randn({16, 8, 1}), ConvParams{{1}, {0}, {1}, {0}, 1, false}, "bf16", {}));  // 1-D
+    EXPECT_FALSE(has(at::randn({8, 16, 1, 1}), ConvParams{{1, 1}, {0, 0}, {1, 1}, {0, 0}, 1, true}, "bf16", {}));
+    {
+        KernelChoice off("0");
+        EXPECT_FALSE(has(w1, params({1, 1}, {0, 0}, {1, 1}, 1), "bf16", {}));
+    }
+    // A residual sum appended later leaves oneDNN's fused primitive.
+    ConvolutionContext ctx(w1, c10::nullopt, params({1, 1}, {0, 0}, {1, 1}, 1), "bf16", {}, false, {});
+    EXPECT_TRUE(ctx.has_pointwise_kernel());
+    EXPECT_FALSE(ctx.with_post_ops({{"sum", 1.0}}, false)->has_pointwise_kernel());
+}
+
 // ---- the split: oneDNN's convolution, then the trailing activation in the own kernel ----
 
 struct SplitCase {
@@ -297,7 +390,13 @@ TEST(ConvSplitActivation, WhichConvolutionsSplitAndTheirResults) {
             const at::Tensor want = reference_post_ops(testing::reference_conv(x.to(at::kDouble), w, b, p), c.post);
             KernelChoice env("1");
             ConvolutionContext ctx(w, b, p, dtype, c.post, false, {});
-            EXPECT_EQ(ctx.has_split_activation(), c.splits) << c.name;
+            // A bf16 1x1 convolution takes the own pointwise kernel, activation included.
+            const bool pointwise = dtype == "bf16" && c.k == 1 && c.groups == 1 && c.post.size() <= 4 &&
+                                   std::none_of(c.post.begin(), c.post.end(), [](const PostOp &op) {
+                                       return op.kind == "gelu_erf";
+                                   });
+            EXPECT_EQ(ctx.has_pointwise_kernel(), pointwise) << dtype << " " << c.name;
+            EXPECT_EQ(ctx.has_split_activation(), c.splits && !pointwise) << dtype << " " << c.name;
             const at::Tensor got = ctx.run(x, c10::nullopt);
             EXPECT_EQ(got.scalar_type(), type) << c.name;
             EXPECT_TRUE(testing::channels_last(got)) << c.name;
@@ -333,7 +432,11 @@ TEST(ConvSplitActivation, OffAndOtherShapes) {
     // Appending a SiLU splits; the copy with another dtype plans again.
     ConvolutionContext plain(w, c10::nullopt, p, "bf16", {}, false, {});
     EXPECT_FALSE(plain.has_split_activation());
-    EXPECT_TRUE(plain.with_post_ops({{"silu"}}, false)->has_split_activation());
+    EXPECT_TRUE(plain.with_post_ops({{"silu"}}, false)->has_pointwise_kernel());
+    ConvolutionContext plain3(at::randn({32, 16, 3, 3}), c10::nullopt, params({1, 1}, {1, 1}, {1, 1}, 1), "bf16", {},
+                              false, {});
+    EXPECT_FALSE(plain3.has_split_activation());
+    EXPECT_TRUE(plain3.with_post_ops({{"silu"}}, false)->has_split_activation());
     // The unfused path of a broadcast sum (prefix convolution, aten's add, then the rest).
     ConvolutionContext summed(w, c10::nullopt, p, "fp32", {{"silu"}, {"sum", 1.0}, {"relu"}}, false, {});
     const at::Tensor x = at::randn({2, 16, 5, 6}), other = at::randn({1, 32, 1, 1});
@@ -346,8 +449,8 @@ TEST(ConvSplitActivation, TimedChoiceIsKeptPerShape) {
     if (!kernel_runs("bf16")) GTEST_SKIP() << "this CPU lacks AVX-512-BF16";
     at::manual_seed(4);
     KernelChoice env("auto");
-    const ConvParams p = params({1, 1}, {0, 0}, {1, 1}, 1);
-    const at::Tensor w = (at::randn({96, 16, 1, 1}) * 0.3).to(at::kBFloat16);
+    const ConvParams p = params({1, 1}, {1, 1}, {1, 1}, 1);
+    const at::Tensor w = (at::randn({96, 16, 3, 3}) * 0.3).to(at::kBFloat16);
     ConvolutionContext ctx(w, c10::nullopt, p, "bf16", {{"silu"}}, false, {});
     ASSERT_TRUE(ctx.has_split_activation());
     const at::Tensor x = testing::as_channels_last(at::randn({2, 16, 28, 28}).to(at::kBFloat16));
@@ -375,8 +478,10 @@ std::vector<ChoiceCase> choice_cases() {
     return {
         {"depthwise silu", (at::randn({40, 1, 3, 3}) * 0.3).to(at::kBFloat16), params({1, 1}, {1, 1}, {1, 1}, 40),
          {{"silu"}}, {2, 40, 14, 14}, {1, 40, 9, 21}},
-        {"1x1 silu (split)", (at::randn({48, 16, 1, 1}) * 0.3).to(at::kBFloat16), params({1, 1}, {0, 0}, {1, 1}, 1),
+        {"3x3 silu (split)", (at::randn({48, 16, 3, 3}) * 0.3).to(at::kBFloat16), params({1, 1}, {1, 1}, {1, 1}, 1),
          {{"silu"}}, {2, 16, 14, 14}, {1, 16, 9, 21}},
+        {"1x1 silu (pointwise)", (at::randn({48, 16, 1, 1}) * 0.3).to(at::kBFloat16),
+         params({1, 1}, {0, 0}, {1, 1}, 1), {{"silu"}}, {2, 16, 14, 14}, {1, 16, 9, 21}},
     };
 }
 
