@@ -143,8 +143,9 @@ bool to_eltwise(const PostOp &op, depthwise_kernel::Eltwise *e) {
     return true;
 }
 
-// Input channels up to which a 1x1 bf16 convolution may run the own pointwise kernel.
-constexpr int64_t kPointwiseMaxChannels = 1 << 20;
+// Input channels up to which a 1x1 convolution may run the own pointwise kernel (its packed
+// weight is a second copy beside oneDNN's).
+constexpr int64_t kPointwiseMaxChannels = 4096;
 
 // Calls alternating per shape on its first call at run time.
 constexpr int kRunTimeRuns = 3;
@@ -185,8 +186,8 @@ struct ConvolutionContext::Depthwise {
 
 struct ConvolutionContext::Pointwise {
     at::Tensor weight;  // packed as depthwise_kernel::Pointwise says
-    at::Tensor bias;    // fp32 (bf16 values), padded to 16 lanes, or undefined
-    depthwise_kernel::Problem activation;  // the post-ops
+    at::Tensor bias;    // fp32 (bf16 values for bf16), padded to 16 lanes, or undefined
+    depthwise_kernel::Problem activation;  // the post-ops and dtype
     depthwise_kernel::Choice choice = depthwise_kernel::Choice::timed;
     std::shared_ptr<TimedChoices> timed = std::make_shared<TimedChoices>();
 };
@@ -259,8 +260,9 @@ void ConvolutionContext::plan_pointwise() {
     const bool one_by_one = !p.transposed && spatial_dims() == 2 && p.groups == 1 && weight_.size(2) == 1 &&
                             weight_.size(3) == 1 && p.stride[0] == 1 && p.stride[1] == 1 && p.padding[0] == 0 &&
                             p.padding[1] == 0;
-    if (!one_by_one || types.fpmath_bf16 || types.math != at::kBFloat16 || types.output != at::kBFloat16 ||
-        !depthwise_kernel::available(true) || post_ops_.size() > depthwise_kernel::Problem::kMaxPostOps ||
+    const bool bf16 = types.math == at::kBFloat16;
+    if (!one_by_one || types.fpmath_bf16 || (!bf16 && types.math != at::kFloat) || types.output != types.math ||
+        !depthwise_kernel::available(bf16) || post_ops_.size() > depthwise_kernel::Problem::kMaxPostOps ||
         weight_.size(1) > kPointwiseMaxChannels)
         return;
     const auto choice = depthwise_kernel::choice_from_env(std::getenv(depthwise_kernel::kChoiceVariable));
@@ -271,25 +273,27 @@ void ConvolutionContext::plan_pointwise() {
         if (!to_eltwise(op, &plan->activation.post_ops[plan->activation.num_post_ops])) return;
         ++plan->activation.num_post_ops;
     }
-    plan->activation.bf16_in = plan->activation.bf16_out = true;
+    plan->activation.bf16_in = plan->activation.bf16_out = bf16;
     const int64_t n = weight_.size(0), k = weight_.size(1);
-    const int64_t n16 = (n + 15) / 16 * 16, k2 = (k + 1) / 2 * 2;
-    at::Tensor w = at::zeros({n16, k2}, at::kBFloat16);
+    const int64_t n16 = (n + 15) / 16 * 16, k2 = bf16 ? (k + 1) / 2 * 2 : k;
+    at::Tensor w = at::zeros({n16, k2}, types.math);
     w.slice(0, 0, n).slice(1, 0, k).copy_(weight_.reshape({n, k}));
-    plan->weight = w.view({n16 / 16, 16, k2 / 2, 2}).permute({2, 0, 1, 3}).contiguous();
+    plan->weight = bf16 ? w.view({n16 / 16, 16, k2 / 2, 2}).permute({2, 0, 1, 3}).contiguous() : w.t().contiguous();
     if (bias_.defined()) {
         plan->bias = at::zeros({n16}, at::kFloat);
-        plan->bias.slice(0, 0, n).copy_(bias_bf16_);
+        plan->bias.slice(0, 0, n).copy_(bf16 ? bias_bf16_ : bias_);
     }
     pointwise_ = plan;
 }
 
 at::Tensor ConvolutionContext::run_pointwise(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
-    at::Tensor dst = empty_channels_last(dst_sizes, at::kBFloat16);
+    const bool bf16 = pointwise_->activation.bf16_out;
+    at::Tensor dst = empty_channels_last(dst_sizes, bf16 ? at::kBFloat16 : at::kFloat);
     depthwise_kernel::Pointwise p;
-    p.src = static_cast<const uint16_t *>(src.data_ptr());
-    p.dst = static_cast<uint16_t *>(dst.data_ptr());
-    p.weight = static_cast<const uint16_t *>(pointwise_->weight.data_ptr());
+    p.bf16 = bf16;
+    p.src = src.data_ptr();
+    p.dst = dst.data_ptr();
+    p.weight = pointwise_->weight.data_ptr();
     p.bias = pointwise_->bias.defined() ? pointwise_->bias.data_ptr<float>() : nullptr;
     p.m = src.size(0) * src.size(2) * src.size(3);
     p.k = src.size(1);

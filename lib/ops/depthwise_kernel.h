@@ -42,22 +42,23 @@ bool available(bool bf16);
 // Runs the problem parallel over output rows. Call only when available().
 void run(const Problem &p);
 
-// A 1x1 convolution, stride 1, no padding, one group, on channels-last bf16 data: the product
-// of the m x k pixels by the k x n weight, sums in fp32 (VDPBF16PS: bf16 products, fp32 sums),
-// then the bias and the post-ops in registers and one rounding to bf16. Each output value is
-// written once, with its activation: where oneDNN 2.6 runs few input channels far from the
-// peak, and its fused SiLU costs more than the products.
+// A 1x1 convolution, stride 1, no padding, one group, on channels-last data: the product of
+// the m x k pixels by the k x n weight, sums in fp32 (bf16: VDPBF16PS, bf16 products), then
+// the bias and the post-ops in registers and one rounding to the output dtype. Each output
+// value is written once, with its activation: where oneDNN 2.6 runs few input channels far
+// from the peak, and its fused SiLU costs more than the products.
 struct Pointwise {
-    const uint16_t *src = nullptr;     // m x k bf16, dense
-    uint16_t *dst = nullptr;           // m x n bf16, dense
-    const uint16_t *weight = nullptr;  // packed as pack_pointwise_sizes says
-    const float *bias = nullptr;       // n rounded up to 16 (zeros after n), or nullptr
+    bool bf16 = true;             // bf16 data and weight, else fp32
+    const void *src = nullptr;    // m x k, dense
+    void *dst = nullptr;          // m x n, dense
+    const void *weight = nullptr;  // packed as below
+    const float *bias = nullptr;  // n rounded up to 16 (zeros after n), or nullptr
     int64_t m = 0, k = 0, n = 0;
     Problem activation;  // its post_ops / num_post_ops only
 };
-// The packed weight: w[o][i] (o < n, i < k) at [i / 2][o / 16][o % 16][i % 2] of a
-// (k + 1) / 2 x ceil(n / 16) x 16 x 2 bf16 array, zeros elsewhere.
-void run_pointwise(const Pointwise &p);  // call only when available(true)
+// The packed weight, zeros where o >= n (and i >= k): bf16, w[o][i] at [i / 2][o / 16][o % 16]
+// [i % 2] of (k + 1) / 2 x ceil(n / 16) x 16 x 2; fp32, at [i][o] of k x (16 ceil(n / 16)).
+void run_pointwise(const Pointwise &p);  // call only when available(p.bf16)
 
 // p's post-ops on n dense values at `data` (bf16 when p.bf16_out, else fp32), in place,
 // parallel: the activation a convolution left out of its oneDNN primitive. Call only when

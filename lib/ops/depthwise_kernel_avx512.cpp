@@ -292,60 +292,73 @@ void post_ops_in_place(const Problem &p, void *data, int64_t n) {
 
 // The pointwise kernel's tile: kRows pixels from m0 by kVectors output vectors from vector
 // v0, kRows * kVectors sums in registers (24 at most, with the weights and a broadcast).
-template <int kRows, int kVectors>
+template <bool kBf16, int kRows, int kVectors>
 void pointwise_tile(const Pointwise &p, int64_t m0, int64_t v0) {
     const int64_t nv = (p.n + kLanes - 1) / kLanes;
-    const uint16_t *a = p.src + m0 * p.k;
     __m512 acc[kRows][kVectors];
     for (int v = 0; v < kVectors; ++v) {
         const __m512 b = p.bias ? _mm512_loadu_ps(p.bias + (v0 + v) * kLanes) : _mm512_setzero_ps();
         for (int r = 0; r < kRows; ++r) acc[r][v] = b;
     }
-    const int64_t pairs = p.k / 2;
-    for (int64_t kp = 0; kp < pairs; ++kp) {
-        const uint16_t *w = p.weight + (kp * nv + v0) * 2 * kLanes;
-        __m512bh wv[kVectors];
-        for (int v = 0; v < kVectors; ++v) wv[v] = (__m512bh)_mm512_loadu_si512(w + v * 2 * kLanes);
-        for (int r = 0; r < kRows; ++r) {
-            int32_t pair;
-            __builtin_memcpy(&pair, a + r * p.k + 2 * kp, sizeof pair);
-            const __m512bh x = (__m512bh)_mm512_set1_epi32(pair);
-            for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], x, wv[v]);
+    if constexpr (kBf16) {
+        const uint16_t *a = static_cast<const uint16_t *>(p.src) + m0 * p.k;
+        const uint16_t *weight = static_cast<const uint16_t *>(p.weight);
+        const int64_t pairs = p.k / 2;
+        for (int64_t kp = 0; kp < pairs; ++kp) {
+            const uint16_t *w = weight + (kp * nv + v0) * 2 * kLanes;
+            __m512bh wv[kVectors];
+            for (int v = 0; v < kVectors; ++v) wv[v] = (__m512bh)_mm512_loadu_si512(w + v * 2 * kLanes);
+            for (int r = 0; r < kRows; ++r) {
+                int32_t pair;
+                __builtin_memcpy(&pair, a + r * p.k + 2 * kp, sizeof pair);
+                const __m512bh x = (__m512bh)_mm512_set1_epi32(pair);
+                for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], x, wv[v]);
+            }
+        }
+        if (p.k % 2 != 0) {  // the last input channel, paired with a zero (never read past the row)
+            const uint16_t *w = weight + (pairs * nv + v0) * 2 * kLanes;
+            __m512bh wv[kVectors];
+            for (int v = 0; v < kVectors; ++v) wv[v] = (__m512bh)_mm512_loadu_si512(w + v * 2 * kLanes);
+            for (int r = 0; r < kRows; ++r) {
+                const __m512bh x = (__m512bh)_mm512_set1_epi32(a[r * p.k + p.k - 1]);
+                for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], x, wv[v]);
+            }
+        }
+    } else {
+        const float *a = static_cast<const float *>(p.src) + m0 * p.k;
+        const float *weight = static_cast<const float *>(p.weight);
+        for (int64_t i = 0; i < p.k; ++i) {
+            const float *w = weight + (i * nv + v0) * kLanes;
+            __m512 wv[kVectors];
+            for (int v = 0; v < kVectors; ++v) wv[v] = _mm512_loadu_ps(w + v * kLanes);
+            for (int r = 0; r < kRows; ++r) {
+                const __m512 x = _mm512_set1_ps(a[r * p.k + i]);
+                for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_fmadd_ps(x, wv[v], acc[r][v]);
+            }
         }
     }
-    if (p.k % 2 != 0) {  // the last input channel, paired with a zero (never read past the row)
-        const uint16_t *w = p.weight + (pairs * nv + v0) * 2 * kLanes;
-        __m512bh wv[kVectors];
-        for (int v = 0; v < kVectors; ++v) wv[v] = (__m512bh)_mm512_loadu_si512(w + v * 2 * kLanes);
-        for (int r = 0; r < kRows; ++r) {
-            const __m512bh x = (__m512bh)_mm512_set1_epi32(a[r * p.k + p.k - 1]);
-            for (int v = 0; v < kVectors; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], x, wv[v]);
-        }
-    }
-    apply_block<true, kRows * kVectors>(p.activation, &acc[0][0]);
+    apply_block<kBf16, kRows * kVectors>(p.activation, &acc[0][0]);
     for (int r = 0; r < kRows; ++r)
         for (int v = 0; v < kVectors; ++v)
-            avx512::store_bf16(p.dst + (m0 + r) * p.n + (v0 + v) * kLanes, tail_mask(p.n - (v0 + v) * kLanes),
-                               acc[r][v]);
+            store<kBf16>(p.dst, (m0 + r) * p.n + (v0 + v) * kLanes, tail_mask(p.n - (v0 + v) * kLanes), acc[r][v]);
 }
 
 // Every output vector of kRows pixels from m0, four at a time.
-template <int kRows>
+template <bool kBf16, int kRows>
 void pointwise_rows(const Pointwise &p, int64_t m0) {
     const int64_t nv = (p.n + kLanes - 1) / kLanes;
     int64_t v0 = 0;
-    for (; v0 + 4 <= nv; v0 += 4) pointwise_tile<kRows, 4>(p, m0, v0);
+    for (; v0 + 4 <= nv; v0 += 4) pointwise_tile<kBf16, kRows, 4>(p, m0, v0);
     switch (nv - v0) {
-        case 3: pointwise_tile<kRows, 3>(p, m0, v0); break;
-        case 2: pointwise_tile<kRows, 2>(p, m0, v0); break;
-        case 1: pointwise_tile<kRows, 1>(p, m0, v0); break;
+        case 3: pointwise_tile<kBf16, kRows, 3>(p, m0, v0); break;
+        case 2: pointwise_tile<kBf16, kRows, 2>(p, m0, v0); break;
+        case 1: pointwise_tile<kBf16, kRows, 1>(p, m0, v0); break;
         default: break;
     }
 }
 
-}  // namespace
-
-void run_pointwise(const Pointwise &p) {
+template <bool kBf16>
+void pointwise_typed(const Pointwise &p) {
     constexpr int64_t kRows = 6;
     const int64_t blocks = (p.m + kRows - 1) / kRows;
     // A block costs about kRows * k * n multiply-adds; give a thread some 256k of them.
@@ -354,12 +367,18 @@ void run_pointwise(const Pointwise &p) {
         for (int64_t b = begin; b < end; ++b) {
             const int64_t m0 = b * kRows;
             if (m0 + kRows <= p.m) {
-                pointwise_rows<kRows>(p, m0);
+                pointwise_rows<kBf16, kRows>(p, m0);
             } else {
-                for (int64_t m = m0; m < p.m; ++m) pointwise_rows<1>(p, m);
+                for (int64_t m = m0; m < p.m; ++m) pointwise_rows<kBf16, 1>(p, m);
             }
         }
     });
+}
+
+}  // namespace
+
+void run_pointwise(const Pointwise &p) {
+    if (p.bf16) pointwise_typed<true>(p); else pointwise_typed<false>(p);
 }
 
 void run_post_ops(const Problem &p, void *data, int64_t n) {

@@ -289,23 +289,28 @@ TEST(PointwiseKernel, MatchesTheFp64Reference) {
     const std::vector<PostOps> posts = {{}, {{"relu"}}, {{"silu"}}, {{"clip", -1.0, 2.0}, {"sigmoid"}},
                                         {{"hardswish"}}, {{"leaky_relu", 0.1}}};
     KernelChoice env("1");
+    for (const std::string dtype : {"fp32", "bf16"})
     for (const auto &c : cases) {
-        const at::Tensor w = (at::randn({c.out, c.k, 1, 1}) / std::sqrt(double(c.k))).to(at::kBFloat16);
-        const at::Tensor b = c.bias ? at::randn({c.out}).to(at::kBFloat16) : at::Tensor();
-        const at::Tensor x = testing::as_channels_last(at::randn({c.n, c.k, c.h, c.w}).to(at::kBFloat16));
+        const at::ScalarType type = dtype == "bf16" ? at::kBFloat16 : at::kFloat;
+        const at::Tensor w = (at::randn({c.out, c.k, 1, 1}) / std::sqrt(double(c.k))).to(type);
+        const at::Tensor b = c.bias ? at::randn({c.out}).to(type) : at::Tensor();
+        const at::Tensor x = testing::as_channels_last(at::randn({c.n, c.k, c.h, c.w}).to(type));
         const ConvParams p = params({1, 1}, {0, 0}, {1, 1}, 1);
         const at::Tensor conv = testing::reference_conv(x.to(at::kDouble), w, b, p);
         for (const auto &post : posts) {
             std::ostringstream what;
-            what << c.n << "x" << c.k << "x" << c.h << "x" << c.w << " -> " << c.out << (c.bias ? " bias " : " ")
-                 << ops::describe(post);
-            ConvolutionContext ctx(w, b.defined() ? c10::optional<at::Tensor>(b) : c10::nullopt, p, "bf16", post,
+            what << dtype << " " << c.n << "x" << c.k << "x" << c.h << "x" << c.w << " -> " << c.out
+                 << (c.bias ? " bias " : " ") << ops::describe(post);
+            ConvolutionContext ctx(w, b.defined() ? c10::optional<at::Tensor>(b) : c10::nullopt, p, dtype, post,
                                    false, {});
             ASSERT_TRUE(ctx.has_pointwise_kernel()) << what.str();
             const at::Tensor got = ctx.run(x, c10::nullopt);
-            EXPECT_EQ(got.scalar_type(), at::kBFloat16) << what.str();
+            EXPECT_EQ(got.scalar_type(), type) << what.str();
             EXPECT_TRUE(testing::channels_last(got)) << what.str();
-            expect_dtype_close(got, reference_post_ops(conv, post), "bf16", what.str());
+            if (dtype == "bf16")
+                expect_dtype_close(got, reference_post_ops(conv, post), dtype, what.str());
+            else  // sums of up to 300 products
+                expect_elementwise(got, reference_post_ops(conv, post), 1e-5, 1e-5, what.str());
         }
     }
 }
@@ -342,8 +347,9 @@ TEST(PointwiseKernel, OtherConvolutionsStayOnOneDnn) {
     EXPECT_FALSE(has(w1, params({1, 1}, {1, 1}, {1, 1}, 1), "bf16", {}));         // padding
     EXPECT_FALSE(has(at::randn({16, 4, 1, 1}), params({1, 1}, {0, 0}, {1, 1}, 2), "bf16", {}));  // groups
     EXPECT_FALSE(has(at::randn({16, 8, 3, 3}), params({1, 1}, {1, 1}, {1, 1}, 1), "bf16", {}));  // 3x3
-    EXPECT_FALSE(has(w1, params({1, 1}, {0, 0}, {1, 1}, 1), "fp32", {}));
-    EXPECT_FALSE(has(w1, params({1, 1}, {0, 0}, {1, 1}, 1), "bf32", {}));
+    EXPECT_TRUE(has(w1, params({1, 1}, {0, 0}, {1, 1}, 1), "fp32", {}));
+    EXPECT_FALSE(has(w1, params({1, 1}, {0, 0}, {1, 1}, 1), "bf32", {}));  // bf16 math, fp32 output
+    EXPECT_FALSE(has(at::randn({16, 4097, 1, 1}), params({1, 1}, {0, 0}, {1, 1}, 1), "bf16", {}));  // input channels
     EXPECT_FALSE(has(w1, params({1, 1}, {0, 0}, {1, 1}, 1), "bf16", {{"gelu_erf"}}));
     EXPECT_FALSE(has(w1, params({1, 1}, {0, 0}, {1, 1}, 1), "bf16", {{"sum", 1.0}}));
     EXPECT_FALSE(has(at::randn({16, 8, 1}), ConvParams{{1}, {0}, {1}, {0}, 1, false}, "bf16", {}));  // 1-D
@@ -390,8 +396,8 @@ TEST(ConvSplitActivation, WhichConvolutionsSplitAndTheirResults) {
             const at::Tensor want = reference_post_ops(testing::reference_conv(x.to(at::kDouble), w, b, p), c.post);
             KernelChoice env("1");
             ConvolutionContext ctx(w, b, p, dtype, c.post, false, {});
-            // A bf16 1x1 convolution takes the own pointwise kernel, activation included.
-            const bool pointwise = dtype == "bf16" && c.k == 1 && c.groups == 1 && c.post.size() <= 4 &&
+            // A 1x1 convolution takes the own pointwise kernel, activation included.
+            const bool pointwise = c.k == 1 && c.groups == 1 && c.post.size() <= 4 &&
                                    std::none_of(c.post.begin(), c.post.end(), [](const PostOp &op) {
                                        return op.kind == "gelu_erf";
                                    });
