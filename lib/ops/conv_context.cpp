@@ -156,7 +156,7 @@ struct TimedChoice {
 };
 using TimedChoices = PrimitiveCache<TimedChoice>;
 
-// Whether the own kernel runs input shape `key` of `ctx` (depthwise_for and split_for): as the
+// Whether the own kernel runs input shape `key` of `ctx` (depthwise_for, pointwise_for, split_for): as the
 // variable says, else the shape log's way while one is active (oneDNN's), else as recorded,
 // else as timed on the shape's first call.
 bool takes_own(const ConvolutionContext *ctx, depthwise_kernel::Choice choice, const bool *recorded,

@@ -97,10 +97,10 @@ public:
     // A pickled state of either version (what __setstate__ gets from a saved model).
     static c10::intrusive_ptr<ConvolutionContext> from_saved(const c10::IValue &state);
 
-    // Where the context has an own kernel beside oneDNN's for 4-D inputs (the depthwise kernel
-    // or the activation after the convolution), which one runs an input shape: as recorded for
-    // that shape (at optimize time, saved with the context), else timed on its first call;
-    // IPEX_CONV_KERNELS=0 or 1 overrides both.
+    // Where the context has an own kernel beside oneDNN's for 4-D inputs (the depthwise or
+    // pointwise kernel, or the activation after the convolution), which one runs an input
+    // shape: as recorded for that shape (at optimize time, saved with the context), else timed
+    // on its first call; IPEX_CONV_KERNELS=0 or 1 overrides both.
     bool has_kernel_choice() const { return depthwise_ != nullptr || pointwise_ != nullptr || split_ != nullptr; }
     struct KernelChoice {
         std::vector<int64_t> input_sizes;

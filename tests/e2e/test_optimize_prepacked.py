@@ -156,7 +156,7 @@ class OptimizePrepacked(e2e.ToolTestCase):
         self.check_in_python(src, out, self.copy_input("concat_linear"))
 
     def test_auto_kernel_selection_records_convolution_kernels(self):
-        """The depthwise convolutions have an own kernel beside oneDNN's: with a sample input,
+        """The depthwise and 1x1 convolutions have own kernels beside oneDNN's: with a sample input,
         each is timed both ways at the shape the sample input gives it and the faster is saved
         in the model; without one nothing is recorded and the report says why."""
         features = self.tool_json("info", "--json")["features"]
@@ -171,12 +171,15 @@ class OptimizePrepacked(e2e.ToolTestCase):
         entry = self.pass_entry(report, "auto_kernel_selection")
         self.assertEqual(entry["status"], "applied")
         choices = entry["details"]["conv_kernel_choices"]
-        # 8 channels at the input's 16x16, then 16 channels after the 1x1 convolution.
-        self.assertEqual([c["input"] for c in choices], [f"{batch}x8x16x16", f"{batch}x16x16x16"], choices)
-        self.assertEqual(entry["count"], 2)
+        # The depthwise and 1x1 convolutions on 8 channels at the input's 16x16, then the
+        # depthwise one on the 16 channels the 1x1 convolution makes.
+        self.assertEqual([(c["input"], c["kernel"]) for c in choices],
+                         [(f"{batch}x8x16x16", "own depthwise convolution"),
+                          (f"{batch}x8x16x16", "own pointwise convolution"),
+                          (f"{batch}x16x16x16", "own depthwise convolution")], choices)
+        self.assertEqual(entry["count"], 3)
         self.assertEqual(entry["skipped"], [])
         for c in choices:
-            self.assertEqual(c["kernel"], "own depthwise convolution", c)
             self.assertGreater(c["own_ms"], 0)
             self.assertGreater(c["onednn_ms"], 0)
             self.assertEqual(c["choice"], "own" if c["own_ms"] < c["onednn_ms"] else "onednn", c)
@@ -188,7 +191,7 @@ class OptimizePrepacked(e2e.ToolTestCase):
         result, report = self.optimize(src, out, "--auto-kernel-selection")
         entry = self.pass_entry(report, "auto_kernel_selection")
         self.assertNotIn("conv_kernel_choices", entry.get("details") or {})
-        self.assertEqual(len(entry["skipped"]), 2, entry)
+        self.assertEqual(len(entry["skipped"]), 3, entry)
         for line in entry["skipped"]:
             self.assertIn("no --sample-input", line)
         self.assertTrue(any("records no convolution kernel choice" in w for w in result.warnings()),
