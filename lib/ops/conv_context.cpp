@@ -156,7 +156,13 @@ struct TimedChoice {
 };
 using TimedChoices = PrimitiveCache<TimedChoice>;
 
-// Whether the own kernel runs input shape `key` of `ctx` (depthwise_for, pointwise_for, split_for): as the
+// What each own-kernel plan (depthwise, pointwise, split) keeps for choosing it per shape.
+struct OwnChoice {
+    depthwise_kernel::Choice choice = depthwise_kernel::Choice::timed;
+    std::shared_ptr<TimedChoices> timed = std::make_shared<TimedChoices>();
+};
+
+// Whether the own kernel runs input shape `key` of `ctx` (own_for): as the
 // variable says, else the shape log's way while one is active (oneDNN's), else as recorded,
 // else as timed on the shape's first call.
 bool takes_own(const ConvolutionContext *ctx, depthwise_kernel::Choice choice, const bool *recorded,
@@ -176,27 +182,21 @@ bool takes_own(const ConvolutionContext *ctx, depthwise_kernel::Choice choice, c
 
 }  // namespace
 
-struct ConvolutionContext::Depthwise {
+struct ConvolutionContext::Depthwise : OwnChoice {
     at::Tensor weight;  // kh x kw x c, fp32 (bf16 values for a bf16 convolution)
     at::Tensor bias;    // c, fp32 (rounded to bf16 for a bf16 output), or undefined
     depthwise_kernel::Problem problem;  // the post-ops and the weight's geometry
-    depthwise_kernel::Choice choice = depthwise_kernel::Choice::timed;
-    std::shared_ptr<TimedChoices> timed = std::make_shared<TimedChoices>();
 };
 
-struct ConvolutionContext::Pointwise {
+struct ConvolutionContext::Pointwise : OwnChoice {
     at::Tensor weight;  // packed as depthwise_kernel::Pointwise says
     at::Tensor bias;    // fp32 (bf16 values for bf16), padded to 16 lanes, or undefined
     depthwise_kernel::Problem activation;  // the post-ops and dtype
-    depthwise_kernel::Choice choice = depthwise_kernel::Choice::timed;
-    std::shared_ptr<TimedChoices> timed = std::make_shared<TimedChoices>();
 };
 
-struct ConvolutionContext::Split {
+struct ConvolutionContext::Split : OwnChoice {
     c10::intrusive_ptr<ConvolutionContext> head;  // without the trailing activation
     depthwise_kernel::Problem activation;         // its post-ops and output dtype only
-    depthwise_kernel::Choice choice = depthwise_kernel::Choice::timed;
-    std::shared_ptr<TimedChoices> timed = std::make_shared<TimedChoices>();
 };
 
 struct ConvolutionContext::Entry {
@@ -303,11 +303,20 @@ at::Tensor ConvolutionContext::run_pointwise(const at::Tensor &src, const std::v
     return dst;
 }
 
-bool ConvolutionContext::pointwise_for(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
-    if (!pointwise_ || src.dim() != 4) return false;
+bool ConvolutionContext::own_for(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
+    const OwnChoice *plan = depthwise_ ? static_cast<const OwnChoice *>(depthwise_.get())
+                            : pointwise_ ? static_cast<const OwnChoice *>(pointwise_.get())
+                                         : static_cast<const OwnChoice *>(split_.get());
+    if (!plan || ((depthwise_ || pointwise_) && src.dim() != 4)) return false;
     const CacheKey key = src.sizes().vec();
-    return takes_own(this, pointwise_->choice, recorded_for(key), *pointwise_->timed, key,
-                     [&] { run_pointwise(src, dst_sizes); }, [&] { run_plain(src, dst_sizes); });
+    return takes_own(this, plan->choice, recorded_for(key), *plan->timed, key, [&] { run_own(src, dst_sizes); },
+                     [&] { run_plain(src, dst_sizes); });
+}
+
+at::Tensor ConvolutionContext::run_own(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
+    if (depthwise_) return run_depthwise(src, dst_sizes);
+    if (pointwise_) return run_pointwise(src, dst_sizes);
+    return run_split(src, dst_sizes);
 }
 
 void ConvolutionContext::plan_split() {
@@ -450,24 +459,10 @@ const bool *ConvolutionContext::recorded_for(const CacheKey &src_sizes) const {
     return nullptr;
 }
 
-bool ConvolutionContext::depthwise_for(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
-    if (!depthwise_ || src.dim() != 4) return false;
-    const CacheKey key = src.sizes().vec();
-    return takes_own(this, depthwise_->choice, recorded_for(key), *depthwise_->timed, key,
-                     [&] { run_depthwise(src, dst_sizes); }, [&] { run_plain(src, dst_sizes); });
-}
-
 at::Tensor ConvolutionContext::run_split(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
     at::Tensor y = split_->head->run_plain(src, dst_sizes);
     depthwise_kernel::run_post_ops(split_->activation, y.data_ptr(), y.numel());
     return y;
-}
-
-bool ConvolutionContext::split_for(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
-    if (!split_) return false;
-    const CacheKey key = src.sizes().vec();
-    return takes_own(this, split_->choice, recorded_for(key), *split_->timed, key,
-                     [&] { run_split(src, dst_sizes); }, [&] { run_plain(src, dst_sizes); });
 }
 
 ConvolutionContext::KernelChoice ConvolutionContext::choose_kernel(const std::vector<int64_t> &input_sizes, int runs) {
@@ -480,12 +475,7 @@ ConvolutionContext::KernelChoice ConvolutionContext::choose_kernel(const std::ve
     for (int64_t s : input_sizes) TORCH_CHECK(s > 0, "ipex convolution: cannot time at input ", join(input_sizes));
     for (int64_t s : dst_sizes) TORCH_CHECK(s > 0, "ipex convolution: input ", join(input_sizes), " is too small");
     const at::Tensor src = to_channels_last(at::randn(input_sizes), compute_types(dtype_).math);
-    const auto own = [&] {
-        if (depthwise_) run_depthwise(src, dst_sizes);
-        else if (pointwise_) run_pointwise(src, dst_sizes);
-        else run_split(src, dst_sizes);
-    };
-    const Timed timed = time_both(own, [&] { run_plain(src, dst_sizes); }, runs);
+    const Timed timed = time_both([&] { run_own(src, dst_sizes); }, [&] { run_plain(src, dst_sizes); }, runs);
     record_kernel(input_sizes, timed.own);
     return {input_sizes, timed.own, timed.own_seconds * 1e3, timed.onednn_seconds * 1e3};
 }
@@ -602,8 +592,9 @@ at::Tensor ConvolutionContext::run(const at::Tensor &input, const c10::optional<
 
     const ComputeTypes types = compute_types(dtype_);
     const at::Tensor src = to_channels_last(x, types.math);
-    if (depthwise_for(src, dst_sizes) || pointwise_for(src, dst_sizes)) {
-        const at::Tensor y = depthwise_ ? run_depthwise(src, dst_sizes) : run_pointwise(src, dst_sizes);
+    // The own kernels take no residual sum (none is planned for a convolution with one).
+    if (own_for(src, dst_sizes)) {
+        const at::Tensor y = run_own(src, dst_sizes);
         return unbatched ? y.squeeze(0) : y;
     }
     const int sum_at = tensor_post_op(post_ops_);
@@ -628,7 +619,7 @@ at::Tensor ConvolutionContext::run(const at::Tensor &input, const c10::optional<
             dst.copy_(o);
         }
     } else {
-        const at::Tensor y = split_for(src, dst_sizes) ? run_split(src, dst_sizes) : run_plain(src, dst_sizes);
+        const at::Tensor y = run_plain(src, dst_sizes);
         return unbatched ? y.squeeze(0) : y;
     }
 

@@ -152,13 +152,12 @@ private:
     // the post-ops have a sum).
     void execute_into(const at::Tensor &src, const at::Tensor &dst) const;
     at::Tensor run_pointwise(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
-    bool pointwise_for(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
-    // Whether the own depthwise kernel runs src's shape (times both on a shape's first call).
-    bool depthwise_for(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
     // The convolution without its trailing activation, then the activation in place.
     at::Tensor run_split(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
-    // Whether src's shape runs split (times both on a shape's first call).
-    bool split_for(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
+    // Whether the own kernel this context has (depthwise, pointwise or split; at most one)
+    // runs src's shape (times both on a shape's first call), and that kernel.
+    bool own_for(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
+    at::Tensor run_own(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
     // A copy to change (post-ops, dtype): its own primitive cache, no recorded kernel choice.
     c10::intrusive_ptr<ConvolutionContext> changed_copy() const;
     // The recorded choice for an input shape, or nullptr.
