@@ -43,6 +43,14 @@ int char_to_byte(char32_t c) {
     return it == inverse.end() ? -1 : it->second;
 }
 
+// The value of one hex digit, -1 for any other character.
+int hex_digit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
 std::string str(const json &j, const char *key, const std::string &source, const std::string &where) {
     const auto it = j.find(key);
     if (it == j.end() || !it->is_string()) fail(source, "field '" + where + "." + key + "' must be a string");
@@ -424,8 +432,9 @@ std::string Tokenizer::piece(int32_t id, bool first, bool skip_special) const {
         return out;
     }
     if (byte_fallback_ && tok.size() == 6 && tok.compare(0, 3, "<0x") == 0 && tok[5] == '>') {
-        const int b = std::stoi(tok.substr(3, 2), nullptr, 16);
-        return std::string(1, static_cast<char>(b));
+        // Exactly two hex digits name a byte; any other "<0x..>" is an ordinary piece.
+        const int hi = hex_digit(tok[3]), lo = hex_digit(tok[4]);
+        if (hi >= 0 && lo >= 0) return std::string(1, static_cast<char>(hi * 16 + lo));
     }
     for (size_t i = 0; i < tok.size();) {
         if (tok.compare(i, kSpaceMark.size(), kSpaceMark) == 0) {

@@ -109,6 +109,23 @@ TEST(LlmTokenizer, SentencePieceByteFallback) {
     EXPECT_EQ(t.decode(t.encode("a \xc3\xa9")), "a \xc3\xa9");
 }
 
+TEST(LlmTokenizer, ByteFallbackPiecesThatAreNotBytes) {
+    // Pieces shaped like "<0xNN>" whose NN is not two hex digits are ordinary text, not a byte
+    // (and not a crash): a vocabulary may hold any string.
+    nlohmann::json vocab = {{"<unk>", 0}, {"<0x4a>", 1}, {"<0xZZ>", 2}, {"<0x-1>", 3}, {"<0x 1>", 4}, {"<0x+f>", 5}, {"<0xg1>", 6}};
+    nlohmann::json j = {
+        {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::json::array()}, {"byte_fallback", true}, {"unk_token", "<unk>"}}},
+    };
+    const Tokenizer t = Tokenizer::parse(j.dump(), "test");
+    EXPECT_EQ(t.piece(1, false), "J");
+    EXPECT_EQ(t.piece(2, false), "<0xZZ>");
+    EXPECT_EQ(t.piece(3, false), "<0x-1>");
+    EXPECT_EQ(t.piece(4, false), "<0x 1>");
+    EXPECT_EQ(t.piece(5, false), "<0x+f>");
+    EXPECT_EQ(t.piece(6, false), "<0xg1>");
+    EXPECT_EQ(t.decode({2, 1, 3}), "<0xZZ>J<0x-1>");
+}
+
 TEST(LlmTokenizer, MalformedAndUnsupportedFiles) {
     using testing::code_of;
     EXPECT_EQ(code_of([] { Tokenizer::parse("{", "t"); }), ExitCode::bad_input);
