@@ -6,6 +6,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "core/tensor_spec.h"
 #include "ops/conv_context.h"
 #include "ops/linear_context.h"
 #include "ops/rnn_context.h"
@@ -277,8 +278,7 @@ OpWork op_work(const std::string &name, c10::ArrayRef<const c10::IValue> in) {
 namespace {
 
 void put_sizes(std::ostringstream &out, c10::IntArrayRef sizes) {
-    if (sizes.empty()) out << "scalar";
-    for (size_t i = 0; i < sizes.size(); ++i) out << (i ? "x" : "") << sizes[i];
+    out << (sizes.empty() ? "scalar" : format_sizes(sizes));
 }
 
 void put_tensor(std::ostringstream &out, const at::Tensor &t) {

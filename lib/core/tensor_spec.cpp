@@ -189,6 +189,12 @@ std::string dtype_name(at::ScalarType type) {
     }
 }
 
+std::string format_sizes(c10::IntArrayRef sizes) {
+    std::string out;
+    for (size_t i = 0; i < sizes.size(); ++i) out += (i ? "x" : "") + std::to_string(sizes[i]);
+    return out;
+}
+
 std::string describe_inputs(const std::vector<c10::IValue> &inputs) {
     std::string out;
     for (const auto &v : inputs) {
@@ -198,8 +204,7 @@ std::string describe_inputs(const std::vector<c10::IValue> &inputs) {
             continue;
         }
         const auto &t = v.toTensor();
-        for (int64_t i = 0; i < t.dim(); ++i) out += (i ? "x" : "") + std::to_string(t.size(i));
-        out += ":" + dtype_name(t.scalar_type());
+        out += format_sizes(t.sizes()) + ":" + dtype_name(t.scalar_type());
     }
     return out;
 }

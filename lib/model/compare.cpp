@@ -6,6 +6,8 @@
 #include <iomanip>
 #include <sstream>
 
+#include "core/tensor_spec.h"
+
 namespace ipex::model {
 namespace {
 
@@ -172,10 +174,8 @@ std::string format_diffs(const std::vector<OutputDiff> &diffs, const Tolerance &
         << "max_abs" << std::setw(13) << "max_rel" << std::setw(12) << "cosine" << std::setw(9)
         << "argmax" << "status\n";
     for (const auto &d : diffs) {
-        std::ostringstream shape;
-        for (size_t i = 0; i < d.shape.size(); ++i) shape << (i ? "x" : "") << d.shape[i];
         out << std::left << std::setw(14) << (d.name.empty() ? "output" : d.name) << std::setw(18)
-            << shape.str() << std::setw(13) << std::setprecision(4) << d.max_abs_err << std::setw(13)
+            << format_sizes(d.shape) << std::setw(13) << std::setprecision(4) << d.max_abs_err << std::setw(13)
             << d.max_rel_err << std::setw(12) << std::setprecision(7) << d.cosine << std::setw(9)
             << (d.argmax_agreement ? std::to_string(static_cast<int>(std::lround(*d.argmax_agreement * 100))) + "%"
                                    : std::string("-"))

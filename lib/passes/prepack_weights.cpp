@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/tensor_spec.h"
 #include "ops/ops.h"
 #include "passes/graph_utils.h"
 #include "passes/prepacked_nodes.h"
@@ -296,11 +297,9 @@ PassResult choose_conv_kernels(std::shared_ptr<torch::jit::Graph> &graph, const 
         }
         for (const auto &shape : shapes) {
             const auto chosen = ctx->choose_kernel(shape, runs);
-            std::string sizes;
-            for (int64_t s : shape) sizes += (sizes.empty() ? "" : "x") + std::to_string(s);
             choices.push_back({{"module", label},
                                {"conv", ctx->describe()},
-                               {"input", sizes},
+                               {"input", format_sizes(shape)},
                                {"kernel", ctx->has_depthwise_kernel()   ? "own depthwise convolution"
                                           : ctx->has_pointwise_kernel() ? "own pointwise convolution"
                                                                         : "oneDNN convolution, own activation after it"},

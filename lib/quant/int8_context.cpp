@@ -46,8 +46,6 @@ memory::data_type dnnl_type(at::ScalarType t) {
     return t == at::kQInt8 ? memory::data_type::s8 : memory::data_type::u8;
 }
 
-bool is_activation_type(at::ScalarType t) { return t == at::kQUInt8 || t == at::kQInt8; }
-
 memory zero_point_memory(const at::Tensor &zp) {
     return memory(memory::desc({1}, memory::data_type::s32, memory::format_tag::x), cpu_engine(), zp.data_ptr());
 }

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "core/errors.h"
+#include "core/tensor_spec.h"
 
 namespace ipex::woq {
 namespace {
@@ -12,9 +13,7 @@ namespace {
 constexpr int64_t kAwqNibbleOfChannel[8] = {0, 4, 1, 5, 2, 6, 3, 7};
 
 std::string shape_of(const at::Tensor &t) {
-    std::string s;
-    for (const int64_t d : t.sizes()) s += (s.empty() ? "" : "x") + std::to_string(d);
-    return "[" + s + "]";
+    return "[" + format_sizes(t.sizes()) + "]";
 }
 
 [[noreturn]] void mismatch(const SourceLayer &src, const std::string &what) {

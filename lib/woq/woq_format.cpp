@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/errors.h"
+#include "core/tensor_spec.h"
 #include "woq/safetensors.h"
 #include "woq/woq_layout.h"
 
@@ -156,9 +157,7 @@ at::Tensor expect_tensor(const Checkpoint &file, const std::string &name, at::Sc
     if (!file.has(name)) fail(file, "tensor '" + name + "' is missing");
     const TensorInfo &info = file.info(name);
     if (info.type != type || info.shape != shape) {
-        std::string want;
-        for (const int64_t d : shape) want += (want.empty() ? "" : "x") + std::to_string(d);
-        fail(file, "tensor '" + name + "' must be " + std::string(c10::toString(type)) + " [" + want + "]");
+        fail(file, "tensor '" + name + "' must be " + std::string(c10::toString(type)) + " [" + format_sizes(shape) + "]");
     }
     return file.tensor(name);
 }
