@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <functional>
+#include <mutex>
 #include <sstream>
 #include <utility>
 
@@ -189,9 +190,34 @@ struct ConvolutionContext::Depthwise : OwnChoice {
 };
 
 struct ConvolutionContext::Pointwise : OwnChoice {
-    at::Tensor weight;  // packed as depthwise_kernel::Pointwise says
-    at::Tensor bias;    // fp32 (bf16 values for bf16), padded to 16 lanes, or undefined
+    at::Tensor bias;  // fp32 (bf16 values for bf16), padded to 16 lanes, or undefined
     depthwise_kernel::Problem activation;  // the post-ops and dtype
+
+    // `weight` (n x k x 1 x 1) packed as depthwise_kernel::Pointwise says, on the kernel's first
+    // run: this is a second copy beside oneDNN's, held only by convolutions that run (or time) it.
+    size_t packed_bytes() const {
+        std::lock_guard<std::mutex> lock(packed_mu_);
+        return packed_.defined() ? packed_.nbytes() : 0;
+    }
+    const at::Tensor &packed(const at::Tensor &weight) const {
+        std::call_once(packed_once_, [&] {
+            const bool bf16 = activation.bf16_in;
+            const int64_t n = weight.size(0), k = weight.size(1);
+            const int64_t n16 = (n + 15) / 16 * 16, k2 = bf16 ? (k + 1) / 2 * 2 : k;
+            at::Tensor w = at::zeros({n16, k2}, bf16 ? at::kBFloat16 : at::kFloat);
+            w.slice(0, 0, n).slice(1, 0, k).copy_(weight.reshape({n, k}));
+            at::Tensor packed =
+                bf16 ? w.view({n16 / 16, 16, k2 / 2, 2}).permute({2, 0, 1, 3}).contiguous() : w.t().contiguous();
+            std::lock_guard<std::mutex> lock(packed_mu_);  // for packed_bytes(); runs read it after call_once
+            packed_ = std::move(packed);
+        });
+        return packed_;
+    }
+
+  private:
+    mutable std::once_flag packed_once_;
+    mutable std::mutex packed_mu_;
+    mutable at::Tensor packed_;
 };
 
 struct ConvolutionContext::Split : OwnChoice {
@@ -274,17 +300,15 @@ void ConvolutionContext::plan_pointwise() {
         ++plan->activation.num_post_ops;
     }
     plan->activation.bf16_in = plan->activation.bf16_out = bf16;
-    const int64_t n = weight_.size(0), k = weight_.size(1);
-    const int64_t n16 = (n + 15) / 16 * 16, k2 = bf16 ? (k + 1) / 2 * 2 : k;
-    at::Tensor w = at::zeros({n16, k2}, types.math);
-    w.slice(0, 0, n).slice(1, 0, k).copy_(weight_.reshape({n, k}));
-    plan->weight = bf16 ? w.view({n16 / 16, 16, k2 / 2, 2}).permute({2, 0, 1, 3}).contiguous() : w.t().contiguous();
+    const int64_t n = weight_.size(0);
     if (bias_.defined()) {
-        plan->bias = at::zeros({n16}, at::kFloat);
+        plan->bias = at::zeros({(n + 15) / 16 * 16}, at::kFloat);
         plan->bias.slice(0, 0, n).copy_(bf16 ? bias_bf16_ : bias_);
     }
     pointwise_ = plan;
 }
+
+size_t ConvolutionContext::pointwise_weight_bytes() const { return pointwise_ ? pointwise_->packed_bytes() : 0; }
 
 at::Tensor ConvolutionContext::run_pointwise(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
     const bool bf16 = pointwise_->activation.bf16_out;
@@ -293,7 +317,7 @@ at::Tensor ConvolutionContext::run_pointwise(const at::Tensor &src, const std::v
     p.bf16 = bf16;
     p.src = src.data_ptr();
     p.dst = dst.data_ptr();
-    p.weight = pointwise_->weight.data_ptr();
+    p.weight = pointwise_->packed(weight_).data_ptr();
     p.bias = pointwise_->bias.defined() ? pointwise_->bias.data_ptr<float>() : nullptr;
     p.m = src.size(0) * src.size(2) * src.size(3);
     p.k = src.size(1);

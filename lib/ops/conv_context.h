@@ -127,8 +127,11 @@ public:
     size_t packed_layouts() const { return weights_->layouts(); }
     // Whether 4-D inputs may run the own depthwise kernel (depthwise_kernel.h) instead of oneDNN.
     bool has_depthwise_kernel() const { return depthwise_ != nullptr; }
-    // Whether 4-D inputs may run the own pointwise (1x1, bf16) kernel instead of oneDNN.
+    // Whether 4-D inputs may run the own pointwise (1x1, bf16 or fp32) kernel instead of oneDNN.
     bool has_pointwise_kernel() const { return pointwise_ != nullptr; }
+    // Bytes of the pointwise kernel's own packed weight: 0 until the kernel first runs (or is
+    // timed), so convolutions that always run oneDNN's way hold one packed weight only.
+    size_t pointwise_weight_bytes() const;
     // Whether the trailing activation may run after oneDNN's convolution, in the own kernel.
     bool has_split_activation() const { return split_ != nullptr; }
 

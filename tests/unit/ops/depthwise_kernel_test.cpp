@@ -542,6 +542,27 @@ TEST(RecordedKernelChoice, DecidesTheShapeAndIsSaved) {
     }
 }
 
+TEST(RecordedKernelChoice, PointwiseWeightIsPackedOnlyWhenItsKernelRuns) {
+    if (!kernel_runs("bf16")) GTEST_SKIP() << "this CPU lacks AVX-512-BF16";
+    KernelChoice env("auto");
+    const auto c = choice_cases()[2];
+    ASSERT_EQ(c.name, std::string("1x1 silu (pointwise)"));
+    ConvolutionContext ctx(c.weight, c10::nullopt, c.params, "bf16", c.post, false, {});
+    ASSERT_TRUE(ctx.has_pointwise_kernel());
+    EXPECT_EQ(ctx.pointwise_weight_bytes(), 0u);
+    ctx.record_kernel(c.shape_a, false);
+    ctx.record_kernel(c.shape_b, true);
+    const at::Tensor xa = testing::as_channels_last(at::randn(c.shape_a).to(at::kBFloat16));
+    const at::Tensor xb = testing::as_channels_last(at::randn(c.shape_b).to(at::kBFloat16));
+    EXPECT_TRUE(ctx.run(xa, c10::nullopt).equal(forced(c, xa, "0")));
+    EXPECT_EQ(ctx.pointwise_weight_bytes(), 0u) << "packed for a shape that runs oneDNN's way";
+    EXPECT_TRUE(ctx.run(xb, c10::nullopt).equal(forced(c, xb, "1")));
+    // 48 output channels (3 x 16) by 16 input channels, bf16
+    EXPECT_EQ(ctx.pointwise_weight_bytes(), 48u * 16u * 2u);
+    EXPECT_TRUE(ctx.run(xb, c10::nullopt).equal(forced(c, xb, "1")));
+    EXPECT_EQ(ctx.pointwise_weight_bytes(), 48u * 16u * 2u);
+}
+
 TEST(RecordedKernelChoice, ChooseKernelTimesBothAndRecords) {
     if (!kernel_runs("bf16")) GTEST_SKIP() << "this CPU lacks AVX-512-BF16";
     KernelChoice env("auto");
