@@ -60,6 +60,18 @@ struct Pointwise {
 // [i % 2] of (k + 1) / 2 x ceil(n / 16) x 16 x 2; fp32, at [i][o] of k x (16 ceil(n / 16)).
 void run_pointwise(const Pointwise &p);  // call only when available(p.bf16)
 
+// The mean over the pixels of each image, per channel, on channels-last data: sums in fp32
+// (in chunks of pixels, then across chunks), one rounding to the output dtype. The global
+// average pool of CNN heads and squeeze-excitation blocks, where libtorch 1.13 reduces
+// channels-last bf16 at a third of the memory bandwidth.
+struct SpatialMean {
+    bool bf16 = true;           // bf16 input and output, else fp32
+    const void *src = nullptr;  // n x hw x c, dense
+    void *dst = nullptr;        // n x c, dense
+    int64_t n = 0, hw = 0, c = 0;
+};
+void run_spatial_mean(const SpatialMean &p);  // call only when available(p.bf16)
+
 // p's post-ops on n dense values at `data` (bf16 when p.bf16_out, else fp32), in place,
 // parallel: the activation a convolution left out of its oneDNN primitive. Call only when
 // available().

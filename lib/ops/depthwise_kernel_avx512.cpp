@@ -375,7 +375,69 @@ void pointwise_typed(const Pointwise &p) {
     });
 }
 
+// The sums of kVectors vectors of channels (the last one `tail`-masked) over pixels [q0, q1) of
+// rows `stride` apart: four pixels at a time into four sets of sums, so that each add waits
+// on the one four pixels back rather than the one before.
+template <bool kBf16, int kVectors>
+void sum_pixels(const void *src, int64_t at, int64_t stride, int64_t q0, int64_t q1, __mmask16 tail,
+                __m512 *total) {
+    constexpr int kUnroll = 4;
+    __m512 sum[kUnroll][kVectors];
+    for (int u = 0; u < kUnroll; ++u)
+        for (int v = 0; v < kVectors; ++v) sum[u][v] = _mm512_setzero_ps();
+    auto mask = [&](int v) { return v == kVectors - 1 ? tail : __mmask16(0xffff); };
+    int64_t q = q0;
+    for (; q + kUnroll <= q1; q += kUnroll)
+        for (int u = 0; u < kUnroll; ++u)
+            for (int v = 0; v < kVectors; ++v)
+                sum[u][v] = _mm512_add_ps(sum[u][v], load<kBf16>(src, at + (q + u) * stride + v * kLanes, mask(v)));
+    for (; q < q1; ++q)
+        for (int v = 0; v < kVectors; ++v)
+            sum[0][v] = _mm512_add_ps(sum[0][v], load<kBf16>(src, at + q * stride + v * kLanes, mask(v)));
+    for (int v = 0; v < kVectors; ++v)
+        total[v] = _mm512_add_ps(total[v], _mm512_add_ps(_mm512_add_ps(sum[0][v], sum[1][v]),
+                                                         _mm512_add_ps(sum[2][v], sum[3][v])));
+}
+
+// One task per (image, block of up to 4 vectors of channels): the block's pixels summed down
+// the image, kMeanChunk pixels at a time into fresh sums that then join the totals (fp32
+// rounding grows with the chunk, not the image).
+constexpr int64_t kMeanChunk = 256;
+
+template <bool kBf16>
+void spatial_mean_typed(const SpatialMean &p) {
+    constexpr int64_t kVectors = 4, kBlock = kVectors * kLanes;
+    const int64_t blocks = (p.c + kBlock - 1) / kBlock;
+    const __m512 count = _mm512_set1_ps(static_cast<float>(p.hw));
+    at::parallel_for(0, p.n * blocks, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t task = begin; task < end; ++task) {
+            const int64_t image = task / blocks, c0 = task % blocks * kBlock;
+            const int64_t vectors = lesser(kVectors, (p.c - c0 + kLanes - 1) / kLanes);
+            const __mmask16 tail = tail_mask(p.c - c0 - (vectors - 1) * kLanes);
+            __m512 total[kVectors];
+            for (int64_t v = 0; v < kVectors; ++v) total[v] = _mm512_setzero_ps();
+            const int64_t at = image * p.hw * p.c + c0;
+            for (int64_t q0 = 0; q0 < p.hw; q0 += kMeanChunk) {
+                const int64_t q1 = lesser(p.hw, q0 + kMeanChunk);
+                switch (vectors) {
+                    case 1: sum_pixels<kBf16, 1>(p.src, at, p.c, q0, q1, tail, total); break;
+                    case 2: sum_pixels<kBf16, 2>(p.src, at, p.c, q0, q1, tail, total); break;
+                    case 3: sum_pixels<kBf16, 3>(p.src, at, p.c, q0, q1, tail, total); break;
+                    default: sum_pixels<kBf16, 4>(p.src, at, p.c, q0, q1, tail, total); break;
+                }
+            }
+            for (int64_t v = 0; v < vectors; ++v)
+                store<kBf16>(p.dst, image * p.c + c0 + v * kLanes, v == vectors - 1 ? tail : __mmask16(0xffff),
+                             _mm512_div_ps(total[v], count));
+        }
+    });
+}
+
 }  // namespace
+
+void run_spatial_mean(const SpatialMean &p) {
+    if (p.bf16) spatial_mean_typed<true>(p); else spatial_mean_typed<false>(p);
+}
 
 void run_pointwise(const Pointwise &p) {
     if (p.bf16) pointwise_typed<true>(p); else pointwise_typed<false>(p);

@@ -9,6 +9,7 @@
 #include <limits>
 #include <optional>
 
+#include "ops/depthwise_kernel.h"
 #include "ops/onednn_utils.h"
 #include "ops/op_errors.h"
 
@@ -101,7 +102,42 @@ bool has_lowest(const at::Tensor &t) {
     return count(reinterpret_cast<const uint16_t *>(t.data_ptr<at::BFloat16>()), kLowestBf16) > 0;
 }
 
+// Whether `dim` names the two spatial dims of a 4-D tensor (2 and 3, in any order, negative or not).
+bool spatial_dims(at::IntArrayRef dim) {
+    if (dim.size() != 2) return false;
+    bool seen[2] = {false, false};
+    for (int64_t d : dim) {
+        if (d < -4 || d > 3) return false;
+        const int64_t i = (d < 0 ? d + 4 : d) - 2;
+        if (i < 0 || seen[i]) return false;
+        seen[i] = true;
+    }
+    return true;
+}
+
 }  // namespace
+
+bool spatial_mean_uses_own_kernel(const at::Tensor &input, at::IntArrayRef dim) {
+    const at::ScalarType type = input.scalar_type();
+    return input.dim() == 4 && spatial_dims(dim) && (type == at::kFloat || type == at::kBFloat16) &&
+           input.numel() > 0 && input.is_contiguous(at::MemoryFormat::ChannelsLast) &&
+           depthwise_kernel::available(type == at::kBFloat16);
+}
+
+at::Tensor spatial_mean(const at::Tensor &input, at::IntArrayRef dim, bool keepdim) {
+    if (!spatial_mean_uses_own_kernel(input, dim)) return at::mean(input, dim, keepdim);
+    const int64_t n = input.size(0), c = input.size(1);
+    at::Tensor out = at::empty(keepdim ? std::vector<int64_t>{n, c, 1, 1} : std::vector<int64_t>{n, c}, input.options());
+    depthwise_kernel::SpatialMean p;
+    p.bf16 = input.scalar_type() == at::kBFloat16;
+    p.src = input.data_ptr();
+    p.dst = out.data_ptr();
+    p.n = n;
+    p.hw = input.size(2) * input.size(3);
+    p.c = c;
+    depthwise_kernel::run_spatial_mean(p);
+    return out;
+}
 
 bool max_pool2d_uses_onednn(const at::Tensor &input, at::IntArrayRef kernel_size, at::IntArrayRef stride,
                             at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
@@ -137,6 +173,7 @@ TORCH_LIBRARY_FRAGMENT(ipex, m) {
     m.def("max_pool2d(Tensor input, int[] kernel_size, int[] stride, int[] padding, int[] dilation, "
           "bool ceil_mode) -> Tensor",
           IPEX_GUARDED(ipex::ops::max_pool2d));
+    m.def("spatial_mean(Tensor input, int[] dim, bool keepdim) -> Tensor", IPEX_GUARDED(ipex::ops::spatial_mean));
 }
 
 }  // namespace ipex::ops

@@ -6,7 +6,11 @@
 //   aten::adaptive_avg_pool2d(x, [1, 1])      ->  aten::mean(x, [-1, -2], keepdim=True)
 //       (the global average pool of a classifier head or a squeeze-excitation block: the same
 //       numbers by definition, and libtorch's bf16 channels-last adaptive pool is ~50x slower
-//       than its mean; both modes)
+//       than its mean; portable mode), and in prepacked mode
+//                                             ->  ipex::spatial_mean(x, [-1, -2], True)
+//   aten::mean(x, dims, keepdim)              ->  ipex::spatial_mean(x, dims, keepdim)
+//       (dims constant, the last two of a 4-D tensor, no dtype: ops/pool_op.h, the own kernel
+//       for fp32/bf16 channels-last input, aten::mean for the rest; prepacked mode only)
 // Run after cast_to_lowp, which knows the aten ops' dtype rules.
 #pragma once
 
@@ -18,7 +22,7 @@
 
 namespace ipex::passes {
 
-// details: {"max_pool2d": n, "global_avg_pool": n}
+// details: {"max_pool2d": n, "global_avg_pool": n, "spatial_mean": n}; count: nodes replaced
 PassResult replace_pooling(std::shared_ptr<torch::jit::Graph> &graph, bool prepacked);
 
 }  // namespace ipex::passes

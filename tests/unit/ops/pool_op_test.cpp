@@ -2,6 +2,9 @@
 // over odd sizes, kernels, strides, padding, dilation and ceil mode, NCHW and channels-last
 // inputs in fp32 and bf16; the output keeps aten's layout; what oneDNN is not given
 // (strided views, other ranks and dtypes, bad arguments) runs aten, errors included.
+// ipex::spatial_mean against an fp64 mean over odd channel counts (vector tails), pixel counts
+// across the kernel's chunks, batch 1 and more, every spelling of the two spatial dims, with
+// and without keepdim; what the kernel does not take runs aten::mean, errors included.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -10,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/depthwise_kernel.h"
 #include "ops/pool_op.h"
 
 namespace ipex::ops {
@@ -118,6 +122,72 @@ TEST(MaxPool2d, InfinitiesAndTies) {
         expect_same_as_aten(in, PoolArgs{{3}, {2}, {1}, {1}, true}, true);
         expect_same_as_aten(in.contiguous(), PoolArgs{{2}, {2}, {0}, {1}, false}, true);
     }
+}
+
+TEST(SpatialMean, MatchesTheFp64Reference) {
+    at::manual_seed(3);
+    const std::vector<std::vector<int64_t>> shapes = {
+        {1, 1, 1, 1}, {2, 3, 5, 7}, {3, 16, 7, 7}, {2, 17, 4, 9}, {1, 64, 56, 56}, {2, 65, 3, 3},
+        {1, 130, 11, 13}, {8, 48, 1, 1}, {2, 2048, 7, 7}, {1, 24, 300, 301}};
+    const std::vector<std::vector<int64_t>> dims = {{2, 3}, {-1, -2}, {3, 2}, {-2, 3}};
+    for (const auto dtype : {at::kFloat, at::kBFloat16}) {
+        const bool own = depthwise_kernel::available(dtype == at::kBFloat16);
+        for (const auto &shape : shapes) {
+            // an offset per channel, so the means are far from 0 and the sums long
+            const at::Tensor offset = at::randn({1, shape[1], 1, 1}) * 4;
+            const at::Tensor x = (at::randn(shape) + offset).to(dtype).contiguous(at::MemoryFormat::ChannelsLast);
+            for (size_t d = 0; d < dims.size(); ++d) {
+                for (const bool keepdim : {true, false}) {
+                    std::ostringstream what;
+                    what << x.sizes() << " " << dtype << " dims " << at::IntArrayRef(dims[d]) << " keepdim " << keepdim;
+                    EXPECT_EQ(spatial_mean_uses_own_kernel(x, dims[d]), own) << what.str();
+                    const at::Tensor got = ops::spatial_mean(x, dims[d], keepdim);
+                    const at::Tensor want = x.to(at::kDouble).mean({2, 3}, keepdim);
+                    ASSERT_EQ(got.sizes(), want.sizes()) << what.str();
+                    ASSERT_EQ(got.scalar_type(), dtype) << what.str();
+                    // fp32: the sums' rounding; bf16: one rounding of the mean (2^-9 relative) on top
+                    const double rtol = dtype == at::kFloat ? 2e-6 : 1.0 / 256;
+                    const at::Tensor err = (got.to(at::kDouble) - want).abs();
+                    const at::Tensor bound = want.abs() * rtol + 1e-6;
+                    EXPECT_TRUE((err <= bound).all().item<bool>())
+                        << what.str() << ": max error " << err.max().item<double>();
+                    // and aten's own mean of the same input to within one rounding step
+                    const at::Tensor aten = x.mean(dims[d], keepdim);
+                    EXPECT_LE((got.to(at::kDouble) - aten.to(at::kDouble)).abs().max().item<double>(),
+                              (aten.to(at::kDouble).abs() * rtol * 2 + 1e-6).max().item<double>())
+                        << what.str();
+                }
+            }
+        }
+    }
+}
+
+TEST(SpatialMean, OtherInputsRunAten) {
+    at::manual_seed(4);
+    auto same_as_aten = [](const at::Tensor &x, std::vector<int64_t> dim, bool keepdim) {
+        EXPECT_FALSE(spatial_mean_uses_own_kernel(x, dim)) << x.sizes();
+        const at::Tensor want = at::mean(x, dim, keepdim);
+        const at::Tensor got = ops::spatial_mean(x, dim, keepdim);
+        EXPECT_EQ(got.sizes(), want.sizes());
+        EXPECT_EQ(got.scalar_type(), want.scalar_type());
+        EXPECT_TRUE(at::equal(got, want)) << x.sizes();
+    };
+    const at::Tensor cl = at::randn({2, 6, 5, 5}).contiguous(at::MemoryFormat::ChannelsLast);
+    same_as_aten(at::randn({2, 6, 5, 5}), {2, 3}, true);                     // NCHW
+    same_as_aten(at::randn({6, 5, 5}), {-1, -2}, true);                      // unbatched
+    same_as_aten(at::randn({2, 6, 5, 5}, at::kDouble).contiguous(at::MemoryFormat::ChannelsLast), {2, 3}, false);
+    same_as_aten(cl.slice(1, 0, 4), {2, 3}, true);                           // a view of some channels
+    same_as_aten(cl, {1, 2}, true);                                          // other dims
+    same_as_aten(cl, {2, 3, 1}, false);
+    same_as_aten(cl, {3}, true);
+    same_as_aten(at::randn({0, 6, 5, 5}).contiguous(at::MemoryFormat::ChannelsLast), {2, 3}, true);
+    same_as_aten(at::randn({2, 3, 4, 5, 6}), {2, 3}, true);                  // 5-D: dims 2, 3 are not the last two
+    // aten's errors: integer input, a repeated or out-of-range dim
+    const at::Tensor ints = at::randint(0, 9, {2, 6, 5, 5}, at::kInt).contiguous(at::MemoryFormat::ChannelsLast);
+    EXPECT_FALSE(spatial_mean_uses_own_kernel(ints, {2, 3}));
+    EXPECT_THROW(ops::spatial_mean(ints, {2, 3}, true), c10::Error);
+    EXPECT_THROW(ops::spatial_mean(cl, {2, 2}, true), c10::Error);
+    EXPECT_THROW(ops::spatial_mean(cl, {2, 4}, true), c10::Error);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // replace_pooling on frozen scripted modules: max_pool2d becomes ipex::max_pool2d (prepacked
-// mode only), a global adaptive average pool becomes aten::mean; op counts before and after and
-// outputs against the unmodified graph, fp32 and bf16, NCHW and channels-last.
+// mode only), a global adaptive average pool becomes aten::mean (portable) or
+// ipex::spatial_mean (prepacked), as do the model's means over the two spatial dims
+// (prepacked); op counts before and after and outputs against the unmodified graph, fp32 and
+// bf16, NCHW and channels-last.
 #include <gtest/gtest.h>
 
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
@@ -20,8 +22,10 @@ struct PoolCase {
     std::string name;
     std::string body;  // forward(self, x)
     int max_pools;     // ipex::max_pool2d after (prepacked)
-    int means;         // aten::mean after
+    int means;         // global pools: aten::mean after (portable), ipex::spatial_mean (prepacked)
     int adaptive_left; // aten::adaptive_avg_pool2d after
+    int spatial_means = 0;  // the model's means over dims 2 and 3: ipex::spatial_mean (prepacked)
+    int other_means = 0;    // the model's other means, left as they are
 };
 
 class ReplacePooling : public ::testing::TestWithParam<PoolCase> {};
@@ -37,11 +41,17 @@ TEST_P(ReplacePooling, CountsAndOutputs) {
         const int max_after = prepacked ? c.max_pools : 0;
         EXPECT_EQ(testing::count(frozen.graph, "ipex::max_pool2d"), max_after) << *frozen.graph;
         EXPECT_EQ(testing::count(frozen.graph, "aten::max_pool2d"), max_before - max_after) << *frozen.graph;
-        EXPECT_EQ(testing::count(frozen.graph, "aten::mean"), c.means) << *frozen.graph;
+        const int spatial_after = prepacked ? c.means + c.spatial_means : 0;
+        EXPECT_EQ(testing::count(frozen.graph, "ipex::spatial_mean"), spatial_after) << *frozen.graph;
+        EXPECT_EQ(testing::count(frozen.graph, "aten::mean"),
+                  c.means + c.spatial_means + c.other_means - spatial_after)
+            << *frozen.graph;
         EXPECT_EQ(testing::count(frozen.graph, "aten::adaptive_avg_pool2d"), c.adaptive_left) << *frozen.graph;
-        EXPECT_EQ(r.count, max_after + c.means);
+        EXPECT_EQ(r.count, max_after + c.means + (prepacked ? c.spatial_means : 0));
+        EXPECT_EQ(r.changed, r.count > 0);
         EXPECT_EQ(r.details["max_pool2d"].get<int>(), max_after);
         EXPECT_EQ(r.details["global_avg_pool"].get<int>(), c.means);
+        EXPECT_EQ(r.details["spatial_mean"].get<int>(), spatial_after);
         for (const auto dtype : {at::kFloat, at::kBFloat16}) {
             for (const bool channels_last : {false, true}) {
                 at::Tensor x = at::randn({2, 6, 15, 14}).to(dtype);
@@ -83,7 +93,20 @@ INSTANTIATE_TEST_SUITE_P(
                  "    if bool(x.sum() > 0):\n"
                  "        return torch.max_pool2d(x, 3, 1, 1)\n"
                  "    return torch.adaptive_avg_pool2d(x, [1, 1])\n",
-                 1, 1, 0}),
+                 1, 1, 0},
+        PoolCase{"model_means",
+                 "    a = x.mean([2, 3], keepdim=True)\n"
+                 "    b = torch.mean(x, [-1, -2])\n"
+                 "    c = x.mean([3, -2])\n"
+                 "    return a, b, c\n",
+                 0, 0, 0, 3, 0},
+        PoolCase{"other_means_kept",
+                 "    a = x.mean([1])\n"
+                 "    b = x.mean([1, 2, 3])\n"
+                 "    c = x.mean([2, 3], dtype=7)  # float64\n"
+                 "    d = x.mean([0, 3])\n"
+                 "    return a, b, c, d\n",
+                 0, 0, 0, 0, 4}),
     [](const ::testing::TestParamInfo<PoolCase> &info) { return info.param.name; });
 
 }  // namespace
