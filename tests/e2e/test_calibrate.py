@@ -5,7 +5,10 @@ data given as .pt or .npy files or directories, progress only on a terminal, and
 import json
 import os
 import pty
+import shutil
 import subprocess
+
+import numpy as np
 
 import e2e_common as e2e
 import quant_common as qc
@@ -69,7 +72,20 @@ class Calibrate(e2e.ToolTestCase):
         # Eight batches see at least the range of three.
         for x, y in zip(a["ops"], c["ops"]):
             self.assertGreaterEqual(y["output"]["scale"] * (1 + 1e-9), x["output"]["scale"])
-        self.assertNotEqual([o["output"]["scale"] for o in a["ops"]], [o["output"]["scale"] for o in c["ops"]])
+        # A fourth batch of inputs twice as large: all batches see it, the first three do not.
+        mixed = self.path("mixed")
+        os.makedirs(mixed)
+        names = sorted(os.listdir(npy))
+        for name in names[:3]:
+            shutil.copy(os.path.join(npy, name), os.path.join(mixed, name))
+        big = np.load(os.path.join(npy, names[3])) * 2
+        np.save(os.path.join(mixed, names[3]), big)
+        d = qc.calibrate(self, self.model, mixed, self.path("d.json"), "--max-batches", "3",
+                         "--observer", "min_max")
+        e = qc.calibrate(self, self.model, mixed, self.path("e.json"), "--observer", "min_max")
+        self.assertEqual([o["output"]["scale"] for o in d["ops"]], [o["output"]["scale"] for o in b["ops"]])
+        self.assertAlmostEqual(e["ops"][0]["input"]["scale"], 2 * d["ops"][0]["input"]["scale"],
+                               delta=0.1 * d["ops"][0]["input"]["scale"])
 
     def test_single_file_and_each_observer(self):
         one = os.path.join(self.calib, "batch_000.pt")
