@@ -189,12 +189,6 @@ std::string dtype_name(at::ScalarType type) {
     }
 }
 
-std::string format_sizes(c10::IntArrayRef sizes) {
-    std::string out;
-    for (size_t i = 0; i < sizes.size(); ++i) out += (i ? "x" : "") + std::to_string(sizes[i]);
-    return out;
-}
-
 std::string describe_inputs(const std::vector<c10::IValue> &inputs) {
     std::string out;
     for (const auto &v : inputs) {

@@ -9,6 +9,8 @@
 
 #include <ATen/core/ivalue.h>
 
+#include "core/sizes_text.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -38,9 +40,6 @@ std::vector<c10::IValue> make_inputs(const std::vector<std::string> &specs, uint
 
 // Copies inputs deeply (tensors cloned) so in-place ops of one run cannot leak into the next.
 std::vector<c10::IValue> clone_inputs(const std::vector<c10::IValue> &inputs);
-
-// Sizes written the way SPECs take them: "16x3x224x224" ("" for none).
-std::string format_sizes(c10::IntArrayRef sizes);
 
 // Short description like "16x3x224x224:fp32" for reports.
 std::string describe_inputs(const std::vector<c10::IValue> &inputs);

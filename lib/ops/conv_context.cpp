@@ -9,12 +9,13 @@
 #include <sstream>
 #include <utility>
 
-#include "ops/depthwise_kernel.h"
+#include "core/sizes_text.h"
+#include "ops/own_kernels.h"
 #include "ops/onednn_utils.h"
 #include "ops/op_errors.h"
 
 namespace ipex::ops {
-namespace depthwise_kernel {
+namespace own_kernels {
 
 bool to_act(const std::string &kind, Act *act) {
     static const std::pair<const char *, Act> table[] = {{"relu", Act::relu},       {"leaky_relu", Act::leaky_relu},
@@ -50,7 +51,7 @@ bool prefer_own(const double *own_seconds, const double *onednn_seconds, int run
     return own < onednn;
 }
 
-}  // namespace depthwise_kernel
+}  // namespace own_kernels
 
 namespace {
 
@@ -66,12 +67,6 @@ memory::format_tag channels_last_tag(int64_t rank) {
         case 5: return memory::format_tag::ndhwc;
         default: TORCH_CHECK(false, "ipex convolution: rank ", rank, " is not supported");
     }
-}
-
-std::string join(const std::vector<int64_t> &v, const char *sep = "x") {
-    std::ostringstream out;
-    for (size_t i = 0; i < v.size(); ++i) out << (i ? sep : "") << v[i];
-    return out.str();
 }
 
 // The weight in oneDNN's logical order ([G,] O, I, k...), contiguous, in the compute dtype.
@@ -113,7 +108,7 @@ ComputeTypes compute_types(const std::string &dtype) {
 namespace {
 
 // Times `own` and `onednn` (one warm-up call each, then `runs` alternating): whether the own
-// code was faster (depthwise_kernel::prefer_own) and the best time of each.
+// code was faster (own_kernels::prefer_own) and the best time of each.
 struct Timed {
     bool own;
     double own_seconds, onednn_seconds;
@@ -132,13 +127,13 @@ Timed time_both(const std::function<void()> &own, const std::function<void()> &o
         onednn_s[i] = seconds(onednn);
         own_s[i] = seconds(own);
     }
-    return {depthwise_kernel::prefer_own(own_s.data(), onednn_s.data(), runs),
+    return {own_kernels::prefer_own(own_s.data(), onednn_s.data(), runs),
             *std::min_element(own_s.begin(), own_s.end()), *std::min_element(onednn_s.begin(), onednn_s.end())};
 }
 
 // The own kernel's form of a post-op it computes (false for another).
-bool to_eltwise(const PostOp &op, depthwise_kernel::Eltwise *e) {
-    if (!depthwise_kernel::to_act(op.kind, &e->act)) return false;
+bool to_eltwise(const PostOp &op, own_kernels::Eltwise *e) {
+    if (!own_kernels::to_act(op.kind, &e->act)) return false;
     e->alpha = static_cast<float>(op.alpha);
     e->beta = static_cast<float>(op.beta);
     return true;
@@ -159,17 +154,17 @@ using TimedChoices = PrimitiveCache<TimedChoice>;
 
 // What each own-kernel plan (depthwise, pointwise, split) keeps for choosing it per shape.
 struct OwnChoice {
-    depthwise_kernel::Choice choice = depthwise_kernel::Choice::timed;
+    own_kernels::Choice choice = own_kernels::Choice::timed;
     std::shared_ptr<TimedChoices> timed = std::make_shared<TimedChoices>();
 };
 
 // Whether the own kernel runs input shape `key` of `ctx` (own_for): as the
 // variable says, else the shape log's way while one is active (oneDNN's), else as recorded,
 // else as timed on the shape's first call.
-bool takes_own(const ConvolutionContext *ctx, depthwise_kernel::Choice choice, const bool *recorded,
+bool takes_own(const ConvolutionContext *ctx, own_kernels::Choice choice, const bool *recorded,
                TimedChoices &timed, const CacheKey &key, const std::function<void()> &own,
                const std::function<void()> &onednn) {
-    if (choice == depthwise_kernel::Choice::own) return true;
+    if (choice == own_kernels::Choice::own) return true;
     if (KernelShapeLog *log = KernelShapeLog::active()) {
         log->add(ctx, key);
         return false;
@@ -186,19 +181,16 @@ bool takes_own(const ConvolutionContext *ctx, depthwise_kernel::Choice choice, c
 struct ConvolutionContext::Depthwise : OwnChoice {
     at::Tensor weight;  // kh x kw x c, fp32 (bf16 values for a bf16 convolution)
     at::Tensor bias;    // c, fp32 (rounded to bf16 for a bf16 output), or undefined
-    depthwise_kernel::Problem problem;  // the post-ops and the weight's geometry
+    own_kernels::Problem problem;  // the post-ops and the weight's geometry
 };
 
 struct ConvolutionContext::Pointwise : OwnChoice {
     at::Tensor bias;  // fp32 (bf16 values for bf16), padded to 16 lanes, or undefined
-    depthwise_kernel::Problem activation;  // the post-ops and dtype
+    own_kernels::Problem activation;  // the post-ops and dtype
 
-    // `weight` (n x k x 1 x 1) packed as depthwise_kernel::Pointwise says, on the kernel's first
+    // `weight` (n x k x 1 x 1) packed as own_kernels::Pointwise says, on the kernel's first
     // run: this is a second copy beside oneDNN's, held only by convolutions that run (or time) it.
-    size_t packed_bytes() const {
-        std::lock_guard<std::mutex> lock(packed_mu_);
-        return packed_.defined() ? packed_.nbytes() : 0;
-    }
+    size_t packed_bytes() const { return packed_bytes_.load(std::memory_order_acquire); }
     const at::Tensor &packed(const at::Tensor &weight) const {
         std::call_once(packed_once_, [&] {
             const bool bf16 = activation.bf16_in;
@@ -208,21 +200,21 @@ struct ConvolutionContext::Pointwise : OwnChoice {
             w.slice(0, 0, n).slice(1, 0, k).copy_(weight.reshape({n, k}));
             at::Tensor packed =
                 bf16 ? w.view({n16 / 16, 16, k2 / 2, 2}).permute({2, 0, 1, 3}).contiguous() : w.t().contiguous();
-            std::lock_guard<std::mutex> lock(packed_mu_);  // for packed_bytes(); runs read it after call_once
             packed_ = std::move(packed);
+            packed_bytes_.store(packed_.nbytes(), std::memory_order_release);
         });
         return packed_;
     }
 
   private:
     mutable std::once_flag packed_once_;
-    mutable std::mutex packed_mu_;
-    mutable at::Tensor packed_;
+    mutable at::Tensor packed_;                     // read only after call_once
+    mutable std::atomic<size_t> packed_bytes_{0};  // its size, for packed_bytes() at any time
 };
 
 struct ConvolutionContext::Split : OwnChoice {
     c10::intrusive_ptr<ConvolutionContext> head;  // without the trailing activation
-    depthwise_kernel::Problem activation;         // its post-ops and output dtype only
+    own_kernels::Problem activation;         // its post-ops and output dtype only
 };
 
 struct ConvolutionContext::Entry {
@@ -267,8 +259,8 @@ ConvolutionContext::ConvolutionContext(at::Tensor weight, c10::optional<at::Tens
     for (int64_t s : output_sizes(hint)) hint_fits &= s > 0;
     plan_kernels();
     // A sum's dtype is known at run time only; prepack for the common case (compute dtype).
-    const bool own_always = (depthwise_ && depthwise_->choice == depthwise_kernel::Choice::own) ||
-                            (pointwise_ && pointwise_->choice == depthwise_kernel::Choice::own);
+    const bool own_always = (depthwise_ && depthwise_->choice == own_kernels::Choice::own) ||
+                            (pointwise_ && pointwise_->choice == own_kernels::Choice::own);
     if (hint_fits && !own_always)
         entry_for(hint, types.output, output_sizes(hint));
 }
@@ -288,11 +280,11 @@ void ConvolutionContext::plan_pointwise() {
                             p.padding[1] == 0;
     const bool bf16 = types.math == at::kBFloat16;
     if (!one_by_one || types.fpmath_bf16 || (!bf16 && types.math != at::kFloat) || types.output != types.math ||
-        !depthwise_kernel::available(bf16) || post_ops_.size() > depthwise_kernel::Problem::kMaxPostOps ||
+        !own_kernels::available(bf16) || post_ops_.size() > own_kernels::Problem::kMaxPostOps ||
         weight_.size(1) > kPointwiseMaxChannels)
         return;
-    const auto choice = depthwise_kernel::choice_from_env(std::getenv(depthwise_kernel::kChoiceVariable));
-    if (choice == depthwise_kernel::Choice::onednn) return;
+    const auto choice = own_kernels::choice_from_env(std::getenv(own_kernels::kChoiceVariable));
+    if (choice == own_kernels::Choice::onednn) return;
     auto plan = std::make_shared<Pointwise>();
     plan->choice = choice;
     for (const auto &op : post_ops_) {
@@ -313,7 +305,7 @@ size_t ConvolutionContext::pointwise_weight_bytes() const { return pointwise_ ? 
 at::Tensor ConvolutionContext::run_pointwise(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
     const bool bf16 = pointwise_->activation.bf16_out;
     at::Tensor dst = empty_channels_last(dst_sizes, bf16 ? at::kBFloat16 : at::kFloat);
-    depthwise_kernel::Pointwise p;
+    own_kernels::Pointwise p;
     p.bf16 = bf16;
     p.src = src.data_ptr();
     p.dst = dst.data_ptr();
@@ -323,7 +315,7 @@ at::Tensor ConvolutionContext::run_pointwise(const at::Tensor &src, const std::v
     p.k = src.size(1);
     p.n = dst_sizes[1];
     p.activation = pointwise_->activation;
-    depthwise_kernel::run_pointwise(p);
+    own_kernels::run_pointwise(p);
     return dst;
 }
 
@@ -349,21 +341,21 @@ void ConvolutionContext::plan_split() {
     const ComputeTypes types = compute_types(dtype_);
     const bool bf16 = types.math == at::kBFloat16;
     if (types.fpmath_bf16 || types.output != types.math || (!bf16 && types.math != at::kFloat) ||
-        !depthwise_kernel::available(bf16))
+        !own_kernels::available(bf16))
         return;
     // The trailing activations the kernel computes, when they hold an exp (sigmoid, SiLU):
     // those are where oneDNN's fused post-op costs more than the convolution itself.
     size_t start = post_ops_.size();
-    depthwise_kernel::Act act;
-    while (start > 0 && post_ops_.size() - start < depthwise_kernel::Problem::kMaxPostOps &&
-           depthwise_kernel::to_act(post_ops_[start - 1].kind, &act))
+    own_kernels::Act act;
+    while (start > 0 && post_ops_.size() - start < own_kernels::Problem::kMaxPostOps &&
+           own_kernels::to_act(post_ops_[start - 1].kind, &act))
         --start;
     bool has_exp = false;
     for (size_t i = start; i < post_ops_.size(); ++i)
         has_exp |= post_ops_[i].kind == "silu" || post_ops_[i].kind == "sigmoid";
     if (!has_exp) return;
-    const auto choice = depthwise_kernel::choice_from_env(std::getenv(depthwise_kernel::kChoiceVariable));
-    if (choice == depthwise_kernel::Choice::onednn) return;
+    const auto choice = own_kernels::choice_from_env(std::getenv(own_kernels::kChoiceVariable));
+    if (choice == own_kernels::Choice::onednn) return;
     auto plan = std::make_shared<Split>();
     plan->choice = choice;
     plan->activation.bf16_in = plan->activation.bf16_out = bf16;
@@ -386,10 +378,10 @@ void ConvolutionContext::plan_depthwise() {
                            weight_.size(1) == 1;
     const bool bf16 = types.math == at::kBFloat16;
     if (!depthwise || types.fpmath_bf16 || types.output != types.math || (!bf16 && types.math != at::kFloat) ||
-        !depthwise_kernel::available(bf16) || post_ops_.size() > depthwise_kernel::Problem::kMaxPostOps)
+        !own_kernels::available(bf16) || post_ops_.size() > own_kernels::Problem::kMaxPostOps)
         return;
-    const auto choice = depthwise_kernel::choice_from_env(std::getenv(depthwise_kernel::kChoiceVariable));
-    if (choice == depthwise_kernel::Choice::onednn) return;
+    const auto choice = own_kernels::choice_from_env(std::getenv(own_kernels::kChoiceVariable));
+    if (choice == own_kernels::Choice::onednn) return;
     auto plan = std::make_shared<Depthwise>();
     plan->choice = choice;
     auto &problem = plan->problem;
@@ -400,7 +392,7 @@ void ConvolutionContext::plan_depthwise() {
     const int64_t kh = weight_.size(2), kw = weight_.size(3);
     // kh x kw x c, then zeros: the kernel reads whole vectors of the last row past c.
     const at::Tensor taps = weight_.to(types.math).to(at::kFloat).reshape({g, kh * kw}).t().reshape({-1});
-    plan->weight = at::cat({taps, at::zeros({depthwise_kernel::Problem::kWeightPadding}, taps.options())});
+    plan->weight = at::cat({taps, at::zeros({own_kernels::Problem::kWeightPadding}, taps.options())});
     if (bias_.defined()) plan->bias = (bf16 ? bias_bf16_.to(at::kFloat) : bias_).contiguous();
     problem.bf16_in = problem.bf16_out = bf16;
     problem.c = g;
@@ -418,7 +410,7 @@ void ConvolutionContext::plan_depthwise() {
 at::Tensor ConvolutionContext::run_depthwise(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
     const ComputeTypes types = compute_types(dtype_);
     at::Tensor dst = empty_channels_last(dst_sizes, types.output);
-    depthwise_kernel::Problem p = depthwise_->problem;
+    own_kernels::Problem p = depthwise_->problem;
     p.src = src.data_ptr();
     p.dst = dst.data_ptr();
     p.weight = depthwise_->weight.data_ptr<float>();
@@ -428,7 +420,7 @@ at::Tensor ConvolutionContext::run_depthwise(const at::Tensor &src, const std::v
     p.iw = src.size(3);
     p.oh = dst_sizes[2];
     p.ow = dst_sizes[3];
-    depthwise_kernel::run(p);
+    own_kernels::run(p);
     return dst;
 }
 
@@ -485,7 +477,7 @@ const bool *ConvolutionContext::recorded_for(const CacheKey &src_sizes) const {
 
 at::Tensor ConvolutionContext::run_split(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
     at::Tensor y = split_->head->run_plain(src, dst_sizes);
-    depthwise_kernel::run_post_ops(split_->activation, y.data_ptr(), y.numel());
+    own_kernels::run_post_ops(split_->activation, y.data_ptr(), y.numel());
     return y;
 }
 
@@ -494,10 +486,10 @@ ConvolutionContext::KernelChoice ConvolutionContext::choose_kernel(const std::ve
     const int64_t in_channels = params_.transposed ? weight_.size(0) : weight_.size(1) * params_.groups;
     TORCH_CHECK(input_sizes.size() == static_cast<size_t>(spatial_dims() + 2) && input_sizes[1] == in_channels,
                 "ipex convolution: cannot time ",
-                describe(), " at input ", join(input_sizes));
+                describe(), " at input ", format_sizes(input_sizes));
     const std::vector<int64_t> dst_sizes = output_sizes(input_sizes);
-    for (int64_t s : input_sizes) TORCH_CHECK(s > 0, "ipex convolution: cannot time at input ", join(input_sizes));
-    for (int64_t s : dst_sizes) TORCH_CHECK(s > 0, "ipex convolution: input ", join(input_sizes), " is too small");
+    for (int64_t s : input_sizes) TORCH_CHECK(s > 0, "ipex convolution: cannot time at input ", format_sizes(input_sizes));
+    for (int64_t s : dst_sizes) TORCH_CHECK(s > 0, "ipex convolution: input ", format_sizes(input_sizes), " is too small");
     const at::Tensor src = to_channels_last(at::randn(input_sizes), compute_types(dtype_).math);
     const Timed timed = time_both([&] { run_own(src, dst_sizes); }, [&] { run_plain(src, dst_sizes); }, runs);
     record_kernel(input_sizes, timed.own);
@@ -506,7 +498,7 @@ ConvolutionContext::KernelChoice ConvolutionContext::choose_kernel(const std::ve
 
 void ConvolutionContext::record_kernel(const std::vector<int64_t> &input_sizes, bool own) {
     TORCH_CHECK(input_sizes.size() == static_cast<size_t>(spatial_dims() + 2),
-                "ipex convolution: a kernel choice for input ", join(input_sizes), " of ", describe());
+                "ipex convolution: a kernel choice for input ", format_sizes(input_sizes), " of ", describe());
     for (auto &[sizes, recorded] : recorded_)
         if (sizes == input_sizes) {
             recorded = own;
@@ -588,7 +580,7 @@ std::shared_ptr<const ConvolutionContext::Entry> ConvolutionContext::entry_for(
             build(dnnl::convolution_forward(), dnnl::algorithm::convolution_direct);
     } catch (const dnnl::error &e) {
         TORCH_CHECK(false, "ipex convolution: oneDNN has no ", dtype_, " implementation of ", describe(),
-                    " for input ", join(src_sizes), " on this CPU (", e.what(), ")");
+                    " for input ", format_sizes(src_sizes), " on this CPU (", e.what(), ")");
     }
     entry->src = src_md;
     entry->dst = dst_md;
@@ -705,11 +697,11 @@ c10::intrusive_ptr<ConvolutionContext> ConvolutionContext::from_state(State s) {
         std::get<9>(s), from_pickled(std::get<10>(s), std::get<11>(s)), std::get<12>(s), std::get<13>(s));
     for (const auto &choice : std::get<14>(s)) {
         TORCH_CHECK(choice.size() == static_cast<size_t>(ctx->spatial_dims() + 3) && (choice[0] == 0 || choice[0] == 1),
-                    "ipex convolution: a saved kernel choice [", join(choice, ", "), "] is not [0 or 1, ",
+                    "ipex convolution: a saved kernel choice [", format_sizes(choice, ", "), "] is not [0 or 1, ",
                     ctx->spatial_dims() + 2, " input sizes]");
         const std::vector<int64_t> sizes(choice.begin() + 1, choice.end());
         for (int64_t size : sizes)
-            TORCH_CHECK(size > 0, "ipex convolution: a saved kernel choice has input sizes [", join(sizes, ", "), "]");
+            TORCH_CHECK(size > 0, "ipex convolution: a saved kernel choice has input sizes [", format_sizes(sizes, ", "), "]");
         ctx->record_kernel(sizes, choice[0] == 1);
     }
     return ctx;
@@ -750,8 +742,8 @@ std::string ConvolutionContext::describe() const {
     const int64_t in = params_.transposed ? weight_.size(0) : weight_.size(1) * g;
     const int64_t outc = params_.transposed ? weight_.size(1) * g : weight_.size(0);
     out << (params_.transposed ? "conv_transpose" : "conv") << spatial_dims() << "d " << in << "->" << outc
-        << " k" << join(weight_.sizes().slice(2).vec()) << " s" << join(params_.stride) << " p"
-        << join(params_.padding) << " d" << join(params_.dilation) << " g" << g << " " << dtype_;
+        << " k" << format_sizes(weight_.sizes().slice(2)) << " s" << format_sizes(params_.stride) << " p"
+        << format_sizes(params_.padding) << " d" << format_sizes(params_.dilation) << " g" << g << " " << dtype_;
     if (!post_ops_.empty()) out << " +" << ops::describe(post_ops_);
     return out.str();
 }

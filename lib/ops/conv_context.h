@@ -125,7 +125,7 @@ public:
     std::string describe() const;
     size_t cached_shapes() const { return primitives_->size(); }
     size_t packed_layouts() const { return weights_->layouts(); }
-    // Whether 4-D inputs may run the own depthwise kernel (depthwise_kernel.h) instead of oneDNN.
+    // Whether 4-D inputs may run the own depthwise kernel (own_kernels.h) instead of oneDNN.
     bool has_depthwise_kernel() const { return depthwise_ != nullptr; }
     // Whether 4-D inputs may run the own pointwise (1x1, bf16 or fp32) kernel instead of oneDNN.
     bool has_pointwise_kernel() const { return pointwise_ != nullptr; }

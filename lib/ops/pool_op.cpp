@@ -9,7 +9,7 @@
 #include <limits>
 #include <optional>
 
-#include "ops/depthwise_kernel.h"
+#include "ops/own_kernels.h"
 #include "ops/onednn_utils.h"
 #include "ops/op_errors.h"
 
@@ -102,8 +102,9 @@ bool has_lowest(const at::Tensor &t) {
     return count(reinterpret_cast<const uint16_t *>(t.data_ptr<at::BFloat16>()), kLowestBf16) > 0;
 }
 
-// Whether `dim` names the two spatial dims of a 4-D tensor (2 and 3, in any order, negative or not).
-bool spatial_dims(at::IntArrayRef dim) {
+}  // namespace
+
+bool spatial_mean_dims(at::IntArrayRef dim) {
     if (dim.size() != 2) return false;
     bool seen[2] = {false, false};
     for (int64_t d : dim) {
@@ -115,27 +116,25 @@ bool spatial_dims(at::IntArrayRef dim) {
     return true;
 }
 
-}  // namespace
-
 bool spatial_mean_uses_own_kernel(const at::Tensor &input, at::IntArrayRef dim) {
     const at::ScalarType type = input.scalar_type();
-    return input.dim() == 4 && spatial_dims(dim) && (type == at::kFloat || type == at::kBFloat16) &&
+    return input.dim() == 4 && spatial_mean_dims(dim) && (type == at::kFloat || type == at::kBFloat16) &&
            input.numel() > 0 && input.is_contiguous(at::MemoryFormat::ChannelsLast) &&
-           depthwise_kernel::available(type == at::kBFloat16);
+           own_kernels::available(type == at::kBFloat16);
 }
 
 at::Tensor spatial_mean(const at::Tensor &input, at::IntArrayRef dim, bool keepdim) {
     if (!spatial_mean_uses_own_kernel(input, dim)) return at::mean(input, dim, keepdim);
     const int64_t n = input.size(0), c = input.size(1);
     at::Tensor out = at::empty(keepdim ? std::vector<int64_t>{n, c, 1, 1} : std::vector<int64_t>{n, c}, input.options());
-    depthwise_kernel::SpatialMean p;
+    own_kernels::SpatialMean p;
     p.bf16 = input.scalar_type() == at::kBFloat16;
     p.src = input.data_ptr();
     p.dst = out.data_ptr();
     p.n = n;
     p.hw = input.size(2) * input.size(3);
     p.c = c;
-    depthwise_kernel::run_spatial_mean(p);
+    own_kernels::run_spatial_mean(p);
     return out;
 }
 

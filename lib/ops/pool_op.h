@@ -14,10 +14,14 @@ namespace ipex::ops {
 
 // ipex::spatial_mean: aten::mean(input, dim, keepdim) where dim names the two spatial dims of a
 // 4-D input (the global average pool): fp32 and bf16 channels-last inputs run the own kernel
-// (depthwise_kernel::run_spatial_mean; sums in fp32, one rounding, as aten's), anything else
+// (own_kernels::run_spatial_mean; sums in fp32, one rounding, as aten's), anything else
 // runs aten::mean itself, as do bad arguments, so errors are aten's. The output is [n, c, 1, 1]
 // (keepdim) or [n, c], dense, the input's dtype.
 at::Tensor spatial_mean(const at::Tensor &input, at::IntArrayRef dim, bool keepdim);
+
+// Whether `dim` names the two spatial dims of a 4-D tensor (2 and 3, either order, negative or
+// not): the means spatial_mean is for (replace_pooling asks at optimize time).
+bool spatial_mean_dims(at::IntArrayRef dim);
 
 // Whether spatial_mean runs `input` over `dim` in the own kernel (the tests ask).
 bool spatial_mean_uses_own_kernel(const at::Tensor &input, at::IntArrayRef dim);

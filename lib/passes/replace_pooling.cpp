@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "ops/pool_op.h"
 #include "passes/graph_utils.h"
 
 namespace ipex::passes {
@@ -31,24 +32,13 @@ bool global_output(const Value *size) {
     return v && *v == std::vector<int64_t>{1, 1};
 }
 
-// Whether `dims` are the last two of a 4-D tensor (2 and 3, either order, negative or not):
-// the spatial dims of an image batch.
-bool spatial_dims(const std::vector<int64_t> &dims) {
-    if (dims.size() != 2) return false;
-    auto dim4 = [](int64_t d) { return d < 0 ? d + 4 : d; };
-    const int64_t a = dim4(dims[0]), b = dim4(dims[1]);
-    return a != b && (a == 2 || a == 3) && (b == 2 || b == 3);
-}
-
-// Replaces `node` by ipex::spatial_mean(input, dims, keepdim) (same output).
-void insert_spatial_mean(torch::jit::Graph &graph, Node *node, Value *input, const std::vector<int64_t> &dims,
-                         bool keepdim) {
-    torch::jit::WithInsertPoint guard(node);
-    Node *mean = graph.insertNode(
-        graph.create(kIpexSpatialMean, {input, graph.insertConstant(dims), graph.insertConstant(keepdim)}, 1));
-    mean->output()->setType(node->output()->type());
-    mean->copyMetadata(node);
-    node->output()->replaceAllUsesWith(mean->output());
+// Replaces `node` (one output) by KIND(inputs) at the same place, with its type and origin.
+void replace_by(torch::jit::Graph &graph, Node *node, c10::Symbol kind, std::vector<Value *> inputs) {
+    Node *op = graph.create(kind, inputs, 1);
+    op->insertBefore(node);
+    op->output()->setType(node->output()->type());
+    op->copyMetadata(node);
+    node->output()->replaceAllUsesWith(op->output());
     node->destroy();
 }
 
@@ -63,40 +53,32 @@ PassResult replace_pooling(std::shared_ptr<torch::jit::Graph> &graph, bool prepa
                 result.skipped.push_back(node_label(pool) + ": unexpected aten::max_pool2d signature");
                 continue;
             }
-            torch::jit::WithInsertPoint guard(pool);
-            Node *op = graph->insertNode(graph->create(kIpexMaxPool2d, pool->inputs(), 1));
-            op->output()->setType(pool->output()->type());
-            op->copyMetadata(pool);
-            pool->output()->replaceAllUsesWith(op->output());
-            pool->destroy();
+            const auto inputs = pool->inputs();
+            replace_by(*graph, pool, kIpexMaxPool2d, {inputs.begin(), inputs.end()});
             ++max_pools;
         }
     }
     for (Node *pool : collect_nodes_of_kind(graph->block(), {kAdaptiveAvgPool2d})) {
         if (!pool->matches(kAdaptiveAvgPool2dSchema) || !global_output(pool->input(1))) continue;
         ++global_pools;
-        if (prepacked) {  // the own kernel's mean (pool_op.h)
-            insert_spatial_mean(*graph, pool, pool->input(0), {-1, -2}, true);
-            ++spatial_means;
-            continue;
+        // The own kernel's mean (pool_op.h) in prepacked mode, aten's otherwise.
+        std::vector<Value *> inputs = {pool->input(0)};
+        {
+            torch::jit::WithInsertPoint guard(pool);  // ends before the pool does
+            inputs.push_back(graph->insertConstant(std::vector<int64_t>{-1, -2}));
+            inputs.push_back(graph->insertConstant(true));
+            if (!prepacked) inputs.push_back(graph->insertConstant(c10::IValue()));  // dtype
         }
-        torch::jit::WithInsertPoint guard(pool);
-        Value *dims = graph->insertConstant(std::vector<int64_t>{-1, -2});
-        Value *keepdim = graph->insertConstant(true);
-        Value *dtype = graph->insertConstant(c10::IValue());
-        Node *mean = graph->insertNode(graph->create(kMean, {pool->input(0), dims, keepdim, dtype}, 1));
-        mean->output()->setType(pool->output()->type());
-        mean->copyMetadata(pool);
-        pool->output()->replaceAllUsesWith(mean->output());
-        pool->destroy();
+        replace_by(*graph, pool, prepacked ? kIpexSpatialMean : kMean, inputs);
+        if (prepacked) ++spatial_means;
     }
     // The model's own means over the spatial dims (x.mean([2, 3]), squeeze-excitation blocks).
     for (Node *mean : prepacked ? collect_nodes_of_kind(graph->block(), {kMean}) : std::vector<Node *>{}) {
         if (!mean->matches(kMeanDimSchema) || !is_constant_none(mean->input(3))) continue;
         const auto dims = constant_int_list(mean->input(1));
         const auto keepdim = constant_bool(mean->input(2));
-        if (!dims || !keepdim || !spatial_dims(*dims)) continue;
-        insert_spatial_mean(*graph, mean, mean->input(0), *dims, *keepdim);
+        if (!dims || !keepdim || !ops::spatial_mean_dims(*dims)) continue;
+        replace_by(*graph, mean, kIpexSpatialMean, {mean->input(0), mean->input(1), mean->input(2)});
         ++spatial_means;
     }
     // nodes replaced: each global pool once, as aten::mean or as ipex::spatial_mean

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "ops/conv_context.h"
-#include "ops/depthwise_kernel.h"
+#include "ops/own_kernels.h"
 #include "ops/linear_context.h"
 
 namespace ipex::ops::testing {
@@ -33,7 +33,7 @@ public:
     KernelChoice &operator=(const KernelChoice &) = delete;
 
 private:
-    static constexpr const char *kName = depthwise_kernel::kChoiceVariable;
+    static constexpr const char *kName = own_kernels::kChoiceVariable;
     std::string old_;
     bool had_ = false;
 };

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/depthwise_kernel.h"
+#include "ops/own_kernels.h"
 #include "ops/pool_op.h"
 
 namespace ipex::ops {
@@ -131,7 +131,7 @@ TEST(SpatialMean, MatchesTheFp64Reference) {
         {1, 130, 11, 13}, {8, 48, 1, 1}, {2, 2048, 7, 7}, {1, 24, 300, 301}};
     const std::vector<std::vector<int64_t>> dims = {{2, 3}, {-1, -2}, {3, 2}, {-2, 3}};
     for (const auto dtype : {at::kFloat, at::kBFloat16}) {
-        const bool own = depthwise_kernel::available(dtype == at::kBFloat16);
+        const bool own = own_kernels::available(dtype == at::kBFloat16);
         for (const auto &shape : shapes) {
             // an offset per channel, so the means are far from 0 and the sums long
             const at::Tensor offset = at::randn({1, shape[1], 1, 1}) * 4;

@@ -1,4 +1,4 @@
-// The own depthwise convolution kernel (depthwise_kernel.h) through ConvolutionContext, against
+// The own depthwise convolution kernel (own_kernels.h) through ConvolutionContext, against
 // an fp64 aten reference: odd channel counts (vector tails), odd sizes, strides, padding,
 // dilation, asymmetric kernels, every post-op it computes and chains of them, fp32 and bf16,
 // large inputs through sigmoid; the convolutions it must leave to oneDNN; the timed choice.
@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "ops/conv_context.h"
-#include "ops/depthwise_kernel.h"
+#include "ops/own_kernels.h"
 #include "unit/ops/ops_test_utils.h"
 
 namespace ipex::ops {
@@ -116,7 +116,7 @@ void check_case(const DwCase &c, const std::string &dtype, const PostOps &post, 
     expect_dtype_close(got, want, dtype, what);
 }
 
-bool kernel_runs(const std::string &dtype) { return depthwise_kernel::available(dtype == "bf16"); }
+bool kernel_runs(const std::string &dtype) { return own_kernels::available(dtype == "bf16"); }
 
 class DepthwiseKernel : public ::testing::TestWithParam<std::string> {
 protected:
@@ -244,27 +244,27 @@ TEST(DepthwiseKernelScope, TimedChoiceIsKeptPerShape) {
 }
 
 TEST(DepthwiseKernelScope, ChoiceFromTimingsAndEnvironment) {
-    using depthwise_kernel::Choice;
+    using own_kernels::Choice;
     const double own_fast[] = {3.0, 1.0, 2.0}, onednn[] = {2.0, 1.5, 2.5}, own_tie[] = {1.5, 1.6, 9.0};
-    EXPECT_TRUE(depthwise_kernel::prefer_own(own_fast, onednn, 3));   // best 1.0 < 1.5
-    EXPECT_FALSE(depthwise_kernel::prefer_own(own_tie, onednn, 3));   // a tie keeps oneDNN
-    EXPECT_FALSE(depthwise_kernel::prefer_own(onednn, own_fast, 3));
-    EXPECT_TRUE(depthwise_kernel::prefer_own(own_fast + 1, onednn + 1, 1));
-    EXPECT_THROW(depthwise_kernel::prefer_own(own_fast, onednn, 0), c10::Error);
-    EXPECT_EQ(depthwise_kernel::choice_from_env(nullptr), Choice::timed);
-    EXPECT_EQ(depthwise_kernel::choice_from_env(""), Choice::timed);
-    EXPECT_EQ(depthwise_kernel::choice_from_env("auto"), Choice::timed);
-    EXPECT_EQ(depthwise_kernel::choice_from_env("0"), Choice::onednn);
-    EXPECT_EQ(depthwise_kernel::choice_from_env("1"), Choice::own);
-    EXPECT_THROW(depthwise_kernel::choice_from_env("yes"), c10::Error);
+    EXPECT_TRUE(own_kernels::prefer_own(own_fast, onednn, 3));   // best 1.0 < 1.5
+    EXPECT_FALSE(own_kernels::prefer_own(own_tie, onednn, 3));   // a tie keeps oneDNN
+    EXPECT_FALSE(own_kernels::prefer_own(onednn, own_fast, 3));
+    EXPECT_TRUE(own_kernels::prefer_own(own_fast + 1, onednn + 1, 1));
+    EXPECT_THROW(own_kernels::prefer_own(own_fast, onednn, 0), c10::Error);
+    EXPECT_EQ(own_kernels::choice_from_env(nullptr), Choice::timed);
+    EXPECT_EQ(own_kernels::choice_from_env(""), Choice::timed);
+    EXPECT_EQ(own_kernels::choice_from_env("auto"), Choice::timed);
+    EXPECT_EQ(own_kernels::choice_from_env("0"), Choice::onednn);
+    EXPECT_EQ(own_kernels::choice_from_env("1"), Choice::own);
+    EXPECT_THROW(own_kernels::choice_from_env("yes"), c10::Error);
 }
 
 TEST(DepthwiseKernelScope, PostOpNames) {
-    depthwise_kernel::Act act;
+    own_kernels::Act act;
     for (const char *kind : {"relu", "leaky_relu", "clip", "silu", "sigmoid", "hardswish"})
-        EXPECT_TRUE(depthwise_kernel::to_act(kind, &act)) << kind;
+        EXPECT_TRUE(own_kernels::to_act(kind, &act)) << kind;
     for (const char *kind : {"gelu_erf", "gelu_tanh", "tanh", "elu", "sum", "add", "mul", ""})
-        EXPECT_FALSE(depthwise_kernel::to_act(kind, &act)) << kind;
+        EXPECT_FALSE(own_kernels::to_act(kind, &act)) << kind;
 }
 
 // ---- the pointwise kernel: 1x1 bf16 convolutions with their post-ops ----

@@ -1,16 +1,19 @@
-// Depthwise 2-D convolution on channels-last data (one input channel per group, one output
-// channel per group), with the elementwise post-ops a folded activation leaves: the shape
-// oneDNN 2.6's depthwise kernels run far from the memory bandwidth on AVX-512 CPUs. Products
-// and sums in fp32 (bf16 inputs and weights widen exactly), post-ops in fp32, one rounding to
-// the output dtype. Used by prepacked convolutions (conv_context.h) where it applies, and
-// for the trailing sigmoid / SiLU of other convolutions (run_post_ops). Beside it, the own
-// bf16 pointwise (1x1) convolution kernel (run_pointwise) with the same post-ops.
+// The own AVX-512 kernels of the convolution and pooling ops, for shapes oneDNN 2.6 runs far
+// from this CPU's limits, all on channels-last data with products and sums in fp32 (bf16 inputs
+// and weights widen exactly), post-ops in fp32 and one rounding to the output dtype:
+// - run: depthwise 2-D convolution (one input and one output channel per group) with the
+//   elementwise post-ops a folded activation leaves;
+// - run_pointwise: 1x1 convolution (bf16 or fp32) with the same post-ops;
+// - run_post_ops: the trailing sigmoid / SiLU of other convolutions;
+// - run_spatial_mean: the mean over the two spatial dims (the global average pool).
+// Used by prepacked convolutions (conv_context.h) and ipex::spatial_mean (pool_op.h) where
+// they apply; the convolution kernels are timed against oneDNN per shape (prefer_own).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-namespace ipex::ops::depthwise_kernel {
+namespace ipex::ops::own_kernels {
 
 enum class Act { relu, leaky_relu, clip, silu, sigmoid, hardswish };
 
@@ -87,4 +90,4 @@ Choice choice_from_env(const char *value);  // throws (TORCH_CHECK) on another v
 // The timed choice: this kernel when its best time beats oneDNN's best; oneDNN on a tie.
 bool prefer_own(const double *own_seconds, const double *onednn_seconds, int runs);
 
-}  // namespace ipex::ops::depthwise_kernel
+}  // namespace ipex::ops::own_kernels

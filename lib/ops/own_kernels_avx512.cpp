@@ -1,5 +1,5 @@
-// The depthwise convolution kernel (depthwise_kernel.h). Built with AVX-512 and AVX512-BF16
-// flags; runs only after depthwise_kernel::available().
+// The depthwise convolution kernel (own_kernels.h). Built with AVX-512 and AVX512-BF16
+// flags; runs only after own_kernels::available().
 //
 // Each output row (image, output y) is one task. Along the row, output pixels go in blocks of
 // up to 8 with the channels in vectors of 16 lanes inside: a block's 8 accumulators take every
@@ -10,9 +10,9 @@
 #include <immintrin.h>
 
 #include "ops/avx512_math.h"
-#include "ops/depthwise_kernel.h"
+#include "ops/own_kernels.h"
 
-namespace ipex::ops::depthwise_kernel {
+namespace ipex::ops::own_kernels {
 namespace {
 
 using avx512::kLanes;
@@ -455,4 +455,4 @@ void run(const Problem &p) {
     }
 }
 
-}  // namespace ipex::ops::depthwise_kernel
+}  // namespace ipex::ops::own_kernels
