@@ -5,8 +5,10 @@
 //   elementwise post-ops a folded activation leaves;
 // - run_pointwise: 1x1 convolution (bf16 or fp32) with the same post-ops;
 // - run_post_ops: the trailing sigmoid / SiLU of other convolutions;
-// - run_spatial_mean: the mean over the two spatial dims (the global average pool).
-// Used by prepacked convolutions (conv_context.h) and ipex::spatial_mean (pool_op.h) where
+// - run_spatial_mean: the mean over the two spatial dims (the global average pool);
+// - run_scale_shift: an inference batch norm (and ReLU) over concatenated inputs.
+// Used by prepacked convolutions (conv_context.h), ipex::spatial_mean (pool_op.h) and
+// ipex::norm_relu (norm_op.h) where
 // they apply; the convolution kernels are timed against oneDNN per shape (prefer_own).
 #pragma once
 
@@ -74,6 +76,23 @@ struct SpatialMean {
     int64_t n = 0, hw = 0, c = 0;
 };
 void run_spatial_mean(const SpatialMean &p);  // call only when available(p.bf16)
+
+// The inference batch norm as a per-channel scale and shift, optionally then a ReLU, over
+// the concatenation along channels of channels-last inputs, written to one channels-last
+// output: out[q][off_i + c] = max(0, in_i[q][c] * scale[off_i + c] + shift[off_i + c]) in
+// fp32, one rounding to the output dtype (DenseNet's cat -> batch_norm -> relu, one read and
+// one write instead of three of each).
+struct ScaleShift {
+    bool bf16 = true;                   // bf16 inputs and output, else fp32
+    bool relu = true;                   // ReLU after the shift (NaN stays NaN)
+    int64_t inputs = 0;                 // how many
+    const void *const *src = nullptr;   // inputs[i]: pixels x channels[i], dense
+    const int64_t *channels = nullptr;  // channels of each input, > 0
+    void *dst = nullptr;                // pixels x (sum of channels), dense
+    const float *scale = nullptr, *shift = nullptr;  // sum of channels each
+    int64_t pixels = 0;                 // n * h * w
+};
+void run_scale_shift(const ScaleShift &p);  // call only when available(p.bf16)
 
 // p's post-ops on n dense values at `data` (bf16 when p.bf16_out, else fp32), in place,
 // parallel: the activation a convolution left out of its oneDNN primitive. Call only when

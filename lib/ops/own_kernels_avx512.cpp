@@ -433,7 +433,48 @@ void spatial_mean_typed(const SpatialMean &p) {
     });
 }
 
+// One task per chunk of pixels; in it, each input's rows in turn (read in order, written to
+// the chunk's output rows at the input's channel offset).
+constexpr int64_t kScaleShiftChunk = 32;
+
+template <bool kBf16, bool kRelu>
+void scale_shift_typed(const ScaleShift &p) {
+    int64_t total = 0;
+    for (int64_t i = 0; i < p.inputs; ++i) total += p.channels[i];
+    const __m512 zero = _mm512_setzero_ps();
+    at::parallel_for(0, (p.pixels + kScaleShiftChunk - 1) / kScaleShiftChunk, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t task = begin; task < end; ++task) {
+            const int64_t q0 = task * kScaleShiftChunk, q1 = lesser(p.pixels, q0 + kScaleShiftChunk);
+            for (int64_t q = q0; q < q1; ++q) {
+                int64_t offset = 0;
+                for (int64_t i = 0; i < p.inputs; ++i) {
+                    const int64_t c = p.channels[i], full = c / kLanes * kLanes;
+                    const int64_t from = q * c, to = q * total + offset;
+                    auto one = [&](int64_t j, __mmask16 m) {
+                        __m512 v = _mm512_fmadd_ps(load<kBf16>(p.src[i], from + j, m),
+                                                   _mm512_maskz_loadu_ps(m, p.scale + offset + j),
+                                                   _mm512_maskz_loadu_ps(m, p.shift + offset + j));
+                        if constexpr (kRelu) v = _mm512_max_ps(zero, v);  // NaN (second operand) stays NaN
+                        store<kBf16>(p.dst, to + j, m, v);
+                    };
+                    for (int64_t j = 0; j < full; j += kLanes) one(j, __mmask16(0xffff));
+                    if (full < c) one(full, tail_mask(c - full));
+                    offset += c;
+                }
+            }
+        }
+    });
+}
+
 }  // namespace
+
+void run_scale_shift(const ScaleShift &p) {
+    if (p.bf16) {
+        if (p.relu) scale_shift_typed<true, true>(p); else scale_shift_typed<true, false>(p);
+    } else {
+        if (p.relu) scale_shift_typed<false, true>(p); else scale_shift_typed<false, false>(p);
+    }
+}
 
 void run_spatial_mean(const SpatialMean &p) {
     if (p.bf16) spatial_mean_typed<true>(p); else spatial_mean_typed<false>(p);

@@ -30,6 +30,7 @@
 #include "passes/fuse_attention.h"
 #include "passes/fuse_eltwise.h"
 #include "passes/fuse_layer_norm.h"
+#include "passes/fuse_norm_relu.h"
 #include "passes/replace_pooling.h"
 #include "passes/fuse_linear_binary.h"
 #include "passes/optimize_lstm.h"
@@ -332,7 +333,7 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
                 warn(std::string("--") + k.flag + " is not available in this version; the model is written unchanged");
         }
         for (const char *name : {"decompose_transformer_layer", "fuse_layer_norm", "cast_to_lowp", "replace_matmul", "fuse_eltwise", "fuse_conv_sum", "fuse_linear_binary",
-                                 "chain_bf32_outputs", "restore_output_layout", "replace_pooling", "contiguous_before_view"})
+                                 "chain_bf32_outputs", "restore_output_layout", "replace_pooling", "fuse_norm_relu", "contiguous_before_view"})
             passes.push_back(pass_entry(name, "disabled"));
         result.report["passes"] = passes;
         result.report["warnings"] = result.warnings;
@@ -436,6 +437,11 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
         run_timed("replace_pooling", graph, passes, [&](GraphPtr &g) { return replace_pooling(g, prepacked); });
     } else {
         passes.push_back(pass_entry("replace_pooling", "disabled"));
+    }
+    if (prepacked) {
+        run_timed("fuse_norm_relu", graph, passes, fuse_norm_relu);
+    } else {
+        passes.push_back(pass_entry("fuse_norm_relu", "disabled"));
     }
     run_timed("contiguous_before_view", graph, passes, contiguous_before_view);
     torch::jit::EraseShapeInformation(graph);
