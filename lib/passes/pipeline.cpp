@@ -32,6 +32,7 @@
 #include "passes/fuse_layer_norm.h"
 #include "passes/fuse_norm_relu.h"
 #include "passes/replace_pooling.h"
+#include "passes/split_cat_conv.h"
 #include "passes/fuse_linear_binary.h"
 #include "passes/optimize_lstm.h"
 #include "passes/prepack_weights.h"
@@ -332,7 +333,7 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
             if (on && !k.available)
                 warn(std::string("--") + k.flag + " is not available in this version; the model is written unchanged");
         }
-        for (const char *name : {"decompose_transformer_layer", "fuse_layer_norm", "cast_to_lowp", "replace_matmul", "fuse_eltwise", "fuse_conv_sum", "fuse_linear_binary",
+        for (const char *name : {"decompose_transformer_layer", "split_cat_conv", "fuse_layer_norm", "cast_to_lowp", "replace_matmul", "fuse_eltwise", "fuse_conv_sum", "fuse_linear_binary",
                                  "chain_bf32_outputs", "restore_output_layout", "replace_pooling", "fuse_norm_relu", "contiguous_before_view"})
             passes.push_back(pass_entry(name, "disabled"));
         result.report["passes"] = passes;
@@ -418,8 +419,10 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
 
     // Before the dtype cast, so a bf16 model's layer norms are not cast to fp32 and back.
     if (prepacked) {
+        run_timed("split_cat_conv", graph, passes, split_cat_conv);
         run_timed("fuse_layer_norm", graph, passes, fuse_layer_norm);
     } else {
+        passes.push_back(pass_entry("split_cat_conv", "disabled"));
         passes.push_back(pass_entry("fuse_layer_norm", "disabled"));
     }
 

@@ -40,11 +40,12 @@ EXIT_INTERNAL = 5
 RUN_TIMEOUT = 300
 
 DROPOUT_OPS = ("dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout")
-BATCH_NORM_OPS = ("batch_norm",)
+# batch norms kept as norms: aten's, or folded to a scale and shift (ipex::norm_relu, prepacked)
+BATCH_NORM_OPS = ("batch_norm", "norm_relu")
 CONV_LINEAR_OPS = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
                    "conv_transpose3d", "convolution", "_convolution", "linear")
 PASS_NAMES = ("freeze", "remove_dropout", "fold_conv_bn", "fold_linear_bn", "concat_linear",
-              "to_channels_last", "decompose_transformer_layer", "fuse_attention", "fuse_layer_norm",
+              "to_channels_last", "decompose_transformer_layer", "fuse_attention", "split_cat_conv", "fuse_layer_norm",
               "cast_to_lowp",
               "optimize_lstm",
               "replace_matmul", "weights_prepack",

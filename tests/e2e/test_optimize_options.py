@@ -128,6 +128,11 @@ class OptimizeOptions(e2e.ToolTestCase):
         self.assertEqual(entry["status"], "disabled")
         self.assertIs(entry["changed"], False)
         self.assertEqual(self._ops(out, e2e.BATCH_NORM_OPS), 3)
+        # kept norms run as one scale-and-shift op each, with the ReLU after them
+        norms = self.pass_entry(report, "fuse_norm_relu")
+        self.assertEqual((norms["status"], norms["count"]), ("applied", 3), norms)
+        self.assertEqual(self._ops(out, ("norm_relu",)), 3)
+        self.assertEqual(norms["details"]["norm_relu"], 3, norms)
         self.check_in_python(src, out, self.copy_input("conv_bn_relu_2d"))
 
     def test_linear_bn_without_shapes(self):
