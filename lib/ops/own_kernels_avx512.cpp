@@ -1,7 +1,8 @@
-// The depthwise convolution kernel (own_kernels.h). Built with AVX-512 and AVX512-BF16
-// flags; runs only after own_kernels::available().
+// The own kernels (own_kernels.h): depthwise and pointwise convolution, post-ops, spatial
+// mean, scale-shift. Built with AVX-512 and AVX512-BF16 flags; runs only after
+// own_kernels::available().
 //
-// Each output row (image, output y) is one task. Along the row, output pixels go in blocks of
+// Depthwise: each output row (image, output y) is one task. Along the row, output pixels go in blocks of
 // up to 8 with the channels in vectors of 16 lanes inside: a block's 8 accumulators take every
 // tap's weight vector once, and the input pixels a block reads stay in the first-level cache
 // for the next channel vector. Columns whose taps all fall inside the image skip the bounds

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "passes/bn_folding.h"
 #include "passes/graph_utils.h"
 
 namespace ipex::passes {
@@ -17,36 +18,13 @@ constexpr const char *kBatchNormSchema =
     "bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor";
 constexpr const char *kCatSchema = "aten::cat(Tensor[] tensors, int dim=0) -> Tensor";
 
-// scale = weight / sqrt(running_var + eps), shift = bias - running_mean * scale (fp64, then
-// fp32, fp64 for fp64 statistics); nothing when the statistics are not constants or the norm may train.
+// The norm's scale and shift (read_batch_norm, fp64) in fp32, or fp64 for fp64 statistics.
 std::optional<std::pair<at::Tensor, at::Tensor>> folded_norm(Node *bn, std::string *why) {
-    const auto training = constant_bool(bn->input(5));
-    const auto eps = constant_double(bn->input(7));
-    const auto mean = constant_tensor(bn->input(3)), var = constant_tensor(bn->input(4));
-    if (!training || *training || !eps) {
-        *why = "training or eps not a constant false / number";
-        return std::nullopt;
-    }
-    if (!mean || !var || mean->dim() != 1 || var->sizes() != mean->sizes()) {
-        *why = "running statistics not constant vectors";
-        return std::nullopt;
-    }
-    const int64_t c = mean->numel();
-    auto param = [&](const Value *v, double fill) -> std::optional<at::Tensor> {
-        if (is_constant_none(v)) return at::full({c}, fill, at::kDouble);
-        const auto t = constant_tensor(v);
-        if (!t || t->sizes() != mean->sizes()) return std::nullopt;
-        return t->to(at::kDouble);
-    };
-    const auto weight = param(bn->input(1), 1.0), bias = param(bn->input(2), 0.0);
-    if (!weight || !bias) {
-        *why = "weight or bias not a constant vector";
-        return std::nullopt;
-    }
-    const at::Tensor scale = *weight / at::sqrt(var->to(at::kDouble) + *eps);
-    const at::Tensor shift = *bias - mean->to(at::kDouble) * scale;
-    const at::ScalarType type = mean->scalar_type() == at::kDouble ? at::kDouble : at::kFloat;  // fp64 models keep it
-    return std::make_pair(scale.to(type).contiguous(), shift.to(type).contiguous());
+    const auto affine = read_batch_norm(bn, why);
+    if (!affine) return std::nullopt;
+    const auto mean = constant_tensor(bn->input(3));
+    const at::ScalarType type = mean->scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+    return std::make_pair(affine->scale.to(type).contiguous(), affine->shift.to(type).contiguous());
 }
 
 // The cat feeding `bn` along dim 1 whose list and result nothing else uses.
