@@ -18,28 +18,6 @@ using torch::jit::Value;
 // Smallest conv weight rank: [out, in/groups, k] for conv1d.
 constexpr int64_t kMinConvWeightRank = 3;
 
-struct ConvKind {
-    const char *name;
-    bool transposed;      // fixed by the op
-    bool has_transposed;  // the op carries a `transposed` argument instead
-};
-
-const std::vector<ConvKind> &conv_kinds() {
-    static const std::vector<ConvKind> kinds = {
-        {"aten::conv1d", false, false},           {"aten::conv2d", false, false},
-        {"aten::conv3d", false, false},           {"aten::conv_transpose1d", true, false},
-        {"aten::conv_transpose2d", true, false},  {"aten::conv_transpose3d", true, false},
-        {"aten::_convolution", false, true},      {"aten::convolution", false, true},
-    };
-    return kinds;
-}
-
-const ConvKind *find_conv_kind(const Node *node) {
-    for (const auto &kind : conv_kinds())
-        if (node->kind() == c10::Symbol::fromQualString(kind.name)) return &kind;
-    return nullptr;
-}
-
 // What the fold needs from the conv, read before anything is changed.
 struct ConvParams {
     at::Tensor weight;
@@ -49,7 +27,7 @@ struct ConvParams {
     int64_t out_channels = 0;
 };
 
-std::optional<ConvParams> read_conv(const Node *conv, const ConvKind &kind, std::string *why_not) {
+std::optional<ConvParams> read_conv(const Node *conv, std::string *why_not) {
     auto fail = [&](const std::string &why) -> std::optional<ConvParams> {
         *why_not = why;
         return std::nullopt;
@@ -69,12 +47,9 @@ std::optional<ConvParams> read_conv(const Node *conv, const ConvKind &kind, std:
     const auto groups = constant_int(input_named(conv, "groups"));
     if (!groups || *groups < 1) return fail("conv groups is not a positive constant");
     p.groups = *groups;
-    p.transposed = kind.transposed;
-    if (kind.has_transposed) {
-        const auto transposed = constant_bool(input_named(conv, "transposed"));
-        if (!transposed) return fail("conv transposed flag is not a constant");
-        p.transposed = *transposed;
-    }
+    const auto transposed = conv_transposed(conv);
+    if (!transposed) return fail("conv transposed flag is not a constant");
+    p.transposed = *transposed;
     if (p.transposed) {
         if (p.weight.size(0) % p.groups != 0) return fail("conv-transpose weight does not split into groups");
         p.out_channels = p.weight.size(1) * p.groups;
@@ -114,8 +89,7 @@ PassResult fold_conv_bn(std::shared_ptr<torch::jit::Graph> &graph) {
     const auto bns = collect_nodes_of_kind(graph->block(), {c10::Symbol::fromQualString("aten::batch_norm")});
     for (Node *bn : bns) {
         Node *conv = bn->input(0)->node();
-        const ConvKind *kind = find_conv_kind(conv);
-        if (!kind) continue;
+        if (!is_aten_conv(conv)) continue;
         const std::string label = node_label(conv) + " -> " + node_label(bn);
         Value *conv_out = conv->output();
         if (is_graph_output(conv_out)) {
@@ -132,7 +106,7 @@ PassResult fold_conv_bn(std::shared_ptr<torch::jit::Graph> &graph) {
             result.skipped.push_back(label + ": " + why_not);
             continue;
         }
-        const auto params = read_conv(conv, *kind, &why_not);
+        const auto params = read_conv(conv, &why_not);
         if (!params) {
             result.skipped.push_back(label + ": " + why_not);
             continue;

@@ -16,7 +16,6 @@ const c10::Symbol kIpexNormRelu = c10::Symbol::fromQualString("ipex::norm_relu")
 constexpr const char *kBatchNormSchema =
     "aten::batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, "
     "bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor";
-constexpr const char *kCatSchema = "aten::cat(Tensor[] tensors, int dim=0) -> Tensor";
 
 // The norm's scale and shift (read_batch_norm, fp64) in fp32, or fp64 for fp64 statistics.
 std::optional<std::pair<at::Tensor, at::Tensor>> folded_norm(Node *bn, std::string *why) {
@@ -30,7 +29,7 @@ std::optional<std::pair<at::Tensor, at::Tensor>> folded_norm(Node *bn, std::stri
 // The cat feeding `bn` along dim 1 whose list and result nothing else uses.
 Node *foldable_cat(Node *bn) {
     Node *cat = bn->input(0)->node();
-    if (!cat->matches(kCatSchema) || cat->owningBlock() != bn->owningBlock()) return nullptr;
+    if (!cat->matches(kAtenCatSchema) || cat->owningBlock() != bn->owningBlock()) return nullptr;
     if (constant_int(cat->input(1)) != std::optional<int64_t>(1) || cat->output()->uses().size() != 1) return nullptr;
     Node *list = cat->input(0)->node();
     if (list->kind() != c10::prim::ListConstruct || list->output()->uses().size() != 1) return nullptr;

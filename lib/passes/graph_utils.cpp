@@ -198,4 +198,31 @@ std::optional<size_t> known_rank(const Value *value) {
     return *type->dim();
 }
 
+const std::vector<c10::Symbol> &aten_conv_kinds() {
+    static const std::vector<c10::Symbol> kinds = {
+        c10::aten::conv1d,           c10::aten::conv2d,           c10::aten::conv3d,
+        c10::aten::conv_transpose1d, c10::aten::conv_transpose2d, c10::aten::conv_transpose3d,
+        c10::aten::_convolution,     c10::aten::convolution,
+    };
+    return kinds;
+}
+
+bool is_aten_conv(const Node *node) {
+    const auto &kinds = aten_conv_kinds();
+    return std::find(kinds.begin(), kinds.end(), node->kind()) != kinds.end();
+}
+
+std::optional<bool> conv_transposed(const Node *node) {
+    const auto kind = node->kind();
+    if (kind == c10::aten::_convolution || kind == c10::aten::convolution) {
+        const Value *transposed = input_named(node, "transposed");
+        return transposed ? constant_bool(transposed) : std::nullopt;
+    }
+    if (kind == c10::aten::conv_transpose1d || kind == c10::aten::conv_transpose2d ||
+        kind == c10::aten::conv_transpose3d)
+        return true;
+    if (kind == c10::aten::conv1d || kind == c10::aten::conv2d || kind == c10::aten::conv3d) return false;
+    return std::nullopt;
+}
+
 }  // namespace ipex::passes

@@ -77,4 +77,18 @@ c10::TypePtr rank_only_type(const c10::TypePtr &type);
 // Rank of a tensor value when its type says so (shape-specialized or traced graphs).
 std::optional<size_t> known_rank(const torch::jit::Value *value);
 
+// The aten convolutions a scripted or traced graph can hold: conv1d/2d/3d,
+// conv_transpose1d/2d/3d, _convolution and convolution.
+const std::vector<c10::Symbol> &aten_conv_kinds();
+bool is_aten_conv(const torch::jit::Node *node);
+// Whether an aten convolution is transposed: fixed by its kind, or its `transposed`
+// argument when that is a constant; nothing otherwise (not a convolution, or not constant).
+std::optional<bool> conv_transposed(const torch::jit::Node *node);
+
+// Schemas the passes rewrite exactly (a node of the same kind with another schema is left).
+inline constexpr const char *kAtenCatSchema = "aten::cat(Tensor[] tensors, int dim=0) -> Tensor";
+inline constexpr const char *kAtenMaxPool2dSchema =
+    "aten::max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, "
+    "bool ceil_mode=False) -> Tensor";
+
 }  // namespace ipex::passes

@@ -20,14 +20,13 @@ using torch::jit::Value;
 constexpr int kSelectionWarmup = 3;
 constexpr int kSelectionRuns = 15;
 
-const std::vector<c10::Symbol> &conv_kinds() {
-    static const std::vector<c10::Symbol> kinds = {
-        c10::Symbol::fromQualString("aten::conv1d"),           c10::Symbol::fromQualString("aten::conv2d"),
-        c10::Symbol::fromQualString("aten::conv3d"),           c10::Symbol::fromQualString("aten::conv_transpose1d"),
-        c10::Symbol::fromQualString("aten::conv_transpose2d"), c10::Symbol::fromQualString("aten::conv_transpose3d"),
-        c10::Symbol::fromQualString("aten::convolution"),      c10::Symbol::fromQualString("aten::_convolution"),
-        c10::Symbol::fromQualString("aten::linear"),
-    };
+// The aten convolutions and linear, the ops whose constant weights are prepacked.
+const std::vector<c10::Symbol> &prepacked_kinds() {
+    static const std::vector<c10::Symbol> kinds = [] {
+        std::vector<c10::Symbol> k = aten_conv_kinds();
+        k.push_back(c10::aten::linear);
+        return k;
+    }();
     return kinds;
 }
 
@@ -258,7 +257,7 @@ PassResult prepack_weights(std::shared_ptr<torch::jit::Graph> &graph, const Prep
     PassResult result;
     nlohmann::json choices = nlohmann::json::array();
     static const auto linear = c10::Symbol::fromQualString("aten::linear");
-    for (Node *node : collect_nodes_of_kind(graph->block(), conv_kinds())) {
+    for (Node *node : collect_nodes_of_kind(graph->block(), prepacked_kinds())) {
         const std::string label = node_label(node);
         if (node->outputs().size() != 1) continue;
         std::string why;

@@ -17,9 +17,6 @@ const c10::Symbol kIpexMaxPool2d = c10::Symbol::fromQualString("ipex::max_pool2d
 const c10::Symbol kMean = c10::Symbol::fromQualString("aten::mean");
 const c10::Symbol kIpexSpatialMean = c10::Symbol::fromQualString("ipex::spatial_mean");
 
-constexpr const char *kMaxPool2dSchema =
-    "aten::max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, "
-    "bool ceil_mode=False) -> Tensor";
 constexpr const char *kAdaptiveAvgPool2dSchema =
     "aten::adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor";
 constexpr const char *kMeanDimSchema =
@@ -49,7 +46,7 @@ PassResult replace_pooling(std::shared_ptr<torch::jit::Graph> &graph, bool prepa
     int max_pools = 0, global_pools = 0, spatial_means = 0;
     if (prepacked) {
         for (Node *pool : collect_nodes_of_kind(graph->block(), {kMaxPool2d})) {
-            if (!pool->matches(kMaxPool2dSchema)) {
+            if (!pool->matches(kAtenMaxPool2dSchema)) {
                 result.skipped.push_back(node_label(pool) + ": unexpected aten::max_pool2d signature");
                 continue;
             }

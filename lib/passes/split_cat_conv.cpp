@@ -11,14 +11,13 @@ namespace {
 using torch::jit::Node;
 using torch::jit::Value;
 
-constexpr const char *kCatSchema = "aten::cat(Tensor[] tensors, int dim=0) -> Tensor";
-constexpr const char *kMaxPool2dSchema =
-    "aten::max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, "
-    "bool ceil_mode=False) -> Tensor";
-
-bool is_conv2d_kind(const Node *node) {
-    const auto k = node->kind();
-    return k == c10::aten::conv2d || k == c10::aten::_convolution || k == c10::aten::convolution;
+// The constant weight of a 2-D convolution that is not transposed; nothing for any other node.
+std::optional<at::Tensor> conv2d_weight(const Node *node) {
+    if (conv_transposed(node) != std::optional<bool>(false)) return std::nullopt;
+    const Value *weight_value = input_named(node, "weight");
+    auto weight = weight_value ? constant_tensor(weight_value) : std::nullopt;
+    if (!weight || weight->dim() != 4) return std::nullopt;
+    return weight;
 }
 
 bool all_equal(const std::optional<std::vector<int64_t>> &v, int64_t x) {
@@ -31,13 +30,9 @@ bool all_equal(const std::optional<std::vector<int64_t>> &v, int64_t x) {
 // The constant weight of a 2-D, 1x1, stride-1, unpadded, one-group, not transposed
 // convolution reading `input` as its input; nothing for any other node.
 std::optional<at::Tensor> pointwise_weight(const Node *conv, const Value *input) {
-    if (!is_conv2d_kind(conv) || conv->input(0) != input) return std::nullopt;
-    if (conv->kind() != c10::aten::conv2d && constant_bool(input_named(conv, "transposed")) != std::optional<bool>(false))
-        return std::nullopt;
-    const Value *weight_value = input_named(conv, "weight");
-    const auto weight = weight_value ? constant_tensor(weight_value) : std::nullopt;
-    if (!weight || !weight->is_floating_point() || weight->dim() != 4 || weight->size(2) != 1 || weight->size(3) != 1)
-        return std::nullopt;
+    if (conv->input(0) != input) return std::nullopt;
+    const auto weight = conv2d_weight(conv);
+    if (!weight || !weight->is_floating_point() || weight->size(2) != 1 || weight->size(3) != 1) return std::nullopt;
     if (constant_int(input_named(conv, "groups")) != std::optional<int64_t>(1)) return std::nullopt;
     if (!all_equal(constant_int_list(input_named(conv, "stride")), 1) ||
         !all_equal(constant_int_list(input_named(conv, "padding")), 0))
@@ -55,17 +50,16 @@ std::optional<int64_t> known_channels(const Value *v) {
         }
         const Node *node = v->node();
         const auto k = node->kind();
-        if (is_conv2d_kind(node) && (k == c10::aten::conv2d || constant_bool(input_named(node, "transposed")) ==
-                                                                   std::optional<bool>(false))) {
-            const auto weight = constant_tensor(input_named(node, "weight"));
-            return weight && weight->dim() == 4 ? std::optional<int64_t>(weight->size(0)) : std::nullopt;
+        if (is_aten_conv(node)) {
+            const auto weight = conv2d_weight(node);
+            return weight ? std::optional<int64_t>(weight->size(0)) : std::nullopt;
         }
         if (k == c10::aten::add || k == c10::aten::add_) {  // a sum of two such values (a split convolution's)
             if (node->inputs().size() != 3 || !node->input(1)->type()->cast<c10::TensorType>()) return std::nullopt;
             const auto a = known_channels(node->input(0)), b = known_channels(node->input(1));
             return a && a == b ? a : std::nullopt;
         }
-        if (k != c10::aten::relu && k != c10::aten::relu_ && !node->matches(kMaxPool2dSchema)) return std::nullopt;
+        if (k != c10::aten::relu && k != c10::aten::relu_ && !node->matches(kAtenMaxPool2dSchema)) return std::nullopt;
         v = node->input(0);
     }
     return std::nullopt;
@@ -118,7 +112,7 @@ PassResult split_cat_conv(std::shared_ptr<torch::jit::Graph> &graph) {
     PassResult result;
     int convs_split = 0, pools_split = 0;
     for (Node *cat : collect_nodes_of_kind(graph->block(), {c10::aten::cat})) {
-        if (!cat->matches(kCatSchema) || constant_int(cat->input(1)) != std::optional<int64_t>(1)) continue;
+        if (!cat->matches(kAtenCatSchema) || constant_int(cat->input(1)) != std::optional<int64_t>(1)) continue;
         Node *list = cat->input(0)->node();
         if (list->kind() != c10::prim::ListConstruct || list->inputs().size() < 2) continue;
         Value *out = cat->output();
@@ -129,7 +123,7 @@ PassResult split_cat_conv(std::shared_ptr<torch::jit::Graph> &graph) {
             Node *user = use.user;
             if (pointwise_weight(user, out)) {
                 plan.convs.push_back(user);
-            } else if (user->matches(kMaxPool2dSchema) && use.offset == 0 && user->owningBlock() == cat->owningBlock() &&
+            } else if (user->matches(kAtenMaxPool2dSchema) && use.offset == 0 && user->owningBlock() == cat->owningBlock() &&
                        !is_graph_output(user->output()) && !user->output()->uses().empty()) {
                 for (const auto &pool_use : user->output()->uses())
                     splittable = splittable && pointwise_weight(pool_use.user, user->output()).has_value();

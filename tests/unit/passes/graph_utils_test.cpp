@@ -70,5 +70,37 @@ TEST(GraphUtils, ConstantAccessors) {
     EXPECT_FALSE(is_graph_output(tensor));
 }
 
+TEST(GraphUtils, ConvolutionKindsAndTransposedFlag) {
+    auto graph = std::make_shared<torch::jit::Graph>();
+    torch::jit::parseIR(R"IR(
+graph(%x : Tensor, %w : Tensor, %flag : bool):
+  %none : NoneType = prim::Constant()
+  %t : bool = prim::Constant[value=1]()
+  %f : bool = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %ones : int[] = prim::ListConstruct(%one, %one)
+  %zero : int = prim::Constant[value=0]()
+  %zeros : int[] = prim::ListConstruct(%zero, %zero)
+  %a : Tensor = aten::conv2d(%x, %w, %none, %ones, %zeros, %ones, %one)
+  %b : Tensor = aten::conv_transpose2d(%x, %w, %none, %ones, %zeros, %zeros, %one, %ones)
+  %c : Tensor = aten::_convolution(%x, %w, %none, %ones, %zeros, %ones, %t, %zeros, %one, %f, %f, %f, %f)
+  %d : Tensor = aten::convolution(%x, %w, %none, %ones, %zeros, %ones, %f, %zeros, %one)
+  %e : Tensor = aten::convolution(%x, %w, %none, %ones, %zeros, %ones, %flag, %zeros, %one)
+  %g : Tensor = aten::linear(%x, %w, %none)
+  return (%a, %b, %c, %d, %e, %g)
+)IR",
+                        graph.get());
+    std::vector<std::optional<bool>> transposed;
+    std::vector<bool> convs;
+    for (torch::jit::Node *node : graph->nodes()) {
+        if (node->kind() == c10::prim::Constant || node->kind() == c10::prim::ListConstruct) continue;
+        convs.push_back(is_aten_conv(node));
+        transposed.push_back(conv_transposed(node));
+    }
+    EXPECT_EQ(convs, (std::vector<bool>{true, true, true, true, true, false}));
+    EXPECT_EQ(transposed, (std::vector<std::optional<bool>>{false, true, true, false, std::nullopt, std::nullopt}));
+    EXPECT_EQ(aten_conv_kinds().size(), 8u);
+}
+
 }  // namespace
 }  // namespace ipex::passes
