@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # A second build of the suite with clang, AddressSanitizer and UndefinedBehaviorSanitizer:
 # runs the unit tests and the fuzz replays under the sanitizers, then every libFuzzer target
-# for IPEX_FUZZ_SECONDS seconds (60) on a copy of its seed corpus. Any sanitizer report,
-# failed test or fuzzer crash fails the script. Usage: bash tests/sanitize.sh
+# for IPEX_FUZZ_SECONDS seconds (30), two at a time, on a copy of its seed corpus. Any
+# sanitizer report, failed test or fuzzer crash fails the script. Usage: bash tests/sanitize.sh
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${IPEX_SANITIZE_BUILD_DIR:-$root/build-sanitize}"
 jobs="${IPEX_JOBS:-$(nproc)}"
-fuzz_seconds="${IPEX_FUZZ_SECONDS:-60}"
+fuzz_seconds="${IPEX_FUZZ_SECONDS:-30}"
 
 bash "$root/.ci/deps"
 # -O1: the sanitizers' usual level (quick to build, stacks still readable).
