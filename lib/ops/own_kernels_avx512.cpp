@@ -126,6 +126,16 @@ struct Row {
 // The lanes of channel vector c0 .. c0 + 15 below c (none when c0 >= c).
 __mmask16 channel_mask(int64_t c, int64_t c0) { return c0 >= c ? __mmask16(0) : tail_mask(c - c0); }
 
+// The channel masks of vectors c0 .. and every sum of the block set to its channel's bias.
+template <int kBlock, int kVectors>
+void start_block(const Problem &p, int64_t c0, __mmask16 (&m)[kVectors], __m512 (&acc)[kBlock][kVectors]) {
+    for (int v = 0; v < kVectors; ++v) {
+        m[v] = channel_mask(p.c, c0 + v * kLanes);
+        const __m512 b = p.bias ? _mm512_maskz_loadu_ps(m[v], p.bias + c0 + v * kLanes) : _mm512_setzero_ps();
+        for (int j = 0; j < kBlock; ++j) acc[j][v] = b;
+    }
+}
+
 // Output pixels [ow, ow + kBlock) of one row, every channel, kVectors channel vectors (16
 // channels each) at a time: kBlock * kVectors independent sums hide the multiply-add latency.
 // kEdge: test each tap's column.
@@ -138,11 +148,7 @@ void block(const Problem &p, const Row &r, int64_t ow) {
     for (int64_t c0 = 0; c0 < c; c0 += kVectors * kLanes) {
         __mmask16 m[kVectors];
         __m512 acc[kBlock][kVectors];
-        for (int v = 0; v < kVectors; ++v) {
-            m[v] = channel_mask(c, c0 + v * kLanes);
-            const __m512 b = p.bias ? _mm512_maskz_loadu_ps(m[v], p.bias + c0 + v * kLanes) : _mm512_setzero_ps();
-            for (int j = 0; j < kBlock; ++j) acc[j][v] = b;
-        }
+        start_block<kBlock, kVectors>(p, c0, m, acc);
         for (int64_t kh = r.kh_lo; kh < r.kh_hi; ++kh) {
             const int64_t in_row = (r.n * p.ih + ih0 + kh * p.dilation_h) * p.iw;
             for (int64_t kw = 0; kw < p.kw; ++kw) {
@@ -175,11 +181,7 @@ void interior_block(const Problem &p, const Row &r, int64_t ow) {
     for (int64_t c0 = 0; c0 < c; c0 += kVectors * kLanes) {
         __mmask16 m[kVectors];
         __m512 acc[kBlock][kVectors];
-        for (int v = 0; v < kVectors; ++v) {
-            m[v] = channel_mask(c, c0 + v * kLanes);
-            const __m512 b = p.bias ? _mm512_maskz_loadu_ps(m[v], p.bias + c0 + v * kLanes) : _mm512_setzero_ps();
-            for (int j = 0; j < kBlock; ++j) acc[j][v] = b;
-        }
+        start_block<kBlock, kVectors>(p, c0, m, acc);
         for (int64_t kh = r.kh_lo; kh < r.kh_hi; ++kh) {
             const int64_t in_row = (r.n * p.ih + ih0 + kh * p.dilation_h) * p.iw + iw0;
             const float *wrow = p.weight + kh * kKw * c + c0;
