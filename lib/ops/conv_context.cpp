@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <cstdlib>
 #include <functional>
 #include <mutex>
@@ -49,6 +50,32 @@ bool prefer_own(const double *own_seconds, const double *onednn_seconds, int run
     const double own = *std::min_element(own_seconds, own_seconds + runs);
     const double onednn = *std::min_element(onednn_seconds, onednn_seconds + runs);
     return own < onednn;
+}
+
+int64_t weight_pairs_size(int64_t kh, int64_t kw, int64_t c) { return 2 * kh * kw * ((c + 31) / 32) * 64; }
+
+void pack_weight_pairs(const float *weight, int64_t kh, int64_t kw, int64_t c, uint16_t *out) {
+    const int64_t blocks = (c + 31) / 32;
+    auto bits = [](float v) {  // a bf16 value's bits: the high half of its fp32 bits
+        uint32_t u;
+        std::memcpy(&u, &v, sizeof u);
+        return static_cast<uint16_t>(u >> 16);
+    };
+    std::fill(out, out + weight_pairs_size(kh, kw, c), uint16_t(0));
+    for (int64_t s = 0; s < 2; ++s)
+        for (int64_t h = 0; h < kh; ++h)
+            for (int64_t w = 0; w < kw; ++w)
+                for (int64_t b = 0; b < blocks; ++b) {
+                    uint16_t *block = out + (((s * kh + h) * kw + w) * blocks + b) * 64;
+                    for (int half = 0; half < 2; ++half)
+                        for (int j = 0; j < 16; ++j) {
+                            const int64_t ch = 32 * b + 8 * (j / 4) + 4 * half + j % 4;
+                            if (ch >= c) continue;
+                            uint16_t *pair = block + half * 32 + 2 * j;
+                            pair[0] = bits(weight[(h * kw + w) * c + ch]);
+                            if (s == 0 && h + 1 < kh) pair[1] = bits(weight[((h + 1) * kw + w) * c + ch]);
+                        }
+                }
 }
 
 }  // namespace own_kernels
@@ -180,6 +207,7 @@ bool takes_own(const ConvolutionContext *ctx, own_kernels::Choice choice, const 
 
 struct ConvolutionContext::Depthwise : OwnChoice {
     at::Tensor weight;  // kh x kw x c, fp32 (bf16 values for a bf16 convolution)
+    at::Tensor weight_pairs;  // bf16 convolution: own_kernels::pack_weight_pairs (int16)
     at::Tensor bias;    // c, fp32 (rounded to bf16 for a bf16 output), or undefined
     own_kernels::Problem problem;  // the post-ops and the weight's geometry
 };
@@ -394,6 +422,11 @@ void ConvolutionContext::plan_depthwise() {
     const at::Tensor taps = weight_.to(types.math).to(at::kFloat).reshape({g, kh * kw}).t().reshape({-1});
     plan->weight = at::cat({taps, at::zeros({own_kernels::Problem::kWeightPadding}, taps.options())});
     if (bias_.defined()) plan->bias = (bf16 ? bias_bf16_.to(at::kFloat) : bias_).contiguous();
+    if (bf16) {
+        plan->weight_pairs = at::empty({own_kernels::weight_pairs_size(kh, kw, g)}, at::kShort);
+        own_kernels::pack_weight_pairs(plan->weight.data_ptr<float>(), kh, kw, g,
+                                       reinterpret_cast<uint16_t *>(plan->weight_pairs.data_ptr<int16_t>()));
+    }
     problem.bf16_in = problem.bf16_out = bf16;
     problem.c = g;
     problem.kh = kh;
@@ -414,6 +447,8 @@ at::Tensor ConvolutionContext::run_depthwise(const at::Tensor &src, const std::v
     p.src = src.data_ptr();
     p.dst = dst.data_ptr();
     p.weight = depthwise_->weight.data_ptr<float>();
+    if (depthwise_->weight_pairs.defined())
+        p.weight_pairs = reinterpret_cast<const uint16_t *>(depthwise_->weight_pairs.data_ptr<int16_t>());
     p.bias = depthwise_->bias.defined() ? depthwise_->bias.data_ptr<float>() : nullptr;
     p.n = src.size(0);
     p.ih = src.size(2);

@@ -31,12 +31,25 @@ struct Problem {
     const float *weight = nullptr;  // kh x kw x c, fp32, then kWeightPadding zeros
     static constexpr int64_t kWeightPadding = 64;
     const float *bias = nullptr;    // c, or nullptr
+    // bf16 input, optional: the weight again as bf16 pairs of kernel rows for the interior
+    // columns of 3x3 and 5x5 kernels (dilation 1 along the width), made by pack_weight_pairs.
+    const uint16_t *weight_pairs = nullptr;
     int64_t n = 0, c = 0, ih = 0, iw = 0, oh = 0, ow = 0, kh = 0, kw = 0;
     int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
     static constexpr int kMaxPostOps = 4;
     Eltwise post_ops[kMaxPostOps];  // the first num_post_ops, in order
     int num_post_ops = 0;
 };
+
+// Problem::weight_pairs from the kh x kw x c weight (bf16 values): 2 x kh x kw x ceil(c / 32)
+// blocks of 64 bf16. Block [s][h][w][b] holds channels 32b .. 32b + 31 of taps (h, w) and
+// (h + 1, w) (s = 0), or of (h, w) and zero (s = 1; also s = 0 for the last row): first 16
+// pairs for channels 8 (j / 4) + j % 4, then 16 for 8 (j / 4) + 4 + j % 4 (j = 0..15 within
+// each 32), the order VPUNPCKLWD / VPUNPCKHWD interleave two rows of 32 channels in; each
+// pair is the row-h value then the row-(h + 1) one; zeros past c. `out` holds
+// weight_pairs_size(kh, kw, c) values. Portable code.
+int64_t weight_pairs_size(int64_t kh, int64_t kw, int64_t c);
+void pack_weight_pairs(const float *weight, int64_t kh, int64_t kw, int64_t c, uint16_t *out);
 
 // The eltwise post-op kind named as in post_ops.h, if the kernel computes it.
 bool to_act(const std::string &kind, Act *act);

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 
 #include "ops/conv_context.h"
@@ -257,6 +258,37 @@ TEST(DepthwiseKernelScope, ChoiceFromTimingsAndEnvironment) {
     EXPECT_EQ(own_kernels::choice_from_env("0"), Choice::onednn);
     EXPECT_EQ(own_kernels::choice_from_env("1"), Choice::own);
     EXPECT_THROW(own_kernels::choice_from_env("yes"), c10::Error);
+}
+
+// The bf16 interior path's weight: pairs of kernel rows in the lane order VPUNPCKL/HWD give
+// two rows of 32 channels, zeros past the channels and past the last row.
+TEST(DepthwiseKernelScope, WeightPairsLayout) {
+    const int64_t kh = 3, kw = 2, c = 40, blocks = 2;
+    std::vector<float> w(kh * kw * c);
+    for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i + 1);  // exact in bf16 up to 256
+    ASSERT_EQ(own_kernels::weight_pairs_size(kh, kw, c), 2 * kh * kw * blocks * 64);
+    std::vector<uint16_t> packed(own_kernels::weight_pairs_size(kh, kw, c), 0xFFFF);
+    own_kernels::pack_weight_pairs(w.data(), kh, kw, c, packed.data());
+    auto value = [](uint16_t bits) {
+        const uint32_t u = uint32_t(bits) << 16;
+        float f;
+        std::memcpy(&f, &u, sizeof f);
+        return f;
+    };
+    auto tap = [&](int64_t h, int64_t x, int64_t ch) { return w[(h * kw + x) * c + ch]; };
+    for (int64_t s = 0; s < 2; ++s)
+        for (int64_t h = 0; h < kh; ++h)
+            for (int64_t x = 0; x < kw; ++x)
+                for (int64_t b = 0; b < blocks; ++b)
+                    for (int half = 0; half < 2; ++half)
+                        for (int j = 0; j < 16; ++j) {
+                            const int64_t ch = 32 * b + 8 * (j / 4) + 4 * half + j % 4;
+                            const size_t at = ((((s * kh + h) * kw + x) * blocks + b) * 64) + half * 32 + 2 * j;
+                            const float first = ch < c ? tap(h, x, ch) : 0.f;
+                            const float second = ch < c && s == 0 && h + 1 < kh ? tap(h + 1, x, ch) : 0.f;
+                            EXPECT_EQ(value(packed[at]), first) << s << " " << h << " " << x << " " << ch;
+                            EXPECT_EQ(value(packed[at + 1]), second) << s << " " << h << " " << x << " " << ch;
+                        }
 }
 
 TEST(DepthwiseKernelScope, PostOpNames) {
