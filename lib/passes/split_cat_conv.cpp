@@ -123,8 +123,9 @@ PassResult split_cat_conv(std::shared_ptr<torch::jit::Graph> &graph) {
             Node *user = use.user;
             if (pointwise_weight(user, out)) {
                 plan.convs.push_back(user);
-            } else if (user->matches(kAtenMaxPool2dSchema) && use.offset == 0 && user->owningBlock() == cat->owningBlock() &&
-                       !is_graph_output(user->output()) && !user->output()->uses().empty()) {
+            } else if (user->matches(kAtenMaxPool2dSchema) && use.offset == 0 &&
+                       user->owningBlock() == cat->owningBlock() && !is_graph_output(user->output()) &&
+                       !user->output()->uses().empty()) {
                 for (const auto &pool_use : user->output()->uses())
                     splittable = splittable && pointwise_weight(pool_use.user, user->output()).has_value();
                 plan.pools.push_back(user);
