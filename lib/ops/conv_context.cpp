@@ -52,10 +52,12 @@ bool prefer_own(const double *own_seconds, const double *onednn_seconds, int run
     return own < onednn;
 }
 
-int64_t weight_pairs_size(int64_t kh, int64_t kw, int64_t c) { return 2 * kh * kw * ((c + 31) / 32) * 64; }
+int64_t weight_pairs_blocks(int64_t c) { return 2 * ((c + 63) / 64); }
+
+int64_t weight_pairs_size(int64_t kh, int64_t kw, int64_t c) { return 2 * kh * kw * weight_pairs_blocks(c) * 64; }
 
 void pack_weight_pairs(const float *weight, int64_t kh, int64_t kw, int64_t c, uint16_t *out) {
-    const int64_t blocks = (c + 31) / 32;
+    const int64_t blocks = weight_pairs_blocks(c);
     auto bits = [](float v) {  // a bf16 value's bits: the high half of its fp32 bits
         uint32_t u;
         std::memcpy(&u, &v, sizeof u);

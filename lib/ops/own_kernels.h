@@ -41,13 +41,15 @@ struct Problem {
     int num_post_ops = 0;
 };
 
-// Problem::weight_pairs from the kh x kw x c weight (bf16 values): 2 x kh x kw x ceil(c / 32)
-// blocks of 64 bf16. Block [s][h][w][b] holds channels 32b .. 32b + 31 of taps (h, w) and
+// Problem::weight_pairs from the kh x kw x c weight (bf16 values): 2 x kh x kw x
+// weight_pairs_blocks(c) blocks of 64 bf16 (an even count per tap, so a kernel taking 64
+// channels at a time never reads past a tap's blocks). Block [s][h][w][b] holds channels 32b .. 32b + 31 of taps (h, w) and
 // (h + 1, w) (s = 0), or of (h, w) and zero (s = 1; also s = 0 for the last row): first 16
 // pairs for channels 8 (j / 4) + j % 4, then 16 for 8 (j / 4) + 4 + j % 4 (j = 0..15 within
 // each 32), the order VPUNPCKLWD / VPUNPCKHWD interleave two rows of 32 channels in; each
 // pair is the row-h value then the row-(h + 1) one; zeros past c. `out` holds
 // weight_pairs_size(kh, kw, c) values. Portable code.
+int64_t weight_pairs_blocks(int64_t c);  // 2 ceil(c / 64)
 int64_t weight_pairs_size(int64_t kh, int64_t kw, int64_t c);
 void pack_weight_pairs(const float *weight, int64_t kh, int64_t kw, int64_t c, uint16_t *out);
 

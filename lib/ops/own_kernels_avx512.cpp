@@ -232,7 +232,7 @@ template <bool kBf16Out, int kBlock, int kPairs, int kKw, int kStride>
 void interior_pairs(const Problem &p, const Row &r, int64_t ow) {
     constexpr int kSpan = (kBlock - 1) * kStride + kKw;
     constexpr int kVectors = 2 * kPairs;
-    const int64_t c = p.c, blocks32 = (c + 31) / 32;
+    const int64_t c = p.c, blocks32 = weight_pairs_blocks(c);
     const int64_t ih0 = r.oh * p.stride_h - p.pad_h;
     const int64_t iw0 = ow * kStride - p.pad_w;
     const int64_t out = ((r.n * p.oh + r.oh) * p.ow + ow) * c;

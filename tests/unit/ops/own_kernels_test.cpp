@@ -263,9 +263,12 @@ TEST(DepthwiseKernelScope, ChoiceFromTimingsAndEnvironment) {
 // The bf16 interior path's weight: pairs of kernel rows in the lane order VPUNPCKL/HWD give
 // two rows of 32 channels, zeros past the channels and past the last row.
 TEST(DepthwiseKernelScope, WeightPairsLayout) {
-    const int64_t kh = 3, kw = 2, c = 40, blocks = 2;
+    const int64_t kh = 3, kw = 2, c = 40, blocks = 2;  // c = 40: one block of 32 and a tail
     std::vector<float> w(kh * kw * c);
     for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i + 1);  // exact in bf16 up to 256
+    ASSERT_EQ(own_kernels::weight_pairs_blocks(c), blocks);
+    EXPECT_EQ(own_kernels::weight_pairs_blocks(144), 6);  // 5 blocks of 32, rounded up to pairs of blocks
+    EXPECT_EQ(own_kernels::weight_pairs_blocks(32), 2);
     ASSERT_EQ(own_kernels::weight_pairs_size(kh, kw, c), 2 * kh * kw * blocks * 64);
     std::vector<uint16_t> packed(own_kernels::weight_pairs_size(kh, kw, c), 0xFFFF);
     own_kernels::pack_weight_pairs(w.data(), kh, kw, c, packed.data());
