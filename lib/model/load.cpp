@@ -17,6 +17,7 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "model/zip_check.h"
 
 namespace ipex::model {
 namespace {
@@ -167,6 +168,9 @@ LoadedModel load_model(const std::string &path) {
                         "written by torch.jit.save");
     }
     classify_archive(path);
+    // Before libtorch reads it: its reader checks no CRC, and its TorchScript compiler is not
+    // safe on damaged source (heap errors, not only exceptions).
+    check_zip_records(path);
 
     LoadedModel out;
     out.path = path;

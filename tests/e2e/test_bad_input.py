@@ -6,13 +6,16 @@ import os
 import resource
 import signal
 import stat
+import struct
 import subprocess
 import time
+import zipfile
 
 import e2e_common as e2e
 
 GOOD_MODEL = "conv_bn_relu_2d"
 GOOD_INPUT = "2x3x32x32"
+CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz", "corpus", "model")
 
 
 class BadModelFiles(e2e.ToolTestCase):
@@ -62,32 +65,56 @@ class BadModelFiles(e2e.ToolTestCase):
         self._optimize("input.pt")
 
     # Damaged code records that made libtorch's loader crash (found by fuzz_model under the
-    # sanitizers): exit 3 with one line whichever way the loader fails on them.
+    # sanitizers): rejected before libtorch reads them, by the records' CRC-32, exit 3 naming
+    # the damaged record.
     def test_damaged_code_records(self):
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz", "corpus", "model",
-                            "loader_crash_damaged_code.pt")
+        path = os.path.join(CORPUS, "loader_crash_damaged_code.pt")
         for cmd in (["inspect", path], ["optimize", path, self.path("out.pt")]):
             result = self.run_tool(*cmd)
-            self.assert_error(result, e2e.EXIT_BAD_INPUT, "loader_crash_damaged_code.pt", "TorchScript")
+            self.assert_error(result, e2e.EXIT_BAD_INPUT, "loader_crash_damaged_code.pt",
+                              "record 'archive/code/__torch__/torch/nn/modules/conv/___torch_mangle_4.py' "
+                              "does not match its CRC-32")
             self.assertFalse(os.path.exists(self.path("out.pt")))
 
-    # A damaged pickle length that asks the loader for 28 GB (found by fuzz_model): under an
-    # address-space limit the request fails for certain, and the failure is exit 3 naming memory.
-    def test_damaged_length_asking_for_too_much_memory(self):
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz", "corpus", "model",
-                            "huge_pickle_length_28g.pt")
+    # One changed byte in a tensor's record: libtorch would load it (weights silently wrong).
+    def test_damaged_tensor_record(self):
+        path = self.copy_model(GOOD_MODEL)
+        with zipfile.ZipFile(path) as z:
+            info = next(i for i in z.infolist() if i.filename.endswith("/data/0"))
+        with open(path, "r+b") as f:
+            f.seek(info.header_offset + 26)
+            name_len, extra_len = struct.unpack("<HH", f.read(4))
+            f.seek(info.header_offset + 30 + name_len + extra_len)
+            byte = f.read(1)
+            f.seek(-1, os.SEEK_CUR)
+            f.write(bytes([byte[0] ^ 0x10]))
         digest = e2e.sha256(path)
-
-        def limit_address_space():
-            resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
-
-        argv = [e2e.TOOL, "optimize", path, self.path("out.pt")]
-        proc = subprocess.run(argv, cwd=self.tmp, capture_output=True, text=True, timeout=e2e.RUN_TIMEOUT,
-                              stdin=subprocess.DEVNULL, preexec_fn=limit_address_space)
-        result = e2e.Result(argv, proc)
-        self.assert_error(result, e2e.EXIT_BAD_INPUT, "huge_pickle_length_28g.pt", "more memory")
-        self.assertFalse(os.path.exists(self.path("out.pt")))
+        out = self.path("out.pt")
+        result = self.run_tool("optimize", path, out)
+        self.assert_error(result, e2e.EXIT_BAD_INPUT, "record '" + info.filename + "' does not match its CRC-32")
+        self.assertFalse(os.path.exists(out))
         self.assertEqual(e2e.sha256(path), digest)
+
+    # A damaged pickle length (a string of 4 GB; the archive's CRC-32s recomputed, so the zip
+    # is whole): under an address-space limit the request fails for certain, and the failure is
+    # exit 3 naming memory. huge_pickle_length_28g.pt (found by fuzz_model) is a damaged zip.
+    def test_damaged_length_asking_for_too_much_memory(self):
+        for name, expected in (("huge_string_length_valid_crc.pt", "more memory"),
+                               ("huge_pickle_length_28g.pt", "is a damaged TorchScript archive")):
+            with self.subTest(name=name):
+                path = os.path.join(CORPUS, name)
+                digest = e2e.sha256(path)
+
+                def limit_address_space():
+                    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+                argv = [e2e.TOOL, "optimize", path, self.path("out.pt")]
+                proc = subprocess.run(argv, cwd=self.tmp, capture_output=True, text=True, timeout=e2e.RUN_TIMEOUT,
+                                      stdin=subprocess.DEVNULL, preexec_fn=limit_address_space)
+                result = e2e.Result(argv, proc)
+                self.assert_error(result, e2e.EXIT_BAD_INPUT, name, expected)
+                self.assertFalse(os.path.exists(self.path("out.pt")))
+                self.assertEqual(e2e.sha256(path), digest)
 
     def test_inspect_missing(self):
         result = self.run_tool("inspect", self.path("no_such_model.pt"))
