@@ -16,72 +16,6 @@
 #include "ops/op_errors.h"
 
 namespace ipex::ops {
-namespace own_kernels {
-
-bool to_act(const std::string &kind, Act *act) {
-    static const std::pair<const char *, Act> table[] = {{"relu", Act::relu},       {"leaky_relu", Act::leaky_relu},
-                                                         {"clip", Act::clip},       {"silu", Act::silu},
-                                                         {"sigmoid", Act::sigmoid}, {"hardswish", Act::hardswish}};
-    for (const auto &[name, value] : table)
-        if (kind == name) {
-            *act = value;
-            return true;
-        }
-    return false;
-}
-
-bool available(bool bf16) {
-    static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma");
-    static const bool avx512_bf16 = avx512 && __builtin_cpu_supports("avx512bf16");
-    return bf16 ? avx512_bf16 : avx512;
-}
-
-Choice choice_from_env(const char *value) {
-    const std::string v = value ? value : "";
-    if (v.empty() || v == "auto") return Choice::timed;
-    if (v == "0") return Choice::onednn;
-    if (v == "1") return Choice::own;
-    TORCH_CHECK(false, "IPEX_CONV_KERNELS must be 0, 1 or auto, got '", v, "'");
-}
-
-bool prefer_own(const double *own_seconds, const double *onednn_seconds, int runs) {
-    TORCH_CHECK(runs > 0, "depthwise kernel choice: no timings");
-    const double own = *std::min_element(own_seconds, own_seconds + runs);
-    const double onednn = *std::min_element(onednn_seconds, onednn_seconds + runs);
-    return own < onednn;
-}
-
-int64_t weight_pairs_blocks(int64_t c) { return 2 * ((c + 63) / 64); }
-
-int64_t weight_pairs_size(int64_t kh, int64_t kw, int64_t c) { return 2 * kh * kw * weight_pairs_blocks(c) * 64; }
-
-void pack_weight_pairs(const float *weight, int64_t kh, int64_t kw, int64_t c, uint16_t *out) {
-    const int64_t blocks = weight_pairs_blocks(c);
-    auto bits = [](float v) {  // a bf16 value's bits: the high half of its fp32 bits
-        uint32_t u;
-        std::memcpy(&u, &v, sizeof u);
-        return static_cast<uint16_t>(u >> 16);
-    };
-    std::fill(out, out + weight_pairs_size(kh, kw, c), uint16_t(0));
-    for (int64_t s = 0; s < 2; ++s)
-        for (int64_t h = 0; h < kh; ++h)
-            for (int64_t w = 0; w < kw; ++w)
-                for (int64_t b = 0; b < blocks; ++b) {
-                    uint16_t *block = out + (((s * kh + h) * kw + w) * blocks + b) * 64;
-                    for (int half = 0; half < 2; ++half)
-                        for (int j = 0; j < 16; ++j) {
-                            const int64_t ch = 32 * b + 8 * (j / 4) + 4 * half + j % 4;
-                            if (ch >= c) continue;
-                            uint16_t *pair = block + half * 32 + 2 * j;
-                            pair[0] = bits(weight[(h * kw + w) * c + ch]);
-                            if (s == 0 && h + 1 < kh) pair[1] = bits(weight[((h + 1) * kw + w) * c + ch]);
-                        }
-                }
-}
-
-}  // namespace own_kernels
-
 namespace {
 
 using dnnl::memory;
@@ -424,10 +358,11 @@ void ConvolutionContext::plan_depthwise() {
     const at::Tensor taps = weight_.to(types.math).to(at::kFloat).reshape({g, kh * kw}).t().reshape({-1});
     plan->weight = at::cat({taps, at::zeros({own_kernels::Problem::kWeightPadding}, taps.options())});
     if (bias_.defined()) plan->bias = (bf16 ? bias_bf16_.to(at::kFloat) : bias_).contiguous();
-    if (bf16) {
+    if (bf16 && own_kernels::weight_pairs_used(kw, params_.stride[1], params_.dilation[1])) {
         plan->weight_pairs = at::empty({own_kernels::weight_pairs_size(kh, kw, g)}, at::kShort);
         own_kernels::pack_weight_pairs(plan->weight.data_ptr<float>(), kh, kw, g,
                                        reinterpret_cast<uint16_t *>(plan->weight_pairs.data_ptr<int16_t>()));
+        problem.weight_pairs_blocks = own_kernels::weight_pairs_blocks(g);
     }
     problem.bf16_in = problem.bf16_out = bf16;
     problem.c = g;

@@ -32,8 +32,9 @@ struct Problem {
     static constexpr int64_t kWeightPadding = 64;
     const float *bias = nullptr;    // c, or nullptr
     // bf16 input, optional: the weight again as bf16 pairs of kernel rows for the interior
-    // columns of 3x3 and 5x5 kernels (dilation 1 along the width), made by pack_weight_pairs.
+    // columns of the kernels weight_pairs_used() names, made by pack_weight_pairs.
     const uint16_t *weight_pairs = nullptr;
+    int64_t weight_pairs_blocks = 0;  // its 32-channel blocks per tap: weight_pairs_blocks(c)
     int64_t n = 0, c = 0, ih = 0, iw = 0, oh = 0, ow = 0, kh = 0, kw = 0;
     int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
     static constexpr int kMaxPostOps = 4;
@@ -49,7 +50,14 @@ struct Problem {
 // each 32), the order VPUNPCKLWD / VPUNPCKHWD interleave two rows of 32 channels in; each
 // pair is the row-h value then the row-(h + 1) one; zeros past c. `out` holds
 // weight_pairs_size(kh, kw, c) values. Portable code.
-int64_t weight_pairs_blocks(int64_t c);  // 2 ceil(c / 64)
+constexpr int64_t weight_pairs_blocks(int64_t c) { return 2 * ((c + 63) / 64); }
+// The channel (within its block of 32) that pair j (0..15) of half 0 or 1 holds.
+constexpr int pair_lane_channel(int half, int j) { return 8 * (j / 4) + 4 * half + j % 4; }
+// Whether run() takes the paired weight: bf16 input, stride 1 and dilation 1 along the width,
+// a 3- or 5-wide kernel (other depthwise convolutions do not need it packed).
+constexpr bool weight_pairs_used(int64_t kw, int64_t stride_w, int64_t dilation_w) {
+    return stride_w == 1 && dilation_w == 1 && (kw == 3 || kw == 5);
+}
 int64_t weight_pairs_size(int64_t kh, int64_t kw, int64_t c);
 void pack_weight_pairs(const float *weight, int64_t kh, int64_t kw, int64_t c, uint16_t *out);
 

@@ -211,16 +211,16 @@ __mmask32 channel_mask32(int64_t c, int64_t c0) {
 }
 
 // Output channel q of a 32-channel block taken from the lanes the row-pair sums hold it in
-// (Problem::weight_pairs): lo lane j holds channel 8 (j / 4) + j % 4, hi lane j channel
-// 8 (j / 4) + 4 + j % 4; index 16 + j picks hi's lane j. half 0: channels 0..15, 1: 16..31.
-__m512i unpair_index(int half) {
-    alignas(64) int32_t idx[kLanes];
-    for (int q = 0; q < kLanes; ++q) {
-        const int ch = half * kLanes + q;
-        idx[q] = (ch % 8 >= 4 ? kLanes : 0) + 4 * (ch / 8) + ch % 4;
+// (Problem::weight_pairs, pair_lane_channel): kUnpair[16 half + q] is lo's lane j, or 16 + j
+// for hi's lane j, where channel 16 half + q lies. Made at compile time.
+struct UnpairTable {
+    alignas(64) int32_t index[2 * kLanes] = {};
+    constexpr UnpairTable() {
+        for (int half = 0; half < 2; ++half)
+            for (int j = 0; j < kLanes; ++j) index[pair_lane_channel(half, j)] = half * kLanes + j;
     }
-    return _mm512_load_si512(idx);
-}
+};
+constexpr UnpairTable kUnpair;
 
 // The interior block of a bf16-input convolution on VDPBF16PS: two kernel rows at a time,
 // each input column of both rows loaded once as bf16 and interleaved channel by channel
@@ -232,12 +232,12 @@ template <bool kBf16Out, int kBlock, int kPairs, int kKw, int kStride>
 void interior_pairs(const Problem &p, const Row &r, int64_t ow) {
     constexpr int kSpan = (kBlock - 1) * kStride + kKw;
     constexpr int kVectors = 2 * kPairs;
-    const int64_t c = p.c, blocks32 = weight_pairs_blocks(c);
+    const int64_t c = p.c, blocks32 = p.weight_pairs_blocks;
     const int64_t ih0 = r.oh * p.stride_h - p.pad_h;
     const int64_t iw0 = ow * kStride - p.pad_w;
     const int64_t out = ((r.n * p.oh + r.oh) * p.ow + ow) * c;
     const uint16_t *src = static_cast<const uint16_t *>(p.src);
-    const __m512i unpair0 = unpair_index(0), unpair1 = unpair_index(1);
+    const __m512i unpair0 = _mm512_load_si512(kUnpair.index), unpair1 = _mm512_load_si512(kUnpair.index + kLanes);
     for (int64_t c0 = 0; c0 < c; c0 += 32 * kPairs) {
         __m512 lo[kBlock][kPairs], hi[kBlock][kPairs];
         for (int j = 0; j < kBlock; ++j)
@@ -289,7 +289,7 @@ template <bool kBf16Out, int kBlock, int kPairs>
 bool interior_paired(const Problem &p, const Row &r, int64_t ow) {
     // Stride 1 only: at stride 2 a block reads four times the input per output and the fewer
     // instructions did not make it faster (timed against oneDNN on efficientnet_b0's layers).
-    if (!p.weight_pairs || p.dilation_w != 1 || p.stride_w != 1) return false;
+    if (!p.weight_pairs) return false;  // packed only where weight_pairs_used()
     if (p.kw == 3) interior_pairs<kBf16Out, kBlock, kPairs, 3, 1>(p, r, ow);
     else if (p.kw == 5) interior_pairs<kBf16Out, kBlock, kPairs, 5, 1>(p, r, ow);
     else return false;

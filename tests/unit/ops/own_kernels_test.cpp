@@ -269,6 +269,12 @@ TEST(DepthwiseKernelScope, WeightPairsLayout) {
     ASSERT_EQ(own_kernels::weight_pairs_blocks(c), blocks);
     EXPECT_EQ(own_kernels::weight_pairs_blocks(144), 6);  // 5 blocks of 32, rounded up to pairs of blocks
     EXPECT_EQ(own_kernels::weight_pairs_blocks(32), 2);
+    // Packed only for the interior path that reads it: stride 1, dilation 1, 3 or 5 wide.
+    EXPECT_TRUE(own_kernels::weight_pairs_used(3, 1, 1));
+    EXPECT_TRUE(own_kernels::weight_pairs_used(5, 1, 1));
+    EXPECT_FALSE(own_kernels::weight_pairs_used(3, 2, 1));
+    EXPECT_FALSE(own_kernels::weight_pairs_used(5, 1, 2));
+    EXPECT_FALSE(own_kernels::weight_pairs_used(7, 1, 1));
     ASSERT_EQ(own_kernels::weight_pairs_size(kh, kw, c), 2 * kh * kw * blocks * 64);
     std::vector<uint16_t> packed(own_kernels::weight_pairs_size(kh, kw, c), 0xFFFF);
     own_kernels::pack_weight_pairs(w.data(), kh, kw, c, packed.data());
