@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A second build of the suite with clang, AddressSanitizer and UndefinedBehaviorSanitizer:
-# runs the unit tests and the fuzz replays under the sanitizers, then every libFuzzer target
-# for IPEX_FUZZ_SECONDS seconds (30), two at a time, on a copy of its seed corpus. Any
+# runs the unit tests (each GoogleTest binary in one process) and the fuzz replays under the
+# sanitizers, then every libFuzzer target for IPEX_FUZZ_SECONDS seconds (30), two at a time,
+# on a copy of its seed corpus. Any
 # sanitizer report, failed test or fuzzer crash fails the script. Usage: bash tests/sanitize.sh
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,7 +23,11 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 # The ops library's caching CPU allocator would hand freed tensors' memory out again instead of
 # freeing it, hiding a use after free from ASan: libtorch's own allocator here.
 export IPEX_CPU_CACHE_MB=0
-ctest --test-dir "$build" --output-on-failure -j "$jobs" -L unit
+# The fixtures and fuzz replays through ctest, then each GoogleTest binary once with all its
+# tests (one process per test, as ctest runs them, spends most of the stage starting libtorch
+# under the sanitizers).
+ctest --test-dir "$build" --output-on-failure -j "$jobs" -L unit -R '^(fixtures|fuzz)[.]'
+/usr/bin/python3 "$root/tests/run_unit_binaries.py" "$build" "$jobs"
 
 # libFuzzer: each target on its seeds, new inputs kept in a scratch corpus; two at a time.
 work="$(mktemp -d)"
