@@ -26,7 +26,7 @@ export IPEX_CPU_CACHE_MB=0
 # The fixtures and fuzz replays through ctest, then each GoogleTest binary once with all its
 # tests (one process per test, as ctest runs them, spends most of the stage starting libtorch
 # under the sanitizers).
-ctest --test-dir "$build" --output-on-failure -j "$jobs" -L unit -R '^(fixtures|fuzz)[.]'
+ctest --test-dir "$build" --output-on-failure -j "$jobs" -L unit -LE gtest
 /usr/bin/python3 "$root/tests/run_unit_binaries.py" "$build" "$jobs"
 
 # libFuzzer: each target on its seeds, new inputs kept in a scratch corpus; two at a time.
