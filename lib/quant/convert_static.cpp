@@ -55,7 +55,8 @@ public:
     const TensorQ &qparams(Value *qv) const { return qparams_.at(qv); }
 
     // The int8 value for fp32 `v`: the one it was dequantized from when there is one (an
-    // int8 producer keeps its own parameters), else a new quantize_per_tensor before `user`.
+    // int8 producer keeps its own parameters), else a new quantize_per_tensor before `user`
+    // (ipex::quantize_per_tensor with the ipex ops, aten's in a portable model).
     Value *quantized(Value *v, const TensorQ &q, Node *user) {
         v = current(v);
         if (v->node()->kind() == c10::Symbol::aten("dequantize")) {
@@ -67,8 +68,10 @@ public:
         const auto key = std::make_tuple(v, q.scale, q.zero_point, q.dtype);
         if (auto it = quantized_.find(key); it != quantized_.end()) return it->second;
         torch::jit::WithInsertPoint guard(user);
-        Value *qv = g_.insert(c10::Symbol::aten("quantize_per_tensor"),
-                              {v, q.scale, q.zero_point, static_cast<int64_t>(torch_qtype(q.dtype))});
+        // With the ipex ops, their vectorized quantize (channels-last for 4-D values).
+        const c10::Symbol kind = ipex_ops_ ? c10::Symbol::fromQualString("ipex::quantize_per_tensor")
+                                           : c10::Symbol::aten("quantize_per_tensor");
+        Value *qv = g_.insert(kind, {v, q.scale, q.zero_point, static_cast<int64_t>(torch_qtype(q.dtype))});
         mark(qv, q);
         quantized_[key] = qv;
         return qv;

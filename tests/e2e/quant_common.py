@@ -105,6 +105,7 @@ def write_json(path: str, obj) -> str:
 
 
 # Quantization facts of a saved int8 model: dtype and zero point of every quantize_per_tensor
+# (aten's in portable models, ipex's with the ipex ops)
 # and the describe() text of every ipex Int8Context ("int8 conv2d [..] s8->u8 +relu").
 GRAPH_FACTS = r"""
 import json, sys
@@ -114,7 +115,7 @@ if len(sys.argv) > 2:
 m = torch.jit.load(sys.argv[1])
 out = {"quantize": [], "contexts": []}
 for node in m.graph.nodes():
-    if node.kind() == "aten::quantize_per_tensor":
+    if node.kind() in ("aten::quantize_per_tensor", "ipex::quantize_per_tensor"):
         ins = list(node.inputs())
         out["quantize"].append({"zero_point": ins[2].toIValue(), "dtype": str(ins[3].toIValue())})
     if node.kind() in ("ipex::int8_op", "ipex::int8_op_sum"):

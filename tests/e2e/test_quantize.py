@@ -62,7 +62,8 @@ class DigitsInt8(qc.DigitsCase):
         # conv2 + add + relu is one op; one quantize at the input, one dequantize at the logits.
         self.assertEqual(count(ops, "ipex::int8_op"), 4, ops)
         self.assertEqual(count(ops, "ipex::int8_op_sum"), 1, ops)
-        self.assertEqual(count(ops, "aten::quantize_per_tensor"), 1, ops)
+        self.assertEqual(count(ops, "ipex::quantize_per_tensor"), 1, ops)
+        self.assertEqual(count(ops, "aten::quantize_per_tensor"), 0, ops)
         self.assertEqual(count(ops, "aten::dequantize"), 1, ops)
         self.assertEqual(sum(n for k, n in ops.items() if k.startswith("quantized::")), 0, ops)
         info = self.inspect(out)
@@ -128,7 +129,8 @@ class DigitsInt8(qc.DigitsCase):
         ops = r["ops"]
         self.assertEqual(count(ops, "ipex::int8_op"), 4, ops)
         self.assertEqual(count(ops, "ipex::int8_op_sum"), 1, ops)
-        self.assertEqual(count(ops, "aten::quantize_per_tensor"), 1, ops)
+        self.assertEqual(count(ops, "ipex::quantize_per_tensor"), 1, ops)
+        self.assertEqual(count(ops, "aten::quantize_per_tensor"), 0, ops)
         self.assertEqual(count(ops, "aten::dequantize"), 1, ops)
         facts = qc.graph_facts(self, out, ops_library=True)
         self.assertEqual(facts["quantize"], [{"zero_point": 0, "dtype": str(QINT8)}])

@@ -167,7 +167,8 @@ class ResNetMixed(e2e.ToolTestCase):
         full = self.path("full.pt")
         self.tool("quantize", model, full, "--qconfig", self.path("q.json"))
         ops = qc.stock_eval(self, model, full, data, ops_library=True)["ops"]
-        self.assertEqual(count(ops, "aten::quantize_per_tensor"), 1, ops)
+        self.assertEqual(count(ops, "ipex::quantize_per_tensor"), 1, ops)
+        self.assertEqual(count(ops, "aten::quantize_per_tensor"), 0, ops)
         self.assertEqual(count(ops, "aten::dequantize"), 1, ops)
         q["ops"] = [op for op in q["ops"] if op["id"] not in ("conv1:conv2d:0", "fc:linear:0")]
         partial = qc.write_json(self.path("partial.json"), q)
@@ -180,7 +181,8 @@ class ResNetMixed(e2e.ToolTestCase):
         self.assertEqual(count(ops, "aten::linear"), 1, ops)
         self.assertEqual(count(ops, "ipex::dequantize_bf16"), 1, ops)
         self.assertEqual(count(ops, "aten::dequantize"), 0, ops)
-        self.assertEqual(count(ops, "aten::quantize_per_tensor"), 1, ops)
+        self.assertEqual(count(ops, "ipex::quantize_per_tensor"), 1, ops)
+        self.assertEqual(count(ops, "aten::quantize_per_tensor"), 0, ops)
         rt = runtime_dtypes(self, out, data, True)
         d = rt["dtypes"]
         for kind in ("aten::conv2d", "aten::relu", "aten::max_pool2d", "aten::linear"):

@@ -1,0 +1,31 @@
+// ipex::quantize_per_tensor(input, scale, zero_point, dtype): fp32 to a per-tensor quint8 or
+// qint8 tensor, the values aten::quantize_per_tensor gives (q = clamp(zero_point +
+// nearbyint(x * (1 / scale))), the product and the inverse in fp32), but vectorized: Debian's
+// libtorch has no fbgemm and quantizes one value at a time (ResNet-50's 16-image input: 10 ms
+// of a 200 ms int8 forward). A 4-D input is written channels-last, the layout the int8
+// convolutions read, in the same pass. +-inf and values past the int32 range go to the nearest
+// bound (libtorch's scalar loop sends them through an undefined float-to-integer conversion).
+#pragma once
+
+#include <cstdint>
+
+namespace ipex::quant::quantize_kernel {
+
+struct Params {
+    float inv_scale = 1.f;
+    float lo = 0.f, hi = 255.f;  // qmin - zero_point, qmax - zero_point
+    int32_t zero_point = 0;
+    bool is_signed = false;      // qint8, else quint8
+};
+
+// Whether this CPU runs the AVX-512 kernels below (AVX-512 F and BW).
+bool avx512_available();
+
+// n contiguous values.
+void flat_avx512(const float *src, void *dst, int64_t n, const Params &p);
+// Pixels [p0, p1) of one image, channel planes of `plane` values at src (c of them), written
+// channels-last at dst (the image's first byte).
+void planes_to_last_avx512(const float *src, void *dst, int64_t c, int64_t plane, int64_t p0, int64_t p1,
+                           const Params &p);
+
+}  // namespace ipex::quant::quantize_kernel

@@ -1,0 +1,51 @@
+// The AVX-512 kernels of ipex::quantize_per_tensor (int8_quantize.h). Built with AVX-512 flags;
+// called only after avx512_available().
+#include <immintrin.h>
+
+#include "quant/int8_quantize.h"
+
+namespace ipex::quant::quantize_kernel {
+namespace {
+
+// 16 values to 16 integers in [lo, hi] + zero point: multiply, round half to even, clamp (NaN
+// to lo: max returns its second operand when the first is NaN), convert.
+inline __m128i quantize16(__m512 x, __m512 inv, __m512 lo, __m512 hi, __m512i zp) {
+    __m512 r = _mm512_roundscale_ps(_mm512_mul_ps(x, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm512_min_ps(_mm512_max_ps(r, lo), hi);
+    const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(r), zp);
+    return _mm512_cvtepi32_epi8(q);  // in range already: the low byte of each lane
+}
+
+}  // namespace
+
+void flat_avx512(const float *src, void *dst, int64_t n, const Params &p) {
+    const __m512 inv = _mm512_set1_ps(p.inv_scale), lo = _mm512_set1_ps(p.lo), hi = _mm512_set1_ps(p.hi);
+    const __m512i zp = _mm512_set1_epi32(p.zero_point);
+    auto *out = static_cast<uint8_t *>(dst);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm_storeu_si128(reinterpret_cast<__m128i *>(out + i), quantize16(_mm512_loadu_ps(src + i), inv, lo, hi, zp));
+    if (i < n) {
+        const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1u);
+        _mm_mask_storeu_epi8(out + i, m, quantize16(_mm512_maskz_loadu_ps(m, src + i), inv, lo, hi, zp));
+    }
+}
+
+void planes_to_last_avx512(const float *src, void *dst, int64_t c, int64_t plane, int64_t p0, int64_t p1,
+                           const Params &p) {
+    const __m512 inv = _mm512_set1_ps(p.inv_scale), lo = _mm512_set1_ps(p.lo), hi = _mm512_set1_ps(p.hi);
+    const __m512i zp = _mm512_set1_epi32(p.zero_point);
+    auto *out = static_cast<uint8_t *>(dst);
+    alignas(16) uint8_t block[16];
+    for (int64_t q = p0; q < p1; q += 16) {
+        const int64_t k = p1 - q < 16 ? p1 - q : 16;
+        const __mmask16 m = static_cast<__mmask16>(k == 16 ? 0xffffu : (1u << k) - 1u);
+        for (int64_t ch = 0; ch < c; ++ch) {
+            _mm_store_si128(reinterpret_cast<__m128i *>(block),
+                            quantize16(_mm512_maskz_loadu_ps(m, src + ch * plane + q), inv, lo, hi, zp));
+            for (int64_t j = 0; j < k; ++j) out[(q + j) * c + ch] = block[j];
+        }
+    }
+}
+
+}  // namespace ipex::quant::quantize_kernel
