@@ -16,6 +16,10 @@ import subprocess
 import sys
 import time
 
+# A binary still running after this long is hung (the slowest takes about 40 s under the
+# sanitizers on 2 cores).
+TIMEOUT_SECONDS = 1200
+
 
 def gtest_binaries(build: str):
     listing = subprocess.run(["ctest", "--test-dir", build, "-L", "gtest", "--show-only=json-v1"],
@@ -43,8 +47,12 @@ def run(binary: str, entry: dict):
         key, _, value = item.partition("=")
         env[key] = value
     start = time.monotonic()
-    proc = subprocess.run([binary], cwd=entry["cwd"], env=env, stdin=subprocess.DEVNULL,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+    try:
+        proc = subprocess.run([binary], cwd=entry["cwd"], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, errors="replace", timeout=TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired as e:
+        output = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        return binary, "timeout", time.monotonic() - start, output + f"\n(killed after {TIMEOUT_SECONDS} s)"
     return binary, proc.returncode, time.monotonic() - start, proc.stdout
 
 
@@ -62,7 +70,7 @@ def main() -> int:
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         for binary, code, seconds, output in pool.map(lambda b: run(b, binaries[b]), sorted(binaries)):
             name = os.path.relpath(binary, build)
-            status = "passed" if code == 0 else f"FAILED (exit {code})"
+            status = "passed" if code == 0 else f"FAILED ({code})" if code == "timeout" else f"FAILED (exit {code})"
             print(f"{name}: {binaries[binary]['tests']} tests {status} in {seconds:.1f} s", flush=True)
             if code != 0:
                 failed.append(name)
