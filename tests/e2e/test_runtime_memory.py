@@ -4,7 +4,8 @@
 50 different sequence lengths twice over. Its outputs match the original (checked at every 10th
 length, computed once for both dtypes: stock fp32 is slow here), the
 second pass over the same lengths adds next to no resident memory, 50 lengths never seen before
-add less than two copies of the packed weights (a copy per length would be 50), and each
+add less than two copies of the packed weights plus 32 MiB for their kernels and buffers (a
+copy per length would be 50 copies), and each
 prepacked linear holds one packed copy of its weight and at most 64 primitives at the end."""
 
 import json
@@ -144,15 +145,17 @@ class RuntimeMemory(e2e.ToolTestCase):
         packed_mib = result["parameters"] * (2 if dtype == "bf16" else 4) / 2**20
         # Every linear holds one packed copy of its weight. Once the first 50 lengths have run,
         # repeating them adds next to nothing, and 50 lengths never seen before add primitives
-        # (oneDNN kernels, within the caches' bounds) but no weights: a packed copy per length
-        # would be 50 x packed_mib.
+        # (oneDNN kernels, within the caches' bounds) and buffers of new sizes but no weights:
+        # a packed copy per length would be 50 x packed_mib. The kernels and buffers do not
+        # scale with the weights' dtype (bf16 grew by 40-49 MiB across CI runs, against 24 MiB
+        # of packed weights), hence 32 MiB of room beside two packed copies.
         held = result["linears"]
         self.assertEqual(len(held), 16, result)
         for layouts, primitives in held:
             self.assertEqual(layouts, 1, f"{dtype}: a linear holds {layouts} packed copies: {held}")
             self.assertLessEqual(primitives, 64, held)
         self.assertLess(pass2 - pass1, 16.0, f"{dtype}: repeating the 50 lengths grew the process: {result}")
-        self.assertLess(fresh - pass2, 2 * packed_mib,
+        self.assertLess(fresh - pass2, 2 * packed_mib + 32.0,
                         f"{dtype}: 50 new lengths grew the process by {fresh - pass2:.1f} MiB "
                         f"(packed weights {packed_mib:.1f} MiB): {result}")
         self.assertEqual(len(set(FRESH) & set(LENGTHS)), 0)
