@@ -5,23 +5,17 @@
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "ops/op_errors.h"
-
-namespace ipex::quant::quantize_kernel {
-
-bool avx512_available() {
-    static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
-    return yes;
-}
-
-}  // namespace ipex::quant::quantize_kernel
+#include "ops/own_kernels.h"
 
 namespace {
 
 namespace qk = ipex::quant::quantize_kernel;
+
+bool avx512() { return ipex::ops::own_kernels::available(false); }
 
 // One value as the AVX-512 kernels compute it.
 inline uint8_t quantize_one(float x, const qk::Params &p) {
@@ -32,13 +26,13 @@ inline uint8_t quantize_one(float x, const qk::Params &p) {
 }
 
 void flat(const float *src, uint8_t *dst, int64_t n, const qk::Params &p) {
-    if (qk::avx512_available()) return qk::flat_avx512(src, dst, n, p);
+    if (avx512()) return qk::flat_avx512(src, dst, n, p);
     for (int64_t i = 0; i < n; ++i) dst[i] = quantize_one(src[i], p);
 }
 
 void planes_to_last(const float *src, uint8_t *dst, int64_t c, int64_t plane, int64_t p0, int64_t p1,
                     const qk::Params &p) {
-    if (qk::avx512_available()) return qk::planes_to_last_avx512(src, dst, c, plane, p0, p1, p);
+    if (avx512()) return qk::planes_to_last_avx512(src, dst, c, plane, p0, p1, p);
     for (int64_t q = p0; q < p1; ++q)
         for (int64_t ch = 0; ch < c; ++ch) dst[q * c + ch] = quantize_one(src[ch * plane + q], p);
 }
@@ -61,7 +55,6 @@ at::Tensor quantize_per_tensor(const at::Tensor &input, double scale, int64_t ze
     p.lo = static_cast<float>(qmin - zero_point);
     p.hi = static_cast<float>(qmax - zero_point);
     p.zero_point = static_cast<int32_t>(zero_point);
-    p.is_signed = is_signed;
 
     const at::Tensor x = input.scalar_type() == at::kFloat ? input : input.to(at::kFloat);
     const auto opts = x.options().dtype(dtype);

@@ -14,13 +14,10 @@ namespace ipex::quant::quantize_kernel {
 struct Params {
     float inv_scale = 1.f;
     float lo = 0.f, hi = 255.f;  // qmin - zero_point, qmax - zero_point
-    int32_t zero_point = 0;
-    bool is_signed = false;      // qint8, else quint8
+    int32_t zero_point = 0;     // the output byte is the low byte of the sum: u8 or s8 alike
 };
 
-// Whether this CPU runs the AVX-512 kernels below (AVX-512 F and BW).
-bool avx512_available();
-
+// The AVX-512 kernels below run where ops::own_kernels::available(false) says so.
 // n contiguous values.
 void flat_avx512(const float *src, void *dst, int64_t n, const Params &p);
 // Pixels [p0, p1) of one image, channel planes of `plane` values at src (c of them), written

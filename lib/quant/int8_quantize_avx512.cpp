@@ -1,5 +1,5 @@
 // The AVX-512 kernels of ipex::quantize_per_tensor (int8_quantize.h). Built with AVX-512 flags;
-// called only after avx512_available().
+// called only where ops::own_kernels::available(false).
 #include <immintrin.h>
 
 #include "quant/int8_quantize.h"
