@@ -1,0 +1,112 @@
+// Lane helpers the own AVX-512 kernels share (own_kernels_avx512.cpp,
+// own_kernels_depthwise_avx512.cpp): bf16/fp32 loads and stores, sigmoid, the post-op chain.
+// Include only from files built with the AVX-512 and AVX512-BF16 flags (lib/ops/CMakeLists.txt):
+// everything here is in an unnamed namespace, so each such file keeps its own copy, built with
+// its own flags, and none reaches code built without them.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "ops/avx512_math.h"
+#include "ops/own_kernels.h"
+
+namespace ipex::ops::own_kernels {
+namespace {
+
+using avx512::kLanes;
+using avx512::tail_mask;
+
+// Inputs below this give exp(-x) about 5.5e34 at most: 1 + that stays finite and its
+// reciprocal normal, so sigmoid is within 2e-35 of 0 there instead of a NaN.
+constexpr float kSigmoidLowest = -80.f;
+
+// Plain helpers rather than std::min/max: these files' flags must not reach inline functions
+// other files share.
+inline int64_t lesser(int64_t a, int64_t b) { return a < b ? a : b; }
+inline int64_t greater(int64_t a, int64_t b) { return a > b ? a : b; }
+
+template <bool kBf16>
+__m512 load(const void *base, int64_t i, __mmask16 m) {
+    if constexpr (kBf16) return avx512::load_bf16(static_cast<const uint16_t *>(base) + i, m);
+    return _mm512_maskz_loadu_ps(m, static_cast<const float *>(base) + i);
+}
+
+template <bool kBf16>
+void store(void *base, int64_t i, __mmask16 m, __m512 v) {
+    if constexpr (kBf16) {
+        avx512::store_bf16(static_cast<uint16_t *>(base) + i, m, v);
+    } else if (m == __mmask16(0xffff)) {
+        _mm512_storeu_ps(static_cast<float *>(base) + i, v);  // see store_bf16
+    } else {
+        _mm512_mask_storeu_ps(static_cast<float *>(base) + i, m, v);
+    }
+}
+
+// 1 / (1 + exp(-x)). For a bf16 output, the shorter exp and the 14-bit reciprocal (1e-4
+// relative, against bf16's half spacing of 2e-3); for fp32, exp16 and a refined reciprocal
+// (2^-28 relative).
+template <bool kBf16Out>
+__m512 sigmoid(__m512 x) {
+    const __m512 one = _mm512_set1_ps(1.f);
+    const __m512 minus_x = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_max_ps(x, _mm512_set1_ps(kSigmoidLowest)));
+    if constexpr (kBf16Out) return _mm512_rcp14_ps(_mm512_add_ps(one, avx512::exp16_bf16(minus_x)));
+    const __m512 d = _mm512_add_ps(one, avx512::exp16(minus_x));
+    const __m512 r = _mm512_rcp14_ps(d);  // then one Newton step
+    return _mm512_mul_ps(r, _mm512_fnmadd_ps(d, r, _mm512_set1_ps(2.f)));
+}
+
+template <bool kBf16Out>
+__m512 apply(const Problem &p, __m512 v) {
+    for (int i = 0; i < p.num_post_ops; ++i) {
+        const Eltwise &e = p.post_ops[i];
+        switch (e.act) {
+            case Act::relu: v = _mm512_max_ps(v, _mm512_setzero_ps()); break;
+            case Act::leaky_relu: {
+                const __mmask16 negative = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
+                v = _mm512_mask_mul_ps(v, negative, v, _mm512_set1_ps(e.alpha));
+                break;
+            }
+            case Act::clip:
+                v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(e.alpha)), _mm512_set1_ps(e.beta));
+                break;
+            case Act::sigmoid: v = sigmoid<kBf16Out>(v); break;
+            case Act::silu: v = _mm512_mul_ps(v, sigmoid<kBf16Out>(v)); break;
+            case Act::hardswish: {
+                const __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(v, _mm512_set1_ps(3.f)), _mm512_setzero_ps()),
+                                               _mm512_set1_ps(6.f));
+                v = _mm512_mul_ps(_mm512_mul_ps(v, t), _mm512_set1_ps(1.f / 6.f));
+                break;
+            }
+        }
+    }
+    return v;
+}
+
+// `apply` over n vectors: one post-op switch for all of them, and in groups of 4, independent
+// exp chains for the out-of-order core to overlap (without running out of registers).
+template <bool kBf16Out, int kCount>
+inline __attribute__((always_inline)) void apply_block(const Problem &p, __m512 *v) {
+    constexpr int kGroup = 4;
+    for (int i = 0; i < p.num_post_ops; ++i) {
+        Problem one = p;
+        one.num_post_ops = 1;
+        one.post_ops[0] = p.post_ops[i];
+        switch (p.post_ops[i].act) {
+            case Act::sigmoid:
+                for (int g = 0; g < kCount; g += kGroup)
+                    for (int u = g; u < g + kGroup && u < kCount; ++u) v[u] = sigmoid<kBf16Out>(v[u]);
+                break;
+            case Act::silu:
+                for (int g = 0; g < kCount; g += kGroup)
+                    for (int u = g; u < g + kGroup && u < kCount; ++u) v[u] = _mm512_mul_ps(v[u], sigmoid<kBf16Out>(v[u]));
+                break;
+            default:
+                for (int u = 0; u < kCount; ++u) v[u] = apply<kBf16Out>(one, v[u]);
+        }
+    }
+}
+
+}  // namespace
+}  // namespace ipex::ops::own_kernels
