@@ -117,6 +117,17 @@ struct ScaleShift {
 };
 void run_scale_shift(const ScaleShift &p);  // call only when available(p.bf16)
 
+// Two channel groups interleaved, channels-last: out[q][2 j] = a[q][j], out[q][2 j + 1] =
+// b[q][j] for j < cpg, bit copies (ipex::channel_shuffle with two groups).
+struct Interleave {
+    bool bf16 = true;                          // 2-byte values, else 4-byte
+    const void *a = nullptr, *b = nullptr;     // pixel q's group at a + q * a_stride values
+    int64_t a_stride = 0, b_stride = 0;
+    void *dst = nullptr;                       // pixels x 2 cpg, dense
+    int64_t cpg = 0, pixels = 0;
+};
+void run_interleave(const Interleave &p);  // call only when available(false)
+
 // p's post-ops on n dense values at `data` (bf16 when p.bf16_out, else fp32), in place,
 // parallel: the activation a convolution left out of its oneDNN primitive. Call only when
 // available().

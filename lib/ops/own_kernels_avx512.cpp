@@ -1,5 +1,5 @@
 // The own kernels (own_kernels.h) other than the depthwise convolution: pointwise
-// convolution, post-ops, spatial mean, scale-shift. Built with AVX-512 and AVX512-BF16 flags;
+// convolution, post-ops, spatial mean, scale-shift, channel interleave. Built with AVX-512 and AVX512-BF16 flags;
 // runs only after own_kernels::available().
 #include <ATen/Parallel.h>
 #include <immintrin.h>
@@ -207,7 +207,52 @@ void scale_shift_typed(const ScaleShift &p) {
     });
 }
 
+// A pixel's two groups interleaved, 16 channels of each per step: permutex2var picks lane 2k
+// from a's k and lane 2k + 1 from b's k (bf16: 32 output lanes from two 16-lane halves).
+void interleave_bf16(const uint16_t *a, const uint16_t *b, uint16_t *out, int64_t cpg) {
+    alignas(64) static constexpr uint16_t kIndex[32] = {0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39,
+                                                         8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+    const __m512i index = _mm512_load_si512(kIndex);
+    for (int64_t j = 0; j < cpg; j += kLanes) {
+        const int64_t n = lesser(kLanes, cpg - j);
+        const __mmask32 in = static_cast<__mmask32>((1u << n) - 1u);
+        const __mmask32 out_mask = n == kLanes ? ~__mmask32(0) : static_cast<__mmask32>((1u << (2 * n)) - 1u);
+        const __m512i va = _mm512_maskz_loadu_epi16(in, a + j), vb = _mm512_maskz_loadu_epi16(in, b + j);
+        _mm512_mask_storeu_epi16(out + 2 * j, out_mask, _mm512_permutex2var_epi16(va, index, vb));
+    }
+}
+
+void interleave_fp32(const float *a, const float *b, float *out, int64_t cpg) {
+    const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    for (int64_t j = 0; j < cpg; j += kLanes) {
+        const int64_t n = lesser(kLanes, cpg - j);
+        const __mmask16 in = tail_mask(n);
+        const __m512 va = _mm512_maskz_loadu_ps(in, a + j), vb = _mm512_maskz_loadu_ps(in, b + j);
+        _mm512_mask_storeu_ps(out + 2 * j, tail_mask(2 * n), _mm512_permutex2var_ps(va, lo, vb));
+        if (n > kLanes / 2)
+            _mm512_mask_storeu_ps(out + 2 * j + kLanes, tail_mask(2 * n - kLanes), _mm512_permutex2var_ps(va, hi, vb));
+    }
+}
+
 }  // namespace
+
+void run_interleave(const Interleave &p) {
+    const int64_t grain = greater(1, 8192 / greater(1, p.cpg));
+    at::parallel_for(0, p.pixels, grain, [&](int64_t begin, int64_t end) {
+        for (int64_t q = begin; q < end; ++q) {
+            if (p.bf16) {
+                interleave_bf16(static_cast<const uint16_t *>(p.a) + q * p.a_stride,
+                                static_cast<const uint16_t *>(p.b) + q * p.b_stride,
+                                static_cast<uint16_t *>(p.dst) + q * 2 * p.cpg, p.cpg);
+            } else {
+                interleave_fp32(static_cast<const float *>(p.a) + q * p.a_stride,
+                                static_cast<const float *>(p.b) + q * p.b_stride,
+                                static_cast<float *>(p.dst) + q * 2 * p.cpg, p.cpg);
+            }
+        }
+    });
+}
 
 void run_scale_shift(const ScaleShift &p) {
     if (p.bf16) {

@@ -38,6 +38,7 @@
 #include "passes/prepack_weights.h"
 #include "passes/remove_dropout.h"
 #include "passes/contiguous_before_view.h"
+#include "passes/fuse_channel_shuffle.h"
 #include "passes/restore_output_layout.h"
 #include "passes/to_channels_last.h"
 
@@ -334,7 +335,7 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
                 warn(std::string("--") + k.flag + " is not available in this version; the model is written unchanged");
         }
         for (const char *name : {"decompose_transformer_layer", "split_cat_conv", "fuse_layer_norm", "cast_to_lowp", "replace_matmul", "fuse_eltwise", "fuse_conv_sum", "fuse_linear_binary",
-                                 "chain_bf32_outputs", "restore_output_layout", "replace_pooling", "fuse_norm_relu", "contiguous_before_view"})
+                                 "chain_bf32_outputs", "restore_output_layout", "replace_pooling", "fuse_norm_relu", "fuse_channel_shuffle", "contiguous_before_view"})
             passes.push_back(pass_entry(name, "disabled"));
         result.report["passes"] = passes;
         result.report["warnings"] = result.warnings;
@@ -443,8 +444,10 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
     }
     if (prepacked) {
         run_timed("fuse_norm_relu", graph, passes, fuse_norm_relu);
+        run_timed("fuse_channel_shuffle", graph, passes, fuse_channel_shuffle);
     } else {
         passes.push_back(pass_entry("fuse_norm_relu", "disabled"));
+        passes.push_back(pass_entry("fuse_channel_shuffle", "disabled"));
     }
     run_timed("contiguous_before_view", graph, passes, contiguous_before_view);
     torch::jit::EraseShapeInformation(graph);

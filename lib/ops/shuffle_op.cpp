@@ -1,0 +1,148 @@
+#include "ops/shuffle_op.h"
+
+#include <ATen/InferSize.h>
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+#include <cstdint>
+#include <exception>
+#include <optional>
+
+#include "ops/onednn_utils.h"
+#include "ops/op_errors.h"
+#include "ops/own_kernels.h"
+
+namespace ipex::ops {
+namespace {
+
+// The shuffle's group count when the fast path applies, else nothing.
+std::optional<int64_t> gather_groups(at::TensorList inputs, at::IntArrayRef grouped,
+                                     at::IntArrayRef sizes) {
+    if (inputs.empty()) return std::nullopt;
+    const at::Tensor &first = inputs.front();
+    const auto type = first.scalar_type();
+    if (type != at::kFloat && type != at::kBFloat16) return std::nullopt;
+    int64_t c = 0;
+    for (const at::Tensor &t : inputs) {
+        if (!t.defined() || t.dim() != 4 || t.scalar_type() != type || !t.device().is_cpu() || t.is_quantized() ||
+            !t.is_contiguous(at::MemoryFormat::ChannelsLast) || t.size(0) != first.size(0) ||
+            t.size(2) != first.size(2) || t.size(3) != first.size(3))
+            return std::nullopt;
+        c += t.size(1);
+    }
+    const int64_t n = first.size(0), h = first.size(2), w = first.size(3), numel = n * c * h * w;
+    if (numel == 0 || grouped.size() != 5 || sizes.size() != 4) return std::nullopt;
+    std::vector<int64_t> g5, s4;
+    try {  // infer_size checks the -1s and the element count (the chain then raises aten's error)
+        g5 = at::infer_size(grouped, numel);
+        s4 = at::infer_size(sizes, numel);
+    } catch (const std::exception &) {
+        return std::nullopt;
+    }
+    const int64_t g = g5[1];
+    if (g < 2 || g5[2] < 2 || g5[0] != n || g * g5[2] != c || g5[3] != h || g5[4] != w) return std::nullopt;
+    if (s4 != std::vector<int64_t>{n, c, h, w}) return std::nullopt;
+    return g;
+}
+
+// One source of the gather: the group's first channel and the pixel stride of its tensor.
+struct Source {
+    const void *base = nullptr;
+    int64_t stride = 0;
+};
+
+// out[p][j * g + i] = source i's [p][j], j < cpg, for pixels [begin, end).
+template <typename T>
+void gather(const std::vector<Source> &src, int64_t cpg, T *out, int64_t begin, int64_t end) {
+    const int64_t g = static_cast<int64_t>(src.size()), c = g * cpg;
+    if (g == 2) {  // two halves interleaved (without AVX-512: own_kernels::run_interleave else)
+        for (int64_t p = begin; p < end; ++p) {
+            const T *a = static_cast<const T *>(src[0].base) + p * src[0].stride;
+            const T *b = static_cast<const T *>(src[1].base) + p * src[1].stride;
+            T *o = out + p * c;
+            for (int64_t j = 0; j < cpg; ++j) {
+                o[2 * j] = a[j];
+                o[2 * j + 1] = b[j];
+            }
+        }
+        return;
+    }
+    for (int64_t p = begin; p < end; ++p) {
+        T *o = out + p * c;
+        for (int64_t i = 0; i < g; ++i) {
+            const T *s = static_cast<const T *>(src[i].base) + p * src[i].stride;
+            for (int64_t j = 0; j < cpg; ++j) o[j * g + i] = s[j];
+        }
+    }
+}
+
+at::Tensor run_chain(at::TensorList inputs, at::IntArrayRef grouped, at::IntArrayRef sizes) {
+    const at::Tensor joined = inputs.size() == 1 ? inputs.front() : at::cat(inputs, 1);
+    return joined.contiguous().view(grouped).transpose(1, 2).contiguous().view(sizes);
+}
+
+}  // namespace
+
+bool channel_shuffle_gathers(at::TensorList inputs, at::IntArrayRef grouped, at::IntArrayRef sizes) {
+    return gather_groups(inputs, grouped, sizes).has_value();
+}
+
+at::Tensor channel_shuffle(at::TensorList inputs, at::IntArrayRef grouped, at::IntArrayRef sizes) {
+    const auto groups = gather_groups(inputs, grouped, sizes);
+    if (!groups) return run_chain(inputs, grouped, sizes);
+    const int64_t g = *groups;
+    const at::Tensor &first = inputs.front();
+    int64_t c = 0;
+    for (const at::Tensor &t : inputs) c += t.size(1);
+    const int64_t cpg = c / g, pixels = first.size(0) * first.size(2) * first.size(3);
+    const int64_t item = first.element_size();
+    // Group i starts at channel i * cpg of the concatenation: find the input holding it. A
+    // group spanning two inputs (inputs not cut at group boundaries) joins them first.
+    std::vector<Source> src;
+    at::Tensor joined;
+    for (int64_t i = 0, at_input = 0, offset = 0; i < g; ++i) {
+        const int64_t channel = i * cpg;
+        while (at_input < static_cast<int64_t>(inputs.size()) && channel >= offset + inputs[at_input].size(1))
+            offset += inputs[at_input++].size(1);
+        const at::Tensor &t = inputs[at_input];
+        if (channel + cpg > offset + t.size(1)) {
+            src.clear();
+            break;
+        }
+        src.push_back({static_cast<const char *>(t.data_ptr()) + (channel - offset) * item, t.size(1)});
+    }
+    if (src.empty()) {
+        joined = at::cat(inputs, 1).contiguous(at::MemoryFormat::ChannelsLast);
+        for (int64_t i = 0; i < g; ++i)
+            src.push_back({static_cast<const char *>(joined.data_ptr()) + i * cpg * item, c});
+    }
+    at::Tensor out = empty_channels_last({first.size(0), c, first.size(2), first.size(3)}, first.scalar_type());
+    if (g == 2 && own_kernels::available(false)) {
+        own_kernels::Interleave p;
+        p.bf16 = item == 2;
+        p.a = src[0].base;
+        p.b = src[1].base;
+        p.a_stride = src[0].stride;
+        p.b_stride = src[1].stride;
+        p.dst = out.data_ptr();
+        p.cpg = cpg;
+        p.pixels = pixels;
+        own_kernels::run_interleave(p);
+        return out;
+    }
+    const int64_t grain = std::max<int64_t>(1, 16384 / c);
+    at::parallel_for(0, pixels, grain, [&](int64_t begin, int64_t end) {
+        if (item == 2)
+            gather(src, cpg, static_cast<uint16_t *>(out.data_ptr()), begin, end);
+        else
+            gather(src, cpg, static_cast<uint32_t *>(out.data_ptr()), begin, end);
+    });
+    return out;
+}
+
+TORCH_LIBRARY_FRAGMENT(ipex, m) {
+    m.def("channel_shuffle(Tensor[] inputs, int[] grouped, int[] sizes) -> Tensor",
+          IPEX_GUARDED(ipex::ops::channel_shuffle));
+}
+
+}  // namespace ipex::ops

@@ -1,0 +1,165 @@
+#include "passes/fuse_channel_shuffle.h"
+
+#include <vector>
+
+#include "passes/graph_utils.h"
+
+namespace ipex::passes {
+namespace {
+
+using torch::jit::Node;
+using torch::jit::Value;
+
+const c10::Symbol kChannelShuffle = c10::Symbol::fromQualString("ipex::channel_shuffle");
+
+bool is_int_list(const Value *v) {
+    return v->type()->kind() == c10::TypeKind::ListType &&
+           v->type()->containedType(0)->kind() == c10::TypeKind::IntType;
+}
+
+// aten::view / aten::reshape to a list of sizes.
+bool is_resize(const Node *node) {
+    return (node->kind() == c10::aten::view || node->kind() == c10::aten::reshape) && node->inputs().size() == 2 &&
+           is_int_list(node->input(1));
+}
+
+// The one reader of `v`, when it has exactly one.
+Node *only_user(const Value *v) { return v->uses().size() == 1 ? v->uses()[0].user : nullptr; }
+
+// transpose(1, 2) / transpose(2, 1) of a 5-D tensor (or the same dims counted from the end), or
+// permute([0, 2, 1, 3, 4]).
+bool swaps_dims_1_2(const Node *node) {
+    if (node->kind() == c10::aten::transpose && node->inputs().size() == 3) {
+        auto a = constant_int(node->input(1)), b = constant_int(node->input(2));
+        if (!a || !b) return false;
+        if (*a < 0) *a += 5;
+        if (*b < 0) *b += 5;
+        return (*a == 1 && *b == 2) || (*a == 2 && *b == 1);
+    }
+    if (node->kind() == c10::aten::permute && node->inputs().size() == 2) {
+        const auto order = constant_int_list(node->input(1));
+        return order && *order == std::vector<int64_t>{0, 2, 1, 3, 4};
+    }
+    return false;
+}
+
+bool is_plain_contiguous(const Node *node) {
+    if (node->kind() != c10::aten::contiguous) return false;
+    const auto format = node->inputs().size() == 2 ? constant_int(node->input(1)) : std::nullopt;
+    return format && *format == static_cast<int64_t>(at::MemoryFormat::Contiguous);
+}
+
+bool is_graph_output(const torch::jit::Graph &graph, const Value *v) {
+    for (const Value *out : graph.outputs())
+        if (out == v) return true;
+    return false;
+}
+
+// The shuffle chain from `first` (a view/reshape) to its last view/reshape: the nodes in order,
+// or empty when `first` does not start one.
+std::vector<Node *> chain_from(Node *first) {
+    if (!is_resize(first)) return {};
+    Node *swap = only_user(first->output());
+    if (!swap || !swaps_dims_1_2(swap) || swap->input(0) != first->output()) return {};
+    Node *next = only_user(swap->output());
+    if (!next) return {};
+    if (is_plain_contiguous(next)) {
+        Node *last = only_user(next->output());
+        if (!last || !is_resize(last) || last->input(0) != next->output()) return {};
+        return {first, swap, next, last};
+    }
+    if (next->kind() == c10::aten::reshape && is_resize(next) && next->input(0) == swap->output())
+        return {first, swap, next};
+    return {};
+}
+
+// The aten::cat along dim 1 producing `x` (inputs in a prim::ListConstruct), read besides
+// `reader` only by aten::size(x, constant dim) queries: the cat node, else nullptr.
+Node *foldable_cat(Value *x, const Node *reader) {
+    Node *cat = x->node();
+    if (cat->kind() != c10::aten::cat || cat->inputs().size() != 2) return nullptr;
+    const auto dim = constant_int(cat->input(1));
+    if (!dim || *dim != 1 || cat->input(0)->node()->kind() != c10::prim::ListConstruct) return nullptr;
+    for (const auto &use : x->uses()) {
+        if (use.user == reader) continue;
+        if (use.user->kind() != c10::aten::size || use.user->inputs().size() != 2 || !constant_int(use.user->input(1)))
+            return nullptr;
+    }
+    return cat;
+}
+
+// aten::size(cat, d) answered from the cat's inputs: dim 1 is the sum of theirs, any other
+// dim the first input's (the cat checked they agree). Dims counted from the end need the rank:
+// 4, as the op's fast path; the op's fallback (any rank) sees no query either way.
+bool answer_size_queries(torch::jit::Graph &graph, Node *cat, const Node *reader) {
+    Value *x = cat->output();
+    const auto parts = cat->input(0)->node()->inputs();
+    std::vector<Node *> queries;
+    for (const auto &use : x->uses())
+        if (use.user != reader) queries.push_back(use.user);
+    for (Node *query : queries) {
+        int64_t d = *constant_int(query->input(1));
+        if (d < 0) {
+            const auto type = x->type()->cast<c10::TensorType>();
+            if (!type || !type->dim()) return false;
+            d += static_cast<int64_t>(*type->dim());
+        }
+        if (d < 0) return false;
+    }
+    for (Node *query : queries) {
+        int64_t d = *constant_int(query->input(1));
+        if (d < 0) d += static_cast<int64_t>(*x->type()->cast<c10::TensorType>()->dim());
+        torch::jit::WithInsertPoint guard(query);
+        Value *answer = nullptr;
+        if (d != 1) {
+            answer = graph.insert(c10::aten::size, {parts[0], d});
+        } else {
+            for (Value *part : parts) {
+                Value *size = graph.insert(c10::aten::size, {part, 1});
+                answer = answer ? graph.insert(c10::aten::add, {answer, size}) : size;
+            }
+        }
+        query->output()->replaceAllUsesWith(answer);
+        query->destroy();
+    }
+    return true;
+}
+
+}  // namespace
+
+PassResult fuse_channel_shuffle(std::shared_ptr<torch::jit::Graph> &graph) {
+    PassResult result;
+    int with_cat = 0;
+    for (Node *first : collect_nodes_of_kind(graph->block(), {c10::aten::view, c10::aten::reshape})) {
+        const std::vector<Node *> chain = chain_from(first);
+        if (chain.empty()) continue;
+        Node *last = chain.back();
+        if (is_graph_output(*graph, last->output())) {
+            result.skipped.push_back(node_label(last) + ": the shuffled tensor is a graph output");
+            continue;
+        }
+        Value *x = first->input(0);
+        Node *cat = foldable_cat(x, first);
+        // The queries are answered before the op goes in, so they stay where they were.
+        if (cat && !answer_size_queries(*graph, cat, first)) cat = nullptr;
+        torch::jit::WithInsertPoint guard(last);
+        Value *inputs = cat ? cat->input(0) : graph->insertNode(graph->createList(x->type(), {x}))->output();
+        Node *op = graph->create(kChannelShuffle, {inputs, first->input(1), last->input(1)}, 1);
+        graph->insertNode(op);
+        op->output()->setType(last->output()->type());
+        op->copyMetadata(last);
+        last->output()->replaceAllUsesWith(op->output());
+        for (auto it = chain.rbegin(); it != chain.rend(); ++it) (*it)->destroy();
+        if (cat) {
+            cat->destroy();
+            ++with_cat;
+        }
+        result.modules.push_back(node_label(op));
+        ++result.count;
+    }
+    result.changed = result.count > 0;
+    result.details = {{"with_cat", with_cat}};
+    return result;
+}
+
+}  // namespace ipex::passes
