@@ -51,22 +51,11 @@ struct Source {
     int64_t stride = 0;
 };
 
-// out[p][j * g + i] = source i's [p][j], j < cpg, for pixels [begin, end).
+// out[p][j * g + i] = source i's [p][j], j < cpg, for pixels [begin, end): any group count
+// (two groups on AVX-512 take own_kernels::run_interleave instead).
 template <typename T>
 void gather(const std::vector<Source> &src, int64_t cpg, T *out, int64_t begin, int64_t end) {
     const int64_t g = static_cast<int64_t>(src.size()), c = g * cpg;
-    if (g == 2) {  // two halves interleaved (without AVX-512: own_kernels::run_interleave else)
-        for (int64_t p = begin; p < end; ++p) {
-            const T *a = static_cast<const T *>(src[0].base) + p * src[0].stride;
-            const T *b = static_cast<const T *>(src[1].base) + p * src[1].stride;
-            T *o = out + p * c;
-            for (int64_t j = 0; j < cpg; ++j) {
-                o[2 * j] = a[j];
-                o[2 * j + 1] = b[j];
-            }
-        }
-        return;
-    }
     for (int64_t p = begin; p < end; ++p) {
         T *o = out + p * c;
         for (int64_t i = 0; i < g; ++i) {
