@@ -51,16 +51,24 @@ struct Source {
     int64_t stride = 0;
 };
 
-// out[p][j * g + i] = source i's [p][j], j < cpg, for pixels [begin, end): any group count
-// (two groups on AVX-512 take own_kernels::run_interleave instead).
+// Output channel o = j * g + i (source i's channel j) of pixel p, written to part o / cc at
+// channel o % cc, for pixels [begin, end): any group count (two groups on AVX-512 take
+// own_kernels::run_interleave instead).
 template <typename T>
-void gather(const std::vector<Source> &src, int64_t cpg, T *out, int64_t begin, int64_t end) {
-    const int64_t g = static_cast<int64_t>(src.size()), c = g * cpg;
+void gather(const std::vector<Source> &src, int64_t cpg, const std::vector<void *> &parts, int64_t begin,
+            int64_t end) {
+    const int64_t g = static_cast<int64_t>(src.size()), cc = g * cpg / static_cast<int64_t>(parts.size());
     for (int64_t p = begin; p < end; ++p) {
-        T *o = out + p * c;
-        for (int64_t i = 0; i < g; ++i) {
-            const T *s = static_cast<const T *>(src[i].base) + p * src[i].stride;
-            for (int64_t j = 0; j < cpg; ++j) o[j * g + i] = s[j];
+        int64_t i = 0, j = 0;
+        for (void *part : parts) {
+            T *o = static_cast<T *>(part) + p * cc;
+            for (int64_t k = 0; k < cc; ++k) {
+                o[k] = static_cast<const T *>(src[i].base)[p * src[i].stride + j];
+                if (++i == g) {
+                    i = 0;
+                    ++j;
+                }
+            }
         }
     }
 }
@@ -70,20 +78,13 @@ at::Tensor run_chain(at::TensorList inputs, at::IntArrayRef grouped, at::IntArra
     return joined.contiguous().view(grouped).transpose(1, 2).contiguous().view(sizes);
 }
 
-}  // namespace
-
-bool channel_shuffle_gathers(at::TensorList inputs, at::IntArrayRef grouped, at::IntArrayRef sizes) {
-    return gather_groups(inputs, grouped, sizes).has_value();
-}
-
-at::Tensor channel_shuffle(at::TensorList inputs, at::IntArrayRef grouped, at::IntArrayRef sizes) {
-    const auto groups = gather_groups(inputs, grouped, sizes);
-    if (!groups) return run_chain(inputs, grouped, sizes);
-    const int64_t g = *groups;
+// The shuffle of inputs (gather_groups gave g) written into `count` channels-last tensors of
+// c / count channels each, in order (count divides c).
+std::vector<at::Tensor> shuffle_into(at::TensorList inputs, int64_t g, int64_t count) {
     const at::Tensor &first = inputs.front();
     int64_t c = 0;
     for (const at::Tensor &t : inputs) c += t.size(1);
-    const int64_t cpg = c / g, pixels = first.size(0) * first.size(2) * first.size(3);
+    const int64_t cpg = c / g, cc = c / count, pixels = first.size(0) * first.size(2) * first.size(3);
     const int64_t item = first.element_size();
     // Group i starts at channel i * cpg of the concatenation: find the input holding it. A
     // group spanning two inputs (inputs not cut at group boundaries) joins them first.
@@ -105,33 +106,66 @@ at::Tensor channel_shuffle(at::TensorList inputs, at::IntArrayRef grouped, at::I
         for (int64_t i = 0; i < g; ++i)
             src.push_back({static_cast<const char *>(joined.data_ptr()) + i * cpg * item, c});
     }
-    at::Tensor out = empty_channels_last({first.size(0), c, first.size(2), first.size(3)}, first.scalar_type());
-    if (g == 2 && own_kernels::available(false)) {
-        own_kernels::Interleave p;
-        p.bf16 = item == 2;
-        p.a = src[0].base;
-        p.b = src[1].base;
-        p.a_stride = src[0].stride;
-        p.b_stride = src[1].stride;
-        p.dst = out.data_ptr();
-        p.cpg = cpg;
-        p.pixels = pixels;
-        own_kernels::run_interleave(p);
-        return out;
+    std::vector<at::Tensor> parts;
+    for (int64_t k = 0; k < count; ++k)
+        parts.push_back(empty_channels_last({first.size(0), cc, first.size(2), first.size(3)}, first.scalar_type()));
+    // Two groups: part k is the interleave of both groups' channels [k cc / 2, (k + 1) cc / 2)
+    // when cc is even.
+    if (g == 2 && cc % 2 == 0 && own_kernels::available(false)) {
+        for (int64_t k = 0; k < count; ++k) {
+            own_kernels::Interleave p;
+            p.bf16 = item == 2;
+            p.a = static_cast<const char *>(src[0].base) + k * (cc / 2) * item;
+            p.b = static_cast<const char *>(src[1].base) + k * (cc / 2) * item;
+            p.a_stride = src[0].stride;
+            p.b_stride = src[1].stride;
+            p.dst = parts[k].data_ptr();
+            p.cpg = cc / 2;
+            p.pixels = pixels;
+            own_kernels::run_interleave(p);
+        }
+        return parts;
     }
+    std::vector<void *> dst;
+    for (const at::Tensor &part : parts) dst.push_back(part.data_ptr());
     const int64_t grain = std::max<int64_t>(1, 16384 / c);
     at::parallel_for(0, pixels, grain, [&](int64_t begin, int64_t end) {
         if (item == 2)
-            gather(src, cpg, static_cast<uint16_t *>(out.data_ptr()), begin, end);
+            gather<uint16_t>(src, cpg, dst, begin, end);
         else
-            gather(src, cpg, static_cast<uint32_t *>(out.data_ptr()), begin, end);
+            gather<uint32_t>(src, cpg, dst, begin, end);
     });
-    return out;
+    return parts;
+}
+
+}  // namespace
+
+bool channel_shuffle_gathers(at::TensorList inputs, at::IntArrayRef grouped, at::IntArrayRef sizes) {
+    return gather_groups(inputs, grouped, sizes).has_value();
+}
+
+at::Tensor channel_shuffle(at::TensorList inputs, at::IntArrayRef grouped, at::IntArrayRef sizes) {
+    const auto groups = gather_groups(inputs, grouped, sizes);
+    if (!groups) return run_chain(inputs, grouped, sizes);
+    return shuffle_into(inputs, *groups, 1).front();
+}
+
+std::vector<at::Tensor> channel_shuffle_chunk(at::TensorList inputs, at::IntArrayRef grouped, at::IntArrayRef sizes,
+                                              int64_t chunks) {
+    const auto groups = gather_groups(inputs, grouped, sizes);
+    if (groups && chunks >= 1) {
+        int64_t c = 0;
+        for (const at::Tensor &t : inputs) c += t.size(1);
+        if (c % chunks == 0) return shuffle_into(inputs, *groups, chunks);
+    }
+    return at::chunk(channel_shuffle(inputs, grouped, sizes), chunks, 1);
 }
 
 TORCH_LIBRARY_FRAGMENT(ipex, m) {
     m.def("channel_shuffle(Tensor[] inputs, int[] grouped, int[] sizes) -> Tensor",
           IPEX_GUARDED(ipex::ops::channel_shuffle));
+    m.def("channel_shuffle_chunk(Tensor[] inputs, int[] grouped, int[] sizes, int chunks) -> Tensor[]",
+          IPEX_GUARDED(ipex::ops::channel_shuffle_chunk));
 }
 
 }  // namespace ipex::ops

@@ -17,9 +17,19 @@
 
 #include <vector>
 
+#include <vector>
+
 namespace ipex::ops {
 
 at::Tensor channel_shuffle(at::TensorList inputs, at::IntArrayRef grouped, at::IntArrayRef sizes);
+
+// ipex::channel_shuffle_chunk(inputs, grouped, sizes, chunks): channel_shuffle(...).chunk(chunks, 1)
+// (ShuffleNet v2 splits each shuffled tensor in two). On the gather path, when chunks divides
+// the channels, each chunk is written as its own dense channels-last tensor instead of a view
+// into the shuffled one, so the convolution reading it needs no copy; otherwise aten::chunk's
+// views of channel_shuffle's result.
+std::vector<at::Tensor> channel_shuffle_chunk(at::TensorList inputs, at::IntArrayRef grouped, at::IntArrayRef sizes,
+                                              int64_t chunks);
 
 // Whether channel_shuffle gathers these inputs itself (the tests ask).
 bool channel_shuffle_gathers(at::TensorList inputs, at::IntArrayRef grouped, at::IntArrayRef sizes);

@@ -12,14 +12,14 @@ using torch::jit::Node;
 using torch::jit::Value;
 
 // Ops whose output may be channels-last although the original's was not: convolutions (aten
-// ones after to_channels_last, prepacked, int8), ipex::channel_shuffle and explicit channels-last
-// conversions.
+// ones after to_channels_last, prepacked, int8), ipex::channel_shuffle(_chunk) and explicit
+// channels-last conversions.
 bool changes_layout(const Node *node) {
     const std::string ns = node->kind().ns().toUnqualString();
     const std::string name = node->kind().toUnqualString();
     if (ns == "ipex" || ns == "quantized")
         return name.find("conv") != std::string::npos || name.find("int8") != std::string::npos ||
-               name == "channel_shuffle";
+               name.rfind("channel_shuffle", 0) == 0;
     if (ns != "aten") return false;
     static const std::set<std::string> convs = {"conv1d", "conv2d", "conv3d", "convolution", "_convolution",
                                                 "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"};

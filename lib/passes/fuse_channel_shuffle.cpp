@@ -1,5 +1,6 @@
 #include "passes/fuse_channel_shuffle.h"
 
+#include <unordered_set>
 #include <vector>
 
 #include "passes/graph_utils.h"
@@ -11,6 +12,7 @@ using torch::jit::Node;
 using torch::jit::Value;
 
 const c10::Symbol kChannelShuffle = c10::Symbol::fromQualString("ipex::channel_shuffle");
+const c10::Symbol kChannelShuffleChunk = c10::Symbol::fromQualString("ipex::channel_shuffle_chunk");
 
 bool is_int_list(const Value *v) {
     return v->type()->kind() == c10::TypeKind::ListType &&
@@ -125,12 +127,25 @@ bool answer_size_queries(torch::jit::Graph &graph, Node *cat, const Node *reader
     return true;
 }
 
+// aten::chunk(x, constant chunks, 1) as the one reader of x: the chunk node, else nullptr.
+Node *chunk_reader(const Value *x) {
+    Node *chunk = only_user(x);
+    if (!chunk || chunk->kind() != c10::aten::chunk || chunk->inputs().size() != 3 || chunk->input(0) != x)
+        return nullptr;
+    const auto chunks = constant_int(chunk->input(1));
+    const auto dim = constant_int(chunk->input(2));
+    return chunks && dim && *dim == 1 ? chunk : nullptr;
+}
+
 }  // namespace
 
 PassResult fuse_channel_shuffle(std::shared_ptr<torch::jit::Graph> &graph) {
     PassResult result;
-    int with_cat = 0;
+    int with_cat = 0, with_chunk = 0;
+    // The last view of a replaced chain is in the list too, after its first: never touched again.
+    std::unordered_set<const Node *> destroyed;
     for (Node *first : collect_nodes_of_kind(graph->block(), {c10::aten::view, c10::aten::reshape})) {
+        if (destroyed.count(first)) continue;
         const std::vector<Node *> chain = chain_from(first);
         if (chain.empty()) continue;
         Node *last = chain.back();
@@ -142,14 +157,27 @@ PassResult fuse_channel_shuffle(std::shared_ptr<torch::jit::Graph> &graph) {
         Node *cat = foldable_cat(x, first);
         // The queries are answered before the op goes in, so they stay where they were.
         if (cat && !answer_size_queries(*graph, cat, first)) cat = nullptr;
-        torch::jit::WithInsertPoint guard(last);
+        // A chunk along the channels as the only reader: the op writes the chunks instead.
+        Node *chunk = chunk_reader(last->output());
+        if (chunk && is_graph_output(*graph, chunk->output())) chunk = nullptr;
+        Node *replaced = chunk ? chunk : last;
+        torch::jit::WithInsertPoint guard(replaced);
         Value *inputs = cat ? cat->input(0) : graph->insertNode(graph->createList(x->type(), {x}))->output();
-        Node *op = graph->create(kChannelShuffle, {inputs, first->input(1), last->input(1)}, 1);
+        std::vector<Value *> args = {inputs, first->input(1), last->input(1)};
+        if (chunk) args.push_back(chunk->input(1));
+        Node *op = graph->create(chunk ? kChannelShuffleChunk : kChannelShuffle, args, 1);
         graph->insertNode(op);
-        op->output()->setType(last->output()->type());
-        op->copyMetadata(last);
-        last->output()->replaceAllUsesWith(op->output());
-        for (auto it = chain.rbegin(); it != chain.rend(); ++it) (*it)->destroy();
+        op->output()->setType(replaced->output()->type());
+        op->copyMetadata(replaced);
+        replaced->output()->replaceAllUsesWith(op->output());
+        if (chunk) {
+            chunk->destroy();
+            ++with_chunk;
+        }
+        for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+            destroyed.insert(*it);
+            (*it)->destroy();
+        }
         if (cat) {
             cat->destroy();
             ++with_cat;
@@ -158,7 +186,7 @@ PassResult fuse_channel_shuffle(std::shared_ptr<torch::jit::Graph> &graph) {
         ++result.count;
     }
     result.changed = result.count > 0;
-    result.details = {{"with_cat", with_cat}};
+    result.details = {{"with_cat", with_cat}, {"with_chunk", with_chunk}};
     return result;
 }
 

@@ -6,10 +6,12 @@
 // channels of channels-last fp32/bf16 tensors in one pass (the chain's definition otherwise).
 // When x is an aten::cat along dim 1 read by nothing else but aten::size(x, d) queries (which
 // are answered from the cat's inputs instead), the cat joins the op: the shuffled channels are
-// gathered from the concatenated tensors directly. Only chains whose intermediate tensors have
-// no other reader, and whose result is not a graph output (whose layout the model keeps), are
-// replaced. Runs before contiguous_before_view, which then treats the op's output as possibly
-// channels-last. count = shuffles replaced; details: with_cat.
+// gathered from the concatenated tensors directly. When the shuffled tensor's one reader is an
+// aten::chunk along dim 1, the op is ipex::channel_shuffle_chunk, which writes each chunk as
+// its own dense tensor (no copy before the convolution that reads it). Only chains whose
+// intermediate tensors have no other reader, and whose result is not a graph output (whose
+// layout the model keeps), are replaced. Runs before contiguous_before_view, which then treats the op's output as possibly
+// channels-last. count = shuffles replaced; details: with_cat, with_chunk.
 #pragma once
 
 #include <torch/csrc/jit/ir/ir.h>

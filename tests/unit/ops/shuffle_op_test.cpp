@@ -2,7 +2,9 @@
 // over 2 to 5 groups, odd channel counts per group (vector tails), one input or several cut at
 // group boundaries or not, fp32 and bf16, with -1 in either size list; the gather path is taken
 // exactly when its conditions hold (channels-last 4-D fp32/bf16), everything else runs the chain,
-// errors included; the output never aliases an input.
+// errors included; the output never aliases an input. channel_shuffle_chunk: each chunk equal
+// to aten::chunk's of the chain, written apart as a dense tensor when the chunks divide the
+// channels.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -114,6 +116,42 @@ TEST(ChannelShuffle, OtherInputsRunTheChain) {
         const at::Tensor got = channel_shuffle(cl, g5, s);
         EXPECT_TRUE(at::equal(got, chain(cl, g5, s))) << at::IntArrayRef(g5);
     }
+}
+
+TEST(ChannelShuffle, ChunksAreWrittenApart) {
+    const std::vector<ShuffleCase> cases = {{{58, 58}, 2}, {{6, 6}, 2}, {{24, 24, 24}, 3}, {{40, 24}, 2}, {{5, 5}, 2}};
+    for (const auto &c : cases) {
+        int64_t total = 0;
+        for (const int64_t k : c.channels) total += k;
+        for (const auto type : {at::kFloat, at::kBFloat16}) {
+            const auto inputs = make_inputs(c.channels, 2, 5, 7, type, true);
+            const std::vector<int64_t> grouped = {2, c.groups, total / c.groups, 5, 7}, sizes = {2, total, 5, 7};
+            const at::Tensor shuffled = chain(inputs, grouped, sizes);
+            for (const int64_t chunks : {1, 2, 3, 4, 5}) {
+                std::ostringstream what;
+                what << at::IntArrayRef(c.channels) << " g" << c.groups << " " << type << " chunks " << chunks;
+                const auto want = at::chunk(shuffled, chunks, 1);
+                const auto got = channel_shuffle_chunk(inputs, grouped, sizes, chunks);
+                ASSERT_EQ(got.size(), want.size()) << what.str();
+                for (size_t k = 0; k < got.size(); ++k) {
+                    EXPECT_TRUE(at::equal(got[k], want[k])) << what.str() << " chunk " << k;
+                    // dense channels-last chunks when the chunks divide the channels; aten's views else
+                    if (total % chunks == 0)
+                        EXPECT_TRUE(got[k].is_contiguous(at::MemoryFormat::ChannelsLast)) << what.str();
+                    else
+                        EXPECT_EQ(got[k].storage().data(), got[0].storage().data()) << what.str();
+                }
+            }
+        }
+    }
+    // the chain's path (NCHW input) chunks its result as aten does; a bad count is aten's error
+    const auto nchw = make_inputs({6, 6}, 2, 3, 5, at::kFloat, false);
+    const auto got = channel_shuffle_chunk(nchw, {2, 2, 6, 3, 5}, {2, 12, 3, 5}, 2);
+    const auto want = at::chunk(chain(nchw, {2, 2, 6, 3, 5}, {2, 12, 3, 5}), 2, 1);
+    ASSERT_EQ(got.size(), 2u);
+    for (size_t k = 0; k < 2; ++k) EXPECT_TRUE(at::equal(got[k], want[k]));
+    const auto cl = make_inputs({6, 6}, 2, 3, 5, at::kFloat, true);
+    EXPECT_THROW(channel_shuffle_chunk(cl, {2, 2, 6, 3, 5}, {2, 12, 3, 5}, 0), c10::Error);
 }
 
 // The first line of the message `fn` throws ("" when it returns; the rest is a backtrace).

@@ -4,7 +4,9 @@
 // before it folded in when only size queries read it besides; chains whose pieces have other
 // readers, or whose result is a graph output, stay; a cat read by a size query counted from the
 // end (whose dim the pass cannot tell without the rank) stays too. Op counts before and after, and outputs
-// equal to the unmodified graph's, fp32 and bf16, NCHW and channels-last.
+// equal to the unmodified graph's, fp32 and bf16, NCHW and channels-last. A chunk along the
+// channels as the shuffle's only reader joins the op (ipex::channel_shuffle_chunk) unless its
+// list is a graph output.
 #include <gtest/gtest.h>
 
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
@@ -26,6 +28,7 @@ struct ShuffleCase {
     int shuffles;      // ipex::channel_shuffle after
     int with_cat;      // of which with the cat folded in
     int skipped = 0;   // graph outputs left alone
+    int with_chunk = 0;  // of which ipex::channel_shuffle_chunk (the chunk after folded in)
 };
 
 class FuseChannelShuffle : public ::testing::TestWithParam<ShuffleCase> {};
@@ -38,7 +41,12 @@ TEST_P(FuseChannelShuffle, CountsAndOutputs) {
     const int transposes_before = testing::count(original, "aten::transpose") + testing::count(original, "aten::permute");
     const PassResult r = fuse_channel_shuffle(frozen.graph);
     torch::jit::EliminateDeadCode(frozen.graph);
-    EXPECT_EQ(testing::count(frozen.graph, "ipex::channel_shuffle"), c.shuffles) << *frozen.graph;
+    EXPECT_EQ(testing::count(frozen.graph, "ipex::channel_shuffle") + testing::count(frozen.graph, "ipex::channel_shuffle_chunk"),
+              c.shuffles)
+        << *frozen.graph;
+    EXPECT_EQ(testing::count(frozen.graph, "ipex::channel_shuffle_chunk"), c.with_chunk) << *frozen.graph;
+    EXPECT_EQ(testing::count(frozen.graph, "aten::chunk"), testing::count(original, "aten::chunk") - c.with_chunk)
+        << *frozen.graph;
     EXPECT_EQ(testing::count(frozen.graph, "aten::cat"), cats_before - c.with_cat) << *frozen.graph;
     EXPECT_EQ(testing::count(frozen.graph, "aten::transpose") + testing::count(frozen.graph, "aten::permute"),
               transposes_before - c.shuffles)
@@ -46,6 +54,7 @@ TEST_P(FuseChannelShuffle, CountsAndOutputs) {
     EXPECT_EQ(r.count, c.shuffles);
     EXPECT_EQ(r.changed, c.shuffles > 0);
     EXPECT_EQ(r.details["with_cat"].get<int>(), c.with_cat);
+    EXPECT_EQ(r.details["with_chunk"].get<int>(), c.with_chunk);
     EXPECT_EQ(static_cast<int>(r.skipped.size()), c.skipped);
     for (const auto dtype : {at::kFloat, at::kBFloat16}) {
         for (const bool channels_last : {false, true}) {
@@ -81,6 +90,22 @@ INSTANTIATE_TEST_SUITE_P(
     Forms, FuseChannelShuffle,
     ::testing::Values(
         ShuffleCase{"torchvision", kTorchvision, 1, 1},
+        ShuffleCase{"chunked", R"(    y = torch.cat([x, x * 2.0], 1)
+    y = y.view(2, 2, 12, 5, 6).transpose(1, 2).contiguous().view(2, 24, 5, 6)
+    a, b = y.chunk(2, 1)
+    return torch.relu(a), b + 1.0
+)", 1, 1, 0, 1},
+        ShuffleCase{"chunked_three_uneven", R"(    y = x.view(2, 2, 6, 5, 6).transpose(1, 2).contiguous().view(2, 12, 5, 6)
+    a, b, c, d = y.chunk(5, 1)
+    return a + 1.0, b * 2.0, c - 1.0, d
+)", 1, 0, 0, 1},
+        ShuffleCase{"chunk_along_other_dim", R"(    y = x.view(2, 2, 6, 5, 6).transpose(1, 2).contiguous().view(2, 12, 5, 6)
+    a, b = y.chunk(2, 2)
+    return a + 1.0, b * 2.0
+)", 1, 0, 0, 0},
+        ShuffleCase{"chunks_returned", R"(    y = x.view(2, 2, 6, 5, 6).transpose(1, 2).contiguous().view(2, 12, 5, 6)
+    return y.chunk(2, 1)
+)", 1, 0, 0, 0},
         ShuffleCase{"size_list", R"(    y = torch.cat([x, x + 1.0], 1)
     n, c, h, w = y.size()
     y = y.view(n, 3, c // 3, h, w).transpose(2, 1).contiguous().view(n, c, h, w)
