@@ -15,8 +15,13 @@
 namespace ipex::ops {
 namespace {
 
-// The shuffle's group count when the fast path applies, else nothing.
-std::optional<int64_t> gather_groups(at::TensorList inputs, at::IntArrayRef grouped,
+// The fast path's shape: group count and total channels.
+struct Shuffle {
+    int64_t groups = 0, channels = 0;
+};
+
+// The shuffle's shape when the fast path applies, else nothing.
+std::optional<Shuffle> gather_groups(at::TensorList inputs, at::IntArrayRef grouped,
                                      at::IntArrayRef sizes) {
     if (inputs.empty()) return std::nullopt;
     const at::Tensor &first = inputs.front();
@@ -42,7 +47,7 @@ std::optional<int64_t> gather_groups(at::TensorList inputs, at::IntArrayRef grou
     const int64_t g = g5[1];
     if (g < 2 || g5[2] < 2 || g5[0] != n || g * g5[2] != c || g5[3] != h || g5[4] != w) return std::nullopt;
     if (s4 != std::vector<int64_t>{n, c, h, w}) return std::nullopt;
-    return g;
+    return Shuffle{g, c};
 }
 
 // One source of the gather: the group's first channel and the pixel stride of its tensor.
@@ -78,12 +83,11 @@ at::Tensor run_chain(at::TensorList inputs, at::IntArrayRef grouped, at::IntArra
     return joined.contiguous().view(grouped).transpose(1, 2).contiguous().view(sizes);
 }
 
-// The shuffle of inputs (gather_groups gave g) written into `count` channels-last tensors of
-// c / count channels each, in order (count divides c).
-std::vector<at::Tensor> shuffle_into(at::TensorList inputs, int64_t g, int64_t count) {
+// The shuffle of inputs (of the shape gather_groups gave) written into `count` channels-last
+// tensors of c / count channels each, in order (count divides c).
+std::vector<at::Tensor> shuffle_into(at::TensorList inputs, const Shuffle &shape, int64_t count) {
     const at::Tensor &first = inputs.front();
-    int64_t c = 0;
-    for (const at::Tensor &t : inputs) c += t.size(1);
+    const int64_t g = shape.groups, c = shape.channels;
     const int64_t cpg = c / g, cc = c / count, pixels = first.size(0) * first.size(2) * first.size(3);
     const int64_t item = first.element_size();
     // Group i starts at channel i * cpg of the concatenation: find the input holding it. A
@@ -145,19 +149,15 @@ bool channel_shuffle_gathers(at::TensorList inputs, at::IntArrayRef grouped, at:
 }
 
 at::Tensor channel_shuffle(at::TensorList inputs, at::IntArrayRef grouped, at::IntArrayRef sizes) {
-    const auto groups = gather_groups(inputs, grouped, sizes);
-    if (!groups) return run_chain(inputs, grouped, sizes);
-    return shuffle_into(inputs, *groups, 1).front();
+    const auto shape = gather_groups(inputs, grouped, sizes);
+    if (!shape) return run_chain(inputs, grouped, sizes);
+    return shuffle_into(inputs, *shape, 1).front();
 }
 
 std::vector<at::Tensor> channel_shuffle_chunk(at::TensorList inputs, at::IntArrayRef grouped, at::IntArrayRef sizes,
                                               int64_t chunks) {
-    const auto groups = gather_groups(inputs, grouped, sizes);
-    if (groups && chunks >= 1) {
-        int64_t c = 0;
-        for (const at::Tensor &t : inputs) c += t.size(1);
-        if (c % chunks == 0) return shuffle_into(inputs, *groups, chunks);
-    }
+    const auto shape = gather_groups(inputs, grouped, sizes);
+    if (shape && chunks >= 1 && shape->channels % chunks == 0) return shuffle_into(inputs, *shape, chunks);
     return at::chunk(channel_shuffle(inputs, grouped, sizes), chunks, 1);
 }
 

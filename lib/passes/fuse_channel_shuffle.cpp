@@ -1,9 +1,12 @@
 #include "passes/fuse_channel_shuffle.h"
 
+#include <optional>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "passes/graph_utils.h"
+#include "passes/prepacked_nodes.h"
 
 namespace ipex::passes {
 namespace {
@@ -25,17 +28,24 @@ bool is_resize(const Node *node) {
            is_int_list(node->input(1));
 }
 
-// The one reader of `v`, when it has exactly one.
-Node *only_user(const Value *v) { return v->uses().size() == 1 ? v->uses()[0].user : nullptr; }
+// How many sizes `list` holds, when the graph says (a constant or a prim::ListConstruct).
+std::optional<size_t> list_length(const Value *list) {
+    if (const auto constant = constant_int_list(list)) return constant->size();
+    if (list->node()->kind() == c10::prim::ListConstruct) return list->node()->inputs().size();
+    return std::nullopt;
+}
 
-// transpose(1, 2) / transpose(2, 1) of a 5-D tensor (or the same dims counted from the end), or
-// permute([0, 2, 1, 3, 4]).
-bool swaps_dims_1_2(const Node *node) {
+// transpose(1, 2) / transpose(2, 1), or permute([0, 2, 1, 3, 4]), of the tensor `resize` (a
+// view/reshape) made; dims counted from the end only when `resize` names 5 sizes (its rank).
+bool swaps_dims_1_2(const Node *node, const Node *resize) {
     if (node->kind() == c10::aten::transpose && node->inputs().size() == 3) {
         auto a = constant_int(node->input(1)), b = constant_int(node->input(2));
         if (!a || !b) return false;
-        if (*a < 0) *a += 5;
-        if (*b < 0) *b += 5;
+        if (*a < 0 || *b < 0) {
+            if (list_length(resize->input(1)) != 5u) return false;
+            if (*a < 0) *a += 5;
+            if (*b < 0) *b += 5;
+        }
         return (*a == 1 && *b == 2) || (*a == 2 && *b == 1);
     }
     if (node->kind() == c10::aten::permute && node->inputs().size() == 2) {
@@ -51,22 +61,16 @@ bool is_plain_contiguous(const Node *node) {
     return format && *format == static_cast<int64_t>(at::MemoryFormat::Contiguous);
 }
 
-bool is_graph_output(const torch::jit::Graph &graph, const Value *v) {
-    for (const Value *out : graph.outputs())
-        if (out == v) return true;
-    return false;
-}
-
 // The shuffle chain from `first` (a view/reshape) to its last view/reshape: the nodes in order,
 // or empty when `first` does not start one.
 std::vector<Node *> chain_from(Node *first) {
     if (!is_resize(first)) return {};
-    Node *swap = only_user(first->output());
-    if (!swap || !swaps_dims_1_2(swap) || swap->input(0) != first->output()) return {};
-    Node *next = only_user(swap->output());
+    Node *swap = single_user(first->output());
+    if (!swap || !swaps_dims_1_2(swap, first) || swap->input(0) != first->output()) return {};
+    Node *next = single_user(swap->output());
     if (!next) return {};
     if (is_plain_contiguous(next)) {
-        Node *last = only_user(next->output());
+        Node *last = single_user(next->output());
         if (!last || !is_resize(last) || last->input(0) != next->output()) return {};
         return {first, swap, next, last};
     }
@@ -96,21 +100,19 @@ Node *foldable_cat(Value *x, const Node *reader) {
 bool answer_size_queries(torch::jit::Graph &graph, Node *cat, const Node *reader) {
     Value *x = cat->output();
     const auto parts = cat->input(0)->node()->inputs();
-    std::vector<Node *> queries;
-    for (const auto &use : x->uses())
-        if (use.user != reader) queries.push_back(use.user);
-    for (Node *query : queries) {
-        int64_t d = *constant_int(query->input(1));
+    std::vector<std::pair<Node *, int64_t>> queries;  // each with its dim counted from the start
+    for (const auto &use : x->uses()) {
+        if (use.user == reader) continue;
+        int64_t d = *constant_int(use.user->input(1));
         if (d < 0) {
             const auto type = x->type()->cast<c10::TensorType>();
             if (!type || !type->dim()) return false;
             d += static_cast<int64_t>(*type->dim());
+            if (d < 0) return false;
         }
-        if (d < 0) return false;
+        queries.emplace_back(use.user, d);
     }
-    for (Node *query : queries) {
-        int64_t d = *constant_int(query->input(1));
-        if (d < 0) d += static_cast<int64_t>(*x->type()->cast<c10::TensorType>()->dim());
+    for (const auto &[query, d] : queries) {
         torch::jit::WithInsertPoint guard(query);
         Value *answer = nullptr;
         if (d != 1) {
@@ -129,7 +131,7 @@ bool answer_size_queries(torch::jit::Graph &graph, Node *cat, const Node *reader
 
 // aten::chunk(x, constant chunks, 1) as the one reader of x: the chunk node, else nullptr.
 Node *chunk_reader(const Value *x) {
-    Node *chunk = only_user(x);
+    Node *chunk = single_user(x);
     if (!chunk || chunk->kind() != c10::aten::chunk || chunk->inputs().size() != 3 || chunk->input(0) != x)
         return nullptr;
     const auto chunks = constant_int(chunk->input(1));
@@ -149,7 +151,7 @@ PassResult fuse_channel_shuffle(std::shared_ptr<torch::jit::Graph> &graph) {
         const std::vector<Node *> chain = chain_from(first);
         if (chain.empty()) continue;
         Node *last = chain.back();
-        if (is_graph_output(*graph, last->output())) {
+        if (is_graph_output(last->output())) {
             result.skipped.push_back(node_label(last) + ": the shuffled tensor is a graph output");
             continue;
         }
@@ -159,7 +161,7 @@ PassResult fuse_channel_shuffle(std::shared_ptr<torch::jit::Graph> &graph) {
         if (cat && !answer_size_queries(*graph, cat, first)) cat = nullptr;
         // A chunk along the channels as the only reader: the op writes the chunks instead.
         Node *chunk = chunk_reader(last->output());
-        if (chunk && is_graph_output(*graph, chunk->output())) chunk = nullptr;
+        if (chunk && is_graph_output(chunk->output())) chunk = nullptr;
         Node *replaced = chunk ? chunk : last;
         torch::jit::WithInsertPoint guard(replaced);
         Value *inputs = cat ? cat->input(0) : graph->insertNode(graph->createList(x->type(), {x}))->output();

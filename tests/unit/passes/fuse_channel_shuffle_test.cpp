@@ -134,6 +134,12 @@ INSTANTIATE_TEST_SUITE_P(
         ShuffleCase{"transposed_read_twice", R"(    t = x.view(2, 2, 6, 5, 6).transpose(1, 2)
     return t.contiguous().view(2, 12, 5, 6) + 1.0, t
 )", 0, 0},
+        ShuffleCase{"dims_from_the_end_of_a_4d_view", R"(    y = x.view(2, 2, 6, 30).transpose(-4, -3).contiguous().view(2, 12, 5, 6)
+    return y + 1.0
+)", 0, 0},
+        ShuffleCase{"in_a_returned_tuple", R"(    y = x.view(2, 2, 6, 5, 6).transpose(1, 2).contiguous().view(2, 12, 5, 6)
+    return y, x + 1.0
+)", 0, 0, 1},
         ShuffleCase{"other_transpose", R"(    y = x.view(2, 2, 6, 5, 6).transpose(1, 3).contiguous().view(2, 12, 5, 6)
     return y + 1.0
 )", 0, 0},
