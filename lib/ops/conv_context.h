@@ -142,8 +142,9 @@ private:
     std::vector<int64_t> output_sizes(at::IntArrayRef input) const;
     // conv + post-ops before the sum, then the sum and later post-ops with aten.
     at::Tensor run_unfused(const at::Tensor &x, const at::Tensor &other) const;
-    // Sets depthwise_ when the own depthwise kernel computes this convolution, else split_
-    // when its trailing activation may run after oneDNN's convolution (plan_kernels: both).
+    // Sets the plan of the one own kernel that may compute this convolution (depthwise or
+    // pointwise), else split_ when its trailing activation may run after oneDNN's
+    // convolution (conv_own_plans.cpp).
     void plan_kernels();
     void plan_depthwise();
     void plan_pointwise();

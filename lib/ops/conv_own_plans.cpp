@@ -1,0 +1,182 @@
+// The own-kernel plans of ConvolutionContext (conv_own_plans.h): which convolutions each own
+// kernel computes, its weights packed as the kernel takes them, and the calls that run it.
+#include <cstdlib>
+
+#include "ops/conv_own_plans.h"
+#include "ops/onednn_utils.h"
+
+namespace ipex::ops {
+namespace {
+
+// Input channels up to which a 1x1 convolution may run the own pointwise kernel (its packed
+// weight is a second copy beside oneDNN's).
+constexpr int64_t kPointwiseMaxChannels = 4096;
+
+}  // namespace
+
+// The own kernel's form of a post-op it computes (false for another).
+bool to_eltwise(const PostOp &op, own_kernels::Eltwise *e) {
+    if (!own_kernels::to_act(op.kind, &e->act)) return false;
+    e->alpha = static_cast<float>(op.alpha);
+    e->beta = static_cast<float>(op.beta);
+    return true;
+}
+
+void ConvolutionContext::plan_kernels() {
+    plan_depthwise();
+    plan_pointwise();
+    plan_split();
+}
+
+void ConvolutionContext::plan_depthwise() {
+    depthwise_.reset();
+    const ComputeTypes types = compute_types(dtype_);
+    const int64_t g = params_.groups;
+    const bool depthwise = !params_.transposed && spatial_dims() == 2 && g > 1 && weight_.size(0) == g &&
+                           weight_.size(1) == 1;
+    const bool bf16 = types.math == at::kBFloat16;
+    if (!depthwise || types.fpmath_bf16 || types.output != types.math || (!bf16 && types.math != at::kFloat) ||
+        !own_kernels::available(bf16) || post_ops_.size() > own_kernels::Problem::kMaxPostOps)
+        return;
+    const auto choice = own_kernels::choice_from_env(std::getenv(own_kernels::kChoiceVariable));
+    if (choice == own_kernels::Choice::onednn) return;
+    auto plan = std::make_shared<Depthwise>();
+    plan->choice = choice;
+    auto &problem = plan->problem;
+    for (const auto &op : post_ops_) {
+        if (!to_eltwise(op, &problem.post_ops[problem.num_post_ops])) return;
+        ++problem.num_post_ops;
+    }
+    const int64_t kh = weight_.size(2), kw = weight_.size(3);
+    // kh x kw x c, then zeros: the kernel reads whole vectors of the last row past c.
+    const at::Tensor taps = weight_.to(types.math).to(at::kFloat).reshape({g, kh * kw}).t().reshape({-1});
+    plan->weight = at::cat({taps, at::zeros({own_kernels::Problem::kWeightPadding}, taps.options())});
+    if (bias_.defined()) plan->bias = (bf16 ? bias_bf16_.to(at::kFloat) : bias_).contiguous();
+    if (bf16 && own_kernels::weight_pairs_used(kw, params_.stride[1], params_.dilation[1])) {
+        plan->weight_pairs = at::empty({own_kernels::weight_pairs_size(kh, kw, g)}, at::kShort);
+        own_kernels::pack_weight_pairs(plan->weight.data_ptr<float>(), kh, kw, g,
+                                       reinterpret_cast<uint16_t *>(plan->weight_pairs.data_ptr<int16_t>()));
+        problem.weight_pairs_blocks = own_kernels::weight_pairs_blocks(g);
+    }
+    problem.bf16_in = problem.bf16_out = bf16;
+    problem.c = g;
+    problem.kh = kh;
+    problem.kw = kw;
+    problem.stride_h = params_.stride[0];
+    problem.stride_w = params_.stride[1];
+    problem.pad_h = params_.padding[0];
+    problem.pad_w = params_.padding[1];
+    problem.dilation_h = params_.dilation[0];
+    problem.dilation_w = params_.dilation[1];
+    depthwise_ = plan;
+}
+
+at::Tensor ConvolutionContext::run_depthwise(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
+    const ComputeTypes types = compute_types(dtype_);
+    at::Tensor dst = empty_channels_last(dst_sizes, types.output);
+    own_kernels::Problem p = depthwise_->problem;
+    p.src = src.data_ptr();
+    p.dst = dst.data_ptr();
+    p.weight = depthwise_->weight.data_ptr<float>();
+    if (depthwise_->weight_pairs.defined())
+        p.weight_pairs = reinterpret_cast<const uint16_t *>(depthwise_->weight_pairs.data_ptr<int16_t>());
+    p.bias = depthwise_->bias.defined() ? depthwise_->bias.data_ptr<float>() : nullptr;
+    p.n = src.size(0);
+    p.ih = src.size(2);
+    p.iw = src.size(3);
+    p.oh = dst_sizes[2];
+    p.ow = dst_sizes[3];
+    own_kernels::run(p);
+    return dst;
+}
+
+void ConvolutionContext::plan_pointwise() {
+    pointwise_.reset();
+    const ComputeTypes types = compute_types(dtype_);
+    const auto &p = params_;
+    const bool one_by_one = !p.transposed && spatial_dims() == 2 && p.groups == 1 && weight_.size(2) == 1 &&
+                            weight_.size(3) == 1 && p.stride[0] == 1 && p.stride[1] == 1 && p.padding[0] == 0 &&
+                            p.padding[1] == 0;
+    const bool bf16 = types.math == at::kBFloat16;
+    if (!one_by_one || types.fpmath_bf16 || (!bf16 && types.math != at::kFloat) || types.output != types.math ||
+        !own_kernels::available(bf16) || post_ops_.size() > own_kernels::Problem::kMaxPostOps ||
+        weight_.size(1) > kPointwiseMaxChannels)
+        return;
+    const auto choice = own_kernels::choice_from_env(std::getenv(own_kernels::kChoiceVariable));
+    if (choice == own_kernels::Choice::onednn) return;
+    auto plan = std::make_shared<Pointwise>();
+    plan->choice = choice;
+    for (const auto &op : post_ops_) {
+        if (!to_eltwise(op, &plan->activation.post_ops[plan->activation.num_post_ops])) return;
+        ++plan->activation.num_post_ops;
+    }
+    plan->activation.bf16_in = plan->activation.bf16_out = bf16;
+    const int64_t n = weight_.size(0);
+    if (bias_.defined()) {
+        plan->bias = at::zeros({(n + 15) / 16 * 16}, at::kFloat);
+        plan->bias.slice(0, 0, n).copy_(bf16 ? bias_bf16_ : bias_);
+    }
+    pointwise_ = plan;
+}
+
+size_t ConvolutionContext::pointwise_weight_bytes() const { return pointwise_ ? pointwise_->packed_bytes() : 0; }
+
+at::Tensor ConvolutionContext::run_pointwise(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
+    const bool bf16 = pointwise_->activation.bf16_out;
+    at::Tensor dst = empty_channels_last(dst_sizes, bf16 ? at::kBFloat16 : at::kFloat);
+    own_kernels::Pointwise p;
+    p.bf16 = bf16;
+    p.src = src.data_ptr();
+    p.dst = dst.data_ptr();
+    p.weight = pointwise_->packed(weight_).data_ptr();
+    p.bias = pointwise_->bias.defined() ? pointwise_->bias.data_ptr<float>() : nullptr;
+    p.m = src.size(0) * src.size(2) * src.size(3);
+    p.k = src.size(1);
+    p.n = dst_sizes[1];
+    p.activation = pointwise_->activation;
+    own_kernels::run_pointwise(p);
+    return dst;
+}
+
+void ConvolutionContext::plan_split() {
+    split_.reset();
+    if (depthwise_ || pointwise_ || post_ops_.empty() || tensor_post_op(post_ops_) >= 0) return;
+    const ComputeTypes types = compute_types(dtype_);
+    const bool bf16 = types.math == at::kBFloat16;
+    if (types.fpmath_bf16 || types.output != types.math || (!bf16 && types.math != at::kFloat) ||
+        !own_kernels::available(bf16))
+        return;
+    // The trailing activations the kernel computes, when they hold an exp (sigmoid, SiLU):
+    // those are where oneDNN's fused post-op costs more than the convolution itself.
+    size_t start = post_ops_.size();
+    own_kernels::Act act;
+    while (start > 0 && post_ops_.size() - start < own_kernels::Problem::kMaxPostOps &&
+           own_kernels::to_act(post_ops_[start - 1].kind, &act))
+        --start;
+    bool has_exp = false;
+    for (size_t i = start; i < post_ops_.size(); ++i)
+        has_exp |= post_ops_[i].kind == "silu" || post_ops_[i].kind == "sigmoid";
+    if (!has_exp) return;
+    const auto choice = own_kernels::choice_from_env(std::getenv(own_kernels::kChoiceVariable));
+    if (choice == own_kernels::Choice::onednn) return;
+    auto plan = std::make_shared<Split>();
+    plan->choice = choice;
+    plan->activation.bf16_in = plan->activation.bf16_out = bf16;
+    for (size_t i = start; i < post_ops_.size(); ++i) {
+        to_eltwise(post_ops_[i], &plan->activation.post_ops[plan->activation.num_post_ops++]);
+    }
+    auto head = changed_copy();
+    head->post_ops_.resize(start);
+    head->depthwise_.reset();
+    head->split_.reset();
+    plan->head = head;
+    split_ = plan;
+}
+
+at::Tensor ConvolutionContext::run_split(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
+    at::Tensor y = split_->head->run_plain(src, dst_sizes);
+    own_kernels::run_post_ops(split_->activation, y.data_ptr(), y.numel());
+    return y;
+}
+
+}  // namespace ipex::ops

@@ -1,0 +1,75 @@
+// The own-kernel plans of a ConvolutionContext (conv_context.h): what each own kernel of
+// own_kernels.h keeps to compute a convolution instead of oneDNN (depthwise, pointwise,
+// or the trailing activation split from oneDNN's convolution), and how a choice
+// between the two is kept per input shape. Internal to the convolution op's sources.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+
+#include "ops/conv_context.h"
+#include "ops/own_kernels.h"
+#include "ops/primitive_cache.h"
+
+namespace ipex::ops {
+
+// A choice timed at run time, kept per input shape.
+struct TimedChoice {
+    bool own = false;
+};
+using TimedChoices = PrimitiveCache<TimedChoice>;
+
+// What each own-kernel plan (depthwise, pointwise, split) keeps for choosing it per shape.
+struct OwnChoice {
+    own_kernels::Choice choice = own_kernels::Choice::timed;
+    std::shared_ptr<TimedChoices> timed = std::make_shared<TimedChoices>();
+};
+
+// The own kernel's form of a post-op it computes (false for another).
+bool to_eltwise(const PostOp &op, own_kernels::Eltwise *e);
+
+struct ConvolutionContext::Depthwise : OwnChoice {
+    at::Tensor weight;  // kh x kw x c, fp32 (bf16 values for a bf16 convolution)
+    at::Tensor weight_pairs;  // bf16 convolution: own_kernels::pack_weight_pairs (int16)
+    at::Tensor bias;    // c, fp32 (rounded to bf16 for a bf16 output), or undefined
+    own_kernels::Problem problem;  // the post-ops and the weight's geometry
+};
+
+struct ConvolutionContext::Pointwise : OwnChoice {
+    at::Tensor bias;  // fp32 (bf16 values for bf16), padded to 16 lanes, or undefined
+    own_kernels::Problem activation;  // the post-ops and dtype
+
+    // `weight` (n x k x 1 x 1) packed as own_kernels::Pointwise says, on the kernel's first
+    // run: this is a second copy beside oneDNN's, held only by convolutions that run (or time) it.
+    size_t packed_bytes() const { return packed_bytes_.load(std::memory_order_acquire); }
+    const at::Tensor &packed(const at::Tensor &weight) const {
+        std::call_once(packed_once_, [&] {
+            const bool bf16 = activation.bf16_in;
+            const int64_t n = weight.size(0), k = weight.size(1);
+            const int64_t n16 = (n + 15) / 16 * 16, k2 = bf16 ? (k + 1) / 2 * 2 : k;
+            at::Tensor w = at::zeros({n16, k2}, bf16 ? at::kBFloat16 : at::kFloat);
+            w.slice(0, 0, n).slice(1, 0, k).copy_(weight.reshape({n, k}));
+            at::Tensor packed =
+                bf16 ? w.view({n16 / 16, 16, k2 / 2, 2}).permute({2, 0, 1, 3}).contiguous() : w.t().contiguous();
+            packed_ = std::move(packed);
+            packed_bytes_.store(packed_.nbytes(), std::memory_order_release);
+        });
+        return packed_;
+    }
+
+  private:
+    mutable std::once_flag packed_once_;
+    mutable at::Tensor packed_;                     // read only after call_once
+    mutable std::atomic<size_t> packed_bytes_{0};  // its size, for packed_bytes() at any time
+};
+
+struct ConvolutionContext::Split : OwnChoice {
+    c10::intrusive_ptr<ConvolutionContext> head;  // without the trailing activation
+    own_kernels::Problem activation;         // its post-ops and output dtype only
+};
+
+
+}  // namespace ipex::ops
