@@ -34,8 +34,9 @@ ConvParams params(std::vector<int64_t> stride, std::vector<int64_t> padding, std
 
 std::vector<DwCase> cases() {
     std::vector<DwCase> all;
-    // Channels: one vector, a tail, two vectors and a tail, four and more with tails.
-    for (int64_t c : {2, 16, 17, 40, 64, 100, 144}) {
+    // Channels: one vector, a tail, two vectors and a tail, four and more with tails; past 64,
+    // the rest after the 64-channel passes in a pass of 4 (100), 2 (88) or 1 (144) vectors.
+    for (int64_t c : {2, 16, 17, 40, 64, 88, 100, 144}) {
         all.push_back({2, c, 13, 11, 3, 3, params({1, 1}, {1, 1}, {1, 1}, c), true});
         all.push_back({1, c, 12, 19, 3, 3, params({2, 2}, {1, 1}, {1, 1}, c), c % 2 == 0});
         all.push_back({2, c, 9, 23, 5, 5, params({1, 1}, {2, 2}, {1, 1}, c), true});
