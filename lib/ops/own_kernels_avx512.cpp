@@ -1,6 +1,6 @@
 // The own kernels (own_kernels.h) other than the depthwise convolution: pointwise
-// convolution, post-ops, spatial mean, scale-shift, channel interleave. Built with AVX-512 and AVX512-BF16 flags;
-// runs only after own_kernels::available().
+// convolution, post-ops, spatial mean, scale-shift, channel interleave. Built with AVX-512
+// and AVX512-BF16 flags; runs only after own_kernels::available().
 #include <ATen/Parallel.h>
 #include <immintrin.h>
 

@@ -1,13 +1,13 @@
 // The own depthwise convolution kernel (own_kernels.h: run). Built with AVX-512 and
 // AVX512-BF16 flags; runs only after own_kernels::available().
 //
-// Depthwise: each output row (image, output y) is one task. Along the row, output pixels go in blocks of
-// up to 8 with the channels in vectors of 16 lanes inside: a block's 8 accumulators take every
-// tap's weight vector once, and the input pixels a block reads stay in the first-level cache
-// for the next channel vector. Columns whose taps all fall inside the image skip the bounds
-// checks; only the few at the edges test each tap. With bf16 inputs those interior columns
-// of stride-1 3x3 and 5x5 kernels run on VDPBF16PS, two kernel rows per instruction
-// (interior_pairs).
+// Each output row (image, output y) is one task, its channels in passes of 64 and then one
+// pass of the rest (run_rows). Along the row, output pixels go in blocks of up to 8 with the
+// channels in vectors of 16 lanes inside: a block's 8 accumulators take every tap's weight
+// vector once, and the input pixels a block reads stay in the first-level cache for the next
+// channel vector. Columns whose taps all fall inside the image skip the bounds checks; only
+// the few at the edges test each tap. With bf16 inputs those interior columns of stride-1
+// 3x3 and 5x5 kernels run on VDPBF16PS, two kernel rows per instruction (interior_pairs).
 #include <ATen/Parallel.h>
 #include <immintrin.h>
 
