@@ -69,43 +69,54 @@ __m512 sigmoid(__m512 x) {
     return _mm512_mul_ps(r, _mm512_fnmadd_ps(d, r, _mm512_set1_ps(2.f)));
 }
 
+// One post-op on one vector.
 template <bool kBf16Out>
-__m512 apply(const Problem &p, __m512 v) {
-    for (int i = 0; i < p.num_post_ops; ++i) {
-        const Eltwise &e = p.post_ops[i];
-        switch (e.act) {
-            case Act::relu: v = _mm512_max_ps(v, _mm512_setzero_ps()); break;
-            case Act::leaky_relu: {
-                const __mmask16 negative = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
-                v = _mm512_mask_mul_ps(v, negative, v, _mm512_set1_ps(e.alpha));
-                break;
-            }
-            case Act::clip:
-                v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(e.alpha)), _mm512_set1_ps(e.beta));
-                break;
-            case Act::sigmoid: v = sigmoid<kBf16Out>(v); break;
-            case Act::silu: v = _mm512_mul_ps(v, sigmoid<kBf16Out>(v)); break;
-            case Act::hardswish: {
-                const __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(v, _mm512_set1_ps(3.f)), _mm512_setzero_ps()),
-                                               _mm512_set1_ps(6.f));
-                v = _mm512_mul_ps(_mm512_mul_ps(v, t), _mm512_set1_ps(1.f / 6.f));
-                break;
-            }
+inline __attribute__((always_inline)) __m512 apply_op(const Eltwise &e, __m512 v) {
+    switch (e.act) {
+        case Act::relu: return _mm512_max_ps(v, _mm512_setzero_ps());
+        case Act::leaky_relu: {
+            const __mmask16 negative = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
+            return _mm512_mask_mul_ps(v, negative, v, _mm512_set1_ps(e.alpha));
+        }
+        case Act::clip: return _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(e.alpha)), _mm512_set1_ps(e.beta));
+        case Act::sigmoid: return sigmoid<kBf16Out>(v);
+        case Act::silu: return _mm512_mul_ps(v, sigmoid<kBf16Out>(v));
+        case Act::hardswish: {
+            const __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(v, _mm512_set1_ps(3.f)), _mm512_setzero_ps()),
+                                           _mm512_set1_ps(6.f));
+            return _mm512_mul_ps(_mm512_mul_ps(v, t), _mm512_set1_ps(1.f / 6.f));
         }
     }
     return v;
 }
 
-// `apply` over n vectors: one post-op switch for all of them, and in groups of 4, independent
-// exp chains for the out-of-order core to overlap (without running out of registers).
+template <bool kBf16Out>
+__m512 apply(const Problem &p, __m512 v) {
+    for (int i = 0; i < p.num_post_ops; ++i) v = apply_op<kBf16Out>(p.post_ops[i], v);
+    return v;
+}
+
+// `apply` over n vectors: one post-op switch for all of them (each case a loop the compiler
+// unrolls, its constants set once), and for the exp of sigmoid / SiLU, groups of 4
+// independent chains for the out-of-order core to overlap (without running out of registers).
 template <bool kBf16Out, int kCount>
 inline __attribute__((always_inline)) void apply_block(const Problem &p, __m512 *v) {
     constexpr int kGroup = 4;
     for (int i = 0; i < p.num_post_ops; ++i) {
-        Problem one = p;
-        one.num_post_ops = 1;
-        one.post_ops[0] = p.post_ops[i];
-        switch (p.post_ops[i].act) {
+        const Eltwise e = p.post_ops[i];
+        switch (e.act) {
+            case Act::relu:
+                for (int u = 0; u < kCount; ++u) v[u] = apply_op<kBf16Out>(Eltwise{Act::relu}, v[u]);
+                break;
+            case Act::leaky_relu:
+                for (int u = 0; u < kCount; ++u) v[u] = apply_op<kBf16Out>(Eltwise{Act::leaky_relu, e.alpha}, v[u]);
+                break;
+            case Act::clip:
+                for (int u = 0; u < kCount; ++u) v[u] = apply_op<kBf16Out>(Eltwise{Act::clip, e.alpha, e.beta}, v[u]);
+                break;
+            case Act::hardswish:
+                for (int u = 0; u < kCount; ++u) v[u] = apply_op<kBf16Out>(Eltwise{Act::hardswish}, v[u]);
+                break;
             case Act::sigmoid:
                 for (int g = 0; g < kCount; g += kGroup)
                     for (int u = g; u < g + kGroup && u < kCount; ++u) v[u] = sigmoid<kBf16Out>(v[u]);
@@ -114,8 +125,6 @@ inline __attribute__((always_inline)) void apply_block(const Problem &p, __m512 
                 for (int g = 0; g < kCount; g += kGroup)
                     for (int u = g; u < g + kGroup && u < kCount; ++u) v[u] = _mm512_mul_ps(v[u], sigmoid<kBf16Out>(v[u]));
                 break;
-            default:
-                for (int u = 0; u < kCount; ++u) v[u] = apply<kBf16Out>(one, v[u]);
         }
     }
 }
