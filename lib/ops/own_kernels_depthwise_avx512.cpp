@@ -16,13 +16,17 @@
 namespace ipex::ops::own_kernels {
 namespace {
 
-// The end of a block: the post-ops over its sums, then their stores.
+// The end of a block: the post-ops over its sums, then their stores. An fp32 output goes
+// pixel by pixel (the registers of pixels stored are free for the next one's exp: 2-8%
+// faster with SiLU), a bf16 one block-wide (its shorter sigmoid: 0-10% faster so).
 template <bool kBf16Out, int kBlock, int kVectors>
 inline __attribute__((always_inline)) void store_block(const Problem &p, __m512 (&acc)[kBlock][kVectors],
                                                        const __mmask16 (&m)[kVectors], int64_t out, int64_t c0) {
-    apply_block<kBf16Out, kBlock * kVectors>(p, &acc[0][0]);
-    for (int j = 0; j < kBlock; ++j)
+    if constexpr (kBf16Out) apply_block<kBf16Out, kBlock * kVectors>(p, &acc[0][0]);
+    for (int j = 0; j < kBlock; ++j) {
+        if constexpr (!kBf16Out) apply_block<kBf16Out, kVectors>(p, acc[j]);
         for (int v = 0; v < kVectors; ++v) store<kBf16Out>(p.dst, out + j * p.c + c0 + v * kLanes, m[v], acc[j][v]);
+    }
 }
 
 // Where one output row reads: the taps kh in [kh_lo, kh_hi) fall inside the image; the
