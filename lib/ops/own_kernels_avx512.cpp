@@ -77,10 +77,13 @@ void pointwise_tile(const Pointwise &p, int64_t m0, int64_t v0) {
             }
         }
     }
-    apply_block<kBf16, kRows * kVectors>(p.activation, &acc[0][0]);
-    for (int r = 0; r < kRows; ++r)
+    // Row by row, the post-ops then the stores: the registers of rows stored are free for the
+    // next row's exp (1.03-1.20x in fp32, 1.00-1.07x in bf16 over the whole tile at once).
+    for (int r = 0; r < kRows; ++r) {
+        apply_block<kBf16, kVectors>(p.activation, acc[r]);
         for (int v = 0; v < kVectors; ++v)
             store<kBf16>(p.dst, (m0 + r) * p.n + (v0 + v) * kLanes, tail_mask(p.n - (v0 + v) * kLanes), acc[r][v]);
+    }
 }
 
 // Every output vector of kRows pixels from m0, four at a time.
