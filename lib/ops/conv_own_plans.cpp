@@ -1,6 +1,7 @@
 // The own-kernel plans of ConvolutionContext (conv_own_plans.h): which convolutions each own
 // kernel computes, its weights packed as the kernel takes them, and the calls that run it.
 #include <cstdlib>
+#include <optional>
 
 #include "ops/conv_own_plans.h"
 #include "ops/onednn_utils.h"
@@ -12,8 +13,6 @@ namespace {
 // weight is a second copy beside oneDNN's).
 constexpr int64_t kPointwiseMaxChannels = 4096;
 
-}  // namespace
-
 // The own kernel's form of a post-op it computes (false for another).
 bool to_eltwise(const PostOp &op, own_kernels::Eltwise *e) {
     if (!own_kernels::to_act(op.kind, &e->act)) return false;
@@ -21,6 +20,27 @@ bool to_eltwise(const PostOp &op, own_kernels::Eltwise *e) {
     e->beta = static_cast<float>(op.beta);
     return true;
 }
+
+// ops[start..] appended to the post-ops of `problem`: false when one is not the own kernels'.
+bool add_post_ops(const PostOps &ops, size_t start, own_kernels::Problem *problem) {
+    for (size_t i = start; i < ops.size(); ++i)
+        if (!to_eltwise(ops[i], &problem->post_ops[problem->num_post_ops++])) return false;
+    return true;
+}
+
+// How an own kernel is chosen for a convolution of these types, when one may run it: fp32, or
+// bf16 on AVX512-BF16, its output in the math dtype, unless IPEX_CONV_KERNELS=0.
+std::optional<own_kernels::Choice> own_choice(const ComputeTypes &types) {
+    const bool bf16 = types.math == at::kBFloat16;
+    if (types.fpmath_bf16 || types.output != types.math || (!bf16 && types.math != at::kFloat) ||
+        !own_kernels::available(bf16))
+        return std::nullopt;
+    const auto choice = own_kernels::choice_from_env(std::getenv(own_kernels::kChoiceVariable));
+    if (choice == own_kernels::Choice::onednn) return std::nullopt;
+    return choice;
+}
+
+}  // namespace
 
 void ConvolutionContext::plan_kernels() {
     plan_depthwise();
@@ -35,18 +55,13 @@ void ConvolutionContext::plan_depthwise() {
     const bool depthwise = !params_.transposed && spatial_dims() == 2 && g > 1 && weight_.size(0) == g &&
                            weight_.size(1) == 1;
     const bool bf16 = types.math == at::kBFloat16;
-    if (!depthwise || types.fpmath_bf16 || types.output != types.math || (!bf16 && types.math != at::kFloat) ||
-        !own_kernels::available(bf16) || post_ops_.size() > own_kernels::Problem::kMaxPostOps)
-        return;
-    const auto choice = own_kernels::choice_from_env(std::getenv(own_kernels::kChoiceVariable));
-    if (choice == own_kernels::Choice::onednn) return;
+    if (!depthwise || post_ops_.size() > own_kernels::Problem::kMaxPostOps) return;
+    const auto choice = own_choice(types);
+    if (!choice) return;
     auto plan = std::make_shared<Depthwise>();
-    plan->choice = choice;
+    plan->choice = *choice;
     auto &problem = plan->problem;
-    for (const auto &op : post_ops_) {
-        if (!to_eltwise(op, &problem.post_ops[problem.num_post_ops])) return;
-        ++problem.num_post_ops;
-    }
+    if (!add_post_ops(post_ops_, 0, &problem)) return;
     const int64_t kh = weight_.size(2), kw = weight_.size(3);
     // kh x kw x c, then zeros: the kernel reads whole vectors of the last row past c.
     const at::Tensor taps = weight_.to(types.math).to(at::kFloat).reshape({g, kh * kw}).t().reshape({-1});
@@ -98,18 +113,13 @@ void ConvolutionContext::plan_pointwise() {
                             weight_.size(3) == 1 && p.stride[0] == 1 && p.stride[1] == 1 && p.padding[0] == 0 &&
                             p.padding[1] == 0;
     const bool bf16 = types.math == at::kBFloat16;
-    if (!one_by_one || types.fpmath_bf16 || (!bf16 && types.math != at::kFloat) || types.output != types.math ||
-        !own_kernels::available(bf16) || post_ops_.size() > own_kernels::Problem::kMaxPostOps ||
-        weight_.size(1) > kPointwiseMaxChannels)
+    if (!one_by_one || post_ops_.size() > own_kernels::Problem::kMaxPostOps || weight_.size(1) > kPointwiseMaxChannels)
         return;
-    const auto choice = own_kernels::choice_from_env(std::getenv(own_kernels::kChoiceVariable));
-    if (choice == own_kernels::Choice::onednn) return;
+    const auto choice = own_choice(types);
+    if (!choice) return;
     auto plan = std::make_shared<Pointwise>();
-    plan->choice = choice;
-    for (const auto &op : post_ops_) {
-        if (!to_eltwise(op, &plan->activation.post_ops[plan->activation.num_post_ops])) return;
-        ++plan->activation.num_post_ops;
-    }
+    plan->choice = *choice;
+    if (!add_post_ops(post_ops_, 0, &plan->activation)) return;
     plan->activation.bf16_in = plan->activation.bf16_out = bf16;
     const int64_t n = weight_.size(0);
     if (bias_.defined()) {
@@ -141,11 +151,6 @@ at::Tensor ConvolutionContext::run_pointwise(const at::Tensor &src, const std::v
 void ConvolutionContext::plan_split() {
     split_.reset();
     if (depthwise_ || pointwise_ || post_ops_.empty() || tensor_post_op(post_ops_) >= 0) return;
-    const ComputeTypes types = compute_types(dtype_);
-    const bool bf16 = types.math == at::kBFloat16;
-    if (types.fpmath_bf16 || types.output != types.math || (!bf16 && types.math != at::kFloat) ||
-        !own_kernels::available(bf16))
-        return;
     // The trailing activations the kernel computes, when they hold an exp (sigmoid, SiLU):
     // those are where oneDNN's fused post-op costs more than the convolution itself.
     size_t start = post_ops_.size();
@@ -157,14 +162,13 @@ void ConvolutionContext::plan_split() {
     for (size_t i = start; i < post_ops_.size(); ++i)
         has_exp |= post_ops_[i].kind == "silu" || post_ops_[i].kind == "sigmoid";
     if (!has_exp) return;
-    const auto choice = own_kernels::choice_from_env(std::getenv(own_kernels::kChoiceVariable));
-    if (choice == own_kernels::Choice::onednn) return;
+    const ComputeTypes types = compute_types(dtype_);
+    const auto choice = own_choice(types);
+    if (!choice) return;
     auto plan = std::make_shared<Split>();
-    plan->choice = choice;
-    plan->activation.bf16_in = plan->activation.bf16_out = bf16;
-    for (size_t i = start; i < post_ops_.size(); ++i) {
-        to_eltwise(post_ops_[i], &plan->activation.post_ops[plan->activation.num_post_ops++]);
-    }
+    plan->choice = *choice;
+    plan->activation.bf16_in = plan->activation.bf16_out = types.math == at::kBFloat16;
+    add_post_ops(post_ops_, start, &plan->activation);  // each converts: `start` stopped before any that does not
     auto head = changed_copy();
     head->post_ops_.resize(start);
     head->depthwise_.reset();

@@ -28,9 +28,6 @@ struct OwnChoice {
     std::shared_ptr<TimedChoices> timed = std::make_shared<TimedChoices>();
 };
 
-// The own kernel's form of a post-op it computes (false for another).
-bool to_eltwise(const PostOp &op, own_kernels::Eltwise *e);
-
 struct ConvolutionContext::Depthwise : OwnChoice {
     at::Tensor weight;  // kh x kw x c, fp32 (bf16 values for a bf16 convolution)
     at::Tensor weight_pairs;  // bf16 convolution: own_kernels::pack_weight_pairs (int16)
