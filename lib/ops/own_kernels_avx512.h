@@ -96,35 +96,23 @@ __m512 apply(const Problem &p, __m512 v) {
     return v;
 }
 
-// `apply` over n vectors: one post-op switch for all of them (each case a loop the compiler
-// unrolls, its constants set once), and for the exp of sigmoid / SiLU, groups of 4
-// independent chains for the out-of-order core to overlap (without running out of registers).
+// `apply` over n vectors: one switch per post-op for all of them, each case a loop with its
+// kind known at compile time (apply_op folds to that kind's instructions, constants set once).
 template <bool kBf16Out, int kCount>
 inline __attribute__((always_inline)) void apply_block(const Problem &p, __m512 *v) {
-    constexpr int kGroup = 4;
     for (int i = 0; i < p.num_post_ops; ++i) {
         const Eltwise e = p.post_ops[i];
+        const auto each = [&](Act act) __attribute__((always_inline)) {
+            const Eltwise known{act, e.alpha, e.beta};
+            for (int u = 0; u < kCount; ++u) v[u] = apply_op<kBf16Out>(known, v[u]);
+        };
         switch (e.act) {
-            case Act::relu:
-                for (int u = 0; u < kCount; ++u) v[u] = apply_op<kBf16Out>(Eltwise{Act::relu}, v[u]);
-                break;
-            case Act::leaky_relu:
-                for (int u = 0; u < kCount; ++u) v[u] = apply_op<kBf16Out>(Eltwise{Act::leaky_relu, e.alpha}, v[u]);
-                break;
-            case Act::clip:
-                for (int u = 0; u < kCount; ++u) v[u] = apply_op<kBf16Out>(Eltwise{Act::clip, e.alpha, e.beta}, v[u]);
-                break;
-            case Act::hardswish:
-                for (int u = 0; u < kCount; ++u) v[u] = apply_op<kBf16Out>(Eltwise{Act::hardswish}, v[u]);
-                break;
-            case Act::sigmoid:
-                for (int g = 0; g < kCount; g += kGroup)
-                    for (int u = g; u < g + kGroup && u < kCount; ++u) v[u] = sigmoid<kBf16Out>(v[u]);
-                break;
-            case Act::silu:
-                for (int g = 0; g < kCount; g += kGroup)
-                    for (int u = g; u < g + kGroup && u < kCount; ++u) v[u] = _mm512_mul_ps(v[u], sigmoid<kBf16Out>(v[u]));
-                break;
+            case Act::relu: each(Act::relu); break;
+            case Act::leaky_relu: each(Act::leaky_relu); break;
+            case Act::clip: each(Act::clip); break;
+            case Act::sigmoid: each(Act::sigmoid); break;
+            case Act::silu: each(Act::silu); break;
+            case Act::hardswish: each(Act::hardswish); break;
         }
     }
 }
