@@ -63,7 +63,52 @@ at::Tensor norm_relu(at::TensorList inputs, const at::Tensor &scale, const at::T
     return out;
 }
 
+namespace {
+
+// Whether s holds one value per image and channel of x: fp32 or bf16, one dtype, x 4-D
+// channels-last, s dense.
+bool per_image_channel(const at::Tensor &x, const at::Tensor &s) {
+    const at::ScalarType type = x.scalar_type();
+    if (x.dim() != 4 || x.numel() == 0 || (type != at::kFloat && type != at::kBFloat16) ||
+        s.scalar_type() != type || !x.is_contiguous(at::MemoryFormat::ChannelsLast) || !s.is_contiguous())
+        return false;
+    const int64_t d = s.dim();
+    if (d != 3 && d != 4) return false;
+    if (d == 4 && s.size(0) != 1 && s.size(0) != x.size(0)) return false;
+    return s.size(d - 3) == x.size(1) && s.size(d - 2) == 1 && s.size(d - 1) == 1;
+}
+
+}  // namespace
+
+bool scale_mul_uses_own_kernel(const at::Tensor &a, const at::Tensor &b) {
+    return a.scalar_type() == at::kBFloat16 && own_kernels::available(true) &&
+           (per_image_channel(a, b) || per_image_channel(b, a));
+}
+
+at::Tensor scale_mul(at::Tensor a, at::Tensor b) {
+    const bool a_is_x = per_image_channel(a, b);
+    if (!a_is_x && !per_image_channel(b, a)) return at::mul(a, b);
+    at::Tensor &x = a_is_x ? a : b;
+    const at::Tensor &s = a_is_x ? b : a;
+    // x's storage may take the result when this call holds the only reference to x and to
+    // its storage: then nothing else can read the values it replaces.
+    const bool reuse = x.use_count() == 1 && x.storage().use_count() == 1 && !x.requires_grad();
+    if (!scale_mul_uses_own_kernel(x, s)) return reuse ? x.mul_(s) : at::mul(x, s);  // fp32: aten's is fast
+    at::Tensor out = reuse ? x : empty_channels_last(x.sizes().vec(), x.scalar_type());
+    own_kernels::ChannelScale p;
+    p.src = reinterpret_cast<const uint16_t *>(x.data_ptr<at::BFloat16>());
+    p.dst = reinterpret_cast<uint16_t *>(out.data_ptr<at::BFloat16>());
+    p.scale = reinterpret_cast<const uint16_t *>(s.data_ptr<at::BFloat16>());
+    p.scale_image_stride = s.dim() == 4 && s.size(0) > 1 ? x.size(1) : 0;
+    p.n = x.size(0);
+    p.hw = x.size(2) * x.size(3);
+    p.c = x.size(1);
+    own_kernels::run_channel_scale(p);
+    return out;
+}
+
 TORCH_LIBRARY_FRAGMENT(ipex, m) {
+    m.def("scale_mul(Tensor self, Tensor other) -> Tensor", IPEX_GUARDED(ipex::ops::scale_mul));
     m.def("norm_relu(Tensor[] inputs, Tensor scale, Tensor shift, bool relu) -> Tensor",
           IPEX_GUARDED(ipex::ops::norm_relu));
 }

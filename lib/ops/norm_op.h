@@ -20,4 +20,17 @@ at::Tensor norm_relu(at::TensorList inputs, const at::Tensor &scale, const at::T
 // Whether norm_relu runs `inputs` in the own kernel (the tests ask).
 bool norm_relu_uses_own_kernel(at::TensorList inputs, const at::Tensor &scale, const at::Tensor &shift);
 
+// ipex::scale_mul: aten::mul(a, b) of two tensors. When one of them, x, is a 4-D fp32 or bf16
+// channels-last tensor and the other, s, of the same dtype and dense, holds one value per
+// image and channel of it (sizes [n, c, 1, 1], [1, c, 1, 1] or [c, 1, 1]: the gate of a
+// squeeze-excitation block), x * s is written channels-last into x's own storage when nothing
+// else holds x (no other tensor or view of it: what a TorchScript graph hands an op at the
+// value's last use), else into a new tensor; bf16 by the own kernel (own_kernels::
+// run_channel_scale, aten's numbers), fp32 by aten. Anything else runs aten::mul, errors
+// included.
+at::Tensor scale_mul(at::Tensor a, at::Tensor b);
+
+// Whether scale_mul runs a * b in the own kernel (the tests ask).
+bool scale_mul_uses_own_kernel(const at::Tensor &a, const at::Tensor &b);
+
 }  // namespace ipex::ops

@@ -31,6 +31,7 @@
 #include "passes/fuse_eltwise.h"
 #include "passes/fuse_layer_norm.h"
 #include "passes/fuse_norm_relu.h"
+#include "passes/replace_mul.h"
 #include "passes/replace_pooling.h"
 #include "passes/split_cat_conv.h"
 #include "passes/fuse_linear_binary.h"
@@ -334,8 +335,10 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
             if (on && !k.available)
                 warn(std::string("--") + k.flag + " is not available in this version; the model is written unchanged");
         }
-        for (const char *name : {"decompose_transformer_layer", "split_cat_conv", "fuse_layer_norm", "cast_to_lowp", "replace_matmul", "fuse_eltwise", "fuse_conv_sum", "fuse_linear_binary",
-                                 "chain_bf32_outputs", "restore_output_layout", "replace_pooling", "fuse_norm_relu", "fuse_channel_shuffle", "contiguous_before_view"})
+        for (const char *name :
+             {"decompose_transformer_layer", "split_cat_conv", "fuse_layer_norm", "cast_to_lowp", "replace_matmul",
+              "fuse_eltwise", "fuse_conv_sum", "fuse_linear_binary", "chain_bf32_outputs", "restore_output_layout",
+              "replace_pooling", "fuse_norm_relu", "fuse_channel_shuffle", "replace_mul", "contiguous_before_view"})
             passes.push_back(pass_entry(name, "disabled"));
         result.report["passes"] = passes;
         result.report["warnings"] = result.warnings;
@@ -445,9 +448,11 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
     if (prepacked) {
         run_timed("fuse_norm_relu", graph, passes, fuse_norm_relu);
         run_timed("fuse_channel_shuffle", graph, passes, fuse_channel_shuffle);
+        run_timed("replace_mul", graph, passes, replace_mul);
     } else {
         passes.push_back(pass_entry("fuse_norm_relu", "disabled"));
         passes.push_back(pass_entry("fuse_channel_shuffle", "disabled"));
+        passes.push_back(pass_entry("replace_mul", "disabled"));
     }
     run_timed("contiguous_before_view", graph, passes, contiguous_before_view);
     torch::jit::EraseShapeInformation(graph);

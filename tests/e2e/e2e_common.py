@@ -51,7 +51,8 @@ PASS_NAMES = ("freeze", "remove_dropout", "fold_conv_bn", "fold_linear_bn", "con
               "replace_matmul", "weights_prepack",
               "auto_kernel_selection", "fuse_eltwise", "fuse_conv_sum", "fuse_linear_binary",
               "chain_bf32_outputs",
-              "restore_output_layout", "fuse_norm_relu", "fuse_channel_shuffle", "contiguous_before_view")
+              "restore_output_layout", "fuse_norm_relu", "fuse_channel_shuffle", "replace_mul",
+              "contiguous_before_view")
 PASS_STATUSES = ("applied", "disabled", "not_available")
 
 

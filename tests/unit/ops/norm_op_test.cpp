@@ -3,6 +3,7 @@
 // and large images, with and without the ReLU, fp32 and bf16 channels-last inputs; against
 // aten's batch_norm + relu too; NaN stays NaN through the ReLU; what the kernel does not take
 // (NCHW, mixed dtypes, fp64, other ranks) runs the aten definition, errors included.
+// ipex::scale_mul against aten::mul (below).
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -141,6 +142,96 @@ TEST(NormRelu, OtherInputsRunTheAtenDefinition) {
     EXPECT_THROW(norm_relu(make_inputs({6, 5}, 2, 5, 5, at::kFloat, true), s12, t12, true), c10::Error);
     EXPECT_THROW(norm_relu({at::randn({2, 6, 5, 5}), at::randn({2, 6, 4, 5})}, s12, t12, true), c10::Error);
     EXPECT_THROW(norm_relu({at::randn({12})}, s12, t12, true), c10::Error);
+}
+
+// ipex::scale_mul: aten::mul's numbers, bit for bit (one fp32 product, one rounding), over
+// odd channel counts (vector tails), batch 1 and more, per-image and shared scales, either
+// operand order; the input's storage reused only when the call holds the only reference.
+TEST(ScaleMul, MatchesAtenMul) {
+    at::manual_seed(5);
+    const std::vector<std::vector<int64_t>> shapes = {{1, 1, 1, 1}, {2, 3, 5, 7},   {8, 144, 14, 14},
+                                                      {1, 17, 9, 4}, {3, 40, 1, 6}, {2, 1152, 7, 7}};
+    for (const auto dtype : {at::kFloat, at::kBFloat16}) {
+        const bool own = dtype == at::kBFloat16 && own_kernels::available(true);  // fp32: aten's multiply
+        for (const auto &shape : shapes) {
+            const int64_t n = shape[0], c = shape[1];
+            const at::Tensor x = (at::randn(shape) * 3).to(dtype).contiguous(at::MemoryFormat::ChannelsLast);
+            for (const auto &scale_shape : std::vector<std::vector<int64_t>>{{n, c, 1, 1}, {1, c, 1, 1}, {c, 1, 1}}) {
+                const at::Tensor s = at::sigmoid(at::randn(scale_shape)).to(dtype);
+                for (const bool x_first : {true, false}) {
+                    std::ostringstream what;
+                    what << x.sizes() << " " << dtype << " scale " << s.sizes() << (x_first ? " x * s" : " s * x");
+                    const at::Tensor a = x_first ? x : s, b = x_first ? s : x;
+                    EXPECT_EQ(scale_mul_uses_own_kernel(a, b), own) << what.str();
+                    const at::Tensor want = at::mul(a, b);
+                    const at::Tensor before = x.clone();
+                    const at::Tensor got = scale_mul(a, b);
+                    ASSERT_EQ(got.sizes(), want.sizes()) << what.str();
+                    ASSERT_EQ(got.scalar_type(), dtype) << what.str();
+                    EXPECT_TRUE(got.is_contiguous(at::MemoryFormat::ChannelsLast)) << what.str();
+                    EXPECT_TRUE(at::equal(got, want)) << what.str() << ": max difference "
+                                                      << (got.to(at::kDouble) - want.to(at::kDouble)).abs().max();
+                    // the caller still holds x: its values stay
+                    EXPECT_TRUE(at::equal(x, before)) << what.str();
+                    EXPECT_NE(got.data_ptr(), x.data_ptr()) << what.str();
+                }
+            }
+        }
+    }
+}
+
+TEST(ScaleMul, WritesIntoTheInputOnlyWhenNothingElseHoldsIt) {
+    for (const auto dtype : {at::kFloat, at::kBFloat16}) {
+        const at::Tensor s = at::rand({2, 20, 1, 1}).to(dtype);
+        const auto make = [&] { return at::randn({2, 20, 6, 5}).to(dtype).contiguous(at::MemoryFormat::ChannelsLast); };
+        // handed over: the result lives in the input's storage
+        at::Tensor x = make();
+        const at::Tensor want = at::mul(x, s);
+        void *storage = x.data_ptr();
+        at::Tensor got = scale_mul(std::move(x), s);
+        EXPECT_EQ(got.data_ptr(), storage) << dtype;
+        EXPECT_TRUE(at::equal(got, want)) << dtype;
+        // the same with the operands swapped
+        at::Tensor y = make();
+        const at::Tensor want_y = at::mul(s, y);
+        storage = y.data_ptr();
+        got = scale_mul(s, std::move(y));
+        EXPECT_EQ(got.data_ptr(), storage) << dtype;
+        EXPECT_TRUE(at::equal(got, want_y)) << dtype;
+        // a view of it held elsewhere: a new tensor, the view's values unchanged
+        at::Tensor z = make();
+        const at::Tensor view = z.permute({0, 2, 3, 1}).view({-1});
+        const at::Tensor view_before = view.clone();
+        got = scale_mul(std::move(z), s);
+        EXPECT_NE(got.data_ptr(), view.data_ptr()) << dtype;
+        EXPECT_TRUE(at::equal(view, view_before)) << dtype;
+        EXPECT_TRUE(at::equal(got, at::mul(view.view({2, 6, 5, 20}).permute({0, 3, 1, 2}), s))) << dtype;
+    }
+}
+
+TEST(ScaleMul, OtherInputsRunAtenMul) {
+    const at::Tensor x = at::randn({2, 8, 5, 5});
+    const at::Tensor cl = x.contiguous(at::MemoryFormat::ChannelsLast);
+    const at::Tensor s = at::rand({2, 8, 1, 1});
+    const std::vector<std::pair<at::Tensor, at::Tensor>> cases = {
+        {x, s},                                                    // NCHW
+        {cl.to(at::kBFloat16), s},                                 // mixed dtypes: aten promotes
+        {cl.to(at::kDouble), s.to(at::kDouble)},                   // fp64
+        {cl, at::rand({2, 8, 5, 1})},                              // not one value per channel
+        {cl, at::rand({5})},                                       // broadcast along the width
+        {cl, cl},                                                  // elementwise
+        {cl.slice(0, 0, 1), s},                                    // the scale has more images
+        {at::randn({8, 5, 5}), at::rand({8, 1, 1})},               // 3-D
+        {cl.slice(1, 0, 4), at::rand({2, 4, 1, 1})}};              // not dense
+    for (const auto &[a, b] : cases) {
+        EXPECT_FALSE(scale_mul_uses_own_kernel(a, b)) << a.sizes() << " * " << b.sizes();
+        const at::Tensor got = scale_mul(a, b), want = at::mul(a, b);
+        EXPECT_EQ(got.scalar_type(), want.scalar_type()) << a.sizes() << " * " << b.sizes();
+        EXPECT_TRUE(at::equal(got, want)) << a.sizes() << " * " << b.sizes();
+    }
+    // shapes that do not broadcast: aten's error
+    EXPECT_THROW(scale_mul(cl, at::rand({3, 8, 1, 1})), c10::Error);
+    EXPECT_THROW(scale_mul(cl, at::rand({2, 7, 1, 1})), c10::Error);
 }
 
 }  // namespace

@@ -55,7 +55,9 @@ TEST(PrepareForQuantization, KeepsCatsAndNorms) {
     EXPECT_EQ(prepared.ops.size(), 3u);
     for (const auto &entry : prepared.report["passes"]) {
         const std::string name = entry["name"];
-        if (name == "split_cat_conv" || name == "fuse_norm_relu" || name == "fuse_channel_shuffle") EXPECT_EQ(entry["status"], "disabled") << name;
+        if (name == "split_cat_conv" || name == "fuse_norm_relu" || name == "fuse_channel_shuffle" ||
+            name == "replace_mul")
+            EXPECT_EQ(entry["status"], "disabled") << name;
     }
 }
 
