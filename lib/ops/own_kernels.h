@@ -8,9 +8,9 @@
 // - run_spatial_mean: the mean over the two spatial dims (the global average pool);
 // - run_channel_scale: a per-(image, channel) bf16 factor (the squeeze-excitation gate);
 // - run_scale_shift: an inference batch norm (and ReLU) over concatenated inputs.
-// Used by prepacked convolutions (conv_context.h), ipex::spatial_mean (pool_op.h) and
-// ipex::norm_relu (norm_op.h) where
-// they apply; the convolution kernels are timed against oneDNN per shape (prefer_own).
+// Used by prepacked convolutions (conv_context.h), ipex::spatial_mean (pool_op.h),
+// ipex::norm_relu and ipex::scale_mul (norm_op.h) where they apply; the convolution kernels
+// are timed against oneDNN per shape (prefer_own).
 #pragma once
 
 #include <cstdint>
