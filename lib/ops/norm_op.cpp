@@ -78,11 +78,13 @@ bool per_image_channel(const at::Tensor &x, const at::Tensor &s) {
     return s.size(d - 3) == x.size(1) && s.size(d - 2) == 1 && s.size(d - 1) == 1;
 }
 
+// bf16 products scale_mul computes: the own kernel's (fp32 ones are aten's, fast already).
+bool own_dtype(const at::Tensor &x) { return x.scalar_type() == at::kBFloat16 && own_kernels::available(true); }
+
 }  // namespace
 
 bool scale_mul_uses_own_kernel(const at::Tensor &a, const at::Tensor &b) {
-    return a.scalar_type() == at::kBFloat16 && own_kernels::available(true) &&
-           (per_image_channel(a, b) || per_image_channel(b, a));
+    return own_dtype(a) && (per_image_channel(a, b) || per_image_channel(b, a));
 }
 
 at::Tensor scale_mul(at::Tensor a, at::Tensor b) {
@@ -93,7 +95,7 @@ at::Tensor scale_mul(at::Tensor a, at::Tensor b) {
     // x's storage may take the result when this call holds the only reference to x and to
     // its storage: then nothing else can read the values it replaces.
     const bool reuse = x.use_count() == 1 && x.storage().use_count() == 1 && !x.requires_grad();
-    if (!scale_mul_uses_own_kernel(x, s)) return reuse ? x.mul_(s) : at::mul(x, s);  // fp32: aten's is fast
+    if (!own_dtype(x)) return reuse ? x.mul_(s) : at::mul(x, s);
     at::Tensor out = reuse ? x : empty_channels_last(x.sizes().vec(), x.scalar_type());
     own_kernels::ChannelScale p;
     p.src = reinterpret_cast<const uint16_t *>(x.data_ptr<at::BFloat16>());
