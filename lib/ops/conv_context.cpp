@@ -161,7 +161,8 @@ ConvolutionContext::ConvolutionContext(at::Tensor weight, c10::optional<at::Tens
     plan_kernels();
     // A sum's dtype is known at run time only; prepack for the common case (compute dtype).
     const bool own_always = (depthwise_ && depthwise_->choice == own_kernels::Choice::own) ||
-                            (pointwise_ && pointwise_->choice == own_kernels::Choice::own);
+                            (pointwise_ && pointwise_->choice == own_kernels::Choice::own) ||
+                            (grouped_ && grouped_->choice == own_kernels::Choice::own);
     if (hint_fits && !own_always)
         entry_for(hint, types.output, output_sizes(hint));
 }
@@ -169,8 +170,9 @@ ConvolutionContext::ConvolutionContext(at::Tensor weight, c10::optional<at::Tens
 bool ConvolutionContext::own_for(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
     const OwnChoice *plan = depthwise_ ? static_cast<const OwnChoice *>(depthwise_.get())
                             : pointwise_ ? static_cast<const OwnChoice *>(pointwise_.get())
+                            : grouped_   ? static_cast<const OwnChoice *>(grouped_.get())
                                          : static_cast<const OwnChoice *>(split_.get());
-    if (!plan || ((depthwise_ || pointwise_) && src.dim() != 4)) return false;
+    if (!plan || ((depthwise_ || pointwise_ || grouped_) && src.dim() != 4)) return false;
     const CacheKey key = src.sizes().vec();
     return takes_own(this, plan->choice, recorded_for(key), *plan->timed, key, [&] { run_own(src, dst_sizes); },
                      [&] { run_plain(src, dst_sizes); });
@@ -179,6 +181,7 @@ bool ConvolutionContext::own_for(const at::Tensor &src, const std::vector<int64_
 at::Tensor ConvolutionContext::run_own(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
     if (depthwise_) return run_depthwise(src, dst_sizes);
     if (pointwise_) return run_pointwise(src, dst_sizes);
+    if (grouped_) return run_grouped(src, dst_sizes);
     return run_split(src, dst_sizes);
 }
 

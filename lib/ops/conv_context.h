@@ -97,11 +97,13 @@ public:
     // A pickled state of either version (what __setstate__ gets from a saved model).
     static c10::intrusive_ptr<ConvolutionContext> from_saved(const c10::IValue &state);
 
-    // Where the context has an own kernel beside oneDNN's for 4-D inputs (the depthwise or
-    // pointwise kernel, or the activation after the convolution), which one runs an input
+    // Where the context has an own kernel beside oneDNN's for 4-D inputs (the depthwise,
+    // pointwise or grouped kernel, or the activation after the convolution), which one runs an input
     // shape: as recorded for that shape (at optimize time, saved with the context), else timed
     // on its first call; IPEX_CONV_KERNELS=0 or 1 overrides both.
-    bool has_kernel_choice() const { return depthwise_ != nullptr || pointwise_ != nullptr || split_ != nullptr; }
+    bool has_kernel_choice() const {
+        return depthwise_ != nullptr || pointwise_ != nullptr || grouped_ != nullptr || split_ != nullptr;
+    }
     struct KernelChoice {
         std::vector<int64_t> input_sizes;
         bool own = false;
@@ -132,6 +134,8 @@ public:
     // Bytes of the pointwise kernel's own packed weight: 0 until the kernel first runs (or is
     // timed), so convolutions that always run oneDNN's way hold one packed weight only.
     size_t pointwise_weight_bytes() const;
+    // Whether 4-D inputs may run the own grouped kernel (16, 32, ... outputs per group).
+    bool has_grouped_kernel() const { return grouped_ != nullptr; }
     // Whether the trailing activation may run after oneDNN's convolution, in the own kernel.
     bool has_split_activation() const { return split_ != nullptr; }
 
@@ -148,6 +152,7 @@ private:
     void plan_kernels();
     void plan_depthwise();
     void plan_pointwise();
+    void plan_grouped();
     void plan_split();
     at::Tensor run_depthwise(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
     // oneDNN's convolution of src (channels-last, math dtype) without a tensor post-op.
@@ -156,9 +161,10 @@ private:
     // the post-ops have a sum).
     void execute_into(const at::Tensor &src, const at::Tensor &dst) const;
     at::Tensor run_pointwise(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
+    at::Tensor run_grouped(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
     // The convolution without its trailing activation, then the activation in place.
     at::Tensor run_split(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
-    // Whether the own kernel this context has (depthwise, pointwise or split; at most one)
+    // Whether the own kernel this context has (depthwise, pointwise, grouped or split; at most one)
     // runs src's shape (times both on a shape's first call), and that kernel.
     bool own_for(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
     at::Tensor run_own(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
@@ -181,6 +187,8 @@ private:
     std::shared_ptr<const Depthwise> depthwise_;
     struct Pointwise;  // the packed weight, bias and post-ops of the own pointwise kernel
     std::shared_ptr<const Pointwise> pointwise_;
+    struct Grouped;  // the packed weight, bias and geometry of the own grouped kernel
+    std::shared_ptr<const Grouped> grouped_;
     struct Split;  // the convolution without its trailing activation, and that activation
     std::shared_ptr<const Split> split_;
     std::vector<std::pair<std::vector<int64_t>, bool>> recorded_;  // input shape -> own kernel

@@ -45,6 +45,7 @@ std::optional<own_kernels::Choice> own_choice(const ComputeTypes &types) {
 void ConvolutionContext::plan_kernels() {
     plan_depthwise();
     plan_pointwise();
+    plan_grouped();
     plan_split();
 }
 
@@ -148,9 +149,68 @@ at::Tensor ConvolutionContext::run_pointwise(const at::Tensor &src, const std::v
     return dst;
 }
 
+void ConvolutionContext::plan_grouped() {
+    grouped_.reset();
+    const ComputeTypes types = compute_types(dtype_);
+    const auto &p = params_;
+    const bool bf16 = types.math == at::kBFloat16;
+    const int64_t g = p.groups;
+    if (p.transposed || spatial_dims() != 2 || g < 2 || depthwise_ || post_ops_.size() > own_kernels::Problem::kMaxPostOps)
+        return;
+    const int64_t out = weight_.size(0) / g, in = weight_.size(1), kh = weight_.size(2), kw = weight_.size(3);
+    if (!own_kernels::grouped_fits(bf16, in, out, kh * kw)) return;
+    const auto choice = own_choice(types);
+    if (!choice) return;
+    auto plan = std::make_shared<Grouped>();
+    plan->choice = *choice;
+    auto &problem = plan->problem;
+    if (!add_post_ops(post_ops_, 0, &problem.activation)) return;
+    // O x I x kh x kw as [g][tile][h][w] of (bf16) pairs of inputs x 16 outputs x 2, or (fp32) inputs x 16.
+    const int64_t tiles = out / 16;
+    if (bf16) {
+        plan->weight = weight_.to(at::kBFloat16)
+                           .reshape({g, tiles, 16, in / 2, 2, kh, kw})
+                           .permute({0, 1, 5, 6, 3, 2, 4})
+                           .contiguous();
+    } else {
+        plan->weight =
+            weight_.to(at::kFloat).reshape({g, tiles, 16, in, kh, kw}).permute({0, 1, 4, 5, 3, 2}).contiguous();
+    }
+    if (bias_.defined()) plan->bias = (bf16 ? bias_bf16_.to(at::kFloat) : bias_).contiguous();
+    problem.bf16 = bf16;
+    problem.groups = g;
+    problem.in_per_group = in;
+    problem.out_per_group = out;
+    problem.kh = kh;
+    problem.kw = kw;
+    problem.stride_h = p.stride[0];
+    problem.stride_w = p.stride[1];
+    problem.pad_h = p.padding[0];
+    problem.pad_w = p.padding[1];
+    problem.dilation_h = p.dilation[0];
+    problem.dilation_w = p.dilation[1];
+    grouped_ = plan;
+}
+
+at::Tensor ConvolutionContext::run_grouped(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
+    at::Tensor dst = empty_channels_last(dst_sizes, compute_types(dtype_).output);
+    own_kernels::Grouped p = grouped_->problem;
+    p.src = src.data_ptr();
+    p.dst = dst.data_ptr();
+    p.weight = grouped_->weight.data_ptr();
+    p.bias = grouped_->bias.defined() ? grouped_->bias.data_ptr<float>() : nullptr;
+    p.n = src.size(0);
+    p.ih = src.size(2);
+    p.iw = src.size(3);
+    p.oh = dst_sizes[2];
+    p.ow = dst_sizes[3];
+    own_kernels::run_grouped(p);
+    return dst;
+}
+
 void ConvolutionContext::plan_split() {
     split_.reset();
-    if (depthwise_ || pointwise_ || post_ops_.empty() || tensor_post_op(post_ops_) >= 0) return;
+    if (depthwise_ || pointwise_ || grouped_ || post_ops_.empty() || tensor_post_op(post_ops_) >= 0) return;
     // The trailing activations the kernel computes, when they hold an exp (sigmoid, SiLU):
     // those are where oneDNN's fused post-op costs more than the convolution itself.
     size_t start = post_ops_.size();

@@ -1,6 +1,6 @@
 // The own-kernel plans of a ConvolutionContext (conv_context.h): what each own kernel of
 // own_kernels.h keeps to compute a convolution instead of oneDNN (depthwise, pointwise,
-// or the trailing activation split from oneDNN's convolution), and how a choice
+// grouped, or the trailing activation split from oneDNN's convolution), and how a choice
 // between the two is kept per input shape. Internal to the convolution op's sources.
 #pragma once
 
@@ -22,7 +22,7 @@ struct TimedChoice {
 };
 using TimedChoices = PrimitiveCache<TimedChoice>;
 
-// What each own-kernel plan (depthwise, pointwise, split) keeps for choosing it per shape.
+// What each own-kernel plan (depthwise, pointwise, grouped, split) keeps for choosing it per shape.
 struct OwnChoice {
     own_kernels::Choice choice = own_kernels::Choice::timed;
     std::shared_ptr<TimedChoices> timed = std::make_shared<TimedChoices>();
@@ -61,6 +61,12 @@ struct ConvolutionContext::Pointwise : OwnChoice {
     mutable std::once_flag packed_once_;
     mutable at::Tensor packed_;                     // read only after call_once
     mutable std::atomic<size_t> packed_bytes_{0};  // its size, for packed_bytes() at any time
+};
+
+struct ConvolutionContext::Grouped : OwnChoice {
+    at::Tensor weight;  // packed as own_kernels::Grouped says (bf16 as int16, or fp32)
+    at::Tensor bias;    // fp32 (bf16 values for bf16), or undefined
+    own_kernels::Grouped problem;  // everything but the tensors and the input's sizes
 };
 
 struct ConvolutionContext::Split : OwnChoice {

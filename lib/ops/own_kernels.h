@@ -4,6 +4,7 @@
 // - run: depthwise 2-D convolution (one input and one output channel per group) with the
 //   elementwise post-ops a folded activation leaves;
 // - run_pointwise: 1x1 convolution (bf16 or fp32) with the same post-ops;
+// - run_grouped: grouped convolution with 16, 32, ... output channels per group, the same post-ops;
 // - run_post_ops: the trailing sigmoid / SiLU of other convolutions;
 // - run_spatial_mean: the mean over the two spatial dims (the global average pool);
 // - run_channel_scale: a per-(image, channel) bf16 factor (the squeeze-excitation gate);
@@ -88,6 +89,34 @@ struct Pointwise {
 // The packed weight, zeros where o >= n (and i >= k): bf16, w[o][i] at [i / 2][o / 16][o % 16]
 // [i % 2] of (k + 1) / 2 x ceil(n / 16) x 16 x 2; fp32, at [i][o] of k x (16 ceil(n / 16)).
 void run_pointwise(const Pointwise &p);  // call only when available(p.bf16)
+
+// A grouped 2-D convolution whose groups have a multiple of 16 output channels each (RegNet's
+// and ResNeXt's 3x3 convolutions), on channels-last data: up to 12 output pixels of a row at a
+// time, for each 16-output tile of each group a sum per pixel in a register, each weight vector
+// (bf16: 16 outputs x a pair of inputs, VDPBF16PS; fp32: 16 outputs x 1, FMA) multiplied by every
+// pixel's broadcast input, then the bias and post-ops and one rounding. The block's input rows
+// come from memory once for all groups; a stride changes only the addresses. Where oneDNN 2.6's
+// channels-last grouped kernel runs stride-2 layers far from the peak.
+constexpr int64_t kGroupedMaxTaps = 49;  // kh * kw at most
+struct Grouped {
+    bool bf16 = true;             // bf16 data and weight, else fp32
+    const void *src = nullptr;    // n x ih x iw x (groups * in_per_group), dense
+    void *dst = nullptr;          // n x oh x ow x (groups * out_per_group), dense
+    const void *weight = nullptr;  // packed as below
+    const float *bias = nullptr;  // groups * out_per_group, or nullptr
+    int64_t groups = 0, in_per_group = 0, out_per_group = 0;
+    int64_t n = 0, ih = 0, iw = 0, oh = 0, ow = 0, kh = 0, kw = 0;
+    int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
+    Problem activation;  // its post_ops / num_post_ops only
+};
+// The packed weight: for group g, output tile t (outputs 16 t .. 16 t + 15 of the group), tap
+// (h, w): bf16, w[o][i] at [g][t][h][w][i / 2][o % 16][i % 2]; fp32, at [g][t][h][w][i][o % 16].
+// Whether the kernel computes a grouped convolution of these channels per group and taps.
+constexpr bool grouped_fits(bool bf16, int64_t in_per_group, int64_t out_per_group, int64_t taps) {
+    return out_per_group % 16 == 0 && out_per_group > 0 && in_per_group > 0 && (!bf16 || in_per_group % 2 == 0) &&
+           taps <= kGroupedMaxTaps;
+}
+void run_grouped(const Grouped &p);  // call only when available(p.bf16) and grouped_fits
 
 // The mean over the pixels of each image, per channel, on channels-last data: sums in fp32
 // (in chunks of pixels, then across chunks), one rounding to the output dtype. The global

@@ -301,6 +301,7 @@ PassResult choose_conv_kernels(std::shared_ptr<torch::jit::Graph> &graph, const 
                                {"input", format_sizes(shape)},
                                {"kernel", ctx->has_depthwise_kernel()   ? "own depthwise convolution"
                                           : ctx->has_pointwise_kernel() ? "own pointwise convolution"
+                                          : ctx->has_grouped_kernel()   ? "own grouped convolution"
                                                                         : "oneDNN convolution, own activation after it"},
                                {"own_ms", chosen.own_ms},
                                {"onednn_ms", chosen.onednn_ms},

@@ -198,6 +198,30 @@ class OptimizePrepacked(e2e.ToolTestCase):
                         result.describe())
         self.assertEqual(self.saved_kernel_choices(out), [])
 
+    def test_auto_kernel_selection_records_grouped_convolution_kernels(self):
+        """A grouped convolution with 16 output channels per group has the own grouped kernel beside
+        oneDNN's: timed both ways at the sample input's shape, the faster saved in the model."""
+        features = self.tool_json("info", "--json")["features"]
+        if not all(features.get(f) for f in ("avx512f", "avx512bw", "avx512vl")):
+            self.skipTest("the own convolution kernels need AVX-512")
+        src = self.copy_model("grouped_conv_bn")
+        inputs = self.copy_input("grouped_conv_bn")
+        spec = e2e.MODELS["grouped_conv_bn"]["inputs"][0]
+        batch = spec.split(":")[0].split("x")[0]
+        out = self.path("grouped.pt")
+        _, report = self.optimize(src, out, "--auto-kernel-selection", "--sample-input", spec)
+        entry = self.pass_entry(report, "auto_kernel_selection")
+        choices = entry["details"]["conv_kernel_choices"]
+        # The 1x1 expansion at the input's 16x16, then the grouped 3x3 on its 32 channels.
+        self.assertEqual([(c["input"], c["kernel"]) for c in choices],
+                         [(f"{batch}x8x16x16", "own pointwise convolution"),
+                          (f"{batch}x32x16x16", "own grouped convolution")], choices)
+        for c in choices:
+            self.assertEqual(c["choice"], "own" if c["own_ms"] < c["onednn_ms"] else "onednn", c)
+        want = sorted([1 if c["choice"] == "own" else 0] + [int(d) for d in c["input"].split("x")] for c in choices)
+        self.assertEqual(self.saved_kernel_choices(out), want)
+        self.check_in_python(src, out, inputs)
+
     def saved_kernel_choices(self, model: str):
         """The kernel choices saved in a model's convolution contexts, read back in Python."""
         code = ("import json, sys, torch\n"

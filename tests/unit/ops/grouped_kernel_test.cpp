@@ -1,0 +1,222 @@
+// The own grouped convolution kernel (own_kernels.h, run_grouped) through ConvolutionContext,
+// against an fp64 aten reference: 16, 32 and 48 outputs per group from 2 to 48 inputs, output
+// widths around the 12-pixel block (tails, one pixel), strides, padding wider than the kernel,
+// dilation, asymmetric and 1x1 / 5x5 / 7x7 kernels, images smaller than the kernel, batches,
+// bias or none, every post-op it computes, fp32 and bf16; the convolutions it must leave to
+// oneDNN; agreement with oneDNN and the timed choice.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "ops/conv_context.h"
+#include "ops/own_kernels.h"
+#include "unit/ops/ops_test_utils.h"
+
+namespace ipex::ops {
+namespace {
+
+using testing::KernelChoice;
+
+struct GroupedCase {
+    int64_t n, groups, in_per_group, out_per_group, h, w, kh, kw;
+    std::vector<int64_t> stride, padding, dilation;
+    bool bias;
+};
+
+ConvParams params_of(const GroupedCase &c) {
+    return ConvParams{c.stride, c.padding, c.dilation, {0, 0}, c.groups, false};
+}
+
+std::string describe(const GroupedCase &c, const std::string &dtype, const PostOps &post) {
+    std::ostringstream out;
+    out << c.n << "x" << c.groups * c.in_per_group << "x" << c.h << "x" << c.w << " g" << c.groups << " ("
+        << c.in_per_group << "->" << c.out_per_group << ") k" << c.kh << "x" << c.kw << " s" << c.stride[0] << ","
+        << c.stride[1] << " p" << c.padding[0] << "," << c.padding[1] << " d" << c.dilation[0] << "," << c.dilation[1]
+        << (c.bias ? " bias " : " ") << dtype << " +" << ops::describe(post);
+    return out.str();
+}
+
+std::vector<GroupedCase> cases() {
+    std::vector<GroupedCase> all;
+    // Output widths 1, 5, 12 (one block), 13 and 28 (a tail block), with padding at both ends.
+    for (int64_t w : {1, 9, 23, 25, 56}) {
+        all.push_back({2, 4, 16, 16, 7, w, 3, 3, {2, 2}, {1, 1}, {1, 1}, true});   // RegNet's stride-2 layer
+        all.push_back({1, 3, 16, 16, 5, w, 3, 3, {1, 1}, {1, 1}, {1, 1}, w % 2 == 0});
+    }
+    all.push_back({2, 2, 32, 32, 9, 17, 3, 3, {1, 1}, {1, 1}, {1, 1}, true});   // two output tiles
+    all.push_back({1, 2, 16, 48, 8, 14, 3, 3, {2, 2}, {1, 1}, {1, 1}, true});   // more outputs than inputs
+    all.push_back({1, 5, 2, 16, 6, 13, 3, 3, {1, 1}, {1, 1}, {1, 1}, true});    // one input pair
+    all.push_back({2, 2, 48, 16, 6, 30, 3, 3, {1, 1}, {0, 0}, {1, 1}, false});  // no padding
+    all.push_back({1, 3, 16, 16, 10, 27, 5, 5, {1, 1}, {2, 2}, {1, 1}, true});  // 5x5
+    all.push_back({1, 2, 16, 16, 9, 19, 7, 7, {2, 2}, {3, 3}, {1, 1}, true});   // 7x7, stride 2
+    all.push_back({1, 2, 16, 32, 8, 20, 3, 5, {1, 2}, {1, 2}, {1, 1}, true});   // asymmetric kernel and stride
+    all.push_back({2, 3, 16, 16, 9, 26, 3, 3, {1, 1}, {2, 2}, {2, 2}, true});   // dilated
+    all.push_back({1, 2, 16, 16, 12, 29, 3, 3, {2, 1}, {1, 3}, {3, 1}, true});  // mixed dilation and stride
+    all.push_back({1, 4, 16, 16, 6, 15, 1, 1, {1, 1}, {0, 0}, {1, 1}, true});   // 1x1 kernel
+    all.push_back({1, 2, 16, 16, 5, 11, 3, 3, {1, 1}, {4, 4}, {1, 1}, true});   // padding wider than the kernel
+    all.push_back({2, 2, 16, 16, 2, 2, 3, 3, {3, 3}, {1, 1}, {1, 1}, true});    // image smaller than the kernel
+    all.push_back({3, 9, 16, 16, 14, 14, 3, 3, {2, 2}, {1, 1}, {1, 1}, true});  // nine groups, a batch of 3
+    return all;
+}
+
+// The post-ops in fp64, as aten defines them.
+at::Tensor reference_post_ops(at::Tensor y, const PostOps &ops) {
+    for (const auto &op : ops) {
+        if (op.kind == "relu") y = at::relu(y);
+        else if (op.kind == "leaky_relu") y = at::leaky_relu(y, op.alpha);
+        else if (op.kind == "clip") y = at::clamp(y, op.alpha, op.beta);
+        else if (op.kind == "silu") y = y * at::sigmoid(y);
+        else if (op.kind == "sigmoid") y = at::sigmoid(y);
+        else if (op.kind == "hardswish") y = at::hardswish(y);
+        else ADD_FAILURE() << "no reference for " << op.kind;
+    }
+    return y;
+}
+
+// |got - want| within the dtype's bound for every element: bf16, the output rounding (2^-9
+// relative) plus fp32 sums of bf16 products; fp32, sums of up to 48 * 49 products. `roundings`:
+// 2 when want was rounded to the dtype too.
+void expect_close(const at::Tensor &got, const at::Tensor &want, const std::string &dtype, const std::string &what,
+                  double roundings = 1) {
+    ASSERT_EQ(got.sizes(), want.sizes()) << what;
+    const at::Tensor g = got.to(at::kDouble), w = want.to(at::kDouble);
+    const double scale = std::max(w.abs().max().item<double>(), 1e-12);
+    const double rel = (dtype == "bf16" ? 1.0 / 256 : 1e-5) * roundings, abs = dtype == "bf16" ? 1e-4 : 1e-5;
+    const at::Tensor excess = (g - w).abs() - (w.abs() * rel + abs * scale);
+    EXPECT_LE(excess.max().item<double>(), 0.0) << what << ": max error " << (g - w).abs().max().item<double>()
+                                                << " at scale " << scale;
+    EXPECT_FALSE(g.isnan().any().item<bool>()) << what;
+}
+
+struct Built {
+    at::Tensor weight, bias;
+    std::unique_ptr<ConvolutionContext> ctx;
+};
+
+Built build(const GroupedCase &c, const std::string &dtype, const PostOps &post) {
+    const at::ScalarType type = dtype == "bf16" ? at::kBFloat16 : at::kFloat;
+    Built b;
+    b.weight = (at::randn({c.groups * c.out_per_group, c.in_per_group, c.kh, c.kw}) * 0.2).to(type);
+    if (c.bias) b.bias = at::randn({c.groups * c.out_per_group}).to(type);
+    b.ctx = std::make_unique<ConvolutionContext>(b.weight, b.bias.defined() ? c10::optional<at::Tensor>(b.bias)
+                                                                            : c10::nullopt,
+                                                 params_of(c), dtype, post, false, std::vector<int64_t>{});
+    return b;
+}
+
+// Runs the case through the own kernel and checks it against fp64.
+void check_case(const GroupedCase &c, const std::string &dtype, const PostOps &post) {
+    const std::string what = describe(c, dtype, post);
+    KernelChoice env("1");
+    const Built b = build(c, dtype, post);
+    ASSERT_TRUE(b.ctx->has_grouped_kernel()) << what;
+    const at::ScalarType type = b.weight.scalar_type();
+    const at::Tensor x = at::randn({c.n, c.groups * c.in_per_group, c.h, c.w}).to(type);
+    const at::Tensor got = b.ctx->run(testing::as_channels_last(x), c10::nullopt);
+    EXPECT_EQ(got.scalar_type(), type) << what;
+    EXPECT_TRUE(testing::channels_last(got)) << what;
+    const at::Tensor want =
+        reference_post_ops(testing::reference_conv(x.to(at::kDouble), b.weight, b.bias, params_of(c)), post);
+    expect_close(got, want, dtype, what);
+}
+
+class GroupedKernel : public ::testing::TestWithParam<std::string> {
+protected:
+    void SetUp() override {
+        at::manual_seed(0);
+        if (!own_kernels::available(GetParam() == "bf16"))
+            GTEST_SKIP() << "this CPU lacks AVX-512" << (GetParam() == "bf16" ? "-BF16" : "");
+    }
+};
+
+TEST_P(GroupedKernel, MatchesTheFp64ReferenceOverShapes) {
+    for (const auto &c : cases()) check_case(c, GetParam(), {{"relu"}});
+}
+
+TEST_P(GroupedKernel, EveryPostOpAndNone) {
+    const GroupedCase c = cases()[0];
+    const std::vector<PostOps> chains = {{},
+                                         {{"leaky_relu", 0.1}},
+                                         {{"clip", -0.5, 0.75}},
+                                         {{"silu"}},
+                                         {{"sigmoid"}},
+                                         {{"hardswish"}},
+                                         {{"relu"}, {"clip", 0.0, 6.0}, {"silu"}}};
+    for (const auto &post : chains) check_case(c, GetParam(), post);
+}
+
+// An input the own kernel has to convert first (NCHW, another dtype), and an unbatched one.
+TEST_P(GroupedKernel, OtherInputLayoutsAndUnbatched) {
+    KernelChoice env("1");
+    const GroupedCase c = cases()[0];
+    const Built b = build(c, GetParam(), {});
+    const at::Tensor x = at::randn({1, 64, c.h, c.w});
+    const at::Tensor want = testing::reference_conv(x.to(b.weight.scalar_type()).to(at::kDouble), b.weight, b.bias,
+                                                    params_of(c));
+    expect_close(b.ctx->run(x, c10::nullopt), want, GetParam(), "NCHW fp32 input");
+    expect_close(b.ctx->run(x.squeeze(0), c10::nullopt), want.squeeze(0), GetParam(), "unbatched");
+}
+
+// The kernel and oneDNN give the same convolution within the dtype's bound of each other.
+TEST_P(GroupedKernel, AgreesWithOneDnn) {
+    const GroupedCase c{2, 9, 16, 16, 28, 28, 3, 3, {2, 2}, {1, 1}, {1, 1}, true};
+    const at::ScalarType type = GetParam() == "bf16" ? at::kBFloat16 : at::kFloat;
+    const at::Tensor x = testing::as_channels_last(at::randn({c.n, 144, c.h, c.w}).to(type));
+    at::Tensor results[2];
+    for (int own = 0; own < 2; ++own) {
+        KernelChoice env(own ? "1" : "0");
+        at::manual_seed(3);
+        const Built b = build(c, GetParam(), {{"relu"}});
+        ASSERT_EQ(b.ctx->has_grouped_kernel(), own == 1);
+        results[own] = b.ctx->run(x, c10::nullopt);
+    }
+    expect_close(results[1], results[0].to(at::kDouble), GetParam(), "own vs oneDNN", 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, GroupedKernel, ::testing::Values("fp32", "bf16"));
+
+TEST(GroupedKernelScope, OtherConvolutionsStayOnOneDnn) {
+    if (!own_kernels::available(true)) GTEST_SKIP() << "this CPU lacks AVX-512-BF16";
+    KernelChoice env("1");
+    const auto has = [](std::vector<int64_t> w, int64_t groups, const std::string &dtype, PostOps post = {}) {
+        std::vector<int64_t> ones(w.size() - 2, 1), zeros(w.size() - 2, 0);
+        return ConvolutionContext(at::randn(w), c10::nullopt, ConvParams{ones, ones, ones, zeros, groups, false}, dtype,
+                                  std::move(post), false, {})
+            .has_grouped_kernel();
+    };
+    EXPECT_TRUE(has({64, 16, 3, 3}, 4, "bf16"));
+    EXPECT_TRUE(has({64, 3, 3, 3}, 4, "fp32"));        // an odd input count in fp32
+    EXPECT_FALSE(has({64, 3, 3, 3}, 4, "bf16"));       // but not in bf16 (pairs)
+    EXPECT_FALSE(has({32, 4, 3, 3}, 4, "bf16"));       // 8 outputs per group (ResNeXt's first stage)
+    EXPECT_FALSE(has({64, 64, 3, 3}, 1, "bf16"));      // one group
+    EXPECT_FALSE(has({16, 1, 3, 3}, 16, "bf16"));      // depthwise: its own kernel
+    EXPECT_FALSE(has({64, 16, 9, 6}, 4, "bf16"));      // more than 49 taps
+    EXPECT_FALSE(has({64, 16, 3}, 4, "bf16"));         // 1-D
+    EXPECT_FALSE(has({64, 16, 3, 3}, 4, "bf32"));      // bf16 math with an fp32 output
+    EXPECT_FALSE(has({64, 16, 3, 3}, 4, "bf16", {{"sum", 1.0}}));      // a residual sum
+    EXPECT_FALSE(has({64, 16, 3, 3}, 4, "bf16", {{"gelu_erf"}}));      // a post-op the kernel lacks
+    EXPECT_FALSE(ConvolutionContext(at::randn({64, 16, 3, 3}), c10::nullopt,
+                                    ConvParams{{1, 1}, {1, 1}, {1, 1}, {0, 0}, 4, true}, "bf16", {}, false, {})
+                     .has_grouped_kernel());  // transposed
+    KernelChoice off("0");
+    EXPECT_FALSE(has({64, 16, 3, 3}, 4, "bf16"));
+}
+
+// The timed choice (the default): whichever path it picks, the result is the convolution, and
+// later calls on the shape give the first call's bits.
+TEST(GroupedKernelScope, TimedChoiceIsKeptPerShape) {
+    if (!own_kernels::available(true)) GTEST_SKIP() << "this CPU lacks AVX-512-BF16";
+    at::manual_seed(4);
+    KernelChoice env(nullptr);
+    const GroupedCase c = cases()[0];
+    const Built b = build(c, "bf16", {{"relu"}});
+    ASSERT_TRUE(b.ctx->has_grouped_kernel());
+    const at::Tensor x = testing::as_channels_last(at::randn({c.n, 64, c.h, c.w}).to(at::kBFloat16));
+    const at::Tensor first = b.ctx->run(x, c10::nullopt);
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(b.ctx->run(x, c10::nullopt).equal(first));
+    const at::Tensor want = at::relu(testing::reference_conv(x.to(at::kDouble), b.weight, b.bias, params_of(c)));
+    expect_close(first, want, "bf16", "timed");
+}
+
+}  // namespace
+}  // namespace ipex::ops
