@@ -28,6 +28,30 @@ bool add_post_ops(const PostOps &ops, size_t start, own_kernels::Problem *proble
     return true;
 }
 
+// The kernel size, strides, padding and dilation of a 2-D convolution, into an own kernel's
+// problem (own_kernels::Problem or Grouped: the same field names).
+template <class KernelProblem>
+void set_window(const ConvParams &p, int64_t kh, int64_t kw, KernelProblem *problem) {
+    problem->kh = kh;
+    problem->kw = kw;
+    problem->stride_h = p.stride[0];
+    problem->stride_w = p.stride[1];
+    problem->pad_h = p.padding[0];
+    problem->pad_w = p.padding[1];
+    problem->dilation_h = p.dilation[0];
+    problem->dilation_w = p.dilation[1];
+}
+
+// The batch and the spatial sizes of one call (src n x c x ih x iw), into an own kernel's problem.
+template <class KernelProblem>
+void set_sizes(const at::Tensor &src, const std::vector<int64_t> &dst_sizes, KernelProblem *problem) {
+    problem->n = src.size(0);
+    problem->ih = src.size(2);
+    problem->iw = src.size(3);
+    problem->oh = dst_sizes[2];
+    problem->ow = dst_sizes[3];
+}
+
 // How an own kernel is chosen for a convolution of these types, when one may run it: fp32, or
 // bf16 on AVX512-BF16, its output in the math dtype, unless IPEX_CONV_KERNELS=0.
 std::optional<own_kernels::Choice> own_choice(const ComputeTypes &types) {
@@ -76,14 +100,7 @@ void ConvolutionContext::plan_depthwise() {
     }
     problem.bf16_in = problem.bf16_out = bf16;
     problem.c = g;
-    problem.kh = kh;
-    problem.kw = kw;
-    problem.stride_h = params_.stride[0];
-    problem.stride_w = params_.stride[1];
-    problem.pad_h = params_.padding[0];
-    problem.pad_w = params_.padding[1];
-    problem.dilation_h = params_.dilation[0];
-    problem.dilation_w = params_.dilation[1];
+    set_window(params_, kh, kw, &problem);
     depthwise_ = plan;
 }
 
@@ -97,11 +114,7 @@ at::Tensor ConvolutionContext::run_depthwise(const at::Tensor &src, const std::v
     if (depthwise_->weight_pairs.defined())
         p.weight_pairs = reinterpret_cast<const uint16_t *>(depthwise_->weight_pairs.data_ptr<int16_t>());
     p.bias = depthwise_->bias.defined() ? depthwise_->bias.data_ptr<float>() : nullptr;
-    p.n = src.size(0);
-    p.ih = src.size(2);
-    p.iw = src.size(3);
-    p.oh = dst_sizes[2];
-    p.ow = dst_sizes[3];
+    set_sizes(src, dst_sizes, &p);
     own_kernels::run(p);
     return dst;
 }
@@ -181,14 +194,7 @@ void ConvolutionContext::plan_grouped() {
     problem.groups = g;
     problem.in_per_group = in;
     problem.out_per_group = out;
-    problem.kh = kh;
-    problem.kw = kw;
-    problem.stride_h = p.stride[0];
-    problem.stride_w = p.stride[1];
-    problem.pad_h = p.padding[0];
-    problem.pad_w = p.padding[1];
-    problem.dilation_h = p.dilation[0];
-    problem.dilation_w = p.dilation[1];
+    set_window(p, kh, kw, &problem);
     grouped_ = plan;
 }
 
@@ -199,11 +205,7 @@ at::Tensor ConvolutionContext::run_grouped(const at::Tensor &src, const std::vec
     p.dst = dst.data_ptr();
     p.weight = grouped_->weight.data_ptr();
     p.bias = grouped_->bias.defined() ? grouped_->bias.data_ptr<float>() : nullptr;
-    p.n = src.size(0);
-    p.ih = src.size(2);
-    p.iw = src.size(3);
-    p.oh = dst_sizes[2];
-    p.ow = dst_sizes[3];
+    set_sizes(src, dst_sizes, &p);
     own_kernels::run_grouped(p);
     return dst;
 }

@@ -16,6 +16,7 @@ namespace ipex::ops {
 namespace {
 
 using testing::KernelChoice;
+using testing::reference_post_ops;
 
 struct GroupedCase {
     int64_t n, groups, in_per_group, out_per_group, h, w, kh, kw;
@@ -57,20 +58,6 @@ std::vector<GroupedCase> cases() {
     all.push_back({2, 2, 16, 16, 2, 2, 3, 3, {3, 3}, {1, 1}, {1, 1}, true});    // image smaller than the kernel
     all.push_back({3, 9, 16, 16, 14, 14, 3, 3, {2, 2}, {1, 1}, {1, 1}, true});  // nine groups, a batch of 3
     return all;
-}
-
-// The post-ops in fp64, as aten defines them.
-at::Tensor reference_post_ops(at::Tensor y, const PostOps &ops) {
-    for (const auto &op : ops) {
-        if (op.kind == "relu") y = at::relu(y);
-        else if (op.kind == "leaky_relu") y = at::leaky_relu(y, op.alpha);
-        else if (op.kind == "clip") y = at::clamp(y, op.alpha, op.beta);
-        else if (op.kind == "silu") y = y * at::sigmoid(y);
-        else if (op.kind == "sigmoid") y = at::sigmoid(y);
-        else if (op.kind == "hardswish") y = at::hardswish(y);
-        else ADD_FAILURE() << "no reference for " << op.kind;
-    }
-    return y;
 }
 
 // |got - want| within the dtype's bound for every element: bf16, the output rounding (2^-9

@@ -90,6 +90,21 @@ inline at::Tensor as_channels_last(const at::Tensor &t) {
     return t.permute({0, 2, 1}).contiguous().permute({0, 2, 1});
 }
 
+// The post-ops in fp64, as aten defines them (the eltwise kinds the own kernels compute, and gelu_erf).
+inline at::Tensor reference_post_ops(at::Tensor y, const PostOps &ops) {
+    for (const auto &op : ops) {
+        if (op.kind == "relu") y = at::relu(y);
+        else if (op.kind == "leaky_relu") y = at::leaky_relu(y, op.alpha);
+        else if (op.kind == "clip") y = at::clamp(y, op.alpha, op.beta);
+        else if (op.kind == "silu") y = y * at::sigmoid(y);
+        else if (op.kind == "sigmoid") y = at::sigmoid(y);
+        else if (op.kind == "hardswish") y = at::hardswish(y);
+        else if (op.kind == "gelu_erf") y = at::gelu(y);
+        else ADD_FAILURE() << "no reference for " << op.kind;
+    }
+    return y;
+}
+
 // fp64 aten convolution (or transposed convolution) of fp32 tensors.
 inline at::Tensor reference_conv(const at::Tensor &x, const at::Tensor &weight, const at::Tensor &bias,
                                  const ConvParams &p) {

@@ -20,6 +20,7 @@ namespace ipex::ops {
 namespace {
 
 using testing::KernelChoice;
+using testing::reference_post_ops;
 
 struct DwCase {
     int64_t n, c, h, w, kh, kw;
@@ -59,21 +60,6 @@ std::string describe(const DwCase &c) {
         << "," << c.params.stride[1] << " p" << c.params.padding[0] << "," << c.params.padding[1] << " d"
         << c.params.dilation[0] << "," << c.params.dilation[1] << (c.bias ? " bias" : "");
     return out.str();
-}
-
-// The post-ops in fp64, as the definitions aten gives them.
-at::Tensor reference_post_ops(at::Tensor y, const PostOps &ops) {
-    for (const auto &op : ops) {
-        if (op.kind == "relu") y = at::relu(y);
-        else if (op.kind == "leaky_relu") y = at::leaky_relu(y, op.alpha);
-        else if (op.kind == "clip") y = at::clamp(y, op.alpha, op.beta);
-        else if (op.kind == "silu") y = y * at::sigmoid(y);
-        else if (op.kind == "sigmoid") y = at::sigmoid(y);
-        else if (op.kind == "hardswish") y = at::hardswish(y);
-        else if (op.kind == "gelu_erf") y = at::gelu(y);
-        else ADD_FAILURE() << "no reference for " << op.kind;
-    }
-    return y;
 }
 
 // |got - want| <= rel * |want| + abs_of_max * max |want| for every element.
