@@ -64,7 +64,7 @@ struct ConvolutionContext::Pointwise : OwnChoice {
 };
 
 struct ConvolutionContext::Grouped : OwnChoice {
-    at::Tensor weight;  // packed as own_kernels::Grouped says (bf16 as int16, or fp32)
+    at::Tensor weight;  // packed as own_kernels::Grouped says (bf16 or fp32)
     at::Tensor bias;    // fp32 (bf16 values for bf16), or undefined
     own_kernels::Grouped problem;  // everything but the tensors and the input's sizes
 };

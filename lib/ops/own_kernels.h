@@ -91,12 +91,13 @@ struct Pointwise {
 void run_pointwise(const Pointwise &p);  // call only when available(p.bf16)
 
 // A grouped 2-D convolution whose groups have a multiple of 16 output channels each (RegNet's
-// and ResNeXt's 3x3 convolutions), on channels-last data: up to 12 output pixels of a row at a
-// time, for each 16-output tile of each group a sum per pixel in a register, each weight vector
-// (bf16: 16 outputs x a pair of inputs, VDPBF16PS; fp32: 16 outputs x 1, FMA) multiplied by every
-// pixel's broadcast input, then the bias and post-ops and one rounding. The block's input rows
-// come from memory once for all groups; a stride changes only the addresses. Where oneDNN 2.6's
-// channels-last grouped kernel runs stride-2 layers far from the peak.
+// and ResNeXt's 3x3 convolutions), on channels-last data: 12 output pixels at a time (consecutive
+// in the output, across rows and images), for each 16-output tile of each group a sum per pixel
+// in a register, each weight vector (bf16: 16 outputs x a pair of inputs, VDPBF16PS; fp32: 16
+// outputs x 1, FMA) multiplied by every pixel's broadcast input, then the bias and post-ops and
+// one rounding. The block's input comes from memory once for all groups; a stride changes only
+// the addresses. Where oneDNN 2.6's channels-last grouped kernel runs stride-2 layers far from
+// the peak.
 constexpr int64_t kGroupedMaxTaps = 49;  // kh * kw at most
 struct Grouped {
     bool bf16 = true;             // bf16 data and weight, else fp32
@@ -111,6 +112,7 @@ struct Grouped {
 };
 // The packed weight: for group g, output tile t (outputs 16 t .. 16 t + 15 of the group), tap
 // (h, w): bf16, w[o][i] at [g][t][h][w][i / 2][o % 16][i % 2]; fp32, at [g][t][h][w][i][o % 16].
+
 // Whether the kernel computes a grouped convolution of these channels per group and taps.
 constexpr bool grouped_fits(bool bf16, int64_t in_per_group, int64_t out_per_group, int64_t taps) {
     return out_per_group % 16 == 0 && out_per_group > 0 && in_per_group > 0 && (!bf16 || in_per_group % 2 == 0) &&

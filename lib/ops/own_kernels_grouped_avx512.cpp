@@ -4,8 +4,8 @@
 // memory once (by the first group) and from L1 after that. Each sum is a register; per tap and
 // input channel (bf16: pair of channels) one weight vector is loaded and multiplied by each
 // pixel's broadcast input value, read through a table of each pixel's input pixel per tap (a
-// row of zeros for a tap in the padding), so strides and dilation change only the table. Built with AVX-512 and AVX512-BF16 flags; runs only after
-// own_kernels::available().
+// row of zeros for a tap in the padding), so strides and dilation change only the table.
+// Built with AVX-512 and AVX512-BF16 flags; runs only after own_kernels::available().
 #include <ATen/Parallel.h>
 #include <immintrin.h>
 
@@ -95,10 +95,10 @@ void grouped(const Grouped &p) {
     int64_t offset[kGroupedMaxTaps];
     for (int64_t t = 0; t < taps; ++t) offset[t] = (t / p.kw * p.dilation_h * p.iw + t % p.kw * p.dilation_w) * c_in;
     const auto *src = static_cast<const T *>(p.src);
+    const std::unique_ptr<T[]> zeros(new T[c_in]());  // what a tap in the padding reads
     // A block costs kPixels * c_out * in_per_group * taps products; give a thread 256k of them.
     const int64_t per_block = greater(1, kPixels * c_out * p.in_per_group * taps);
     at::parallel_for(0, blocks, greater(1, (1 << 18) / per_block), [&](int64_t begin, int64_t end) {
-        const std::unique_ptr<T[]> zeros(new T[c_in]());
         Window<kBf16> win;
         for (int64_t u = begin; u < end; ++u) {
             const int64_t q0 = u * kPixels;

@@ -159,16 +159,7 @@ class OptimizePrepacked(e2e.ToolTestCase):
         """The depthwise and 1x1 convolutions have own kernels beside oneDNN's: with a sample input,
         each is timed both ways at the shape the sample input gives it and the faster is saved
         in the model; without one nothing is recorded and the report says why."""
-        features = self.tool_json("info", "--json")["features"]
-        if not all(features.get(f) for f in ("avx512f", "avx512bw", "avx512vl")):
-            self.skipTest("the own convolution kernels need AVX-512")
-        src = self.copy_model("depthwise_conv_bn")
-        inputs = self.copy_input("depthwise_conv_bn")
-        spec = e2e.MODELS["depthwise_conv_bn"]["inputs"][0]
-        batch = spec.split(":")[0].split("x")[0]
-        out = self.path("dw.pt")
-        _, report = self.optimize(src, out, "--auto-kernel-selection", "--sample-input", spec)
-        entry = self.pass_entry(report, "auto_kernel_selection")
+        src, inputs, out, batch, entry = self.select_conv_kernels("depthwise_conv_bn", "dw.pt")
         self.assertEqual(entry["status"], "applied")
         choices = entry["details"]["conv_kernel_choices"]
         # The depthwise and 1x1 convolutions on 8 channels at the input's 16x16, then the
@@ -201,16 +192,7 @@ class OptimizePrepacked(e2e.ToolTestCase):
     def test_auto_kernel_selection_records_grouped_convolution_kernels(self):
         """A grouped convolution with 16 output channels per group has the own grouped kernel beside
         oneDNN's: timed both ways at the sample input's shape, the faster saved in the model."""
-        features = self.tool_json("info", "--json")["features"]
-        if not all(features.get(f) for f in ("avx512f", "avx512bw", "avx512vl")):
-            self.skipTest("the own convolution kernels need AVX-512")
-        src = self.copy_model("grouped_conv_bn")
-        inputs = self.copy_input("grouped_conv_bn")
-        spec = e2e.MODELS["grouped_conv_bn"]["inputs"][0]
-        batch = spec.split(":")[0].split("x")[0]
-        out = self.path("grouped.pt")
-        _, report = self.optimize(src, out, "--auto-kernel-selection", "--sample-input", spec)
-        entry = self.pass_entry(report, "auto_kernel_selection")
+        src, inputs, out, batch, entry = self.select_conv_kernels("grouped_conv_bn", "grouped.pt")
         choices = entry["details"]["conv_kernel_choices"]
         # The 1x1 expansion at the input's 16x16, then the grouped 3x3 on its 32 channels.
         self.assertEqual([(c["input"], c["kernel"]) for c in choices],
@@ -221,6 +203,19 @@ class OptimizePrepacked(e2e.ToolTestCase):
         want = sorted([1 if c["choice"] == "own" else 0] + [int(d) for d in c["input"].split("x")] for c in choices)
         self.assertEqual(self.saved_kernel_choices(out), want)
         self.check_in_python(src, out, inputs)
+
+    def select_conv_kernels(self, model: str, out_name: str):
+        """Optimizes a fixture with --auto-kernel-selection at its first input's shape (skipping
+        without AVX-512): its source, inputs, output path, batch and auto_kernel_selection entry."""
+        features = self.tool_json("info", "--json")["features"]
+        if not all(features.get(f) for f in ("avx512f", "avx512bw", "avx512vl")):
+            self.skipTest("the own convolution kernels need AVX-512")
+        src = self.copy_model(model)
+        inputs = self.copy_input(model)
+        spec = e2e.MODELS[model]["inputs"][0]
+        out = self.path(out_name)
+        _, report = self.optimize(src, out, "--auto-kernel-selection", "--sample-input", spec)
+        return src, inputs, out, spec.split(":")[0].split("x")[0], self.pass_entry(report, "auto_kernel_selection")
 
     def saved_kernel_choices(self, model: str):
         """The kernel choices saved in a model's convolution contexts, read back in Python."""

@@ -172,6 +172,14 @@ TEST(GroupedKernelScope, OtherConvolutionsStayOnOneDnn) {
             .has_grouped_kernel();
     };
     EXPECT_TRUE(has({64, 16, 3, 3}, 4, "bf16"));
+    {
+        // A trailing SiLU runs inside the grouped kernel, not split after oneDNN's convolution.
+        const ConvolutionContext silu(at::randn({64, 16, 3, 3}), c10::nullopt,
+                                      ConvParams{{1, 1}, {1, 1}, {1, 1}, {0, 0}, 4, false}, "bf16", {{"silu"}}, false,
+                                      {});
+        EXPECT_TRUE(silu.has_grouped_kernel());
+        EXPECT_FALSE(silu.has_split_activation());
+    }
     EXPECT_TRUE(has({64, 3, 3, 3}, 4, "fp32"));        // an odd input count in fp32
     EXPECT_FALSE(has({64, 3, 3, 3}, 4, "bf16"));       // but not in bf16 (pairs)
     EXPECT_FALSE(has({32, 4, 3, 3}, 4, "bf16"));       // 8 outputs per group (ResNeXt's first stage)
