@@ -33,6 +33,7 @@ const std::unordered_map<std::string, OpKind> &kind_table() {
         {"ipex::convolution", OpKind::kConvolution},
         {"ipex::convolution_sum", OpKind::kConvolution},
         {"ipex::convolution_sum_", OpKind::kConvolution},
+        {"ipex::convolution_chain", OpKind::kConvolution},
         {"ipex::linear", OpKind::kLinear},
         {"ipex::linear_binary", OpKind::kLinear},
         {"ipex::woq_linear", OpKind::kLinear},
@@ -117,6 +118,26 @@ OpWork ipex_conv(c10::ArrayRef<const c10::IValue> in) {
     ConvShape c{sizes_of(in[0]), ctx->weight_sizes().vec(), p.stride, p.padding, p.dilation, p.output_padding,
                 p.transposed, false};
     return {OpKind::kConvolution, context_dtype(ctx->dtype()), conv_flops(c)};
+}
+
+// ipex::convolution_chain(input, contexts): each convolution's FLOPs at the sizes the one
+// before it gives it.
+OpWork ipex_conv_chain(c10::ArrayRef<const c10::IValue> in) {
+    OpWork w{OpKind::kConvolution, dtype_name(in[0].toTensor().scalar_type()), 0};
+    std::vector<int64_t> sizes = sizes_of(in[0]);
+    bool first = true;
+    for (const c10::IValue &item : in[1].toListRef()) {
+        if (!item.isCustomClass()) return w;
+        const auto ctx = item.toCustomClass<ops::ConvolutionContext>();
+        if (sizes.size() != static_cast<size_t>(ctx->spatial_dims() + 2)) return w;
+        if (first) w.dtype = context_dtype(ctx->dtype());
+        first = false;
+        const ops::ConvParams &p = ctx->params();
+        w.flops += conv_flops({sizes, ctx->weight_sizes().vec(), p.stride, p.padding, p.dilation, p.output_padding,
+                               p.transposed, false});
+        sizes = ctx->output_sizes(sizes);
+    }
+    return w;
 }
 
 OpWork ipex_int8(c10::ArrayRef<const c10::IValue> in) {
@@ -250,6 +271,7 @@ OpWork op_work(const std::string &name, c10::ArrayRef<const c10::IValue> in) {
     if (is_int8_op(name) && in.back().isCustomClass()) return ipex_int8(in);
     if (kind == OpKind::kOther) return {kind, dtype_name(in[0].toTensor().scalar_type()), 0};
     const bool ipex = name.rfind("ipex::", 0) == 0;
+    if (name == "ipex::convolution_chain" && in.size() == 2 && in[1].isList()) return ipex_conv_chain(in);
     if (ipex && kind == OpKind::kConvolution && in.back().isCustomClass()) return ipex_conv(in);
     if (ipex && kind == OpKind::kLinear && name != "ipex::woq_linear" && in.back().isCustomClass()) {
         const auto ctx = in.back().toCustomClass<ops::LinearContext>();
@@ -299,6 +321,18 @@ void put_param(std::ostringstream &out, const char *tag, const std::vector<int64
     for (size_t i = 0; i < values.size(); ++i) out << (i ? "," : "") << values[i];
 }
 
+// " w 64x16x1x1 s1 p0 d1 g1" of a convolution context.
+void put_conv(std::ostringstream &out, const ops::ConvolutionContext &ctx) {
+    const ops::ConvParams &p = ctx.params();
+    out << " w ";
+    put_sizes(out, ctx.weight_sizes());
+    put_param(out, "s", p.stride);
+    put_param(out, "p", p.padding);
+    put_param(out, "d", p.dilation);
+    out << " g" << p.groups;
+    if (p.transposed) out << " transposed";
+}
+
 }  // namespace
 
 std::string op_signature(const std::string &name, c10::ArrayRef<const c10::IValue> inputs) {
@@ -310,21 +344,24 @@ std::string op_signature(const std::string &name, c10::ArrayRef<const c10::IValu
         put_tensor(out, v.toTensor());
         first = false;
     }
+    if (name == "ipex::convolution_chain" && inputs.size() == 2 && inputs[1].isList()) {
+        try {
+            const char *between = "";
+            for (const c10::IValue &item : inputs[1].toListRef()) {
+                out << between;
+                put_conv(out, *item.toCustomClass<ops::ConvolutionContext>());
+                between = " ->";
+            }
+        } catch (const std::exception &) {
+        }
+        return out.str();
+    }
     if (inputs.empty() || !inputs.back().isCustomClass()) return out.str();
     const c10::IValue &context = inputs.back();
     const bool ipex = name.rfind("ipex::", 0) == 0;
     try {
         if (ipex && op_kind(name) == OpKind::kConvolution) {
-            const auto ctx = context.toCustomClass<ops::ConvolutionContext>();
-            const ops::ConvParams &p = ctx->params();
-            const auto weight = ctx->weight_sizes();
-            out << " w ";
-            put_sizes(out, weight);
-            put_param(out, "s", p.stride);
-            put_param(out, "p", p.padding);
-            put_param(out, "d", p.dilation);
-            out << " g" << p.groups;
-            if (p.transposed) out << " transposed";
+            put_conv(out, *context.toCustomClass<ops::ConvolutionContext>());
         } else if (ipex && op_kind(name) == OpKind::kLinear && name != "ipex::woq_linear") {
             const auto ctx = context.toCustomClass<ops::LinearContext>();
             out << " w " << ctx->out_features() << "x" << ctx->in_features();

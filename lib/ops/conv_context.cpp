@@ -174,21 +174,18 @@ bool ConvolutionContext::own_for(const at::Tensor &src, const std::vector<int64_
                                          : static_cast<const OwnChoice *>(split_.get());
     if (!plan || ((depthwise_ || pointwise_ || grouped_) && src.dim() != 4)) return false;
     const CacheKey key = src.sizes().vec();
-    return takes_own(this, plan->choice, recorded_for(key), *plan->timed, key, [&] { run_own(src, dst_sizes); },
-                     [&] { run_plain(src, dst_sizes); });
+    const at::ScalarType type = compute_types(dtype_).output;
+    return takes_own(
+        this, plan->choice, recorded_for(key), *plan->timed, key,
+        [&] { run_own(src, empty_channels_last(dst_sizes, type)); },
+        [&] { execute_into(src, empty_channels_last(dst_sizes, type)); });
 }
 
-at::Tensor ConvolutionContext::run_own(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
-    if (depthwise_) return run_depthwise(src, dst_sizes);
-    if (pointwise_) return run_pointwise(src, dst_sizes);
-    if (grouped_) return run_grouped(src, dst_sizes);
-    return run_split(src, dst_sizes);
-}
-
-at::Tensor ConvolutionContext::run_plain(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
-    const at::Tensor dst = empty_channels_last(dst_sizes, compute_types(dtype_).output);
-    execute_into(src, dst);
-    return dst;
+void ConvolutionContext::run_own(const at::Tensor &src, const at::Tensor &dst) const {
+    if (depthwise_) return run_depthwise(src, dst);
+    if (pointwise_) return run_pointwise(src, dst);
+    if (grouped_) return run_grouped(src, dst);
+    run_split(src, dst);
 }
 
 void ConvolutionContext::execute_into(const at::Tensor &src, const at::Tensor &dst) const {
@@ -246,7 +243,8 @@ ConvolutionContext::KernelChoice ConvolutionContext::choose_kernel(const std::ve
     for (int64_t s : input_sizes) TORCH_CHECK(s > 0, "ipex convolution: cannot time at input ", format_sizes(input_sizes));
     for (int64_t s : dst_sizes) TORCH_CHECK(s > 0, "ipex convolution: input ", format_sizes(input_sizes), " is too small");
     const at::Tensor src = to_channels_last(at::randn(input_sizes), compute_types(dtype_).math);
-    const Timed timed = time_both([&] { run_own(src, dst_sizes); }, [&] { run_plain(src, dst_sizes); }, runs);
+    const at::Tensor dst = empty_channels_last(dst_sizes, compute_types(dtype_).output);
+    const Timed timed = time_both([&] { run_own(src, dst); }, [&] { execute_into(src, dst); }, runs);
     record_kernel(input_sizes, timed.own);
     return {input_sizes, timed.own, timed.own_seconds * 1e3, timed.onednn_seconds * 1e3};
 }
@@ -365,7 +363,8 @@ at::Tensor ConvolutionContext::run(const at::Tensor &input, const c10::optional<
     const at::Tensor src = to_channels_last(x, types.math);
     // The own kernels take no residual sum (none is planned for a convolution with one).
     if (own_for(src, dst_sizes)) {
-        const at::Tensor y = run_own(src, dst_sizes);
+        const at::Tensor y = empty_channels_last(dst_sizes, types.output);
+        run_own(src, y);
         return unbatched ? y.squeeze(0) : y;
     }
     const int sum_at = tensor_post_op(post_ops_);
@@ -390,12 +389,34 @@ at::Tensor ConvolutionContext::run(const at::Tensor &input, const c10::optional<
             dst.copy_(o);
         }
     } else {
-        const at::Tensor y = run_plain(src, dst_sizes);
-        return unbatched ? y.squeeze(0) : y;
+        dst = empty_channels_last(dst_sizes, types.output);
     }
 
     execute_into(src, dst);
     return unbatched ? dst.squeeze(0) : dst;
+}
+
+void ConvolutionContext::run_into(const at::Tensor &input, const at::Tensor &out) const {
+    TORCH_CHECK(tensor_post_op(post_ops_) < 0, "ipex convolution: ", describe(), " needs a second tensor");
+    const int64_t rank = spatial_dims() + 2;
+    IPEX_CHECK_INPUT(input.is_floating_point() && input.dim() == rank, "ipex convolution: expected a ", rank,
+                     "-D floating-point input, got ", input.scalar_type(), " of shape ", input.sizes());
+    const int64_t in_channels = params_.transposed ? weight_.size(0) : weight_.size(1) * params_.groups;
+    IPEX_CHECK_INPUT(input.size(1) == in_channels, "ipex convolution: expected ", in_channels,
+                     " input channels, got shape ", input.sizes());
+    const std::vector<int64_t> dst_sizes = output_sizes(input.sizes());
+    for (int64_t s : dst_sizes)
+        IPEX_CHECK_INPUT(s > 0, "ipex convolution: input of shape ", input.sizes(), " is too small for ", describe());
+    const ComputeTypes types = compute_types(dtype_);
+    TORCH_CHECK(out.sizes() == at::IntArrayRef(dst_sizes) && out.scalar_type() == types.output &&
+                    is_channels_last(out),
+                "ipex convolution: cannot write ", describe(), "'s output ", at::IntArrayRef(dst_sizes), " into a ",
+                out.scalar_type(), " tensor of shape ", out.sizes());
+    const at::Tensor src = to_channels_last(input, types.math);
+    if (own_for(src, dst_sizes))
+        run_own(src, out);
+    else
+        execute_into(src, out);
 }
 
 at::Tensor ConvolutionContext::run_unfused(const at::Tensor &x, const at::Tensor &other) const {

@@ -86,6 +86,15 @@ public:
     at::Tensor run(const at::Tensor &input, const c10::optional<at::Tensor> &other,
                    bool may_write_other = true) const;
 
+    // run() of a batched input without a tensor post-op, written into `out`: channels-last and
+    // dense, of the output's shape and the dtype run() returns (output_dtype()). How a
+    // convolution writes its part of a batch straight into the whole batch's output.
+    void run_into(const at::Tensor &input, const at::Tensor &out) const;
+    // The output sizes of a batched input's sizes (a size below 1 where the input is too small).
+    std::vector<int64_t> output_sizes(at::IntArrayRef input) const;
+    // The dtype of run()'s output when no tensor post-op promotes it.
+    at::ScalarType output_dtype() const { return compute_types(dtype_).output; }
+
     // The same convolution (sharing prepacked weights) with another dtype of the same math.
     c10::intrusive_ptr<ConvolutionContext> with_dtype(const std::string &dtype) const;
 
@@ -143,7 +152,6 @@ private:
     struct Entry;
     std::shared_ptr<const Entry> entry_for(const std::vector<int64_t> &src_sizes, at::ScalarType dst_type,
                                            const std::vector<int64_t> &dst_sizes) const;
-    std::vector<int64_t> output_sizes(at::IntArrayRef input) const;
     // conv + post-ops before the sum, then the sum and later post-ops with aten.
     at::Tensor run_unfused(const at::Tensor &x, const at::Tensor &other) const;
     // Sets the plan of the one own kernel that may compute this convolution (depthwise or
@@ -154,20 +162,20 @@ private:
     void plan_pointwise();
     void plan_grouped();
     void plan_split();
-    at::Tensor run_depthwise(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
-    // oneDNN's convolution of src (channels-last, math dtype) without a tensor post-op.
-    at::Tensor run_plain(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
+    // The own kernels and the split write src's convolution (channels-last, math dtype) into dst
+    // (channels-last, dense, the output dtype).
+    void run_depthwise(const at::Tensor &src, const at::Tensor &dst) const;
     // oneDNN's convolution of src into dst (channels-last, its dtype; holding the summand when
     // the post-ops have a sum).
     void execute_into(const at::Tensor &src, const at::Tensor &dst) const;
-    at::Tensor run_pointwise(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
-    at::Tensor run_grouped(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
+    void run_pointwise(const at::Tensor &src, const at::Tensor &dst) const;
+    void run_grouped(const at::Tensor &src, const at::Tensor &dst) const;
     // The convolution without its trailing activation, then the activation in place.
-    at::Tensor run_split(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
+    void run_split(const at::Tensor &src, const at::Tensor &dst) const;
     // Whether the own kernel this context has (depthwise, pointwise, grouped or split; at most one)
     // runs src's shape (times both on a shape's first call), and that kernel.
     bool own_for(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
-    at::Tensor run_own(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
+    void run_own(const at::Tensor &src, const at::Tensor &dst) const;
     // A copy to change (post-ops, dtype): its own primitive cache, no recorded kernel choice.
     c10::intrusive_ptr<ConvolutionContext> changed_copy() const;
     // The recorded choice for an input shape, or nullptr.

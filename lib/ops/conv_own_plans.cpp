@@ -44,12 +44,12 @@ void set_window(const ConvParams &p, int64_t kh, int64_t kw, KernelProblem *prob
 
 // The batch and the spatial sizes of one call (src n x c x ih x iw), into an own kernel's problem.
 template <class KernelProblem>
-void set_sizes(const at::Tensor &src, const std::vector<int64_t> &dst_sizes, KernelProblem *problem) {
+void set_sizes(const at::Tensor &src, const at::Tensor &dst, KernelProblem *problem) {
     problem->n = src.size(0);
     problem->ih = src.size(2);
     problem->iw = src.size(3);
-    problem->oh = dst_sizes[2];
-    problem->ow = dst_sizes[3];
+    problem->oh = dst.size(2);
+    problem->ow = dst.size(3);
 }
 
 // How an own kernel is chosen for a convolution of these types, when one may run it: fp32, or
@@ -104,9 +104,7 @@ void ConvolutionContext::plan_depthwise() {
     depthwise_ = plan;
 }
 
-at::Tensor ConvolutionContext::run_depthwise(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
-    const ComputeTypes types = compute_types(dtype_);
-    at::Tensor dst = empty_channels_last(dst_sizes, types.output);
+void ConvolutionContext::run_depthwise(const at::Tensor &src, const at::Tensor &dst) const {
     own_kernels::Problem p = depthwise_->problem;
     p.src = src.data_ptr();
     p.dst = dst.data_ptr();
@@ -114,9 +112,8 @@ at::Tensor ConvolutionContext::run_depthwise(const at::Tensor &src, const std::v
     if (depthwise_->weight_pairs.defined())
         p.weight_pairs = reinterpret_cast<const uint16_t *>(depthwise_->weight_pairs.data_ptr<int16_t>());
     p.bias = depthwise_->bias.defined() ? depthwise_->bias.data_ptr<float>() : nullptr;
-    set_sizes(src, dst_sizes, &p);
+    set_sizes(src, dst, &p);
     own_kernels::run(p);
-    return dst;
 }
 
 void ConvolutionContext::plan_pointwise() {
@@ -145,21 +142,18 @@ void ConvolutionContext::plan_pointwise() {
 
 size_t ConvolutionContext::pointwise_weight_bytes() const { return pointwise_ ? pointwise_->packed_bytes() : 0; }
 
-at::Tensor ConvolutionContext::run_pointwise(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
-    const bool bf16 = pointwise_->activation.bf16_out;
-    at::Tensor dst = empty_channels_last(dst_sizes, bf16 ? at::kBFloat16 : at::kFloat);
+void ConvolutionContext::run_pointwise(const at::Tensor &src, const at::Tensor &dst) const {
     own_kernels::Pointwise p;
-    p.bf16 = bf16;
+    p.bf16 = pointwise_->activation.bf16_out;
     p.src = src.data_ptr();
     p.dst = dst.data_ptr();
     p.weight = pointwise_->packed(weight_).data_ptr();
     p.bias = pointwise_->bias.defined() ? pointwise_->bias.data_ptr<float>() : nullptr;
     p.m = src.size(0) * src.size(2) * src.size(3);
     p.k = src.size(1);
-    p.n = dst_sizes[1];
+    p.n = dst.size(1);
     p.activation = pointwise_->activation;
     own_kernels::run_pointwise(p);
-    return dst;
 }
 
 void ConvolutionContext::plan_grouped() {
@@ -199,16 +193,14 @@ void ConvolutionContext::plan_grouped() {
     grouped_ = plan;
 }
 
-at::Tensor ConvolutionContext::run_grouped(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
-    at::Tensor dst = empty_channels_last(dst_sizes, compute_types(dtype_).output);
+void ConvolutionContext::run_grouped(const at::Tensor &src, const at::Tensor &dst) const {
     own_kernels::Grouped p = grouped_->problem;
     p.src = src.data_ptr();
     p.dst = dst.data_ptr();
     p.weight = grouped_->weight.data_ptr();
     p.bias = grouped_->bias.defined() ? grouped_->bias.data_ptr<float>() : nullptr;
-    set_sizes(src, dst_sizes, &p);
+    set_sizes(src, dst, &p);
     own_kernels::run_grouped(p);
-    return dst;
 }
 
 void ConvolutionContext::plan_split() {
@@ -240,10 +232,9 @@ void ConvolutionContext::plan_split() {
     split_ = plan;
 }
 
-at::Tensor ConvolutionContext::run_split(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const {
-    at::Tensor y = split_->head->run_plain(src, dst_sizes);
-    own_kernels::run_post_ops(split_->activation, y.data_ptr(), y.numel());
-    return y;
+void ConvolutionContext::run_split(const at::Tensor &src, const at::Tensor &dst) const {
+    split_->head->execute_into(src, dst);
+    own_kernels::run_post_ops(split_->activation, dst.data_ptr(), dst.numel());
 }
 
 }  // namespace ipex::ops

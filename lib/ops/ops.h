@@ -4,6 +4,8 @@
 //       (ctx has a "sum" post-op: out = conv(input) + scale * other, then later post-ops)
 //   ipex::convolution_sum_(Tensor input, Tensor(a!) other, ConvolutionContext ctx) -> Tensor(a!)
 //       (the same, computed in other's buffer: for an other nothing reads afterwards)
+//   ipex::convolution_chain(Tensor input, ConvolutionContext[] contexts) -> Tensor
+//       (the convolutions one after the other, a few images at a time: ops/conv_chain_op.h)
 //   ipex::linear(Tensor input, LinearContext ctx) -> Tensor
 //   ipex::linear_binary(Tensor input, Tensor other, LinearContext ctx) -> Tensor
 //       (ctx has an "add" or "mul" post-op with `other`, broadcast to the output)
@@ -26,6 +28,7 @@ namespace ipex::ops {
 constexpr const char *kConvolution = "ipex::convolution";
 constexpr const char *kConvolutionSum = "ipex::convolution_sum";
 constexpr const char *kConvolutionSumInPlace = "ipex::convolution_sum_";
+constexpr const char *kConvolutionChain = "ipex::convolution_chain";
 constexpr const char *kLinear = "ipex::linear";
 constexpr const char *kLinearBinary = "ipex::linear_binary";
 constexpr const char *kLstm = "ipex::lstm";

@@ -3,6 +3,7 @@
 // TORCH_LIBRARY(ipex, m).
 #include <torch/library.h>
 
+#include "ops/conv_chain_op.h"
 #include "ops/ops.h"
 #include "ops/op_errors.h"
 
@@ -99,6 +100,9 @@ TORCH_LIBRARY(ipex, m) {
     m.def("convolution_sum_(Tensor input, Tensor(a!) other, __torch__.torch.classes.ipex.ConvolutionContext ctx) "
           "-> Tensor(a!)",
           IPEX_GUARDED(convolution_sum_));
+    // After the class: the schema names it (ops/conv_chain_op.h).
+    m.def("convolution_chain(Tensor input, __torch__.torch.classes.ipex.ConvolutionContext[] contexts) -> Tensor",
+          IPEX_GUARDED(convolution_chain));
     m.def("linear(Tensor input, __torch__.torch.classes.ipex.LinearContext ctx) -> Tensor", IPEX_GUARDED(linear));
     m.def("linear_binary(Tensor input, Tensor other, __torch__.torch.classes.ipex.LinearContext ctx) -> Tensor",
           IPEX_GUARDED(linear_binary));

@@ -40,6 +40,7 @@
 #include "passes/remove_dropout.h"
 #include "passes/contiguous_before_view.h"
 #include "passes/fuse_channel_shuffle.h"
+#include "passes/chain_convolutions.h"
 #include "passes/restore_output_layout.h"
 #include "passes/to_channels_last.h"
 
@@ -338,7 +339,8 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
         for (const char *name :
              {"decompose_transformer_layer", "split_cat_conv", "fuse_layer_norm", "cast_to_lowp", "replace_matmul",
               "fuse_eltwise", "fuse_conv_sum", "fuse_linear_binary", "chain_bf32_outputs", "restore_output_layout",
-              "replace_pooling", "fuse_norm_relu", "fuse_channel_shuffle", "replace_mul", "contiguous_before_view"})
+              "replace_pooling", "fuse_norm_relu", "fuse_channel_shuffle", "replace_mul", "chain_convolutions",
+              "contiguous_before_view"})
             passes.push_back(pass_entry(name, "disabled"));
         result.report["passes"] = passes;
         result.report["warnings"] = result.warnings;
@@ -449,10 +451,12 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
         run_timed("fuse_norm_relu", graph, passes, fuse_norm_relu);
         run_timed("fuse_channel_shuffle", graph, passes, fuse_channel_shuffle);
         run_timed("replace_mul", graph, passes, replace_mul);
+        run_timed("chain_convolutions", graph, passes, chain_convolutions);
     } else {
         passes.push_back(pass_entry("fuse_norm_relu", "disabled"));
         passes.push_back(pass_entry("fuse_channel_shuffle", "disabled"));
         passes.push_back(pass_entry("replace_mul", "disabled"));
+        passes.push_back(pass_entry("chain_convolutions", "disabled"));
     }
     run_timed("contiguous_before_view", graph, passes, contiguous_before_view);
     torch::jit::EraseShapeInformation(graph);

@@ -7,6 +7,7 @@
 
 #include "core/tensor_spec.h"
 #include "ops/ops.h"
+#include "passes/chain_convolutions.h"
 #include "passes/graph_utils.h"
 #include "passes/prepacked_nodes.h"
 
@@ -282,33 +283,44 @@ PassResult prepack_weights(std::shared_ptr<torch::jit::Graph> &graph, const Prep
 PassResult choose_conv_kernels(std::shared_ptr<torch::jit::Graph> &graph, const ops::KernelShapeLog *log, int runs) {
     PassResult result;
     nlohmann::json choices = nlohmann::json::array();
-    static const std::vector<c10::Symbol> kinds = {c10::Symbol::fromQualString(ops::kConvolution)};
+    static const c10::Symbol chain_kind = c10::Symbol::fromQualString(ops::kConvolutionChain);
+    static const std::vector<c10::Symbol> kinds = {c10::Symbol::fromQualString(ops::kConvolution), chain_kind};
     c10::InferenceMode guard;
     for (Node *node : collect_nodes_of_kind(graph->block(), kinds)) {
-        const auto ctx = conv_context(node);
-        if (!ctx->has_kernel_choice()) continue;
-        const std::string label = node_label(node);
-        const auto shapes = log ? log->shapes_of(ctx.get()) : std::vector<std::vector<int64_t>>{};
-        if (shapes.empty()) {
-            result.skipped.push_back(label + (log ? ": not run by the sample input" : ": no --sample-input") +
-                                     " (chosen by timing on each input shape's first call)");
-            continue;
+        const auto contexts = node->kind() == chain_kind ? chain_contexts(node)
+                                                         : std::vector<c10::intrusive_ptr<ops::ConvolutionContext>>{
+                                                               conv_context(node)};
+        bool chosen_any = false;
+        for (size_t k = 0; k < contexts.size(); ++k) {
+            const auto &ctx = contexts[k];
+            if (!ctx->has_kernel_choice()) continue;
+            // A chain's convolutions are told apart by their place in it.
+            const std::string label =
+                node_label(node) + (contexts.size() > 1 ? " (chain " + std::to_string(k + 1) + ")" : "");
+            const auto shapes = log ? log->shapes_of(ctx.get()) : std::vector<std::vector<int64_t>>{};
+            if (shapes.empty()) {
+                result.skipped.push_back(label + (log ? ": not run by the sample input" : ": no --sample-input") +
+                                         " (chosen by timing on each input shape's first call)");
+                continue;
+            }
+            const char *kernel = ctx->has_depthwise_kernel()   ? "own depthwise convolution"
+                                 : ctx->has_pointwise_kernel() ? "own pointwise convolution"
+                                 : ctx->has_grouped_kernel()   ? "own grouped convolution"
+                                                               : "oneDNN convolution, own activation after it";
+            for (const auto &shape : shapes) {
+                const auto chosen = ctx->choose_kernel(shape, runs);
+                choices.push_back({{"module", label},
+                                   {"conv", ctx->describe()},
+                                   {"input", format_sizes(shape)},
+                                   {"kernel", kernel},
+                                   {"own_ms", chosen.own_ms},
+                                   {"onednn_ms", chosen.onednn_ms},
+                                   {"choice", chosen.own ? "own" : "onednn"}});
+                ++result.count;
+            }
+            chosen_any = true;
         }
-        for (const auto &shape : shapes) {
-            const auto chosen = ctx->choose_kernel(shape, runs);
-            choices.push_back({{"module", label},
-                               {"conv", ctx->describe()},
-                               {"input", format_sizes(shape)},
-                               {"kernel", ctx->has_depthwise_kernel()   ? "own depthwise convolution"
-                                          : ctx->has_pointwise_kernel() ? "own pointwise convolution"
-                                          : ctx->has_grouped_kernel()   ? "own grouped convolution"
-                                                                        : "oneDNN convolution, own activation after it"},
-                               {"own_ms", chosen.own_ms},
-                               {"onednn_ms", chosen.onednn_ms},
-                               {"choice", chosen.own ? "own" : "onednn"}});
-            ++result.count;
-        }
-        result.modules.push_back(label);
+        if (chosen_any) result.modules.push_back(node_label(node));
     }
     if (!choices.empty()) result.details["conv_kernel_choices"] = choices;
     return result;

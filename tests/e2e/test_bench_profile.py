@@ -50,7 +50,8 @@ class BenchProfile(e2e.ToolTestCase):
         totals = data["totals"]
         self.assertAlmostEqual(totals["compute_share"] + totals["outside_share"], 1.0, delta=1e-6)
         # Exact FLOPs per op kind: each row's count is per forward.
-        for kind, op_names in (("conv", (f"{prefix}::convolution", f"{prefix}::conv2d")),
+        conv_ops = (f"{prefix}::convolution", f"{prefix}::conv2d", f"{prefix}::convolution_chain")
+        for kind, op_names in (("conv", conv_ops),
                                ("linear", (f"{prefix}::linear",))):
             kind_rows = [r for r in rows if r["kind"] == kind]
             self.assertTrue(kind_rows, f"no {kind} row in {[r['op'] for r in rows]}")
@@ -112,10 +113,10 @@ class BenchProfile(e2e.ToolTestCase):
                 self.assertTrue(data["by_layer"])
                 self.check_profile(data, "ipex", dtype)
                 convs = {r["layer"]: r for r in data["rows"] if r["kind"] == "conv"}
-                # conv1 3->16 k3 s2 p1 on 2x3x32x32, conv2 16->32 k3 p2 d2 groups 2 on its 16x16 output
-                patterns = [r"2x3x32x32( \[cl\])? w 16x3x3x3 s2 p1 d1 g1",
-                            r"2x16x16x16( \[cl\])? w 32x8x3x3 s1 p2 d2 g2"]
-                self.assertEqual(len(convs), 2, list(convs))
+                # conv1 3->16 k3 s2 p1 on 2x3x32x32, then conv2 16->32 k3 p2 d2 groups 2 on its 16x16
+                # output: conv2 alone reads conv1's output, so the two are one chain, one row naming both.
+                patterns = [r"2x3x32x32( \[cl\])? w 16x3x3x3 s2 p1 d1 g1 -> w 32x8x3x3 s1 p2 d2 g2"]
+                self.assertEqual(len(convs), 1, list(convs))
                 for pattern in patterns:
                     hits = [layer for layer in convs if re.fullmatch(pattern, layer)]
                     self.assertEqual(len(hits), 1, f"{pattern} in {list(convs)}")
@@ -126,7 +127,8 @@ class BenchProfile(e2e.ToolTestCase):
                 others = [r for r in data["rows"] if r["kind"] == "other"]
                 self.assertTrue(any(r["layer"] for r in others), others)
         text = self.tool("bench", self.optimized("fp32"), "--profile-layers", *ITERATIONS).stdout
-        self.assertRegex(text, r"ipex::convolution 2x16x16x16( \[cl\])? w 32x8x3x3 s1 p2 d2 g2")
+        self.assertRegex(text, r"ipex::convolution_chain 2x3x32x32( \[cl\])? "
+                               r"w 16x3x3x3 s2 p1 d1 g1 -> w 32x8x3x3 s1 p2 d2 g2")
         plain = self.profile(self.optimized("fp32"))
         self.assertFalse(plain["by_layer"])
         self.assertTrue(all(r["layer"] is None for r in plain["rows"]))

@@ -18,24 +18,29 @@
 
 namespace ipex::ops::testing {
 
-// Sets IPEX_CONV_KERNELS for one scope (contexts read it when built): "0" or "1" make the
-// kernel choice fixed, so two contexts compute the same bits; nullptr unsets it.
-class KernelChoice {
+// Sets an environment variable for one scope (nullptr unsets it), then puts back what was there.
+class ScopedEnv {
 public:
-    explicit KernelChoice(const char *value) {
-        if (const char *old = std::getenv(kName)) old_ = old, had_ = true;
-        if (value) setenv(kName, value, 1); else unsetenv(kName);
+    ScopedEnv(const char *name, const char *value) : name_(name) {
+        if (const char *old = std::getenv(name)) old_ = old, had_ = true;
+        if (value) setenv(name, value, 1); else unsetenv(name);
     }
-    ~KernelChoice() {
-        if (had_) setenv(kName, old_.c_str(), 1); else unsetenv(kName);
+    ~ScopedEnv() {
+        if (had_) setenv(name_.c_str(), old_.c_str(), 1); else unsetenv(name_.c_str());
     }
-    KernelChoice(const KernelChoice &) = delete;
-    KernelChoice &operator=(const KernelChoice &) = delete;
+    ScopedEnv(const ScopedEnv &) = delete;
+    ScopedEnv &operator=(const ScopedEnv &) = delete;
 
 private:
-    static constexpr const char *kName = own_kernels::kChoiceVariable;
-    std::string old_;
+    std::string name_, old_;
     bool had_ = false;
+};
+
+// Sets IPEX_CONV_KERNELS for one scope (contexts read it when built): "0" or "1" make the
+// kernel choice fixed, so two contexts compute the same bits; nullptr unsets it.
+class KernelChoice : public ScopedEnv {
+public:
+    explicit KernelChoice(const char *value) : ScopedEnv(own_kernels::kChoiceVariable, value) {}
 };
 
 // max |got - want| / max |want|, both in fp64.

@@ -1,0 +1,36 @@
+// ipex::convolution_chain(input, contexts): contexts[k-1](... contexts[1](contexts[0](input))),
+// convolutions without a tensor post-op, each reading only its predecessor's output
+// (chain_convolutions puts it in place of such runs of ipex::convolution: a 1x1 expansion and
+// the depthwise convolution after it, a stem and the convolution after it).
+//
+// When a batch's largest activation between two of the convolutions is above the cache budget
+// (chain_budget_bytes), the batch runs in a few equal parts of whole images, each part through
+// the whole chain, so those activations stay in cache instead of going to memory and back; the
+// last convolution writes each part straight into its slice of the batch's output. Images are
+// computed independently by every convolution, so the result is the one of the convolutions
+// run one after the other, which is also how the chain runs when the batch fits or the inputs
+// are not what the contexts take (their own errors are raised then).
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/core/List.h>
+
+#include "ops/conv_context.h"
+
+namespace ipex::ops {
+
+using ConvChain = c10::List<c10::intrusive_ptr<ConvolutionContext>>;
+
+at::Tensor convolution_chain(const at::Tensor &input, const ConvChain &contexts);
+
+// The bytes an activation between two convolutions of a chain may take before the batch is
+// split: IPEX_CONV_CHAIN_BYTES when set (0: never split), else the L2 cache size of one core
+// times the threads ATen runs (1 MiB when the size is not known).
+int64_t chain_budget_bytes();
+
+// Images per part for a batch of n whose largest intermediate activation takes
+// per_image_bytes per image: n when it fits the budget whole or the budget is 0, else the
+// batch in the fewest parts that fit (one image at least), made as equal as they can be.
+int64_t chain_part_images(int64_t n, int64_t per_image_bytes, int64_t budget);
+
+}  // namespace ipex::ops

@@ -1,0 +1,103 @@
+#include "passes/chain_convolutions.h"
+
+#include <torch/csrc/jit/ir/alias_analysis.h>
+#include <torch/csrc/jit/ir/constants.h>
+
+#include <string>
+#include <unordered_set>
+
+#include "ops/ops.h"
+#include "passes/graph_utils.h"
+#include "passes/prepacked_nodes.h"
+
+namespace ipex::passes {
+
+using torch::jit::Node;
+using torch::jit::Value;
+
+namespace {
+
+bool is_plain_convolution(const Node *node) { return node->kind().toQualString() == std::string(ops::kConvolution); }
+
+// The convolution that is the only reader of `node`'s output, reading it as its input.
+Node *next_in_chain(const Node *node) {
+    Node *user = single_user(node->output());
+    if (!user || !is_plain_convolution(user) || user->input(0) != node->output() ||
+        user->owningBlock() != node->owningBlock())
+        return nullptr;
+    return user;
+}
+
+// Brings each convolution of `chain` next to the one after it, from the end (alias analysis
+// moves whichever nodes keep the graph's meaning); false when it cannot.
+bool gather(LazyAliasDb &aliases, const std::vector<Node *> &chain) {
+    for (size_t k = chain.size() - 1; k-- > 0;)
+        if (!aliases.get().moveBeforeTopologicallyValid(chain[k], chain[k + 1])) return false;
+    return true;
+}
+
+Node *make_chain(torch::jit::Graph &graph, const std::vector<Node *> &chain) {
+    Node *last = chain.back();
+    torch::jit::WithInsertPoint guard(last);
+    std::vector<Value *> contexts;
+    for (Node *conv : chain) contexts.push_back(conv->inputs().back());
+    Node *list = graph.insertNode(graph.createList(contexts.front()->type(), contexts));
+    Node *op = graph.insertNode(
+        graph.create(c10::Symbol::fromQualString(ops::kConvolutionChain), {chain.front()->input(0), list->output()}));
+    copy_origin(list, chain.front());
+    copy_origin(op, chain.front());
+    op->output()->setType(last->output()->type());
+    last->output()->replaceAllUsesWith(op->output());
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) (*it)->destroy();
+    return op;
+}
+
+}  // namespace
+
+std::vector<c10::intrusive_ptr<ops::ConvolutionContext>> chain_contexts(const Node *node) {
+    std::vector<c10::intrusive_ptr<ops::ConvolutionContext>> found;
+    const Value *list = node->input(1);
+    if (const auto constant = torch::jit::toIValue(list)) {
+        for (const c10::IValue &item : constant->toListRef())
+            found.push_back(item.toCustomClass<ops::ConvolutionContext>());
+        return found;
+    }
+    TORCH_INTERNAL_ASSERT(list->node()->kind() == c10::prim::ListConstruct, "convolution chain without a list");
+    for (const Value *item : list->node()->inputs()) {
+        const auto ctx = torch::jit::toIValue(item);
+        TORCH_INTERNAL_ASSERT(ctx && ctx->isObject(), "convolution chain with a context that is not a constant");
+        found.push_back(ctx->toCustomClass<ops::ConvolutionContext>());
+    }
+    return found;
+}
+
+PassResult chain_convolutions(std::shared_ptr<torch::jit::Graph> &graph) {
+    PassResult result;
+    LazyAliasDb aliases(graph);
+    std::unordered_set<const Node *> taken;
+    int convolutions = 0;
+    static const std::vector<c10::Symbol> kinds = {c10::Symbol::fromQualString(ops::kConvolution)};
+    for (Node *first : collect_nodes_of_kind(graph->block(), kinds)) {
+        if (taken.count(first)) continue;
+        std::vector<Node *> chain{first};
+        while (Node *next = next_in_chain(chain.back())) chain.push_back(next);
+        taken.insert(chain.begin(), chain.end());
+        if (chain.size() < 2) continue;
+        std::string label;
+        for (const Node *conv : chain) label += (label.empty() ? "" : "+") + node_label(conv);
+        if (!gather(aliases, chain)) {
+            result.skipped.push_back(label + ": not chained (alias analysis cannot bring the convolutions together)");
+            continue;
+        }
+        make_chain(*graph, chain);
+        aliases.invalidate();
+        result.modules.push_back(label);
+        convolutions += static_cast<int>(chain.size());
+        ++result.count;
+    }
+    result.changed = result.count > 0;
+    result.details = {{"chains", result.count}, {"convolutions", convolutions}};
+    return result;
+}
+
+}  // namespace ipex::passes

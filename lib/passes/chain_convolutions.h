@@ -1,0 +1,33 @@
+// Runs of prepacked convolutions where each reads only the one before it:
+//
+//   y1 = ipex::convolution(x, c1); y2 = ipex::convolution(y1, c2)   (y1 read by nothing else)
+//     ->  y2 = ipex::convolution_chain(x, [c1, c2])
+//
+// (ops/conv_chain_op.h: the same convolutions, run a few images at a time when a batch's
+// activation between them would not stay in cache, as the 1x1 expansion before a depthwise
+// convolution of MobileNet/EfficientNet-style blocks at 112x112). Chains are as long as the
+// graph allows; a convolution whose output is also read elsewhere (a residual, a graph output)
+// ends one. The convolutions are gathered where alias analysis allows (a write to the chain's
+// input between them keeps the chain before the write); a chain that cannot be gathered is
+// not made and is named in skipped. Prepacked mode only; run after the fusions, so each
+// context holds its post-ops.
+#pragma once
+
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <memory>
+#include <vector>
+
+#include "ops/conv_context.h"
+#include "passes/pass_result.h"
+
+namespace ipex::passes {
+
+// details: {"chains": chains made, "convolutions": convolutions in them}; count: chains;
+// modules: "first+second+..." per chain.
+PassResult chain_convolutions(std::shared_ptr<torch::jit::Graph> &graph);
+
+// The contexts of an ipex::convolution_chain node, in order.
+std::vector<c10::intrusive_ptr<ops::ConvolutionContext>> chain_contexts(const torch::jit::Node *node);
+
+}  // namespace ipex::passes
