@@ -19,12 +19,20 @@ int64_t in_channels(const ConvolutionContext &ctx) {
     return ctx.params().transposed ? w[0] : w[1] * ctx.params().groups;
 }
 
-// The sizes of each convolution's output for a batched input, and the bytes per image of the
-// largest one before the last; nullopt when a context would reject its input (wrong rank or
-// channels, too small), so the plain sequence raises that context's own error.
+int64_t product(at::IntArrayRef v, size_t from) {
+    int64_t p = 1;
+    for (size_t i = from; i < v.size(); ++i) p *= v[i];
+    return p;
+}
+
+// The sizes of each convolution's output for a batched input, the bytes per image of the
+// largest one before the last, and the chain's FLOPs per image; nullopt when a context would
+// reject its input (wrong rank or channels, too small), so the plain sequence raises that
+// context's own error.
 struct ChainSizes {
     std::vector<std::vector<int64_t>> outputs;
     int64_t intermediate_bytes_per_image = 0;
+    double flops_per_image = 0;
 };
 std::optional<ChainSizes> chain_sizes(at::IntArrayRef input, const ConvChain &contexts) {
     ChainSizes sizes;
@@ -33,9 +41,14 @@ std::optional<ChainSizes> chain_sizes(at::IntArrayRef input, const ConvChain &co
         const ConvolutionContext &ctx = *contexts.get(k);
         if (static_cast<int64_t>(current.size()) != ctx.spatial_dims() + 2 || current[1] != in_channels(ctx))
             return std::nullopt;
+        const std::vector<int64_t> input = current;
         current = ctx.output_sizes(current);
         for (int64_t s : current)
             if (s < 1) return std::nullopt;
+        // Each output (transposed: input) position meets I/G x taps weights per output channel.
+        const auto w = ctx.weight_sizes();
+        const at::IntArrayRef positions = ctx.params().transposed ? at::IntArrayRef(input) : at::IntArrayRef(current);
+        sizes.flops_per_image += 2.0 * static_cast<double>(product(positions, 1)) * static_cast<double>(product(w, 1));
         if (k + 1 < contexts.size()) {
             int64_t per_image = at::elementSize(ctx.output_dtype());
             for (size_t d = 1; d < current.size(); ++d) per_image *= current[d];
@@ -82,8 +95,13 @@ at::Tensor convolution_chain(const at::Tensor &input, const ConvChain &contexts)
     const auto sizes = input.is_floating_point() && contexts.size() > 1 ? chain_sizes(x.sizes(), contexts)
                                                                          : std::nullopt;
     const int64_t n = x.dim() > 0 ? x.size(0) : 0;
+    // A chain with much arithmetic per byte between its convolutions (ResNet's bottlenecks) is
+    // compute-bound either way: parts would only make its GEMMs smaller.
+    const bool memory_bound =
+        sizes && sizes->flops_per_image <=
+                     kChainMaxFlopsPerByte * static_cast<double>(sizes->intermediate_bytes_per_image);
     const int64_t part =
-        sizes ? chain_part_images(n, sizes->intermediate_bytes_per_image, chain_budget_bytes()) : n;
+        memory_bound ? chain_part_images(n, sizes->intermediate_bytes_per_image, chain_budget_bytes()) : n;
     if (!sizes || part >= n) return run_in_sequence(input, contexts);
 
     const ConvolutionContext &last = *contexts.get(contexts.size() - 1);

@@ -4,7 +4,10 @@
 // the depthwise convolution after it, a stem and the convolution after it).
 //
 // When a batch's largest activation between two of the convolutions is above the cache budget
-// (chain_budget_bytes), the batch runs in a few equal parts of whole images, each part through
+// (chain_budget_bytes) and the chain computes at most kChainMaxFlopsPerByte FLOPs per byte of
+// that activation (so its trip through memory is a real share of the time: a 1x1 expansion
+// and a depthwise layer, 9-33 FLOPs per byte; not ResNet's 1x1 and 3x3 pair, about 400), the
+// batch runs in a few equal parts of whole images, each part through
 // the whole chain, so those activations stay in cache instead of going to memory and back; the
 // last convolution writes each part straight into its slice of the batch's output. Images are
 // computed independently by every convolution, so the result is the one of the convolutions
@@ -20,6 +23,8 @@
 namespace ipex::ops {
 
 using ConvChain = c10::List<c10::intrusive_ptr<ConvolutionContext>>;
+
+constexpr double kChainMaxFlopsPerByte = 64;
 
 at::Tensor convolution_chain(const at::Tensor &input, const ConvChain &contexts);
 

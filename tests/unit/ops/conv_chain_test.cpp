@@ -99,6 +99,24 @@ TEST(ConvChain, RegisteredOpTakesAListOfContexts) {
     EXPECT_LE(testing::max_relative_error(stack[0].toTensor(), in_sequence(x, contexts)), 1e-5);
 }
 
+// Which batches a chain splits, seen from the shapes its first convolution (a 1x1 one, which has
+// an own kernel to choose) runs: a 1x1 expansion before a depthwise layer (about 8 FLOPs per
+// byte of the activation between them) one image at a time under a 1-byte budget; a 1x1 and a
+// dense 3x3 convolution on 64 channels (320 FLOPs per byte) whole, under any budget.
+TEST(ConvChain, OnlyMemoryBoundChainsSplit) {
+    if (!own_kernels::available(false)) GTEST_SKIP() << "no AVX-512: the 1x1 convolution has no kernel choice to log";
+    at::manual_seed(4);
+    ScopedEnv env("IPEX_CONV_CHAIN_BYTES", "1");
+    const auto light = block("fp32");
+    const std::vector<Ctx> heavy{conv(64, 64, 1, 1, 1, "fp32"), conv(64, 64, 3, 1, 1, "fp32")};
+    ASSERT_TRUE(light[0]->has_kernel_choice() && heavy[0]->has_kernel_choice());
+    KernelShapeLog log;
+    convolution_chain(at::randn({3, 8, 12, 10}), chain_of(light));
+    convolution_chain(at::randn({3, 64, 12, 10}), chain_of(heavy));
+    EXPECT_EQ(log.shapes_of(light[0].get()), (std::vector<std::vector<int64_t>>{{1, 8, 12, 10}}));
+    EXPECT_EQ(log.shapes_of(heavy[0].get()), (std::vector<std::vector<int64_t>>{{3, 64, 12, 10}}));
+}
+
 TEST(ConvChain, PartSizes) {
     EXPECT_EQ(chain_part_images(8, 3'200'000, 2'000'000), 1);  // an image above the budget: one a part
     EXPECT_EQ(chain_part_images(8, 450'000, 2'000'000), 4);    // 4 fit: two parts of 4
