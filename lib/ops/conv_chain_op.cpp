@@ -14,11 +14,6 @@
 namespace ipex::ops {
 namespace {
 
-int64_t in_channels(const ConvolutionContext &ctx) {
-    const auto w = ctx.weight_sizes();
-    return ctx.params().transposed ? w[0] : w[1] * ctx.params().groups;
-}
-
 int64_t product(at::IntArrayRef v, size_t from) {
     int64_t p = 1;
     for (size_t i = from; i < v.size(); ++i) p *= v[i];
@@ -39,7 +34,7 @@ std::optional<ChainSizes> chain_sizes(at::IntArrayRef input, const ConvChain &co
     std::vector<int64_t> current = input.vec();
     for (size_t k = 0; k < contexts.size(); ++k) {
         const ConvolutionContext &ctx = *contexts.get(k);
-        if (static_cast<int64_t>(current.size()) != ctx.spatial_dims() + 2 || current[1] != in_channels(ctx))
+        if (static_cast<int64_t>(current.size()) != ctx.spatial_dims() + 2 || current[1] != ctx.in_channels())
             return std::nullopt;
         const std::vector<int64_t> input = current;
         current = ctx.output_sizes(current);

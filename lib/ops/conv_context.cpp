@@ -152,8 +152,7 @@ ConvolutionContext::ConvolutionContext(at::Tensor weight, c10::optional<at::Tens
 
     std::vector<int64_t> hint = input_hint_;
     if (hint.empty()) {
-        const int64_t in_channels = params_.transposed ? weight_.size(0) : weight_.size(1) * g;
-        hint = {1, in_channels};
+        hint = {1, in_channels()};
         hint.resize(spatial + 2, kDefaultSpatial[spatial]);
     }
     bool hint_fits = true;
@@ -235,8 +234,7 @@ const bool *ConvolutionContext::recorded_for(const CacheKey &src_sizes) const {
 
 ConvolutionContext::KernelChoice ConvolutionContext::choose_kernel(const std::vector<int64_t> &input_sizes, int runs) {
     TORCH_CHECK(has_kernel_choice(), "ipex convolution: ", describe(), " has no own kernel to choose");
-    const int64_t in_channels = params_.transposed ? weight_.size(0) : weight_.size(1) * params_.groups;
-    TORCH_CHECK(input_sizes.size() == static_cast<size_t>(spatial_dims() + 2) && input_sizes[1] == in_channels,
+    TORCH_CHECK(input_sizes.size() == static_cast<size_t>(spatial_dims() + 2) && input_sizes[1] == in_channels(),
                 "ipex convolution: cannot time ",
                 describe(), " at input ", format_sizes(input_sizes));
     const std::vector<int64_t> dst_sizes = output_sizes(input_sizes);
@@ -352,12 +350,7 @@ at::Tensor ConvolutionContext::run(const at::Tensor &input, const c10::optional<
     const at::Tensor x = unbatched ? input.unsqueeze(0) : input;
     IPEX_CHECK_INPUT(x.dim() == rank, "ipex convolution: expected a ", rank - 1, "-D or ", rank,
                 "-D input, got shape ", input.sizes());
-    const int64_t in_channels = params_.transposed ? weight_.size(0) : weight_.size(1) * params_.groups;
-    IPEX_CHECK_INPUT(x.size(1) == in_channels, "ipex convolution: expected ", in_channels,
-                " input channels, got shape ", input.sizes());
-    const std::vector<int64_t> dst_sizes = output_sizes(x.sizes());
-    for (int64_t s : dst_sizes)
-        IPEX_CHECK_INPUT(s > 0, "ipex convolution: input of shape ", input.sizes(), " is too small for ", describe());
+    const std::vector<int64_t> dst_sizes = checked_output_sizes(x, input);
 
     const ComputeTypes types = compute_types(dtype_);
     const at::Tensor src = to_channels_last(x, types.math);
@@ -396,17 +389,21 @@ at::Tensor ConvolutionContext::run(const at::Tensor &input, const c10::optional<
     return unbatched ? dst.squeeze(0) : dst;
 }
 
+std::vector<int64_t> ConvolutionContext::checked_output_sizes(const at::Tensor &x, const at::Tensor &input) const {
+    IPEX_CHECK_INPUT(x.size(1) == in_channels(), "ipex convolution: expected ", in_channels(),
+                     " input channels, got shape ", input.sizes());
+    std::vector<int64_t> dst_sizes = output_sizes(x.sizes());
+    for (int64_t s : dst_sizes)
+        IPEX_CHECK_INPUT(s > 0, "ipex convolution: input of shape ", input.sizes(), " is too small for ", describe());
+    return dst_sizes;
+}
+
 void ConvolutionContext::run_into(const at::Tensor &input, const at::Tensor &out) const {
     TORCH_CHECK(tensor_post_op(post_ops_) < 0, "ipex convolution: ", describe(), " needs a second tensor");
     const int64_t rank = spatial_dims() + 2;
     IPEX_CHECK_INPUT(input.is_floating_point() && input.dim() == rank, "ipex convolution: expected a ", rank,
                      "-D floating-point input, got ", input.scalar_type(), " of shape ", input.sizes());
-    const int64_t in_channels = params_.transposed ? weight_.size(0) : weight_.size(1) * params_.groups;
-    IPEX_CHECK_INPUT(input.size(1) == in_channels, "ipex convolution: expected ", in_channels,
-                     " input channels, got shape ", input.sizes());
-    const std::vector<int64_t> dst_sizes = output_sizes(input.sizes());
-    for (int64_t s : dst_sizes)
-        IPEX_CHECK_INPUT(s > 0, "ipex convolution: input of shape ", input.sizes(), " is too small for ", describe());
+    const std::vector<int64_t> dst_sizes = checked_output_sizes(input, input);
     const ComputeTypes types = compute_types(dtype_);
     TORCH_CHECK(out.sizes() == at::IntArrayRef(dst_sizes) && out.scalar_type() == types.output &&
                     is_channels_last(out),

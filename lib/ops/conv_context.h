@@ -90,6 +90,7 @@ public:
     // dense, of the output's shape and the dtype run() returns (output_dtype()). How a
     // convolution writes its part of a batch straight into the whole batch's output.
     void run_into(const at::Tensor &input, const at::Tensor &out) const;
+    int64_t in_channels() const { return params_.transposed ? weight_.size(0) : weight_.size(1) * params_.groups; }
     // The output sizes of a batched input's sizes (a size below 1 where the input is too small).
     std::vector<int64_t> output_sizes(at::IntArrayRef input) const;
     // The dtype of run()'s output when no tensor post-op promotes it.
@@ -152,6 +153,8 @@ private:
     struct Entry;
     std::shared_ptr<const Entry> entry_for(const std::vector<int64_t> &src_sizes, at::ScalarType dst_type,
                                            const std::vector<int64_t> &dst_sizes) const;
+    // The output sizes of x (batched `input`), after checking its channels and that it is large enough.
+    std::vector<int64_t> checked_output_sizes(const at::Tensor &x, const at::Tensor &input) const;
     // conv + post-ops before the sum, then the sum and later post-ops with aten.
     at::Tensor run_unfused(const at::Tensor &x, const at::Tensor &other) const;
     // Sets the plan of the one own kernel that may compute this convolution (depthwise or
