@@ -146,6 +146,8 @@ public:
     size_t pointwise_weight_bytes() const;
     // Whether 4-D inputs may run the own grouped kernel (16, 32, ... outputs per group).
     bool has_grouped_kernel() const { return grouped_ != nullptr; }
+    // Bytes of the grouped kernel's own packed weight: 0 until the kernel first runs (or is timed).
+    size_t grouped_weight_bytes() const;
     // Whether the trailing activation may run after oneDNN's convolution, in the own kernel.
     bool has_split_activation() const { return split_ != nullptr; }
 

@@ -64,6 +64,29 @@ std::optional<own_kernels::Choice> own_choice(const ComputeTypes &types) {
     return choice;
 }
 
+// A 1x1 weight (n x k x 1 x 1) as own_kernels::Pointwise takes it: bf16, pairs of inputs by
+// 16 outputs, n padded to 16 and k to 2; fp32, k x n padded to 16.
+at::Tensor pack_pointwise(const at::Tensor &weight, bool bf16) {
+    const int64_t n = weight.size(0), k = weight.size(1);
+    const int64_t n16 = (n + 15) / 16 * 16, k2 = bf16 ? (k + 1) / 2 * 2 : k;
+    at::Tensor w = at::zeros({n16, k2}, bf16 ? at::kBFloat16 : at::kFloat);
+    w.slice(0, 0, n).slice(1, 0, k).copy_(weight.reshape({n, k}));
+    return bf16 ? w.view({n16 / 16, 16, k2 / 2, 2}).permute({2, 0, 1, 3}).contiguous() : w.t().contiguous();
+}
+
+// A grouped weight (O x I x kh x kw, O = g x out) as own_kernels::Grouped takes it: [g][tile][h][w]
+// of (bf16) pairs of inputs x 16 outputs x 2, or (fp32) inputs x 16.
+at::Tensor pack_grouped(const at::Tensor &weight, bool bf16, int64_t g) {
+    const int64_t out = weight.size(0) / g, in = weight.size(1), kh = weight.size(2), kw = weight.size(3);
+    const int64_t tiles = out / 16;
+    if (bf16)
+        return weight.to(at::kBFloat16)
+            .reshape({g, tiles, 16, in / 2, 2, kh, kw})
+            .permute({0, 1, 5, 6, 3, 2, 4})
+            .contiguous();
+    return weight.to(at::kFloat).reshape({g, tiles, 16, in, kh, kw}).permute({0, 1, 4, 5, 3, 2}).contiguous();
+}
+
 }  // namespace
 
 void ConvolutionContext::plan_kernels() {
@@ -140,14 +163,16 @@ void ConvolutionContext::plan_pointwise() {
     pointwise_ = plan;
 }
 
-size_t ConvolutionContext::pointwise_weight_bytes() const { return pointwise_ ? pointwise_->packed_bytes() : 0; }
+size_t ConvolutionContext::pointwise_weight_bytes() const { return pointwise_ ? pointwise_->packed.bytes() : 0; }
+
+size_t ConvolutionContext::grouped_weight_bytes() const { return grouped_ ? grouped_->weight.bytes() : 0; }
 
 void ConvolutionContext::run_pointwise(const at::Tensor &src, const at::Tensor &dst) const {
     own_kernels::Pointwise p;
     p.bf16 = pointwise_->activation.bf16_out;
     p.src = src.data_ptr();
     p.dst = dst.data_ptr();
-    p.weight = pointwise_->packed(weight_).data_ptr();
+    p.weight = pointwise_->packed.get([&] { return pack_pointwise(weight_, p.bf16); }).data_ptr();
     p.bias = pointwise_->bias.defined() ? pointwise_->bias.data_ptr<float>() : nullptr;
     p.m = src.size(0) * src.size(2) * src.size(3);
     p.k = src.size(1);
@@ -173,17 +198,6 @@ void ConvolutionContext::plan_grouped() {
     plan->choice = *choice;
     auto &problem = plan->problem;
     if (!add_post_ops(post_ops_, 0, &problem.activation)) return;
-    // O x I x kh x kw as [g][tile][h][w] of (bf16) pairs of inputs x 16 outputs x 2, or (fp32) inputs x 16.
-    const int64_t tiles = out / 16;
-    if (bf16) {
-        plan->weight = weight_.to(at::kBFloat16)
-                           .reshape({g, tiles, 16, in / 2, 2, kh, kw})
-                           .permute({0, 1, 5, 6, 3, 2, 4})
-                           .contiguous();
-    } else {
-        plan->weight =
-            weight_.to(at::kFloat).reshape({g, tiles, 16, in, kh, kw}).permute({0, 1, 4, 5, 3, 2}).contiguous();
-    }
     if (bias_.defined()) plan->bias = (bf16 ? bias_bf16_.to(at::kFloat) : bias_).contiguous();
     problem.bf16 = bf16;
     problem.groups = g;
@@ -197,7 +211,7 @@ void ConvolutionContext::run_grouped(const at::Tensor &src, const at::Tensor &ds
     own_kernels::Grouped p = grouped_->problem;
     p.src = src.data_ptr();
     p.dst = dst.data_ptr();
-    p.weight = grouped_->weight.data_ptr();
+    p.weight = grouped_->weight.get([&] { return pack_grouped(weight_, p.bf16, p.groups); }).data_ptr();
     p.bias = grouped_->bias.defined() ? grouped_->bias.data_ptr<float>() : nullptr;
     set_sizes(src, dst, &p);
     own_kernels::run_grouped(p);

@@ -28,6 +28,26 @@ struct OwnChoice {
     std::shared_ptr<TimedChoices> timed = std::make_shared<TimedChoices>();
 };
 
+// A weight packed for an own kernel on the kernel's first run (or timing): a second copy beside
+// oneDNN's, held only by convolutions that run that kernel. Thread safe.
+class LazyPackedWeight {
+public:
+    size_t bytes() const { return bytes_.load(std::memory_order_acquire); }
+    template <class Pack>
+    const at::Tensor &get(const Pack &pack) const {
+        std::call_once(once_, [&] {
+            packed_ = pack();
+            bytes_.store(packed_.nbytes(), std::memory_order_release);
+        });
+        return packed_;
+    }
+
+private:
+    mutable std::once_flag once_;
+    mutable at::Tensor packed_;             // read only after call_once
+    mutable std::atomic<size_t> bytes_{0};  // its size, for bytes() at any time
+};
+
 struct ConvolutionContext::Depthwise : OwnChoice {
     at::Tensor weight;  // kh x kw x c, fp32 (bf16 values for a bf16 convolution)
     at::Tensor weight_pairs;  // bf16 convolution: own_kernels::pack_weight_pairs (int16)
@@ -39,32 +59,12 @@ struct ConvolutionContext::Pointwise : OwnChoice {
     at::Tensor bias;  // fp32 (bf16 values for bf16), padded to 16 lanes, or undefined
     own_kernels::Problem activation;  // the post-ops and dtype
 
-    // `weight` (n x k x 1 x 1) packed as own_kernels::Pointwise says, on the kernel's first
-    // run: this is a second copy beside oneDNN's, held only by convolutions that run (or time) it.
-    size_t packed_bytes() const { return packed_bytes_.load(std::memory_order_acquire); }
-    const at::Tensor &packed(const at::Tensor &weight) const {
-        std::call_once(packed_once_, [&] {
-            const bool bf16 = activation.bf16_in;
-            const int64_t n = weight.size(0), k = weight.size(1);
-            const int64_t n16 = (n + 15) / 16 * 16, k2 = bf16 ? (k + 1) / 2 * 2 : k;
-            at::Tensor w = at::zeros({n16, k2}, bf16 ? at::kBFloat16 : at::kFloat);
-            w.slice(0, 0, n).slice(1, 0, k).copy_(weight.reshape({n, k}));
-            at::Tensor packed =
-                bf16 ? w.view({n16 / 16, 16, k2 / 2, 2}).permute({2, 0, 1, 3}).contiguous() : w.t().contiguous();
-            packed_ = std::move(packed);
-            packed_bytes_.store(packed_.nbytes(), std::memory_order_release);
-        });
-        return packed_;
-    }
-
-  private:
-    mutable std::once_flag packed_once_;
-    mutable at::Tensor packed_;                     // read only after call_once
-    mutable std::atomic<size_t> packed_bytes_{0};  // its size, for packed_bytes() at any time
+    // `weight` (n x k x 1 x 1) packed as own_kernels::Pointwise says, on the kernel's first run.
+    LazyPackedWeight packed;
 };
 
 struct ConvolutionContext::Grouped : OwnChoice {
-    at::Tensor weight;  // packed as own_kernels::Grouped says (bf16 or fp32)
+    LazyPackedWeight weight;  // packed as own_kernels::Grouped says (bf16 or fp32), on the first run
     at::Tensor bias;    // fp32 (bf16 values for bf16), or undefined
     own_kernels::Grouped problem;  // everything but the tensors and the input's sizes
 };

@@ -213,5 +213,29 @@ TEST(GroupedKernelScope, TimedChoiceIsKeptPerShape) {
     expect_close(first, want, "bf16", "timed");
 }
 
+// The kernel's own copy of the weight is made on its first run: a convolution whose shapes all
+// run oneDNN's way holds only oneDNN's.
+TEST(GroupedKernelScope, WeightIsPackedOnlyWhenTheKernelRuns) {
+    if (!own_kernels::available(true)) GTEST_SKIP() << "this CPU lacks AVX-512-BF16";
+    at::manual_seed(5);
+    KernelChoice env(nullptr);
+    const GroupedCase c = cases()[0];
+    const Built b = build(c, "bf16", {{"relu"}});
+    ASSERT_TRUE(b.ctx->has_grouped_kernel());
+    EXPECT_EQ(b.ctx->grouped_weight_bytes(), 0u);
+    const std::vector<int64_t> onednn_shape{c.n, c.groups * c.in_per_group, c.h, c.w};
+    const std::vector<int64_t> own_shape{c.n + 1, c.groups * c.in_per_group, c.h, c.w};
+    b.ctx->record_kernel(onednn_shape, false);
+    b.ctx->record_kernel(own_shape, true);
+    const at::Tensor want = b.ctx->run(testing::as_channels_last(at::randn(onednn_shape).to(at::kBFloat16)),
+                                       c10::nullopt);
+    EXPECT_EQ(b.ctx->grouped_weight_bytes(), 0u) << "packed for a shape that runs oneDNN's way";
+    const at::Tensor x = testing::as_channels_last(at::randn(own_shape).to(at::kBFloat16));
+    const at::Tensor got = b.ctx->run(x, c10::nullopt);
+    EXPECT_EQ(b.ctx->grouped_weight_bytes(), static_cast<size_t>(b.weight.numel()) * 2);
+    const at::Tensor ref = at::relu(testing::reference_conv(x.to(at::kDouble), b.weight, b.bias, params_of(c)));
+    expect_close(got, ref, "bf16", "recorded own");
+}
+
 }  // namespace
 }  // namespace ipex::ops
