@@ -1,6 +1,5 @@
 #include "passes/chain_convolutions.h"
 
-#include <torch/csrc/jit/ir/alias_analysis.h>
 #include <torch/csrc/jit/ir/constants.h>
 
 #include <string>
@@ -17,7 +16,11 @@ using torch::jit::Value;
 
 namespace {
 
-bool is_plain_convolution(const Node *node) { return node->kind().toQualString() == std::string(ops::kConvolution); }
+// ipex::convolution with its context a constant (as prepacking makes it).
+bool is_plain_convolution(const Node *node) {
+    return node->kind().toQualString() == std::string(ops::kConvolution) &&
+           node->inputs().back()->node()->kind() == c10::prim::Constant;
+}
 
 // The convolution that is the only reader of `node`'s output, reading it as its input.
 Node *next_in_chain(const Node *node) {
@@ -28,17 +31,13 @@ Node *next_in_chain(const Node *node) {
     return user;
 }
 
-// Brings each convolution of `chain` next to the one after it, from the end (alias analysis
-// moves whichever nodes keep the graph's meaning); false when it cannot.
-bool gather(LazyAliasDb &aliases, const std::vector<Node *> &chain) {
-    for (size_t k = chain.size() - 1; k-- > 0;)
-        if (!aliases.get().moveBeforeTopologicallyValid(chain[k], chain[k + 1])) return false;
-    return true;
-}
-
+// The chain op goes where the first convolution is: it reads the input there as that one did,
+// every reader of the last one's output comes after it, and what the later convolutions read
+// (the outputs before them, constant contexts) nothing else reads or writes, so computing them
+// earlier changes nothing.
 Node *make_chain(torch::jit::Graph &graph, const std::vector<Node *> &chain) {
     Node *last = chain.back();
-    torch::jit::WithInsertPoint guard(last);
+    torch::jit::WithInsertPoint guard(chain.front());
     std::vector<Value *> contexts;
     for (Node *conv : chain) contexts.push_back(conv->inputs().back());
     Node *list = graph.insertNode(graph.createList(contexts.front()->type(), contexts));
@@ -73,24 +72,18 @@ std::vector<c10::intrusive_ptr<ops::ConvolutionContext>> chain_contexts(const No
 
 PassResult chain_convolutions(std::shared_ptr<torch::jit::Graph> &graph) {
     PassResult result;
-    LazyAliasDb aliases(graph);
     std::unordered_set<const Node *> taken;
     int convolutions = 0;
     static const std::vector<c10::Symbol> kinds = {c10::Symbol::fromQualString(ops::kConvolution)};
     for (Node *first : collect_nodes_of_kind(graph->block(), kinds)) {
-        if (taken.count(first)) continue;
+        if (taken.count(first) || !is_plain_convolution(first)) continue;
         std::vector<Node *> chain{first};
         while (Node *next = next_in_chain(chain.back())) chain.push_back(next);
         taken.insert(chain.begin(), chain.end());
         if (chain.size() < 2) continue;
         std::string label;
         for (const Node *conv : chain) label += (label.empty() ? "" : "+") + node_label(conv);
-        if (!gather(aliases, chain)) {
-            result.skipped.push_back(label + ": not chained (alias analysis cannot bring the convolutions together)");
-            continue;
-        }
         make_chain(*graph, chain);
-        aliases.invalidate();
         result.modules.push_back(label);
         convolutions += static_cast<int>(chain.size());
         ++result.count;

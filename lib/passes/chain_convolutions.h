@@ -7,9 +7,8 @@
 // activation between them would not stay in cache, as the 1x1 expansion before a depthwise
 // convolution of MobileNet/EfficientNet-style blocks at 112x112). Chains are as long as the
 // graph allows; a convolution whose output is also read elsewhere (a residual, a graph output)
-// ends one. The convolutions are gathered where alias analysis allows (a write to the chain's
-// input between them keeps the chain before the write); a chain that cannot be gathered is
-// not made and is named in skipped. Prepacked mode only; run after the fusions, so each
+// ends one. The chain runs where its first convolution was (a write to the chain's input after
+// that one stays after the chain). Prepacked mode only; run after the fusions, so each
 // context holds its post-ops.
 #pragma once
 
