@@ -114,10 +114,7 @@ OpWork aten_conv(const std::string &name, c10::ArrayRef<const c10::IValue> in) {
 
 OpWork ipex_conv(c10::ArrayRef<const c10::IValue> in) {
     const auto ctx = in.back().toCustomClass<ops::ConvolutionContext>();
-    const ops::ConvParams &p = ctx->params();
-    ConvShape c{sizes_of(in[0]), ctx->weight_sizes().vec(), p.stride, p.padding, p.dilation, p.output_padding,
-                p.transposed, false};
-    return {OpKind::kConvolution, context_dtype(ctx->dtype()), conv_flops(c)};
+    return {OpKind::kConvolution, context_dtype(ctx->dtype()), ctx->flops(sizes_of(in[0]))};
 }
 
 // ipex::convolution_chain(input, contexts): each convolution's FLOPs at the sizes the one
@@ -132,9 +129,7 @@ OpWork ipex_conv_chain(c10::ArrayRef<const c10::IValue> in) {
         if (sizes.size() != static_cast<size_t>(ctx->spatial_dims() + 2)) return w;
         if (first) w.dtype = context_dtype(ctx->dtype());
         first = false;
-        const ops::ConvParams &p = ctx->params();
-        w.flops += conv_flops({sizes, ctx->weight_sizes().vec(), p.stride, p.padding, p.dilation, p.output_padding,
-                               p.transposed, false});
+        w.flops += ctx->flops(sizes);
         sizes = ctx->output_sizes(sizes);
     }
     return w;

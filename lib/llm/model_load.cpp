@@ -10,6 +10,7 @@
 #include "core/errors.h"
 #include "core/log.h"
 #include "llm/model.h"
+#include "ops/ops.h"
 #include "woq/import_checkpoint.h"
 #include "woq/quant_config.h"
 #include "woq/safetensors.h"
@@ -186,18 +187,25 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
     const Projection head{c.tie_word_embeddings ? "model.embed_tokens" : "lm_head", c.vocab_size, h, false};
     if (!c.tie_word_embeddings) loader.check_projection(head);
 
+    // oneDNN 2.6 has bf16 linears only on AVX-512 CPUs: elsewhere bf16 runs as fp32, said once.
+    std::string dtype = options.dtype, why;
+    if (dtype == "bf16" && !ops::dtype_supported("bf16", &why)) {
+        log::warn("--dtype bf16: this CPU has no bf16 linear in oneDNN (it needs AVX-512); dense weights, "
+                  "activations and the KV cache are fp32");
+        dtype = "fp32";
+    }
     WeightFormat format;
-    format.dtype = options.dtype;
+    format.dtype = dtype;
     format.woq_bits = options.woq_bits;
     format.group_size = options.group_size;
     format.lowp_mode = resolve_lowp(options);
-    m->cache_type_ = options.dtype == "fp32" ? kernels::CacheType::f32 : kernels::CacheType::bf16;
+    m->cache_type_ = dtype == "fp32" ? kernels::CacheType::f32 : kernels::CacheType::bf16;
     std::ostringstream desc;
     if (loader.any_quantized()) desc << loader.method() << " (lowp " << format.lowp_mode << ")";
     else if (options.woq_bits) desc << "int" << options.woq_bits << " g"
                                  << (options.group_size == 0 ? std::string("128") : std::to_string(options.group_size))
                                  << " (lowp " << format.lowp_mode << ")";
-    else desc << options.dtype;
+    else desc << dtype;
     m->description_ = desc.str();
 
     m->embed_ = loader.tensor("model.embed_tokens.weight");

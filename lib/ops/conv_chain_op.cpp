@@ -1,8 +1,10 @@
 #include "ops/conv_chain_op.h"
 
 #include <ATen/Parallel.h>
+#include <c10/util/accumulate.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -14,43 +16,34 @@
 namespace ipex::ops {
 namespace {
 
-int64_t product(at::IntArrayRef v, size_t from) {
-    int64_t p = 1;
-    for (size_t i = from; i < v.size(); ++i) p *= v[i];
-    return p;
-}
-
-// The sizes of each convolution's output for a batched input, the bytes per image of the
-// largest one before the last, and the chain's FLOPs per image; nullopt when a context would
+// For a batched input: the chain's output sizes, the bytes per image of its largest
+// activation between two convolutions, and its FLOPs per image; nullopt when a context would
 // reject its input (wrong rank or channels, too small), so the plain sequence raises that
 // context's own error.
 struct ChainSizes {
-    std::vector<std::vector<int64_t>> outputs;
+    std::vector<int64_t> output;
     int64_t intermediate_bytes_per_image = 0;
-    double flops_per_image = 0;
+    int64_t flops_per_image = 0;
 };
 std::optional<ChainSizes> chain_sizes(at::IntArrayRef input, const ConvChain &contexts) {
     ChainSizes sizes;
-    std::vector<int64_t> current = input.vec();
+    std::vector<int64_t> image = input.vec();  // one image's sizes through the chain
+    image[0] = 1;
     for (size_t k = 0; k < contexts.size(); ++k) {
         const ConvolutionContext &ctx = *contexts.get(k);
-        if (static_cast<int64_t>(current.size()) != ctx.spatial_dims() + 2 || current[1] != ctx.in_channels())
+        if (static_cast<int64_t>(image.size()) != ctx.spatial_dims() + 2 || image[1] != ctx.in_channels())
             return std::nullopt;
-        const std::vector<int64_t> input = current;
-        current = ctx.output_sizes(current);
-        for (int64_t s : current)
+        sizes.flops_per_image += ctx.flops(image);
+        image = ctx.output_sizes(image);
+        for (int64_t s : image)
             if (s < 1) return std::nullopt;
-        // Each output (transposed: input) position meets I/G x taps weights per output channel.
-        const auto w = ctx.weight_sizes();
-        const at::IntArrayRef positions = ctx.params().transposed ? at::IntArrayRef(input) : at::IntArrayRef(current);
-        sizes.flops_per_image += 2.0 * static_cast<double>(product(positions, 1)) * static_cast<double>(product(w, 1));
         if (k + 1 < contexts.size()) {
-            int64_t per_image = at::elementSize(ctx.output_dtype());
-            for (size_t d = 1; d < current.size(); ++d) per_image *= current[d];
-            sizes.intermediate_bytes_per_image = std::max(sizes.intermediate_bytes_per_image, per_image);
+            const int64_t bytes = at::elementSize(ctx.output_dtype()) * c10::multiply_integers(image);
+            sizes.intermediate_bytes_per_image = std::max(sizes.intermediate_bytes_per_image, bytes);
         }
-        sizes.outputs.push_back(current);
     }
+    sizes.output = std::move(image);
+    sizes.output[0] = input[0];
     return sizes;
 }
 
@@ -93,14 +86,14 @@ at::Tensor convolution_chain(const at::Tensor &input, const ConvChain &contexts)
     // A chain with much arithmetic per byte between its convolutions (ResNet's bottlenecks) is
     // compute-bound either way: parts would only make its GEMMs smaller.
     const bool memory_bound =
-        sizes && sizes->flops_per_image <=
+        sizes && static_cast<double>(sizes->flops_per_image) <=
                      kChainMaxFlopsPerByte * static_cast<double>(sizes->intermediate_bytes_per_image);
     const int64_t part =
         memory_bound ? chain_part_images(n, sizes->intermediate_bytes_per_image, chain_budget_bytes()) : n;
     if (!sizes || part >= n) return run_in_sequence(input, contexts);
 
     const ConvolutionContext &last = *contexts.get(contexts.size() - 1);
-    const at::Tensor out = empty_channels_last(sizes->outputs.back(), last.output_dtype());
+    const at::Tensor out = empty_channels_last(sizes->output, last.output_dtype());
     for (int64_t start = 0; start < n; start += part) {
         const int64_t images = std::min(part, n - start);
         at::Tensor y = x.narrow(0, start, images);

@@ -280,6 +280,24 @@ std::vector<int64_t> ConvolutionContext::output_sizes(at::IntArrayRef input) con
     return out;
 }
 
+int64_t ConvolutionContext::flops(at::IntArrayRef input) const {
+    const int64_t rank = spatial_dims() + 2;
+    const auto in = static_cast<int64_t>(input.size());
+    if (in != rank && in != rank - 1) return 0;
+    std::vector<int64_t> batched = input.vec();
+    if (in == rank - 1) batched.insert(batched.begin(), 1);
+    const std::vector<int64_t> out = output_sizes(batched);
+    // Each output position meets I/G x taps weights per output channel; a transposed
+    // convolution's input position meets O/G x taps per input channel.
+    const std::vector<int64_t> &positions = params_.transposed ? batched : out;
+    int64_t total = 2 * batched[0] * weight_.numel();
+    for (int64_t d = 2; d < rank; ++d) {
+        if (out[d] < 1) return 0;
+        total *= positions[d];
+    }
+    return total;
+}
+
 std::shared_ptr<const ConvolutionContext::Entry> ConvolutionContext::entry_for(
     const std::vector<int64_t> &src_sizes, at::ScalarType dst_type, const std::vector<int64_t> &dst_sizes) const {
     CacheKey key(src_sizes);

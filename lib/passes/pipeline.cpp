@@ -295,6 +295,10 @@ const std::vector<Knob> &knobs() {
         {"optimize-lstm", "optimize_lstm", true, true,
          "run LSTM/GRU layers as oneDNN RNN ops with weights prepacked once (needs libipex_ops.so; off with "
          "--portable or --no-weights-prepack; proj_size, packed sequences and training dropout stay aten)"},
+        {"conv-chains", "chain_convolutions", true, true,
+         "run each convolution that alone reads the one before it (a 1x1 expansion and its depthwise layer) "
+         "in one op with it, a few images at a time when their activations outgrow the cache (needs libipex_ops.so; "
+         "off with --portable or --no-weights-prepack)"},
         {"auto-kernel-selection", "auto_kernel_selection", false, true,
          "for fp32 linears, time the oneDNN op against aten::linear at the --sample-input shape and keep the "
          "faster; for convolutions with an own kernel beside oneDNN's (depthwise, 1x1, or ending in sigmoid/SiLU), time "
@@ -451,12 +455,19 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
         run_timed("fuse_norm_relu", graph, passes, fuse_norm_relu);
         run_timed("fuse_channel_shuffle", graph, passes, fuse_channel_shuffle);
         run_timed("replace_mul", graph, passes, replace_mul);
-        run_timed("chain_convolutions", graph, passes, chain_convolutions);
     } else {
         passes.push_back(pass_entry("fuse_norm_relu", "disabled"));
         passes.push_back(pass_entry("fuse_channel_shuffle", "disabled"));
         passes.push_back(pass_entry("replace_mul", "disabled"));
-        passes.push_back(pass_entry("chain_convolutions", "disabled"));
+    }
+    const Knob &chains = *find_knob("conv-chains");
+    if (prepacked && knob_enabled(chains, options)) {
+        run_timed(chains.pass, graph, passes, chain_convolutions);
+    } else {
+        passes.push_back(pass_entry(chains.pass, "disabled"));
+        if (!prepacked && knob_enabled(chains, options) && options.knob_overrides.count(chains.flag))
+            warn(std::string("--") + chains.flag + " needs the prepacked ops: it is off with --portable or "
+                 "--no-weights-prepack");
     }
     run_timed("contiguous_before_view", graph, passes, contiguous_before_view);
     torch::jit::EraseShapeInformation(graph);

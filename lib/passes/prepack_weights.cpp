@@ -252,6 +252,36 @@ std::optional<Replacement> prepack_linear(Node *node, const PrepackOptions &opti
     return Replacement{c10::IValue(ctx), skip_entry_copies(input, compute), ops::kLinear, compute};
 }
 
+// Times the own kernel of one convolution against oneDNN at every input shape the sample run
+// gave it, records the faster for each and adds a row per shape to `choices`; false when the
+// context has no kernel choice or was not run.
+bool choose_kernels_of(ops::ConvolutionContext &ctx, const std::string &label, const ops::KernelShapeLog *log,
+                       int runs, PassResult &result, nlohmann::json &choices) {
+    if (!ctx.has_kernel_choice()) return false;
+    const auto shapes = log ? log->shapes_of(&ctx) : std::vector<std::vector<int64_t>>{};
+    if (shapes.empty()) {
+        result.skipped.push_back(label + (log ? ": not run by the sample input" : ": no --sample-input") +
+                                 " (chosen by timing on each input shape's first call)");
+        return false;
+    }
+    const char *kernel = ctx.has_depthwise_kernel()   ? "own depthwise convolution"
+                         : ctx.has_pointwise_kernel() ? "own pointwise convolution"
+                         : ctx.has_grouped_kernel()   ? "own grouped convolution"
+                                                      : "oneDNN convolution, own activation after it";
+    for (const auto &shape : shapes) {
+        const auto chosen = ctx.choose_kernel(shape, runs);
+        choices.push_back({{"module", label},
+                           {"conv", ctx.describe()},
+                           {"input", format_sizes(shape)},
+                           {"kernel", kernel},
+                           {"own_ms", chosen.own_ms},
+                           {"onednn_ms", chosen.onednn_ms},
+                           {"choice", chosen.own ? "own" : "onednn"}});
+        ++result.count;
+    }
+    return true;
+}
+
 }  // namespace
 
 PassResult prepack_weights(std::shared_ptr<torch::jit::Graph> &graph, const PrepackOptions &options) {
@@ -292,33 +322,10 @@ PassResult choose_conv_kernels(std::shared_ptr<torch::jit::Graph> &graph, const 
                                                                conv_context(node)};
         bool chosen_any = false;
         for (size_t k = 0; k < contexts.size(); ++k) {
-            const auto &ctx = contexts[k];
-            if (!ctx->has_kernel_choice()) continue;
             // A chain's convolutions are told apart by their place in it.
             const std::string label =
                 node_label(node) + (contexts.size() > 1 ? " (chain " + std::to_string(k + 1) + ")" : "");
-            const auto shapes = log ? log->shapes_of(ctx.get()) : std::vector<std::vector<int64_t>>{};
-            if (shapes.empty()) {
-                result.skipped.push_back(label + (log ? ": not run by the sample input" : ": no --sample-input") +
-                                         " (chosen by timing on each input shape's first call)");
-                continue;
-            }
-            const char *kernel = ctx->has_depthwise_kernel()   ? "own depthwise convolution"
-                                 : ctx->has_pointwise_kernel() ? "own pointwise convolution"
-                                 : ctx->has_grouped_kernel()   ? "own grouped convolution"
-                                                               : "oneDNN convolution, own activation after it";
-            for (const auto &shape : shapes) {
-                const auto chosen = ctx->choose_kernel(shape, runs);
-                choices.push_back({{"module", label},
-                                   {"conv", ctx->describe()},
-                                   {"input", format_sizes(shape)},
-                                   {"kernel", kernel},
-                                   {"own_ms", chosen.own_ms},
-                                   {"onednn_ms", chosen.onednn_ms},
-                                   {"choice", chosen.own ? "own" : "onednn"}});
-                ++result.count;
-            }
-            chosen_any = true;
+            chosen_any |= choose_kernels_of(*contexts[k], label, log, runs, result, choices);
         }
         if (chosen_any) result.modules.push_back(node_label(node));
     }

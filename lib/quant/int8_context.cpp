@@ -118,6 +118,21 @@ static void copy_other(const Int8Context &ctx, const c10::optional<at::Tensor> &
     raw.copy_(src.reshape(dst.sizes()));
 }
 
+namespace {
+bool has_vnni() {
+    static const bool vnni = __builtin_cpu_supports("avx512vnni") || __builtin_cpu_supports("avxvnni");
+    return vnni;
+}
+}  // namespace
+
+bool int8_weights_halved_by_onednn(at::ScalarType in_dtype, const std::string &kind, int64_t groups) {
+    return !has_vnni() && in_dtype == at::kQInt8 && kind != "linear" && groups == 1;
+}
+
+double int8_weight_scale_factor(at::ScalarType in_dtype, const std::string &kind, int64_t groups) {
+    return has_vnni() || int8_weights_halved_by_onednn(in_dtype, kind, groups) ? 1.0 : 2.0;
+}
+
 Int8Context::Int8Context(at::Tensor weight, c10::optional<at::Tensor> bias, std::vector<double> weight_scales,
                          Int8Params params)
     : weight_(weight.to(at::kFloat).contiguous()),
@@ -127,12 +142,13 @@ Int8Context::Int8Context(at::Tensor weight, c10::optional<at::Tensor> bias, std:
     validate(weight_, bias, weight_scales_, params_);
     const bool linear = params_.kind == "linear";
     const int64_t out_channels = weight_.size(0);
-    const at::Tensor s = at::tensor(weight_scales_, at::TensorOptions().dtype(at::kDouble));
+    const double factor = int8_weight_scale_factor(params_.in_dtype, params_.kind, params_.groups);
+    const at::Tensor s = at::tensor(weight_scales_, at::TensorOptions().dtype(at::kDouble)) * factor;
     const at::Tensor zp = at::zeros({out_channels}, at::TensorOptions().dtype(at::kLong));
     at::Tensor q = at::quantize_per_channel(weight_, s, zp, 0, at::kQInt8).int_repr();  // int8 values
     qweight_ = linear ? q.t().contiguous() : q.contiguous();
     for (double ws : weight_scales_)
-        output_scales_.push_back(static_cast<float>(params_.in_scale * ws / params_.out_scale));
+        output_scales_.push_back(static_cast<float>(params_.in_scale * ws * factor / params_.out_scale));
     if (bias && bias->defined()) {
         bias_ = (bias->to(at::kDouble) / (s * params_.in_scale)).to(at::kFloat).contiguous();
     }
@@ -337,7 +353,8 @@ Int8Context::State Int8Context::state() const {
     for (const auto *v : {&p.stride, &p.padding, &p.dilation}) ints.insert(ints.end(), v->begin(), v->end());
     c10::optional<at::Tensor> bias;
     if (bias_.defined()) {
-        const at::Tensor s = at::tensor(weight_scales_, at::TensorOptions().dtype(at::kDouble));
+        const at::Tensor s = at::tensor(weight_scales_, at::TensorOptions().dtype(at::kDouble)) *
+                             int8_weight_scale_factor(p.in_dtype, p.kind, p.groups);
         bias = (bias_.to(at::kDouble) * s * p.in_scale).to(at::kFloat);
     }
     const std::vector<int64_t> dtypes = {static_cast<int64_t>(p.in_dtype), static_cast<int64_t>(p.out_dtype),

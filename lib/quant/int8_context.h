@@ -42,6 +42,17 @@ struct Int8Params {
     bool sum_in_place = false;        // write the result over the other operand (its last use)
 };
 
+// The factor the weights' scales are multiplied by inside the kernels of an op of `kind`
+// ("linear", "conv2d", ...) taking activations of `in_dtype`: 1 on CPUs with VNNI (AVX512-VNNI,
+// AVX-VNNI), whose u8 x s8 dot products sum exactly in 32 bits. Elsewhere oneDNN sums each pair
+// of u8 x s8 products in 16 bits first (vpmaddubsw), which saturates when activations near 255
+// meet weights near +-127, so weights are quantized to 7 bits (factor 2, |q| <= 64: every pair
+// within 255 x 64 x 2 < 2^15), except for a convolution of s8 activations without groups, which
+// oneDNN shifts to u8 and whose 8-bit weights it halves itself (int8_weights_halved_by_onednn).
+// The saved state keeps the given scales either way.
+double int8_weight_scale_factor(at::ScalarType in_dtype, const std::string &kind, int64_t groups);
+bool int8_weights_halved_by_onednn(at::ScalarType in_dtype, const std::string &kind, int64_t groups);
+
 class Int8Context : public torch::CustomClassHolder {
 public:
     using State = std::tuple<int64_t, at::Tensor, c10::optional<at::Tensor>, std::vector<double>, std::string,

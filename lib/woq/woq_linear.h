@@ -8,7 +8,8 @@
 //                     expands chunks of weights in cache and multiplies them with all rows
 //                     (int4 in pair order exactly, with per-group scales; else as bf16 of the
 //                     dequantized value); on CPUs with AMX or without AVX512-BF16, weight
-//                     blocks are dequantized to bf16 and multiplied with oneDNN's matmul.
+//                     blocks are dequantized to bf16 and multiplied with oneDNN's matmul
+//                     (without AVX-512, where oneDNN has no bf16 matmul, both in fp32).
 //   lowp_mode "int8": activations quantized per row to int8, VNNI dot products; from
 //                     kMatmulRows rows on as bf16.
 // Output has the input's dtype and shape [..., N].

@@ -133,6 +133,23 @@ class BenchProfile(e2e.ToolTestCase):
         self.assertFalse(plain["by_layer"])
         self.assertTrue(all(r["layer"] is None for r in plain["rows"]))
 
+    def test_no_conv_chains_gives_a_row_per_convolution(self):
+        out = self.path("conv_linear_unchained.pt")
+        report = self.tool_json("optimize", MODEL, out, "--sample-input", INPUT, "--no-conv-chains", "--report", "-")
+        entry = next(p for p in report["passes"] if p["name"] == "chain_convolutions")
+        self.assertEqual(entry["status"], "disabled")
+        self.assertEqual(report["op_histogram"]["after"].get("ipex::convolution"), 2)
+        self.assertNotIn("ipex::convolution_chain", report["op_histogram"]["after"])
+        data = self.tool_json("bench", out, "--profile-layers", *ITERATIONS, "--json", "-")
+        self.check_profile(data, "ipex", "fp32")
+        convs = sorted(r["layer"] for r in data["rows"] if r["kind"] == "conv")
+        self.assertEqual(len(convs), 2, convs)
+        self.assertRegex(convs[0], r"^2x16x16x16( \[cl\])? w 32x8x3x3 s1 p2 d2 g2$")
+        self.assertRegex(convs[1], r"^2x3x32x32( \[cl\])? w 16x3x3x3 s2 p1 d1 g1$")
+        # Asked for where the prepacked ops are off: a warning, the model written without them.
+        result = self.tool("optimize", MODEL, self.path("portable.pt"), "--portable", "--conv-chains")
+        self.assertIn("--conv-chains needs the prepacked ops", result.stderr)
+
     def run_with_cache(self, value):
         env = dict(os.environ)
         if value is None:

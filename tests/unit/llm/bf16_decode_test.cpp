@@ -9,6 +9,7 @@
 #include "llm/bf16_decode.h"
 #include "llm/kernels.h"
 #include "llm/linear.h"
+#include "unit/test_cpu.h"
 
 namespace ipex::llm {
 namespace {
@@ -89,6 +90,7 @@ TEST(Bf16Decode, RejectsTooManyRows) {
 // portable kernels forced the small step takes oneDNN as well. oneDNN's plain product comes
 // out rounded to bf16 (the kernel's stays fp32): those compare within bf16's half ulp.
 TEST(Bf16Decode, LinearAgreesWithItsOneDnnPath) {
+    IPEX_SKIP_WITHOUT_ONEDNN_DTYPE("bf16");
     constexpr double kBf16Out = 1.0 / 128;
     at::manual_seed(7);
     const int64_t k = 200, inter = 48;

@@ -9,6 +9,7 @@
 #include "ops/conv_context.h"
 #include "ops/ops.h"
 #include "unit/ops/ops_test_utils.h"
+#include "unit/test_cpu.h"
 
 namespace ipex::ops {
 namespace {
@@ -99,6 +100,7 @@ TEST_P(OpsConvGrid, MatchesAtenReference) {
     at::manual_seed(1);
     const ConvCase &c = cases()[std::get<0>(GetParam())];
     const std::string dtype = std::get<1>(GetParam());
+    IPEX_SKIP_WITHOUT_ONEDNN_DTYPE(dtype);
     const at::Tensor w = weight_for(c);
     const at::Tensor b = c.bias ? at::randn({c.out}) : at::Tensor();
     ConvolutionContext ctx(w, c.bias ? c10::optional<at::Tensor>(b) : c10::nullopt, c.params, dtype, {}, false, {});
@@ -151,6 +153,7 @@ protected:
 
 // A bf16 context takes bf16 activations as well (as in a bf16 graph).
 TEST_F(OpsConvContext, Bf16InputOnBf16Context) {
+    IPEX_SKIP_WITHOUT_ONEDNN_DTYPE("bf16");
     const at::Tensor w = at::randn({8, 4, 3, 3}) * 0.3, b = at::randn({8});
     const ConvParams p = params({1, 1}, {1, 1}, {1, 1}, 1);
     ConvolutionContext ctx(w.to(at::kBFloat16), b, p, "bf16", {}, false, {2, 4, 7, 9});
@@ -212,6 +215,10 @@ TEST_F(OpsConvContext, FiftyInputSizesShareThePackedWeight) {
     const at::Tensor w = at::randn({64, 64, 3, 3}) * 0.05, b = at::randn({64});
     const ConvParams p = params({1, 1}, {1, 1}, {1, 1}, 1);
     for (const std::string dtype : {"fp32", "bf16"}) {
+        if (const std::string lacks = ipex::testing::onednn_lacks(dtype); !lacks.empty()) {
+            RecordProperty("not_run_" + dtype, lacks);
+            continue;
+        }
         ConvolutionContext ctx(w, b, p, dtype, {}, false, {});
         for (int64_t i = 1; i <= 50; ++i) {
             const int64_t h = (i * 7) % 37 + 5, wd = (i * 11) % 31 + 5;
@@ -284,12 +291,20 @@ TEST_F(OpsConvContext, RejectsBadConstruction) {
     EXPECT_NE(make(at::ones({8, 4, 3, 3}, at::kInt), c10::nullopt, p2).find("floating point"), std::string::npos);
 }
 
-// fp32 and bf32 always run; fp16 either runs correctly or is reported unsupported with a
-// reason, and then building a context fails with a c10::Error too.
+// fp32 always runs; bf32 and bf16 run where the CPU has AVX-512, else are reported
+// unsupported with oneDNN's reason; fp16 either runs correctly or is reported unsupported with
+// a reason, and then building a context fails with a c10::Error too.
 TEST_F(OpsConvContext, DtypeSupport) {
     std::string why;
     EXPECT_TRUE(dtype_supported("fp32", &why)) << why;
-    EXPECT_TRUE(dtype_supported("bf32", &why)) << why;
+    const bool avx512 = own_kernels::available(false);
+    for (const char *dtype : {"bf32", "bf16"}) {
+        why.clear();
+        const bool supported = dtype_supported(dtype, &why);
+        if (avx512) EXPECT_TRUE(supported) << dtype << ": " << why;
+        if (!supported) EXPECT_NE(why.find("oneDNN has no"), std::string::npos) << why;
+    }
+    why.clear();
     EXPECT_FALSE(dtype_supported("int8", &why));
     EXPECT_NE(why.find("unknown compute dtype"), std::string::npos) << why;
     why.clear();
@@ -320,9 +335,11 @@ TEST_F(OpsConvContext, NonContiguousWeight) {
 }
 
 TEST_F(OpsConvContext, DescribeNamesTheConvolution) {
-    ConvolutionContext ctx(at::randn({8, 2, 3, 3}), c10::nullopt, params({2, 2}, {1, 1}, {1, 1}, 2), "bf16",
+    // bf16 where oneDNN has it (AVX-512), else fp32: the dtype is named either way.
+    const std::string dtype = ipex::testing::onednn_lacks("bf16").empty() ? "bf16" : "fp32";
+    ConvolutionContext ctx(at::randn({8, 2, 3, 3}), c10::nullopt, params({2, 2}, {1, 1}, {1, 1}, 2), dtype,
                            {{"clip", 0, 6}}, false, {});
-    EXPECT_EQ(ctx.describe(), "conv2d 4->8 k3x3 s2x2 p1x1 d1x1 g2 bf16 +clip(0,6)");
+    EXPECT_EQ(ctx.describe(), "conv2d 4->8 k3x3 s2x2 p1x1 d1x1 g2 " + dtype + " +clip(0,6)");
 }
 
 }  // namespace

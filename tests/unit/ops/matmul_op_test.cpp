@@ -8,6 +8,7 @@
 
 #include "ops/matmul_op.h"
 #include "ops_test_utils.h"
+#include "unit/test_cpu.h"
 
 namespace ipex::ops {
 namespace {
@@ -26,9 +27,14 @@ void expect_matches(const at::Tensor &a, const at::Tensor &b) {
     EXPECT_EQ(got.scalar_type(), a.scalar_type());
     if (a.scalar_type() == at::kFloat) {
         EXPECT_LT(max_relative_error(got, want), 1e-5) << a.sizes() << " x " << b.sizes();
-    } else {
+    } else if (ipex::testing::onednn_lacks("bf16").empty()) {
         EXPECT_GT(cosine(got, want), 0.9999) << a.sizes() << " x " << b.sizes();
         EXPECT_LT(max_relative_error(got, want), 3e-2) << a.sizes() << " x " << b.sizes();
+    } else {
+        // No oneDNN bf16 matmul on this CPU: the op runs aten's bf16 matmul, whose sums round
+        // to bf16 along the way (k = 768: a few bf16 steps of error).
+        EXPECT_GT(cosine(got, want), 0.999) << a.sizes() << " x " << b.sizes();
+        EXPECT_LT(max_relative_error(got, want), 0.1) << a.sizes() << " x " << b.sizes();
     }
 }
 

@@ -7,6 +7,7 @@
 #include "ops/linear_context.h"
 #include "ops/post_ops.h"
 #include "unit/ops/ops_test_utils.h"
+#include "unit/test_cpu.h"
 
 namespace ipex::ops {
 namespace {
@@ -44,7 +45,10 @@ std::vector<PostOps> eltwise_cases() {
 
 class OpsPostOps : public ::testing::TestWithParam<std::string> {
 protected:
-    void SetUp() override { at::manual_seed(3); }
+    void SetUp() override {
+        IPEX_SKIP_WITHOUT_ONEDNN_DTYPE(GetParam());
+        at::manual_seed(3);
+    }
 };
 
 TEST_P(OpsPostOps, ConvEltwiseMatchesAten) {
@@ -173,6 +177,7 @@ protected:
 
 // A bf16 context summing an fp32 tensor: the output is promoted to fp32.
 TEST_F(OpsSum, Fp32OtherOnBf16ContextPromotes) {
+    IPEX_SKIP_WITHOUT_ONEDNN_DTYPE("bf16");
     const at::Tensor w = at::randn({8, 4, 3, 3}) * 0.3;
     const at::Tensor x = at::randn({2, 4, 7, 9}).to(at::kBFloat16);
     const at::Tensor other = at::randn({2, 8, 7, 9});

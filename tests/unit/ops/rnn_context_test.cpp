@@ -12,6 +12,7 @@
 
 #include "ops/rnn_context.h"
 #include "unit/ops/ops_test_utils.h"
+#include "unit/test_cpu.h"
 
 namespace ipex::ops {
 namespace {
@@ -170,6 +171,7 @@ TEST_F(RnnContextTest, OddSizesOneStepAndStackedPrimitives) {
 }
 
 TEST_F(RnnContextTest, Bf16MatchesAtenByCosine) {
+    IPEX_SKIP_WITHOUT_ONEDNN_DTYPE("bf16");
     for (const std::string mode : {"lstm", "gru"})
         for (int64_t layers : {1, 2})
             for (bool bidirectional : {false, true})
@@ -243,6 +245,10 @@ TEST_F(RnnContextTest, BadCallsAreInputErrors) {
 TEST_F(RnnContextTest, StateRoundTrip) {
     for (const std::string mode : {"lstm", "gru"})
         for (const std::string dtype : {"fp32", "bf16"}) {
+            if (const std::string lacks = ipex::testing::onednn_lacks(dtype); !lacks.empty()) {
+                RecordProperty("not_run_" + dtype, lacks);
+                continue;
+            }
             Config c;
             c.mode = mode;
             c.layers = 2;

@@ -9,6 +9,13 @@
 namespace ipex::quant {
 namespace {
 
+// The weights' scales as the kernels use them for u8 activations (int8_weight_scale_factor:
+// 7-bit weights on a CPU without VNNI), for references that quantize the weights the same way.
+at::Tensor kernel_scales(const std::vector<double> &scales) {
+    return at::tensor(scales, at::TensorOptions().dtype(at::kDouble)) *
+           int8_weight_scale_factor(at::kQUInt8, "linear", 1);
+}
+
 constexpr int64_t kMaxStepDiff = 1;
 
 struct Case {
@@ -32,7 +39,7 @@ void check(const Case &c, uint64_t seed) {
     const double in_scale = 0.03;
     const at::Tensor qx = quantize(x.clamp_min(c.in_zp ? -1e9 : 0.0), in_scale, c.in_zp);
     const auto wscales = per_channel_weight_scales(w);
-    const at::Tensor ws = at::tensor(wscales, at::TensorOptions().dtype(at::kDouble));
+    const at::Tensor ws = kernel_scales(wscales);
     const at::Tensor w_deq =
         at::quantize_per_channel(w, ws, at::zeros({w.size(0)}, at::kLong), 0, at::kQInt8).dequantize();
 
@@ -109,7 +116,7 @@ TEST(Int8Ops, SumWithItsOwnInputIsNotInPlace) {
     const at::Tensor qx = quantize(x, 0.01, 0).contiguous(at::MemoryFormat::ChannelsLast);
     const at::Tensor w = at::randn({8, 8, 3, 3}) * 0.1;
     const auto wscales = per_channel_weight_scales(w);
-    const at::Tensor w_deq = at::quantize_per_channel(w, at::tensor(wscales, at::TensorOptions().dtype(at::kDouble)),
+    const at::Tensor w_deq = at::quantize_per_channel(w, kernel_scales(wscales),
                                                       at::zeros({8}, at::kLong), 0, at::kQInt8).dequantize();
     const at::Tensor ref = (at::conv2d(qx.dequantize(), w_deq, {}, 1, 1) + qx.dequantize()).relu();
     const double out_scale = ref.max().item<double>() / 255.0;
@@ -136,7 +143,7 @@ TEST(Int8Ops, FiftySequenceLengthsKeepOnePackedWeight) {
     at::manual_seed(12);
     const at::Tensor w = at::randn({24, 32}) * 0.2;
     const auto wscales = per_channel_weight_scales(w);
-    const at::Tensor w_deq = at::quantize_per_channel(w, at::tensor(wscales, at::TensorOptions().dtype(at::kDouble)),
+    const at::Tensor w_deq = at::quantize_per_channel(w, kernel_scales(wscales),
                                                       at::zeros({24}, at::kLong), 0, at::kQInt8).dequantize();
     Int8Params p;
     p.kind = "linear";

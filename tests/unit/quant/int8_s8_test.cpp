@@ -63,9 +63,18 @@ void check(const Case &c, uint64_t seed) {
     const at::Tensor w = at::randn(c.weight) * 0.2;
     const at::Tensor bias = at::randn({c.weight[0]}) * 0.1;
     const auto wscales = per_channel_weight_scales(w);
-    const at::Tensor w_deq = at::quantize_per_channel(w, at::tensor(wscales, at::TensorOptions().dtype(at::kDouble)),
-                                                      at::zeros({w.size(0)}, at::kLong), 0, at::kQInt8)
-                                 .dequantize();
+    // The weights as the kernels hold them: on a CPU without VNNI, 7-bit weights
+    // (int8_weight_scale_factor), or 8-bit ones oneDNN halves, rounding half to even.
+    const at::Tensor kernel_scales = at::tensor(wscales, at::TensorOptions().dtype(at::kDouble)) *
+                                     int8_weight_scale_factor(c.in, c.kind, c.groups);
+    at::Tensor w_deq = at::quantize_per_channel(w, kernel_scales, at::zeros({w.size(0)}, at::kLong), 0, at::kQInt8)
+                           .dequantize();
+    if (int8_weights_halved_by_onednn(c.in, c.kind, c.groups)) {
+        const at::Tensor per_channel =
+            kernel_scales.to(at::kFloat).reshape({-1, 1}).expand({w.size(0), w.numel() / w.size(0)});
+        const at::Tensor q = (w_deq.reshape({w.size(0), -1}) / per_channel).round();
+        w_deq = ((q * 0.5).round() * 2 * per_channel).reshape(w.sizes());
+    }
     at::Tensor ref = reference(c, qx, w_deq, bias);
     if (c.relu) ref = ref.relu();
     at::Tensor qother;

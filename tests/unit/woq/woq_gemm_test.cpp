@@ -5,6 +5,7 @@
 // input channels not a multiple of 64 and output channels not a multiple of the panel.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include <limits>
 #include <string>
@@ -69,13 +70,22 @@ struct Reference {
     at::Tensor want, abs_sum;  // double [m, n]: x_bf16 w_bf16^T (+ bias), |x| |w|^T
 };
 
-Reference reference(const WoqLayer &l, const at::Tensor &x, bool bias, bool exact_weights) {
-    const at::Tensor xr = x.to(at::kBFloat16).to(at::kDouble);
+// fp32_math: neither x nor the weights rounded to bf16 (fp32_on_this_cpu).
+Reference reference(const WoqLayer &l, const at::Tensor &x, bool bias, bool exact_weights, bool fp32_math = false) {
+    const at::Tensor xr = (fp32_math ? x : x.to(at::kBFloat16)).to(at::kDouble);
     const at::Tensor wf = ipex::woq::dequantize(l);
-    const at::Tensor wr = (exact_weights ? wf : wf.to(at::kBFloat16)).to(at::kDouble);
+    const at::Tensor wr = (exact_weights || fp32_math ? wf : wf.to(at::kBFloat16)).to(at::kDouble);
     Reference r{at::matmul(xr, wr.t()), at::matmul(xr.abs(), wr.abs().t())};
     if (bias) r.want = r.want + l.bias.to(at::kDouble);
     return r;
+}
+
+// Whether ipex::woq_linear computes a batch of m rows in fp32 with lowp_mode bf16 or int8: from
+// kMatmulRows rows on, a CPU without AVX512-BF16 multiplies dequantized weight blocks with
+// oneDNN's matmul, which has no bf16 below AVX-512, so they run in fp32.
+bool fp32_on_this_cpu(int64_t m) {
+    return m >= ipex::woq::kMatmulRows && !kernels::bf16_usable() &&
+           dnnl::get_effective_cpu_isa() < dnnl::cpu_isa::avx512_core;
 }
 
 // Whether ipex::woq_linear runs the AVX-512 kernel with exact weights for this layer on large
@@ -151,8 +161,10 @@ TEST(WoqGemm, OpLargeBatchesMatchBf16Reference) {
         const WoqLayer l = make(c, 200 + c.n + c.k);
         for (const int64_t m : kBatches) {
             const at::Tensor x = at::randn({m, c.k});
-            const Reference r = reference(l, x, true, exact_on_this_cpu(l));
             for (const auto dtype : {at::kFloat, at::kBFloat16}) {
+                // The op's input, in its dtype (fp32_on_this_cpu rounds nothing further).
+                const Reference r =
+                    reference(l, x.to(dtype).to(at::kFloat), true, exact_on_this_cpu(l), fp32_on_this_cpu(m));
                 // bf16 output: rounding to 8 bits of mantissa.
                 const double rel = dtype == at::kBFloat16 ? 1.0 / 256 : 1e-6;
                 for (const char *mode : {"bf16", "int8"}) {
@@ -181,7 +193,7 @@ TEST(WoqGemm, ActOrderAndPortablePathAgree) {
     ASSERT_TRUE(l.act_order);
     const at::Tensor x = at::randn({m, k});
     for (const bool portable : {false, true}) {
-        const Reference r = reference(l, x, true, !portable && exact_on_this_cpu(l));
+        const Reference r = reference(l, x, true, !portable && exact_on_this_cpu(l), fp32_on_this_cpu(m));
         ipex::woq::set_force_portable_kernels(portable);
         const at::Tensor y = ipex::woq::woq_linear(x, l.qweight, l.scales, l.zeros, l.bias, l.perm, 4, l.group_size,
                                                    k, "bf16");
@@ -214,7 +226,7 @@ TEST(WoqGemm, MultiPassBatchesMatchBf16Reference) {
                 ASSERT_FALSE(out.isnan().any().item<bool>()) << describe(c, m);
                 EXPECT_LE(excess(out, r.want, r.abs_sum, 0.0), 0.0) << "kernel " << describe(c, m);
             }
-            const Reference r = reference(l, x, true, exact_on_this_cpu(l));
+            const Reference r = reference(l, x, true, exact_on_this_cpu(l), fp32_on_this_cpu(m));
             const at::Tensor y = ipex::woq::woq_linear(x, l.qweight, l.scales, l.zeros, l.bias, c10::nullopt, l.bits,
                                                        l.group_size, c.k, "bf16");
             EXPECT_LE(excess(y, r.want, r.abs_sum, 1e-6), 0.0) << "op " << describe(c, m);
