@@ -296,7 +296,13 @@ at::Tensor quantize_weight(const at::Tensor &weight, const std::vector<double> &
 
 c10::IValue prepack_weight(const QuantOp &op, const std::vector<double> &scales) {
     at::globalContext().setQEngine(at::QEngine::ONEDNN);
-    const at::Tensor qw = quantize_weight(op.weight, scales);
+    // Stock quantized ops read u8 activations: on a CPU without VNNI their weights get 7 bits,
+    // as ipex::int8_op's do (int8_weight_scale_factor), so oneDNN's 16-bit pair sums cannot
+    // saturate; the packed weight carries its own scales.
+    std::vector<double> kernel_scales = scales;
+    const double factor = int8_weight_scale_factor(at::kQUInt8, op.kind, op.groups);
+    for (double &s : kernel_scales) s *= factor;
+    const at::Tensor qw = quantize_weight(op.weight, kernel_scales);
     c10::optional<at::Tensor> bias;
     if (op.bias) bias = op.bias->to(at::kFloat).contiguous();
     if (op.kind == "linear" || op.kind == "matmul") return call_op("quantized::linear_prepack", "", {qw, bias});

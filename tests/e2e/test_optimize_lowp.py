@@ -39,9 +39,18 @@ class OptimizeBf16(e2e.ToolTestCase):
         if cast["count"]:
             self.assertIn("bf16", after["parameters"]["by_dtype"], after["parameters"])
         self.assertEqual(after["ipex"].get("dtype"), "bf16", after["ipex"])
-        prepacked = self.pass_entry(report, "weights_prepack")["count"]
-        self.assertEqual(prepacked == 0, self.portable or e2e.count_ipex(after["op_histogram"]) == 0)
-        self.assertEqual(after["runs_on"], "ipex_ops" if prepacked else "stock")
+        prepack = self.pass_entry(report, "weights_prepack")
+        prepacked, ipex_ops = prepack["count"], e2e.count_ipex(after["op_histogram"])
+        if self.portable:
+            self.assertEqual(ipex_ops, 0)
+        elif e2e.ONEDNN_BF16:
+            self.assertEqual(prepacked == 0, ipex_ops == 0)
+        else:
+            # Most oneDNN bf16 convolutions/linears are missing on this CPU: those stay aten, named
+            # with their reason (other ipex ops, such as layer norms and pooling, still run).
+            if e2e.count_aten(after["op_histogram"], e2e.CONV_LINEAR_OPS):
+                self.assertTrue(prepack["skipped"], prepack)
+        self.assertEqual(after["runs_on"], "ipex_ops" if ipex_ops else "stock")
         self.assertEqual(e2e.count_ops(after["op_histogram"], e2e.BATCH_NORM_OPS), 0)
         self.assertEqual(e2e.count_ops(after["op_histogram"], e2e.DROPOUT_OPS), 0)
 
@@ -52,7 +61,7 @@ class OptimizeBf16(e2e.ToolTestCase):
         for output in verify["outputs"]:
             self.assertGreaterEqual(output["cosine"], LOWP_MIN_COSINE, output)
 
-        printed = self.check_in_python(src, out, inputs, "bf16", e2e.OPS_LIBRARY if prepacked else None)
+        printed = self.check_in_python(src, out, inputs, "bf16", e2e.OPS_LIBRARY if ipex_ops else None)
         self.assertNotIn("optimized output dtype", printed,
                          "bf16 model must return fp32 outputs without --keep-dtype")
 

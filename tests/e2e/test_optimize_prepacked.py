@@ -6,6 +6,7 @@ entries, and the optimized model in Python with libipex_ops.so giving ipex-tool'
 import json
 import os
 import subprocess
+import unittest
 
 import e2e_common as e2e
 
@@ -66,6 +67,8 @@ class OptimizePrepacked(e2e.ToolTestCase):
         src = self.copy_model("scripted_encoder")
         for dtype in ("fp32", "bf16"):
             with self.subTest(dtype=dtype):
+                if dtype == "bf16" and not e2e.ONEDNN_BF16:
+                    self.skipTest(e2e.NO_ONEDNN_BF16)
                 out = self.path(f"enc.{dtype}.pt")
                 _, report = self.optimize(src, out, "--dtype", dtype, "--sample-input", "2x12x32")
                 entry = self.pass_entry(report, "decompose_transformer_layer")
@@ -85,6 +88,7 @@ class OptimizePrepacked(e2e.ToolTestCase):
                 for cosine in result["cosines"]:
                     self.assertGreater(cosine, 0.99999 if dtype == "fp32" else 0.999)
 
+    @unittest.skipUnless(e2e.ONEDNN_BF16, e2e.NO_ONEDNN_BF16)
     def test_report_and_fusions(self):
         src = self.copy_model("resnet18")
         out = self.path("r18.pt")

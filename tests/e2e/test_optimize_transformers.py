@@ -104,6 +104,8 @@ class OptimizeTransformers(e2e.ToolTestCase):
         for name in fixtures():
             for dtype in ("fp32", "bf16"):
                 with self.subTest(model=name, dtype=dtype):
+                    if dtype == "bf16" and not e2e.ONEDNN_BF16:
+                        self.skipTest(e2e.NO_ONEDNN_BF16)
                     self.optimize_and_check(name, dtype)
 
     def test_inspect_text_lists_rewrites(self):

@@ -400,7 +400,9 @@ class S8OtherModels(e2e.ToolTestCase):
         self.assertGreater(count(r["ops"], "ipex::int8_op", "ipex::int8_op_sum"), 0, r["ops"])
         facts = qc.graph_facts(self, out, ops_library=True)
         self.assertTrue(all(" s8->s8" in t for t in facts["contexts"]), facts)
-        self.tool("verify", portable, out, "--input", data, "--min-cosine", "0.999")
+        # Without VNNI the two round their weights to 7 bits differently (oneDNN halves the
+        # 8-bit weights of s8 convolutions; stock ops get 7-bit ones), so they agree less closely.
+        self.tool("verify", portable, out, "--input", data, "--min-cosine", "0.999" if e2e.VNNI else "0.995")
 
 
 e2e.add_per_model_tests(S8OtherModels, [m for m in S8_MODELS if m in e2e.MODELS], "_convert")

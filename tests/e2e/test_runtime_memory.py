@@ -161,6 +161,7 @@ class RuntimeMemory(e2e.ToolTestCase):
         self.assertEqual(len(set(FRESH) & set(LENGTHS)), 0)
         self.assertEqual(len(FRESH), 50)
 
+    @unittest.skipUnless(e2e.ONEDNN_BF16, e2e.NO_ONEDNN_BF16)
     def test_bf16_fifty_lengths(self):
         self.check("bf16")
 

@@ -324,6 +324,23 @@ TEST_F(OpsConvContext, DtypeSupport) {
     }
 }
 
+// flops(): 2 x output positions x weight elements;
+// transposed convolutions count input positions; unbatched inputs are one image; sizes of
+// another rank or too small for the kernel give 0.
+TEST_F(OpsConvContext, FlopsCountEveryMultiplyAdd) {
+    const ConvParams p = params({2, 1}, {1, 0}, {1, 2}, 2);  // 8x2x3x3 weight: 4 inputs in 2 groups
+    ConvolutionContext ctx(at::randn({8, 2, 3, 3}), c10::nullopt, p, "fp32", {}, false, {});
+    // Output rows (9 + 2 - 3) / 2 + 1 = 5, columns (11 - (3 - 1) x 2 - 1) / 1 + 1 = 7.
+    const int64_t positions = 5 * 7;
+    EXPECT_EQ(ctx.flops({3, 4, 9, 11}), 2 * 3 * positions * 8 * 2 * 3 * 3);
+    EXPECT_EQ(ctx.flops({4, 9, 11}), 2 * positions * 8 * 2 * 3 * 3);
+    EXPECT_EQ(ctx.flops({3, 4, 9, 4}), 0);  // too few columns for the dilated kernel
+    EXPECT_EQ(ctx.flops({3, 4, 9, 11, 2}), 0);
+    const ConvParams t = params({2, 2}, {1, 1}, {1, 1}, 1, true);
+    ConvolutionContext up(at::randn({4, 6, 3, 3}), c10::nullopt, t, "fp32", {}, false, {});
+    EXPECT_EQ(up.flops({2, 4, 5, 7}), 2 * 2 * 5 * 7 * 4 * 6 * 3 * 3);  // every input position meets the weight
+}
+
 // A weight that is a non-contiguous view packs the same as its contiguous copy.
 TEST_F(OpsConvContext, NonContiguousWeight) {
     const at::Tensor w = (at::randn({3, 3, 4, 8}) * 0.3).permute({3, 2, 0, 1});
