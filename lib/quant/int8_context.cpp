@@ -1,6 +1,7 @@
 #include "quant/int8_context.h"
 
 #include <ATen/quantized/Quantizer.h>
+#include <cpuid.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cmath>
@@ -119,8 +120,15 @@ static void copy_other(const Int8Context &ctx, const c10::optional<at::Tensor> &
 }
 
 namespace {
+// AVX512-VNNI, or AVX-VNNI (cpuid leaf 7, subleaf 1, eax bit 4; clang 14 has no
+// __builtin_cpu_supports name for it).
 bool has_vnni() {
-    static const bool vnni = __builtin_cpu_supports("avx512vnni") || __builtin_cpu_supports("avxvnni");
+    static const bool vnni = [] {
+        if (__builtin_cpu_supports("avx512vnni")) return true;
+        unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+        return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4)) != 0 &&
+               __builtin_cpu_supports("avx2");
+    }();
     return vnni;
 }
 }  // namespace
