@@ -30,6 +30,14 @@ inline std::string onednn_lacks(const std::string &dtype) {
     return lacks;
 }
 
+// For a loop over dtypes: whether oneDNN runs `dtype` here; when not, the test records why
+// (property not_run_<dtype>) and the loop leaves that dtype out.
+inline bool onednn_runs(const std::string &dtype) {
+    const std::string lacks = onednn_lacks(dtype);
+    if (!lacks.empty()) ::testing::Test::RecordProperty("not_run_" + dtype, lacks);
+    return lacks.empty();
+}
+
 }  // namespace ipex::testing
 
 // In a test body or SetUp: skip when oneDNN cannot run `dtype` here.

@@ -67,10 +67,7 @@ protected:
 // creating primitives; the references come from an independent copy.
 TEST_F(OpsThreadSafety, ConvContextFromFourThreads) {
     for (const std::string dtype : {"fp32", "bf16"}) {
-        if (const std::string lacks = ipex::testing::onednn_lacks(dtype); !lacks.empty()) {
-            RecordProperty("not_run_" + dtype, lacks);
-            continue;
-        }
+        if (!ipex::testing::onednn_runs(dtype)) continue;
         const auto shared = c10::make_intrusive<ConvolutionContext>(
             at::randn({16, 8, 3, 3}) * 0.3, at::randn({16}), ConvParams{{1, 1}, {1, 1}, {1, 1}, {}, 1, false}, dtype,
             PostOps{{"relu"}}, false, std::vector<int64_t>{});
@@ -106,10 +103,7 @@ TEST_F(OpsThreadSafety, ConvSumContextFromFourThreads) {
 
 TEST_F(OpsThreadSafety, LinearContextFromFourThreads) {
     for (const std::string dtype : {"fp32", "bf16"}) {
-        if (const std::string lacks = ipex::testing::onednn_lacks(dtype); !lacks.empty()) {
-            RecordProperty("not_run_" + dtype, lacks);
-            continue;
-        }
+        if (!ipex::testing::onednn_runs(dtype)) continue;
         const auto shared = c10::make_intrusive<LinearContext>(at::randn({48, 64}) * 0.3, at::randn({48}), dtype,
                                                                PostOps{{"add"}, {"silu"}}, 0);
         const auto reference = LinearContext::from_state(shared->state());
