@@ -75,6 +75,7 @@ CpuFeatures detect() {
         if (r7.eax >= 1) {
             const Regs r71 = cpuid(7, 1);
             f.avx512_bf16 = f.os_avx512 && bit(r71.eax, 5);
+            f.avx_vnni = os_avx && bit(r71.eax, 4);
         }
     }
 
@@ -99,10 +100,10 @@ CpuFeatures detect() {
 }  // namespace
 
 std::vector<std::pair<std::string, bool>> CpuFeatures::flags() const {
-    return {{"avx2", avx2},           {"avx512f", avx512f},         {"avx512bw", avx512bw},
-            {"avx512vl", avx512vl},   {"avx512dq", avx512dq},       {"avx512_vnni", avx512_vnni},
-            {"avx512_bf16", avx512_bf16}, {"avx512_fp16", avx512_fp16}, {"amx_tile", amx_tile},
-            {"amx_bf16", amx_bf16},   {"amx_int8", amx_int8}};
+    return {{"avx2", avx2},         {"avx_vnni", avx_vnni},       {"avx512f", avx512f},
+            {"avx512bw", avx512bw}, {"avx512vl", avx512vl},       {"avx512dq", avx512dq},
+            {"avx512_vnni", avx512_vnni}, {"avx512_bf16", avx512_bf16}, {"avx512_fp16", avx512_fp16},
+            {"amx_tile", amx_tile}, {"amx_bf16", amx_bf16},       {"amx_int8", amx_int8}};
 }
 
 const CpuFeatures &cpu_features() {

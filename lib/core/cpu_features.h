@@ -12,6 +12,7 @@ struct CpuFeatures {
     std::string vendor;
     std::string model;  // brand string
     bool avx2 = false;
+    bool avx_vnni = false;  // VEX-encoded VPDPBUSD (AVX2 CPUs without AVX-512, and newer ones)
     bool avx512f = false;
     bool avx512bw = false;
     bool avx512vl = false;

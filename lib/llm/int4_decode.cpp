@@ -5,8 +5,8 @@
 
 #include <cstring>
 
+#include "core/isa.h"
 #include "llm/kernels.h"
-#include "woq/woq_kernels.h"
 
 namespace ipex::llm {
 
@@ -37,7 +37,7 @@ float from_bf16(uint16_t h) {
 }  // namespace
 
 std::unique_ptr<Int4Decode> Int4Decode::build(const woq::WoqLayer &layer) {
-    if (layer.bits != 4 || layer.perm.defined() || !kernels::avx512_ok() || !woq::kernels::bf16_usable())
+    if (layer.bits != 4 || layer.perm.defined() || !kernels::avx512_ok() || !isa::avx512_bf16())
         return nullptr;
     const int64_t k = layer.in_features, n = layer.out_features, gs = layer.group_size;
     if (k % kUnit != 0 || gs <= 0 || gs % kUnit != 0 || k % gs != 0) return nullptr;

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "woq/woq_kernels.h"
+#include "core/isa.h"
 
 namespace ipex::llm::kernels {
 namespace {
@@ -121,7 +121,7 @@ void pv_block_ref(CacheType type, const float *p, int64_t ldp, int64_t rows, con
         pv_ref(p, ldp, rows, static_cast<const uint16_t *>(v), t0, t1, head_dim, out, ldo);
 }
 
-bool avx512_ok() { return !g_force_portable.load() && woq::kernels::avx512_usable(); }
+bool avx512_ok() { return !g_force_portable.load() && isa::avx512(); }
 void set_force_portable(bool on) { g_force_portable = on; }
 
 void qk_block(CacheType type, const float *q, int64_t ldq, int64_t rows, const void *kt, int64_t ldk, int64_t t0,

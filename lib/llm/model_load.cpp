@@ -8,13 +8,13 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "core/isa.h"
 #include "core/log.h"
 #include "llm/model.h"
 #include "ops/ops.h"
 #include "woq/import_checkpoint.h"
 #include "woq/quant_config.h"
 #include "woq/safetensors.h"
-#include "woq/woq_kernels.h"
 
 namespace ipex::llm {
 namespace {
@@ -152,7 +152,7 @@ std::vector<float> rope_frequencies(const ModelConfig &c) {
 
 std::string resolve_lowp(const LoadOptions &o) {
     if (o.lowp_mode != "auto") return o.lowp_mode;
-    return o.dtype == "bf16" && woq::kernels::bf16_usable() ? "bf16" : "fp32";
+    return o.dtype == "bf16" && isa::avx512_bf16() ? "bf16" : "fp32";
 }
 
 }  // namespace

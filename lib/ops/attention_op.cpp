@@ -6,18 +6,14 @@
 #include <limits>
 #include <vector>
 
+#include "core/isa.h"
 #include "ops/attention_kernel.h"
 #include "ops/op_errors.h"
 
 namespace ipex::ops {
 namespace attention_kernel {
 
-bool available(bool bf16) {
-    static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma");
-    static const bool avx512_bf16 = avx512 && __builtin_cpu_supports("avx512bf16");
-    return bf16 ? avx512_bf16 : avx512;
-}
+bool available(bool bf16) { return bf16 ? isa::avx512_bf16() : isa::avx512(); }
 
 }  // namespace attention_kernel
 

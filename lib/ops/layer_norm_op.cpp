@@ -6,17 +6,13 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/isa.h"
 #include "ops/op_errors.h"
 
 namespace ipex::ops {
 namespace layer_norm_kernel {
 
-bool available(bool bf16) {
-    static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                               __builtin_cpu_supports("fma");
-    static const bool avx512_bf16 = avx512 && __builtin_cpu_supports("avx512bf16");
-    return bf16 ? avx512_bf16 : avx512;
-}
+bool available(bool bf16) { return bf16 ? isa::avx512_bf16() : isa::avx512(); }
 
 }  // namespace layer_norm_kernel
 

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/isa.h"
+
 namespace ipex::ops {
 namespace own_kernels {
 
@@ -23,12 +25,7 @@ bool to_act(const std::string &kind, Act *act) {
     return false;
 }
 
-bool available(bool bf16) {
-    static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma");
-    static const bool avx512_bf16 = avx512 && __builtin_cpu_supports("avx512bf16");
-    return bf16 ? avx512_bf16 : avx512;
-}
+bool available(bool bf16) { return bf16 ? isa::avx512_bf16() : isa::avx512(); }
 
 Choice choice_from_env(const char *value) {
     const std::string v = value ? value : "";

@@ -9,6 +9,7 @@
 #include <limits>
 #include <optional>
 
+#include "core/isa.h"
 #include "ops/own_kernels.h"
 #include "ops/onednn_utils.h"
 #include "ops/op_errors.h"
@@ -45,8 +46,7 @@ std::optional<PoolPlan> plan(const at::Tensor &x, at::IntArrayRef kernel_size, a
     if (x.dim() != 4 || x.numel() == 0) return std::nullopt;
     if (x.scalar_type() != at::kFloat && x.scalar_type() != at::kBFloat16) return std::nullopt;
     // oneDNN's bf16 pooling kernels need AVX-512 (elsewhere its reference code runs).
-    static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
-    if (x.scalar_type() == at::kBFloat16 && !avx512) return std::nullopt;
+    if (x.scalar_type() == at::kBFloat16 && !isa::avx512()) return std::nullopt;
     const auto k = per_dim(kernel_size, std::nullopt);
     if (!k) return std::nullopt;
     const auto s = per_dim(stride, k), p = per_dim(padding, std::nullopt), d = per_dim(dilation, std::nullopt);

@@ -1,13 +1,13 @@
 #include "quant/int8_context.h"
 
 #include <ATen/quantized/Quantizer.h>
-#include <cpuid.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cmath>
 #include <mutex>
 #include <sstream>
 
+#include "core/isa.h"
 #include "ops/onednn_utils.h"
 #include "ops/op_errors.h"
 #include "ops/primitive_cache.h"
@@ -119,26 +119,12 @@ static void copy_other(const Int8Context &ctx, const c10::optional<at::Tensor> &
     raw.copy_(src.reshape(dst.sizes()));
 }
 
-namespace {
-// AVX512-VNNI, or AVX-VNNI (cpuid leaf 7, subleaf 1, eax bit 4; clang 14 has no
-// __builtin_cpu_supports name for it).
-bool has_vnni() {
-    static const bool vnni = [] {
-        if (__builtin_cpu_supports("avx512vnni")) return true;
-        unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-        return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4)) != 0 &&
-               __builtin_cpu_supports("avx2");
-    }();
-    return vnni;
-}
-}  // namespace
-
 bool int8_weights_halved_by_onednn(at::ScalarType in_dtype, const std::string &kind, int64_t groups) {
-    return !has_vnni() && in_dtype == at::kQInt8 && kind != "linear" && groups == 1;
+    return !isa::vnni() && in_dtype == at::kQInt8 && kind != "linear" && groups == 1;
 }
 
 double int8_weight_scale_factor(at::ScalarType in_dtype, const std::string &kind, int64_t groups) {
-    return has_vnni() || int8_weights_halved_by_onednn(in_dtype, kind, groups) ? 1.0 : 2.0;
+    return isa::vnni() || int8_weights_halved_by_onednn(in_dtype, kind, groups) ? 1.0 : 2.0;
 }
 
 Int8Context::Int8Context(at::Tensor weight, c10::optional<at::Tensor> bias, std::vector<double> weight_scales,

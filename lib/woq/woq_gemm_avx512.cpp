@@ -1,5 +1,5 @@
 // Large-batch bf16 kernel of ipex::woq_linear (AVX512-BF16). Compiled with the AVX-512 flags
-// like woq_kernels_avx512.cpp; callers check kernels::bf16_usable() first. No libtorch or
+// like woq_kernels_avx512.cpp; callers check isa::avx512_bf16() first. No libtorch or
 // standard library header: nothing inline from a library is built with these flags.
 //
 // out^T = W x^T a panel of weight rows at a time. x comes packed by channel pairs,

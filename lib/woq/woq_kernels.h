@@ -96,22 +96,19 @@ void gemv_s8_ref(const WeightView &w, const GemvS8 &a, int64_t n_begin, int64_t 
 void dequant_f32_ref(const WeightView &w, float *dst, int64_t ld, int64_t n_begin, int64_t n_end);
 void dequant_bf16_ref(const WeightView &w, uint16_t *dst, int64_t ld, int64_t n_begin, int64_t n_end);
 
-// AVX-512 versions (need w.block_aligned()); call only when avx512_usable() / vnni_usable().
-bool avx512_usable();  // AVX512F/BW/VL with the OS saving the state
-bool vnni_usable();    // and AVX512-VNNI
-bool bf16_usable();    // and AVX512-BF16
-// AMX-BF16 in the CPU: there oneDNN's bf16 matmul (AMX tiles) beats gemm_bf16_avx512 on large
+// AVX-512 versions (need w.block_aligned()); call only when isa::avx512() (core/isa.h), and
+// isa::avx512_vnni() / isa::avx512_bf16() where they say so. Where the CPU has AMX-BF16
+// (isa::amx_bf16_present()) oneDNN's bf16 matmul (AMX tiles) beats gemm_bf16_avx512 on large
 // batches, so the dequantize+matmul path is kept.
-bool amx_bf16_present();
 // fp32: one x row as a dot product per weight row; several rows in tiles that reuse each
 // converted weight block for four rows of x.
 void gemv_f32_avx512(const WeightView &w, const GemvF32 &a, int64_t n_begin, int64_t n_end);
 void gemv_s8_avx512vnni(const WeightView &w, const GemvS8 &a, int64_t n_begin, int64_t n_end);
-// int4 weights only; needs bf16_usable(). Nibbles become bf16 through a lookup, VDPBF16PS.
+// int4 weights only; needs isa::avx512_bf16(). Nibbles become bf16 through a lookup, VDPBF16PS.
 void gemv_bf16_avx512(const WeightView &w, const GemvBF16 &a, int64_t n_begin, int64_t n_end);
 // Expands chunks of weight rows to bf16 in cache (exactly or dequantized, see GemmBF16) and
 // multiplies them with every row of x at once (VDPBF16PS); int4 and int8; needs
-// bf16_usable() and w.block_aligned() (woq_gemm_avx512.cpp).
+// isa::avx512_bf16() and w.block_aligned() (woq_gemm_avx512.cpp).
 void gemm_bf16_avx512(const WeightView &w, const GemmBF16 &a, int64_t n_begin, int64_t n_end);
 void dequant_f32_avx512(const WeightView &w, float *dst, int64_t ld, int64_t n_begin, int64_t n_end);
 void dequant_bf16_avx512(const WeightView &w, uint16_t *dst, int64_t ld, int64_t n_begin, int64_t n_end);

@@ -1,5 +1,5 @@
 // AVX-512 kernels of ipex::woq_linear. This file is compiled with -mavx512f -mavx512bw
-// -mavx512vl -mavx512bf16 -mavx512vnni -mfma; callers check kernels::avx512_usable() and friends
+// -mavx512vl -mavx512bf16 -mavx512vnni -mfma; callers check isa::avx512() and friends
 // first. It includes no libtorch header, so no inline library code is built with these flags.
 //
 // Batch-1 decode reads each weight once: int4 nibbles are widened and converted in

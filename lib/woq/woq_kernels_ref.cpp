@@ -1,7 +1,5 @@
-// Portable kernels of ipex::woq_linear (any group size, any CPU) and the CPU checks that
-// pick the AVX-512 ones.
+// Portable kernels of ipex::woq_linear (any group size, any CPU).
 #include <c10/util/BFloat16.h>
-#include <cpuid.h>
 
 #include "woq/woq_kernels.h"
 #include "woq/woq_layout.h"
@@ -14,31 +12,6 @@ inline float weight_q(const WeightView &w, const uint8_t *row, int64_t k) {
 }
 
 }  // namespace
-
-bool avx512_usable() {
-    static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("fma") &&
-                           __builtin_cpu_supports("avx512vl");
-    return ok;
-}
-
-bool vnni_usable() {
-    static const bool ok = avx512_usable() && __builtin_cpu_supports("avx512vnni");
-    return ok;
-}
-
-bool bf16_usable() {
-    static const bool ok = avx512_usable() && __builtin_cpu_supports("avx512bf16");
-    return ok;
-}
-
-bool amx_bf16_present() {
-    // CPUID.(7,0):EDX bit 22 (not every compiler's __builtin_cpu_supports knows "amx-bf16").
-    static const bool ok = [] {
-        unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-        return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (edx >> 22 & 1u) != 0;
-    }();
-    return ok;
-}
 
 void gemv_f32_ref(const WeightView &w, const GemvF32 &a, int64_t n_begin, int64_t n_end) {
     for (int64_t n = n_begin; n < n_end; ++n) {

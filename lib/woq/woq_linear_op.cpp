@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/isa.h"
 #include "woq/woq_kernels.h"
 #include "woq/woq_layout.h"
 #include "ops/onednn_utils.h"
@@ -54,7 +55,7 @@ kernels::WeightView view_of(const at::Tensor &qweight, const at::Tensor &scales,
 }
 
 bool use_simd(const kernels::WeightView &w) {
-    return !g_force_portable.load() && w.block_aligned() && kernels::avx512_usable();
+    return !g_force_portable.load() && w.block_aligned() && isa::avx512();
 }
 
 // x [M, K] fp32 -> [M, Kp] zero padded.
@@ -88,7 +89,7 @@ at::Tensor gemv_s8(const kernels::WeightView &w, const at::Tensor &x2d) {
     at::Tensor out = at::empty({m, w.n}, at::kFloat);
     const kernels::GemvS8 a{xq.data_ptr<int8_t>(), scale.data_ptr<float>(), xsum.data_ptr<int32_t>(), m,
                             out.data_ptr<float>(), w.n};
-    const bool simd = use_simd(w) && kernels::vnni_usable();
+    const bool simd = use_simd(w) && isa::avx512_vnni();
     for_row_chunks(w.n, [&](int64_t n0, int64_t n1) {
         if (simd) kernels::gemv_s8_avx512vnni(w, a, n0, n1);
         else kernels::gemv_s8_ref(w, a, n0, n1);
@@ -253,7 +254,7 @@ at::Tensor blocked_matmul(const kernels::WeightView &w, const at::Tensor &x2d, b
     const int64_t elem = fp32 ? 4 : 2;
     void *buf = reusable_buffer(0, rows * w.k * elem);
     const at::Tensor part = at::from_blob(reusable_buffer(1, rows * m * 4), {rows, m}, at::kFloat);
-    const bool simd = use_simd(w) && (fp32 || kernels::bf16_usable());
+    const bool simd = use_simd(w) && (fp32 || isa::avx512_bf16());
     dnnl::memory xt({{w.k, m}, dt, tag::ba}, ops::cpu_engine(), x.data_ptr());
     for (int64_t b = 0; b < blocks; ++b) {
         const int64_t n0 = b * rows, n1 = std::min(w.n, n0 + rows), nb = n1 - n0;
@@ -319,7 +320,7 @@ at::Tensor woq_linear(const at::Tensor &input, const at::Tensor &qweight, const 
     if (perm && perm->defined()) x2d = x2d.index_select(1, *perm);
     const int64_t m = x2d.size(0);
     at::Tensor out;
-    if (m >= kMatmulRows && mode != "fp32" && use_simd(w) && kernels::bf16_usable() && !kernels::amx_bf16_present()) {
+    if (m >= kMatmulRows && mode != "fp32" && use_simd(w) && isa::avx512_bf16() && !isa::amx_bf16_present()) {
         out = fused_gemm_bf16(w, x2d);
     } else if (m >= kMatmulRows) {
         // oneDNN has bf16 matmuls from AVX-512 on; below that the blocks run in fp32.
@@ -329,7 +330,7 @@ at::Tensor woq_linear(const at::Tensor &input, const at::Tensor &qweight, const 
         out = gemv_f32(w, x2d);
     } else if (mode == "int8") {
         out = gemv_s8(w, x2d);
-    } else if (bits == 4 && use_simd(w) && kernels::bf16_usable()) {
+    } else if (bits == 4 && use_simd(w) && isa::avx512_bf16()) {
         out = gemv_bf16(w, x2d);
     } else {
         out = gemv_f32(w, x2d.to(at::kBFloat16));

@@ -11,6 +11,7 @@ import e2e_common as e2e
 # JSON feature name -> /proc/cpuinfo flag.
 CPUINFO_FLAGS = {
     "avx2": "avx2",
+    "avx_vnni": "avx_vnni",
     "avx512f": "avx512f",
     "avx512bw": "avx512bw",
     "avx512vl": "avx512vl",

@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 
+#include "core/isa.h"
 #include "llm/int4_decode.h"
 #include "llm/kernels.h"
 #include "woq/woq_format.h"
@@ -35,7 +36,7 @@ void check(const Case &c, uint64_t seed) {
     EXPECT_TRUE(out.narrow(1, c.n, 3).eq(7.f).all().item<bool>());
 }
 
-bool runnable() { return kernels::avx512_ok() && woq::kernels::bf16_usable(); }
+bool runnable() { return kernels::avx512_ok() && isa::avx512_bf16(); }
 
 TEST(Int4Decode, MatchesTheDequantizedProduct) {
     if (!runnable()) GTEST_SKIP() << "this CPU has no AVX512-BF16: the layout is not built (lib/woq kernels run instead)";

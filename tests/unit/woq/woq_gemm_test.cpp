@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/isa.h"
 #include "woq/woq_format.h"
 #include "woq/woq_kernels.h"
 #include "woq/woq_linear.h"
@@ -19,6 +20,7 @@ namespace {
 
 using ipex::woq::WoqLayer;
 namespace kernels = ipex::woq::kernels;
+namespace isa = ipex::isa;
 
 struct Case {
     int bits;
@@ -84,14 +86,14 @@ Reference reference(const WoqLayer &l, const at::Tensor &x, bool bias, bool exac
 // kMatmulRows rows on, a CPU without AVX512-BF16 multiplies dequantized weight blocks with
 // oneDNN's matmul, which has no bf16 below AVX-512, so they run in fp32.
 bool fp32_on_this_cpu(int64_t m) {
-    return m >= ipex::woq::kMatmulRows && !kernels::bf16_usable() &&
+    return m >= ipex::woq::kMatmulRows && !isa::avx512_bf16() &&
            dnnl::get_effective_cpu_isa() < dnnl::cpu_isa::avx512_core;
 }
 
 // Whether ipex::woq_linear runs the AVX-512 kernel with exact weights for this layer on large
 // batches (else the weights are rounded to bf16).
 bool exact_on_this_cpu(const WoqLayer &l) {
-    return kernels::bf16_usable() && !kernels::amx_bf16_present() && kernels::gemm_exact_weights(view_of(l));
+    return isa::avx512_bf16() && !isa::amx_bf16_present() && kernels::gemm_exact_weights(view_of(l));
 }
 
 // x [m, k] as the kernel's input: bf16, padded to [mp, kp], in pair order when exact (within
@@ -122,7 +124,7 @@ Packed pack(const kernels::WeightView &w, const at::Tensor &x, int64_t mp, bool 
 
 // The kernel itself, called on output-channel ranges that do not start at panel boundaries.
 TEST(WoqGemm, KernelMatchesBf16ReferenceForAllBatchesAndTails) {
-    if (!kernels::bf16_usable()) GTEST_SKIP() << "no AVX512-BF16 on this CPU";
+    if (!isa::avx512_bf16()) GTEST_SKIP() << "no AVX512-BF16 on this CPU";
     for (const Case &c : kCases) {
         const WoqLayer l = make(c, 100 + c.n + c.k);
         const kernels::WeightView w = view_of(l);
@@ -212,7 +214,7 @@ TEST(WoqGemm, MultiPassBatchesMatchBf16Reference) {
         const kernels::WeightView w = view_of(l);
         for (const int64_t m : batches) {
             const at::Tensor x = at::randn({m, c.k});
-            if (kernels::bf16_usable()) {
+            if (isa::avx512_bf16()) {
                 const int64_t mp = kernels::gemm_padded_rows(m);
                 const bool exact = kernels::gemm_exact_weights(w);
                 const Packed p = pack(w, x, mp, exact);

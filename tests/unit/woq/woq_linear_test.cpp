@@ -6,6 +6,7 @@
 #include <torch/script.h>
 
 #include "core/errors.h"
+#include "core/isa.h"
 #include "woq/woq_format.h"
 #include "woq/woq_kernels.h"
 #include "woq/woq_linear.h"
@@ -149,7 +150,7 @@ TEST(WoqFormat, RoundToNearestErrorIsAtMostHalfAStep) {
 }
 
 TEST(WoqKernels, VectorDequantizationMatchesPortableBitForBit) {
-    if (!ipex::woq::kernels::bf16_usable()) GTEST_SKIP() << "no AVX512-BF16 on this CPU";
+    if (!ipex::isa::avx512_bf16()) GTEST_SKIP() << "no AVX512-BF16 on this CPU";
     for (const Case &c : {Case{4, 9, 200, -1, false}, Case{4, 8, 256, 64, false}, Case{8, 5, 96, 32, false}}) {
         const WoqLayer l = make(c, 21);
         ipex::woq::kernels::WeightView w;
