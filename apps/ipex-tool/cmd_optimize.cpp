@@ -84,8 +84,11 @@ int run_optimize(const OptimizeArgs &a) {
                                         : quant::optimize_with_qconfig(input.module, qconfig, a.qconfig, options);
 
     nlohmann::json pass_counts = nlohmann::json::object();
-    for (const auto &p : result.report["passes"])
+    std::string fp32_math_mode = "fp32";  // what prepacking ran: strict fp32 where the CPU has no bf32
+    for (const auto &p : result.report["passes"]) {
         if (p["status"] == "applied") pass_counts[p["name"].get<std::string>()] = p["count"];
+        if (p["name"] == "weights_prepack" && p.contains("fp32_math_mode")) fp32_math_mode = p["fp32_math_mode"];
+    }
     const nlohmann::json metadata = {
         {"tool", "ipex-tool"},
         {"version", IPEX_TOOL_VERSION},
@@ -93,7 +96,7 @@ int run_optimize(const OptimizeArgs &a) {
         {"level", a.level},
         {"keep_dtype", a.keep_dtype},
         {"portable", result.report["mode"] == "portable" && !woq},
-        {"fp32_math_mode", result.report["mode"] == "prepacked" ? a.fp32_math_mode : std::string("fp32")},
+        {"fp32_math_mode", fp32_math_mode},
         {"source", absolute_path(a.in)},
         {"source_bytes", input.bytes},
         {"sample_inputs", describe_inputs(options.sample_inputs)},

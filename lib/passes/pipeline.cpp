@@ -76,6 +76,18 @@ const Knob *find_knob(const std::string &flag) {
     return nullptr;
 }
 
+// --dtype bf16 on a CPU where oneDNN has no bf16 convolution or linear (no AVX-512): those
+// layers stay aten ops, which libtorch runs here on reference code, tens of times slower than
+// fp32. A model may be optimized here for another CPU, so this warns and goes on.
+void warn_without_onednn_bf16(const OptimizeOptions &options, bool prepacked,
+                              const std::function<void(const std::string &)> &warn) {
+    if (!prepacked || options.dtype != "bf16" || ops::dtype_supported("bf16", nullptr)) return;
+    warn("--dtype bf16: oneDNN has no bf16 convolution or linear on this CPU (it needs AVX-512; fast with "
+         "AVX512-BF16 or AMX), so those layers stay libtorch bf16 ops, which run on reference code here, tens of "
+         "times slower than --dtype fp32; the model is written for CPUs that have them (the report's "
+         "weights_prepack 'skipped' lists each layer)");
+}
+
 // Errors out early when libtorch (portable) or oneDNN (prepacked) has no kernel for the
 // requested low-precision dtype.
 void check_dtype_supported(const std::string &dtype, bool prepacked) {
@@ -200,6 +212,12 @@ std::optional<Selection> run_prepacking(GraphPtr &graph, const OptimizeOptions &
              " row(s) and records no convolution kernel choice (timed on each shape's first call at run time)");
     PrepackOptions prepack_options;
     prepack_options.fp32_math = options.fp32_math_mode;
+    if (prepack_options.fp32_math == "bf32" && !ops::dtype_supported("bf32", nullptr)) {
+        // bf32 allows bf16 products; strict fp32 is the more exact choice where there are none.
+        warn("--fp32-math-mode bf32: oneDNN has no bf32 convolution or linear on this CPU (it needs AVX-512); "
+             "strict fp32 prepacked instead");
+        prepack_options.fp32_math = "fp32";
+    }
     prepack_options.auto_kernel_selection = auto_select;
     run_timed("replace_matmul", graph, passes, replace_matmul);
     auto start = Clock::now();
@@ -212,7 +230,7 @@ std::optional<Selection> run_prepacking(GraphPtr &graph, const OptimizeOptions &
     }
     cleanup(graph);
     nlohmann::json entry = applied_entry("weights_prepack", r, ms_since(start));
-    entry["fp32_math_mode"] = options.fp32_math_mode;
+    entry["fp32_math_mode"] = prepack_options.fp32_math;  // what ran: strict fp32 where bf32 cannot
     passes.push_back(entry);
     // The linears' choices are made by prepacking; the convolutions' once their post-ops are
     // fused (below). The entry keeps its place in the pass list.
@@ -351,6 +369,7 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
         return result;
     }
     check_dtype_supported(options.dtype, prepacked);
+    warn_without_onednn_bf16(options, prepacked, warn);
 
     torch::jit::Module model = input.clone();
     if (model.hasattr("training") && model.is_training()) {
