@@ -328,6 +328,7 @@ def main(argv):
             raise UsageError(f"'{path}': no such file ({name})", EXIT_BAD_INPUT)
 
     peaks_source = "given"
+    bf16_peak_absent = False  # no bf16 dot product on this CPU: bf16 rows use the fp32 peak
     if args.peak_bf16_gflops is None or args.peak_fp32_gflops is None:
         # The host of a VM changes from day to day: compare with limits measured in this run.
         limits, error = run_json([args.ipex_tool, "info", "--limits", "--threads", str(args.threads), "--json"],
@@ -339,9 +340,12 @@ def main(argv):
         if args.peak_fp32_gflops is None:
             args.peak_fp32_gflops = fp32
         if args.peak_bf16_gflops is None:
+            bf16_peak_absent = not limits["bf16_dot_gflops"]
             args.peak_bf16_gflops = limits["bf16_dot_gflops"] or fp32
         peaks_source = "measured"
-        print(f"limits measured on {limits['threads']} threads: bf16 {args.peak_bf16_gflops:.1f} GFLOP/s, "
+        bf16_text = f"{args.peak_bf16_gflops:.1f} GFLOP/s" if not bf16_peak_absent else \
+            "absent (no AVX512-BF16; bf16 rows use the fp32 peak)"
+        print(f"limits measured on {limits['threads']} threads: bf16 {bf16_text}, "
               f"fp32 {args.peak_fp32_gflops:.1f} GFLOP/s", file=sys.stderr)
 
     ort_out = os.path.join(model_dir, "ort_outputs")
@@ -456,7 +460,8 @@ def main(argv):
         "model": label, "model_dir": model_dir, "description": meta.get("description"),
         "threads": args.threads, "rounds": args.rounds, "iterations": args.iterations,
         "warmup": args.warmup, "flops": args.flops,
-        "peaks_gflops": {"bf16": args.peak_bf16_gflops, "fp32": args.peak_fp32_gflops, "source": peaks_source},
+        "peaks_gflops": {"bf16": None if bf16_peak_absent else args.peak_bf16_gflops, "fp32": args.peak_fp32_gflops,
+                         "source": peaks_source},
         "inputs": inputs, "system_blas": blas, "configs": rows, "correctness": check, "targets": targets,
         "ok": all(t["pass"] for t in targets),
     }

@@ -9,8 +9,10 @@
 #
 # usage: bash bench/transformers.sh [--suite transformers|cnn] [--rounds N] [--iterations N] [--warmup N]
 #                                   [--only NAME]... [--work DIR] [--no-stock-bf16] [--stock-iterations N]
-#                                   [--enforce]
-#   --only takes a model name or a comma-separated list (repeatable); names as in
+#                                   [--dtypes bf16,fp32] [--enforce]
+#   --dtypes: which of our dtypes to optimize and time (default bf16,fp32, or fp32 alone where
+#   oneDNN dispatches below AVX-512: bf16 layers there run on reference code, minutes per call;
+#   their targets are then left out). --only takes a model name or a comma-separated list (repeatable); names as in
 #   make_transformer_models.py. --stock-iterations (default 3) caps the timed calls of stock
 #   libtorch fp32, which takes seconds per call on a transformer.
 #   Results: WORK/NAME/result.json and WORK/summary.md (with --suite cnn, geometric means of
@@ -27,14 +29,14 @@ ort_version=1.30.0
 py=/usr/bin/python3
 work=""
 suite=transformers
-rounds=5 iterations=20 warmup=5 stock_iterations=3 enforce=() stock_bf16=(--stock-bf16) only=()
+rounds=5 iterations=20 warmup=5 stock_iterations=3 enforce=() stock_bf16=(--stock-bf16) only=() dtypes=""
 transformer_models=(bert_encoder vit_b16_b2 vit_b16_b8 gpt2_stack attention
                     cnn_resnet50 cnn_mobilenet_v3 cnn_densenet121 cnn_shufflenet)
 cnn_models=(resnet50_b16 resnet50_b1 mobilenet_v3_large_b8 efficientnet_b0_b8 convnext_tiny_b4
             densenet121_b4 regnet_y_800mf_b8 squeezenet1_1_b8 shufflenet_v2_x1_0_b8
             mnasnet1_0_b8 resnext50_32x4d_b4 googlenet_b8)
 
-usage() { sed -n '10,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '10,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 need_value() { [ $# -ge 2 ] && [ -n "$2" ] || { echo "transformers.sh: $1 needs a value" >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -47,6 +49,7 @@ while [ $# -gt 0 ]; do
         --no-stock-bf16) stock_bf16=(); shift ;;
         --stock-iterations) need_value "$@"; stock_iterations="$2"; shift 2 ;;
         --enforce) enforce=(--enforce); shift ;;
+        --dtypes) need_value "$@"; dtypes="$2"; shift 2 ;;
         -h|--help) usage ;;
         *) echo "transformers.sh: unknown option '$1'" >&2; usage ;;
     esac
@@ -84,9 +87,34 @@ targets_of() {
         *) echo "" ;;  # CNN rows of the transformer suite, unseen models: reported, no target
     esac
 }
+# targets_of, less the targets of dtypes not timed (--dtypes).
+targets_timed() {
+    local words=() out=() i
+    read -r -a words <<< "$(targets_of "$1")"
+    for ((i = 0; i + 1 < ${#words[@]}; i += 2)); do
+        local config="${words[i + 1]%%=*}"
+        [[ ",$dtypes," == *",${config#ours_},"* ]] && out+=("${words[i]}" "${words[i + 1]}")
+    done
+    echo "${out[*]}"
+}
 
 [ -x "$tool" ] || { echo "transformers.sh: no ipex-tool at $tool (build it, or set IPEX_BUILD_DIR)" >&2; exit 3; }
 command -v node >/dev/null || { echo "transformers.sh: node not found (apt-get install -y nodejs npm)" >&2; exit 3; }
+
+if [ -z "$dtypes" ]; then
+    onednn_isa=$("$tool" info --json | "$py" -c 'import json, sys; print(json.load(sys.stdin)["onednn"]["isa"])')
+    case "$onednn_isa" in
+        avx512*|amx*|avx10*) dtypes=bf16,fp32 ;;
+        *) dtypes=fp32
+           echo "transformers.sh: oneDNN dispatches $onednn_isa here (no AVX-512): bf16 layers would run on" \
+                "reference code, so only fp32 is timed (--dtypes bf16,fp32 to time bf16 anyway)" >&2 ;;
+    esac
+fi
+IFS=, read -r -a dtype_list <<< "$dtypes"
+for dtype in "${dtype_list[@]}"; do
+    case "$dtype" in bf16|fp32) ;; *) echo "transformers.sh: --dtypes: '$dtype' is not bf16 or fp32" >&2; exit 2 ;; esac
+done
+[[ ",$dtypes," == *",bf16,"* ]] || stock_bf16=()
 
 # onnxruntime-node, pinned, CPU only (ONNXRUNTIME_NODE_INSTALL=skip: no CUDA downloads).
 installed=$(node -e 'try { console.log(require(process.argv[1] + "/node_modules/onnxruntime-node/package.json").version) } catch (e) {}' "$ort_dir")
@@ -113,7 +141,8 @@ for name in "${models[@]}"; do
     # The convolution suite saves each convolution's kernel choice (own kernel or oneDNN's,
     # timed at the sample input's shapes) in the model, so every run takes the same kernels.
     [ "$suite" = cnn ] && sample+=(--auto-kernel-selection)
-    for dtype in bf16 fp32; do
+    ours=()
+    for dtype in "${dtype_list[@]}"; do
         out="$dir/ours_$dtype.pt"
         # Re-optimize when the model or the tool is newer than the optimized model.
         if [ -f "$out" ] && [ "$out" -nt "$dir/model.pt" ] && [ "$out" -nt "$tool" ]; then continue; fi
@@ -123,11 +152,12 @@ for name in "${models[@]}"; do
             echo "$name: ipex-tool optimize --dtype $dtype failed: $(tail -n 1 "$dir/optimize_$dtype.err")" >&2
         fi
     done
+    for dtype in "${dtype_list[@]}"; do [ -f "$dir/ours_$dtype.pt" ] && ours+=(--ours "$dir/ours_$dtype.pt"); done
     # shellcheck disable=SC2046  # targets_of prints separate words on purpose
     "$py" "$root/bench/ort_compare.py" "$dir" --ipex-tool "$tool" --rounds "$rounds" \
         --iterations "$iterations" --warmup "$warmup" --stock-iterations "$stock_iterations" \
         --flops "$(cat "$dir/flops.txt")" \
-        "${stock_bf16[@]}" $(targets_of "$name") "${enforce[@]}" --json "$dir/result.json"
+        "${stock_bf16[@]}" "${ours[@]}" $(targets_timed "$name") "${enforce[@]}" --json "$dir/result.json"
     rc=$?
     if [ $rc -eq 1 ]; then status=1; elif [ $rc -ne 0 ]; then
         echo "$name: ort_compare.py failed (exit $rc)" >&2
@@ -179,8 +209,10 @@ first = next((os.path.join(work, n, "result.json") for n in names
               if os.path.exists(os.path.join(work, n, "result.json"))), None)
 if first:
     r = json.load(open(first))
+    bf16_peak = r['peaks_gflops']['bf16']
+    bf16_peak = f"{bf16_peak:g} GFLOP/s" if bf16_peak else "absent (no AVX512-BF16)"
     print(f"\n{r['threads']} threads; median of {r['rounds']} round medians, {r['iterations']} timed calls "
-          f"per process; peaks {r['peaks_gflops']['bf16']:g} GFLOP/s bf16, {r['peaks_gflops']['fp32']:g} fp32; "
+          f"per process; peaks bf16 {bf16_peak}, fp32 {r['peaks_gflops']['fp32']:g} GFLOP/s; "
           "stock = libtorch frozen fp32 (autocast bf16 where it ran)")
 PY
 echo

@@ -125,13 +125,11 @@ int run_profile(const BenchArgs &args, const std::string &dtype, const std::vect
         out << "model:       " << args.model << " (" << dtype << "), inputs " << describe_inputs(inputs) << ", "
             << threads << " threads, " << profile.iterations << " profiled iterations after " << args.warmup
             << " warmup and " << r.iterations << " timed\n";
-        // A peak the CPU has no instruction for (0) reads "absent".
-        const auto peak = [](double value, const char *unit) {
-            return value > 0 ? fmt(value, 1) + " " + unit : std::string("absent");
-        };
-        out << "limits:      measured on " << limits.threads << " threads" << (remeasured ? " (twice, the higher figures)" : "")
-            << ": bf16 dot " << peak(limits.bf16_dot_gflops, "GFLOP/s") << ", fp32 FMA "
-            << peak(limits.fp32_fma_gflops, "GFLOP/s") << ", int8 VNNI " << peak(limits.int8_vnni_gops, "GOP/s")
+        out << "limits:      measured on " << limits.threads << " threads"
+            << (remeasured ? " (twice, the higher figures)" : "")
+            << ": bf16 dot " << bench::peak_text(limits.bf16_dot_gflops, "GFLOP/s")
+            << ", fp32 FMA " << bench::peak_text(limits.fp32_fma_gflops, "GFLOP/s")
+            << ", int8 VNNI " << bench::peak_text(limits.int8_vnni_gops, "GOP/s")
             << ", read " << fmt(limits.read_gbs, 1) << " GB/s\n";
         out << "forward:     " << fmt(profile.forward_ms / profile.iterations) << " ms profiled (median "
             << fmt(r.candidate.median) << " ms without the op callbacks)\n\n";

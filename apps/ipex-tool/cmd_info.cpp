@@ -1,7 +1,6 @@
 #include <iomanip>
 #include <iostream>
 #include <optional>
-#include <sstream>
 
 #include "bench/machine_limits.h"
 #include "commands.h"
@@ -17,20 +16,13 @@ struct InfoArgs {
     int threads = 0;
 };
 
-// "456.2 GFLOP/s" or "absent (no avx512_bf16)".
-std::string figure(double value, const char *unit, const char *missing_isa) {
-    std::ostringstream s;
-    if (value > 0) s << std::fixed << std::setprecision(1) << value << " " << unit;
-    else s << "absent (no " << missing_isa << ")";
-    return s.str();
-}
-
 void print_limits(const bench::MachineLimits &m) {
     std::cout << "limits:     measured on " << m.threads << " thread(s) in " << std::fixed << std::setprecision(1)
               << m.seconds << " s\n";
-    std::cout << "  bf16 dot peak (VDPBF16PS):   " << figure(m.bf16_dot_gflops, "GFLOP/s", "avx512_bf16") << "\n";
-    std::cout << "  fp32 FMA peak (VFMADD231PS): " << figure(m.fp32_fma_gflops, "GFLOP/s", "fma") << "\n";
-    std::cout << "  int8 VNNI peak (VPDPBUSD):   " << figure(m.int8_vnni_gops, "GOP/s", "avx512_vnni") << "\n";
+    using bench::peak_text;
+    std::cout << "  bf16 dot peak (VDPBF16PS):   " << peak_text(m.bf16_dot_gflops, "GFLOP/s", "avx512_bf16") << "\n";
+    std::cout << "  fp32 FMA peak (VFMADD231PS): " << peak_text(m.fp32_fma_gflops, "GFLOP/s", "fma") << "\n";
+    std::cout << "  int8 VNNI peak (VPDPBUSD):   " << peak_text(m.int8_vnni_gops, "GOP/s", "avx512_vnni") << "\n";
     std::cout << "  read bandwidth:              " << std::setprecision(1) << m.read_gbs << " GB/s ("
               << std::setprecision(0) << m.read_buffer_mib << " MiB buffer)\n";
 }

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -41,11 +42,15 @@ volatile uint64_t g_sink_int = 0;
 
 // The instructions of the peaks. Each type holds its instruction's two operands and gives an
 // accumulator's start value, one instruction on an accumulator, the sum of two and the total
-// of one (the sink), and `kOps`, the operations of one instruction. Its functions are built
-// for the ISA the instruction needs, and so is its instantiation of peak_loop (below).
+// of one (the sink), `kOps`, the operations of one instruction, and `kChains`, the independent
+// accumulators of the loop: enough to cover the instruction's latency times its ports, few
+// enough to stay in registers with the two operands (16 of the 32 zmm; 12 of the 16 ymm, where
+// 16 would spill and time loads and stores instead). Its functions are built for the ISA the
+// instruction needs, and so is its instantiation of peak_loop (below).
 struct Bf16Dot {
     using Vec = __m512;
     static constexpr double kOps = 64;  // 16 fp32 lanes x 2 bf16 pairs x (multiply + add)
+    static constexpr int kChains = 16;
     __m512bh a, b;
     [[gnu::target("avx512f,avx512bf16")]] explicit Bf16Dot(float a_value)
         : a((__m512bh)_mm512_set1_epi16(static_cast<short>(0x3f80))),           // 1.0
@@ -59,6 +64,7 @@ struct Bf16Dot {
 struct Fp32Fma512 {
     using Vec = __m512;
     static constexpr double kOps = 32;  // 16 lanes x (multiply + add)
+    static constexpr int kChains = 16;
     __m512 a, b;
     [[gnu::target("avx512f")]] explicit Fp32Fma512(float a_value)
         : a(_mm512_set1_ps(a_value)), b(_mm512_set1_ps(1e-7f)) {}
@@ -71,6 +77,7 @@ struct Fp32Fma512 {
 struct Fp32Fma256 {
     using Vec = __m256;
     static constexpr double kOps = 16;  // 8 lanes x (multiply + add)
+    static constexpr int kChains = 12;
     __m256 a, b;
     [[gnu::target("avx2,fma")]] explicit Fp32Fma256(float a_value)
         : a(_mm256_set1_ps(a_value)), b(_mm256_set1_ps(1e-7f)) {}
@@ -89,6 +96,7 @@ struct Fp32Fma256 {
 struct Int8Vnni {
     using Vec = __m512i;
     static constexpr double kOps = 128;  // 16 lanes x 4 u8*s8 pairs x (multiply + add)
+    static constexpr int kChains = 16;
     __m512i a, b;
     [[gnu::target("avx512f,avx512vnni")]] explicit Int8Vnni(float a_value)
         : a(_mm512_set1_epi8(static_cast<char>(1 + (a_value > 2.0f)))), b(_mm512_set1_epi8(3)) {}
@@ -100,26 +108,26 @@ struct Int8Vnni {
     }
 };
 
-// `iterations` of kAccumulators independent instructions, one per accumulator: a
+// `iterations` of Peak::kChains independent instructions, one per accumulator: a
 // register-only loop bound by the instruction's throughput. The accumulators start from
 // distinct values so that the compiler cannot merge their identical update chains into one;
 // the argument keeps the operands unknown to it.
 template <class Peak>
 double peak_loop(int64_t iterations, float a_value) {
     const Peak peak(a_value);
-    typename Peak::Vec acc[kAccumulators];
+    static_assert(Peak::kChains <= 16, "the unroll pragmas cover 16 accumulators");
+    typename Peak::Vec acc[Peak::kChains];
 #pragma GCC unroll 16
-    for (int i = 0; i < kAccumulators; ++i) acc[i] = Peak::start(i);
+    for (int i = 0; i < Peak::kChains; ++i) acc[i] = Peak::start(i);
     for (int64_t it = 0; it < iterations; ++it) {
 #pragma GCC unroll 16
-        for (int i = 0; i < kAccumulators; ++i) acc[i] = peak.step(acc[i]);
+        for (int i = 0; i < Peak::kChains; ++i) acc[i] = peak.step(acc[i]);
     }
     typename Peak::Vec sum{};  // zeros
 #pragma GCC unroll 16
-    for (int i = 0; i < kAccumulators; ++i) sum = Peak::add(sum, acc[i]);
+    for (int i = 0; i < Peak::kChains; ++i) sum = Peak::add(sum, acc[i]);
     return Peak::total(sum);
 }
-static_assert(kAccumulators == 16, "peak_loop's unroll pragmas count kAccumulators");
 
 // Each instantiation carries its instruction's ISA: GCC and clang both take a target attribute
 // on an explicit instantiation (were one ignored, its intrinsics would not compile).
@@ -154,7 +162,7 @@ double time_parallel_loop(PeakLoop loop, int threads, int64_t iterations) {
 // repetition's share at that rate: a run only ever looks slower than the loop is (a thread's
 // wake-up, a preemption), so the best rate is the estimate to trust, and a stall in one short
 // run cannot leave the repetitions too short to time.
-double measure_peak(PeakLoop loop, double ops_per_instruction, int threads, double budget_s) {
+double measure_peak(PeakLoop loop, double ops_per_iteration, int threads, double budget_s) {
     const double per_run = budget_s / (kPeakRepetitions + 1);
     int64_t iterations = kCalibrationIterations;
     double best_rate = 0;  // iterations per second
@@ -171,7 +179,12 @@ double measure_peak(PeakLoop loop, double ops_per_instruction, int threads, doub
         const double s = time_parallel_loop(loop, threads, iterations);
         if (s > 0) best = std::max(best, static_cast<double>(iterations) / s);
     }
-    return std::max(best, best_rate) * ops_per_instruction * kAccumulators * threads / 1e9;
+    return std::max(best, best_rate) * ops_per_iteration * threads / 1e9;
+}
+
+template <class Peak>
+double measure_peak_of(int threads, double budget_s) {
+    return measure_peak(&peak_loop<Peak>, Peak::kOps * Peak::kChains, threads, budget_s);
 }
 
 __attribute__((target("avx512f"))) uint64_t sum_avx512(const uint64_t *src, size_t n) {
@@ -278,6 +291,14 @@ bool cpu_has_fma() { return __builtin_cpu_supports("fma"); }
 
 }  // namespace
 
+std::string peak_text(double value, const char *unit, const char *missing_isa) {
+    char text[64];
+    if (value > 0) std::snprintf(text, sizeof text, "%.1f %s", value, unit);
+    else if (missing_isa) std::snprintf(text, sizeof text, "absent (no %s)", missing_isa);
+    else std::snprintf(text, sizeof text, "absent");
+    return text;
+}
+
 nlohmann::json MachineLimits::to_json() const {
     auto peak = [](double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
     return {{"threads", threads},
@@ -320,12 +341,12 @@ MachineLimits measure_machine_limits(int threads, double seconds_budget) {
     const double peak_budget = seconds_budget * kPeakBudgetShare / 3;
     // fp32 first: it also brings the cores up to their AVX-512 clocks.
     if (cpu.avx512f) {
-        m.fp32_fma_gflops = measure_peak(&peak_loop<Fp32Fma512>, Fp32Fma512::kOps, threads, peak_budget);
+        m.fp32_fma_gflops = measure_peak_of<Fp32Fma512>(threads, peak_budget);
     } else if (cpu.avx2 && cpu_has_fma()) {
-        m.fp32_fma_gflops = measure_peak(&peak_loop<Fp32Fma256>, Fp32Fma256::kOps, threads, peak_budget);
+        m.fp32_fma_gflops = measure_peak_of<Fp32Fma256>(threads, peak_budget);
     }
-    if (cpu.avx512_bf16) m.bf16_dot_gflops = measure_peak(&peak_loop<Bf16Dot>, Bf16Dot::kOps, threads, peak_budget);
-    if (cpu.avx512_vnni) m.int8_vnni_gops = measure_peak(&peak_loop<Int8Vnni>, Int8Vnni::kOps, threads, peak_budget);
+    if (cpu.avx512_bf16) m.bf16_dot_gflops = measure_peak_of<Bf16Dot>(threads, peak_budget);
+    if (cpu.avx512_vnni) m.int8_vnni_gops = measure_peak_of<Int8Vnni>(threads, peak_budget);
     const double spent = std::chrono::duration<double>(Clock::now() - start).count();
     m.read_gbs = measure_read_bandwidth(threads, std::max(seconds_budget - spent, 0.1), &m.read_buffer_mib);
     m.seconds = std::chrono::duration<double>(Clock::now() - start).count();

@@ -6,9 +6,10 @@
 //   fp32_fma_gflops  VFMADD231PS on zmm (32 FLOP each); ymm (16) on AVX2-only CPUs; 0 without FMA
 //   int8_vnni_gops   VPDPBUSD on zmm (128 int8 ops each: 64 multiplies, 64 adds), 0 without AVX512-VNNI
 //   read_gbs         a sum over a buffer many times the last-level cache (AVX-512, else AVX2 loads)
-// Each peak is the best of short repetitions of a register-only loop with kAccumulators
-// independent accumulators per thread, run on `threads` OpenMP threads. Every kernel is
-// compiled for its own ISA and runs only after the cpuid check, so this never raises SIGILL.
+// Each peak is the best of short repetitions of a register-only loop with independent
+// accumulators per thread (as many as the registers hold beside the operands), run on
+// `threads` OpenMP threads. Every kernel is compiled for its own ISA and runs only after the
+// cpuid check, so this never raises SIGILL.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -34,9 +35,9 @@ struct MachineLimits {
     double peak_for(const std::string &dtype) const;
 };
 
-// Independent accumulators per thread in the peak loops (a 10-deep loop is latency bound on
-// cores with a 4-5 cycle FMA latency and two FMA ports).
-constexpr int kAccumulators = 16;
+// A peak as printed: "456.2 GFLOP/s", or "absent (no avx512_bf16)" for 0 (the CPU lacks the
+// instruction; "absent" alone without `missing_isa`).
+std::string peak_text(double value, const char *unit, const char *missing_isa = nullptr);
 
 // Each figure the higher of the two (the same threads): a measurement only errs low.
 MachineLimits best_of(const MachineLimits &a, const MachineLimits &b);
