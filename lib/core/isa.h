@@ -26,6 +26,12 @@ inline bool avx512() {
     return ok;
 }
 
+// AVX2 with FMA (Haswell and later; every AVX-512 CPU too).
+inline bool avx2_fma() {
+    static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return ok;
+}
+
 // avx512() and AVX512-BF16 (VDPBF16PS, VCVTNE2PS2BF16).
 inline bool avx512_bf16() {
     static const bool ok = avx512() && __builtin_cpu_supports("avx512bf16");

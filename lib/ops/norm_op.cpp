@@ -26,7 +26,7 @@ bool norm_relu_uses_own_kernel(at::TensorList inputs, const at::Tensor &scale, c
     const auto per_channel = [&](const at::Tensor &t) {
         return t.scalar_type() == at::kFloat && t.dim() == 1 && t.numel() == channels && t.is_contiguous();
     };
-    return first.numel() > 0 && per_channel(scale) && per_channel(shift) && own_kernels::available(type == at::kBFloat16);
+    return first.numel() > 0 && per_channel(scale) && per_channel(shift);
 }
 
 at::Tensor norm_relu(at::TensorList inputs, const at::Tensor &scale, const at::Tensor &shift, bool relu) {
@@ -59,7 +59,8 @@ at::Tensor norm_relu(at::TensorList inputs, const at::Tensor &scale, const at::T
     p.scale = scale.data_ptr<float>();
     p.shift = shift.data_ptr<float>();
     p.pixels = first.size(0) * first.size(2) * first.size(3);
-    own_kernels::run_scale_shift(p);
+    if (own_kernels::available(p.bf16)) own_kernels::run_scale_shift(p);
+    else own_kernels::run_scale_shift_portable(p);
     return out;
 }
 

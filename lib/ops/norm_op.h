@@ -5,8 +5,9 @@
 //   norm_relu([x1, x2, ...], scale, shift, relu) == relu?(cat([x1, x2, ...], 1) * scale + shift)
 //
 // with scale and shift broadcast along dim 1. fp32 and bf16 4-D channels-last inputs of one
-// dtype and one batch and image size run the own kernel (own_kernels::run_scale_shift: one
-// read of each input, one write, fp32 arithmetic, one rounding); anything else runs the same
+// dtype and one batch and image size run an own kernel (own_kernels::run_scale_shift on
+// AVX-512 CPUs, run_scale_shift_portable elsewhere: one read of each input, one write, one
+// fused multiply-add in fp32, one rounding); anything else runs the same
 // definition as aten ops (in fp32, fp64 for fp64 inputs), so errors are aten's. The output has
 // the inputs' dtype; channels-last when the kernel runs, else the layout aten's cat gives.
 #pragma once

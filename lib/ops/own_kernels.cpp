@@ -2,10 +2,13 @@
 // this CPU runs them, the choice against oneDNN, and the paired depthwise weight layout.
 #include "ops/own_kernels.h"
 
+#include <ATen/Parallel.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <cmath>
+#include <type_traits>
 #include <utility>
 
 #include "core/isa.h"
@@ -62,6 +65,62 @@ void pack_weight_pairs(const float *weight, int64_t kh, int64_t kw, int64_t c, u
                             if (s == 0 && h + 1 < kh) pair[1] = bits(weight[((h + 1) * kw + w) * c + ch]);
                         }
                 }
+}
+
+namespace {
+
+// Pixels q0 .. q1 of run_scale_shift_portable. Inlined into each caller, so the AVX2 + FMA one
+// below is vectorized 8 lanes wide with VFMADD; the generic one calls std::fma, exact either way.
+template <bool kBf16, bool kRelu>
+[[gnu::always_inline]] inline void scale_shift_pixels(const ScaleShift &p, int64_t total, int64_t q0, int64_t q1) {
+    using T = std::conditional_t<kBf16, c10::BFloat16, float>;
+    T *const dst = static_cast<T *>(p.dst);
+    for (int64_t q = q0; q < q1; ++q) {
+        int64_t offset = 0;
+        for (int64_t i = 0; i < p.inputs; ++i) {
+            const int64_t c = p.channels[i];
+            const T *const src = static_cast<const T *>(p.src[i]) + q * c;
+            T *const out = dst + q * total + offset;
+            const float *const scale = p.scale + offset, *const shift = p.shift + offset;
+            for (int64_t j = 0; j < c; ++j) {
+                float v = std::fma(static_cast<float>(src[j]), scale[j], shift[j]);
+                if constexpr (kRelu) v = v < 0.0f ? 0.0f : v;  // NaN stays NaN
+                out[j] = static_cast<T>(v);
+            }
+            offset += c;
+        }
+    }
+}
+
+template <bool kBf16, bool kRelu>
+void scale_shift_generic(const ScaleShift &p, int64_t total, int64_t q0, int64_t q1) {
+    scale_shift_pixels<kBf16, kRelu>(p, total, q0, q1);
+}
+
+template <bool kBf16, bool kRelu>
+[[gnu::target("avx2,fma")]] void scale_shift_avx2(const ScaleShift &p, int64_t total, int64_t q0, int64_t q1) {
+    scale_shift_pixels<kBf16, kRelu>(p, total, q0, q1);
+}
+
+using ScaleShiftPixels = void (*)(const ScaleShift &, int64_t, int64_t, int64_t);
+
+template <bool kBf16, bool kRelu>
+ScaleShiftPixels scale_shift_for_cpu() {
+    return isa::avx2_fma() ? &scale_shift_avx2<kBf16, kRelu> : &scale_shift_generic<kBf16, kRelu>;
+}
+
+}  // namespace
+
+void run_scale_shift_portable(const ScaleShift &p) {
+    constexpr int64_t kChunk = 32;  // pixels per task
+    int64_t total = 0;
+    for (int64_t i = 0; i < p.inputs; ++i) total += p.channels[i];
+    ScaleShiftPixels run = nullptr;
+    if (p.bf16) run = p.relu ? scale_shift_for_cpu<true, true>() : scale_shift_for_cpu<true, false>();
+    else run = p.relu ? scale_shift_for_cpu<false, true>() : scale_shift_for_cpu<false, false>();
+    at::parallel_for(0, (p.pixels + kChunk - 1) / kChunk, 1, [&](int64_t begin, int64_t end) {
+        run(p, total, begin * kChunk, std::min(p.pixels, end * kChunk));
+    });
 }
 
 }  // namespace own_kernels

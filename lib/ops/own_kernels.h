@@ -161,6 +161,9 @@ struct ScaleShift {
     int64_t pixels = 0;                 // n * h * w
 };
 void run_scale_shift(const ScaleShift &p);  // call only when available(p.bf16)
+// The same on any CPU (portable code; AVX2 + FMA where the CPU has them), the same numbers:
+// one fused multiply-add per value.
+void run_scale_shift_portable(const ScaleShift &p);
 
 // Two channel groups interleaved, channels-last: out[q][2 j] = a[q][j], out[q][2 j + 1] =
 // b[q][j] for j < cpg, bit copies (ipex::channel_shuffle with two groups).

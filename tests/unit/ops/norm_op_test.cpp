@@ -2,7 +2,8 @@
 // over one and several inputs with odd channel counts (vector tails), batch 1 and more, small
 // and large images, with and without the ReLU, fp32 and bf16 channels-last inputs; against
 // aten's batch_norm + relu too; NaN stays NaN through the ReLU; what the kernel does not take
-// (NCHW, mixed dtypes, fp64, other ranks) runs the aten definition, errors included.
+// (NCHW, mixed dtypes, fp64, other ranks) runs the aten definition, errors included. The
+// portable kernel (CPUs without AVX-512) the same way, called directly.
 // ipex::scale_mul against aten::mul (below).
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -43,39 +44,90 @@ int64_t total(const std::vector<int64_t> &channels) {
     return t;
 }
 
-TEST(NormRelu, MatchesTheFp64Reference) {
-    at::manual_seed(5);
-    struct Case {
-        std::vector<int64_t> channels;
-        int64_t n, h, w;
-    };
-    const std::vector<Case> cases = {
+struct Case {
+    std::vector<int64_t> channels;
+    int64_t n, h, w;
+};
+const std::vector<Case> &cases() {
+    static const std::vector<Case> list = {
         {{1}, 1, 1, 1},          {{3}, 2, 5, 7},           {{16}, 1, 4, 4},        {{17, 16, 3}, 2, 3, 5},
         {{64, 32, 32}, 4, 7, 7}, {{130}, 1, 11, 13},       {{32, 32, 32, 32, 32}, 2, 14, 14},
         {{24}, 3, 57, 33},       {{7, 1, 33}, 1, 1, 40},   {{256, 32}, 1, 2, 3}};
+    return list;
+}
+
+// The portable kernel called directly (norm_relu takes the AVX-512 one where the CPU has it).
+at::Tensor portable(const std::vector<at::Tensor> &xs, const at::Tensor &scale, const at::Tensor &shift, bool relu) {
+    std::vector<const void *> src;
+    std::vector<int64_t> channels;
+    for (const at::Tensor &x : xs) {
+        src.push_back(x.data_ptr());
+        channels.push_back(x.size(1));
+    }
+    const auto options = at::TensorOptions().dtype(xs[0].scalar_type()).memory_format(at::MemoryFormat::ChannelsLast);
+    const at::Tensor out = at::empty({xs[0].size(0), scale.numel(), xs[0].size(2), xs[0].size(3)}, options);
+    own_kernels::ScaleShift p;
+    p.bf16 = xs[0].scalar_type() == at::kBFloat16;
+    p.relu = relu;
+    p.inputs = static_cast<int64_t>(xs.size());
+    p.src = src.data();
+    p.channels = channels.data();
+    p.dst = out.data_ptr();
+    p.scale = scale.data_ptr<float>();
+    p.shift = shift.data_ptr<float>();
+    p.pixels = xs[0].size(0) * xs[0].size(2) * xs[0].size(3);
+    own_kernels::run_scale_shift_portable(p);
+    return out;
+}
+
+using Kernel = at::Tensor (*)(const std::vector<at::Tensor> &, const at::Tensor &, const at::Tensor &, bool);
+
+void expect_reference_numbers(Kernel kernel) {
+    at::manual_seed(5);
     for (const auto dtype : {at::kFloat, at::kBFloat16}) {
-        const bool own = own_kernels::available(dtype == at::kBFloat16);
-        for (const auto &c : cases) {
+        for (const auto &c : cases()) {
             const auto xs = make_inputs(c.channels, c.n, c.h, c.w, dtype, true);
             const at::Tensor scale = at::randn({total(c.channels)}), shift = at::randn({total(c.channels)});
             for (const bool relu : {true, false}) {
                 std::ostringstream what;
                 what << at::IntArrayRef(c.channels) << " n" << c.n << " " << c.h << "x" << c.w << " " << dtype
                      << (relu ? " relu" : "");
-                EXPECT_EQ(norm_relu_uses_own_kernel(xs, scale, shift), own) << what.str();
-                const at::Tensor got = norm_relu(xs, scale, shift, relu);
+                EXPECT_TRUE(norm_relu_uses_own_kernel(xs, scale, shift)) << what.str();
+                const at::Tensor got = kernel(xs, scale, shift, relu);
                 const at::Tensor want = reference(xs, scale, shift, relu);
                 ASSERT_EQ(got.sizes(), want.sizes()) << what.str();
                 ASSERT_EQ(got.scalar_type(), dtype) << what.str();
-                if (own) EXPECT_TRUE(got.is_contiguous(at::MemoryFormat::ChannelsLast)) << what.str();
+                EXPECT_TRUE(got.is_contiguous(at::MemoryFormat::ChannelsLast)) << what.str();
                 // fp32: one fused multiply-add; bf16: one rounding (2^-9 relative) of that
                 const double rtol = dtype == at::kFloat ? 1e-6 : 1.0 / 256;
                 const at::Tensor err = (got.to(at::kDouble) - want).abs();
                 const at::Tensor bound = want.abs() * rtol + 1e-6;
-                EXPECT_TRUE((err <= bound).all().item<bool>()) << what.str() << ": max error " << err.max().item<double>();
+                EXPECT_TRUE((err <= bound).all().item<bool>())
+                    << what.str() << ": max error " << err.max().item<double>();
                 if (relu) EXPECT_GE(got.min().item<double>(), 0.0) << what.str();
             }
         }
+    }
+}
+
+// Channels-last fp32 and bf16 inputs of one size take an own kernel on every CPU: AVX-512 where
+// the CPU has it, else the portable one.
+TEST(NormRelu, MatchesTheFp64Reference) {
+    expect_reference_numbers([](const std::vector<at::Tensor> &xs, const at::Tensor &scale, const at::Tensor &shift,
+                                bool relu) { return norm_relu(xs, scale, shift, relu); });
+}
+
+TEST(NormRelu, PortableKernelMatchesTheFp64Reference) { expect_reference_numbers(&portable); }
+
+TEST(NormRelu, PortableKernelKeepsNan) {
+    for (const auto dtype : {at::kFloat, at::kBFloat16}) {
+        auto xs = make_inputs({20, 3}, 1, 2, 2, dtype, true);
+        xs[0].index_put_({0, 17, 1, 0}, std::numeric_limits<float>::quiet_NaN());
+        xs[1].index_put_({0, 2, 0, 1}, std::numeric_limits<float>::quiet_NaN());
+        const at::Tensor out = portable(xs, at::ones({23}), at::zeros({23}), true);
+        EXPECT_TRUE(std::isnan(out.index({0, 17, 1, 0}).item<float>())) << dtype;
+        EXPECT_TRUE(std::isnan(out.index({0, 22, 0, 1}).item<float>())) << dtype;
+        EXPECT_EQ(at::isnan(out).sum().item<int64_t>(), 2) << dtype;
     }
 }
 
