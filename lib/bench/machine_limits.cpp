@@ -16,6 +16,7 @@
 
 #include "core/cpu_features.h"
 #include "core/errors.h"
+#include "core/isa.h"
 
 namespace ipex::bench {
 namespace {
@@ -287,8 +288,6 @@ double measure_read_bandwidth(int threads, double budget_s, double *buffer_mib) 
     return best;
 }
 
-bool cpu_has_fma() { return __builtin_cpu_supports("fma"); }
-
 }  // namespace
 
 std::string peak_text(double value, const char *unit, const char *missing_isa) {
@@ -342,7 +341,7 @@ MachineLimits measure_machine_limits(int threads, double seconds_budget) {
     // fp32 first: it also brings the cores up to their AVX-512 clocks.
     if (cpu.avx512f) {
         m.fp32_fma_gflops = measure_peak_of<Fp32Fma512>(threads, peak_budget);
-    } else if (cpu.avx2 && cpu_has_fma()) {
+    } else if (cpu.avx2 && isa::avx2_fma()) {
         m.fp32_fma_gflops = measure_peak_of<Fp32Fma256>(threads, peak_budget);
     }
     if (cpu.avx512_bf16) m.bf16_dot_gflops = measure_peak_of<Bf16Dot>(threads, peak_budget);

@@ -1,10 +1,11 @@
 #include "core/cpu_features.h"
 
-#include <cpuid.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstring>
+
+#include "core/isa.h"
 
 namespace ipex {
 namespace {
@@ -12,16 +13,6 @@ namespace {
 constexpr long kArchGetXcompPerm = 0x1022;
 constexpr long kArchReqXcompPerm = 0x1023;
 constexpr int kXfeatureXtiledata = 18;
-
-struct Regs {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-};
-
-Regs cpuid(unsigned leaf, unsigned subleaf) {
-    Regs r;
-    __cpuid_count(leaf, subleaf, r.eax, r.ebx, r.ecx, r.edx);
-    return r;
-}
 
 bool bit(unsigned value, int n) { return (value >> n) & 1u; }
 
@@ -33,50 +24,46 @@ unsigned long long xgetbv0() {
 
 CpuFeatures detect() {
     CpuFeatures f;
-    const unsigned max_leaf = __get_cpuid_max(0, nullptr);
-    Regs r0 = cpuid(0, 0);
+    const isa::CpuidRegs r0 = isa::cpuid_regs(0, 0);
     char vendor[13] = {};
     std::memcpy(vendor, &r0.ebx, 4);
     std::memcpy(vendor + 4, &r0.edx, 4);
     std::memcpy(vendor + 8, &r0.ecx, 4);
     f.vendor = vendor;
 
-    if (__get_cpuid_max(0x80000000, nullptr) >= 0x80000004) {
-        char brand[49] = {};
-        for (unsigned i = 0; i < 3; ++i) {
-            Regs r = cpuid(0x80000002 + i, 0);
-            std::memcpy(brand + 16 * i, &r, 16);
-        }
-        std::string model = brand;
-        while (!model.empty() && model.back() == ' ') model.pop_back();
-        while (!model.empty() && model.front() == ' ') model.erase(model.begin());
-        f.model = model;
+    // Leaves past the CPU's highest read as zeros: no brand string, no feature bits.
+    char brand[49] = {};
+    for (unsigned i = 0; i < 3; ++i) {
+        const isa::CpuidRegs r = isa::cpuid_regs(0x80000002 + i, 0);
+        std::memcpy(brand + 16 * i, &r, 16);
     }
+    std::string model = brand;
+    while (!model.empty() && model.back() == ' ') model.pop_back();
+    while (!model.empty() && model.front() == ' ') model.erase(model.begin());
+    f.model = model;
 
-    const Regs r1 = cpuid(1, 0);
+    const isa::CpuidRegs r1 = isa::cpuid_regs(1, 0);
     const bool osxsave = bit(r1.ecx, 27);
     const unsigned long long xcr0 = osxsave ? xgetbv0() : 0;
     const bool os_avx = (xcr0 & 0x6) == 0x6;
     f.os_avx512 = os_avx && (xcr0 & 0xe0) == 0xe0;
     const bool os_amx = (xcr0 & (3ull << 17)) == (3ull << 17);
 
-    if (max_leaf >= 7) {
-        const Regs r7 = cpuid(7, 0);
-        f.avx2 = os_avx && bit(r7.ebx, 5);
-        f.avx512f = f.os_avx512 && bit(r7.ebx, 16);
-        f.avx512dq = f.os_avx512 && bit(r7.ebx, 17);
-        f.avx512bw = f.os_avx512 && bit(r7.ebx, 30);
-        f.avx512vl = f.os_avx512 && bit(r7.ebx, 31);
-        f.avx512_vnni = f.os_avx512 && bit(r7.ecx, 11);
-        f.avx512_fp16 = f.os_avx512 && bit(r7.edx, 23);
-        f.amx_bf16 = bit(r7.edx, 22);
-        f.amx_tile = bit(r7.edx, 24);
-        f.amx_int8 = bit(r7.edx, 25);
-        if (r7.eax >= 1) {
-            const Regs r71 = cpuid(7, 1);
-            f.avx512_bf16 = f.os_avx512 && bit(r71.eax, 5);
-            f.avx_vnni = os_avx && bit(r71.eax, 4);
-        }
+    const isa::CpuidRegs r7 = isa::cpuid_regs(7, 0);
+    f.avx2 = os_avx && bit(r7.ebx, 5);
+    f.avx512f = f.os_avx512 && bit(r7.ebx, 16);
+    f.avx512dq = f.os_avx512 && bit(r7.ebx, 17);
+    f.avx512bw = f.os_avx512 && bit(r7.ebx, 30);
+    f.avx512vl = f.os_avx512 && bit(r7.ebx, 31);
+    f.avx512_vnni = f.os_avx512 && bit(r7.ecx, 11);
+    f.avx512_fp16 = f.os_avx512 && bit(r7.edx, 23);
+    f.amx_bf16 = bit(r7.edx, 22);
+    f.amx_tile = bit(r7.edx, 24);
+    f.amx_int8 = bit(r7.edx, 25);
+    if (r7.eax >= 1) {
+        const isa::CpuidRegs r71 = isa::cpuid_regs(7, 1);
+        f.avx512_bf16 = f.os_avx512 && bit(r71.eax, 5);
+        f.avx_vnni = os_avx && bit(r71.eax, 4);
     }
 
     if (!f.amx_tile) {

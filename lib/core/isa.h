@@ -10,12 +10,22 @@
 
 namespace ipex::isa {
 
+// The four registers of cpuid leaf/subleaf, all zero when the leaf is past the CPU's highest.
+struct CpuidRegs {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+};
+inline CpuidRegs cpuid_regs(unsigned leaf, unsigned subleaf) {
+    CpuidRegs r;
+    if (!__get_cpuid_count(leaf, subleaf, &r.eax, &r.ebx, &r.ecx, &r.edx)) return CpuidRegs{};
+    return r;
+}
+
 // cpuid bit `bit` of register `reg` (0 eax, 1 ebx, 2 ecx, 3 edx) of leaf/subleaf; false when
 // the leaf is past the CPU's highest.
 inline bool cpuid_bit(unsigned leaf, unsigned subleaf, int reg, int bit) {
-    unsigned r[4] = {0, 0, 0, 0};
-    if (!__get_cpuid_count(leaf, subleaf, &r[0], &r[1], &r[2], &r[3])) return false;
-    return (r[reg] >> bit & 1u) != 0;
+    const CpuidRegs r = cpuid_regs(leaf, subleaf);
+    const unsigned value[4] = {r.eax, r.ebx, r.ecx, r.edx};
+    return (value[reg] >> bit & 1u) != 0;
 }
 
 // AVX-512 F, BW and VL with FMA, the OS saving their state: what the own AVX-512 kernels are

@@ -40,6 +40,12 @@ at::Tensor norm_relu(at::TensorList inputs, const at::Tensor &scale, const at::T
         if (relu) y = at::relu(y);
         return y.to(x.scalar_type());
     }
+    return norm_relu_own_kernel(inputs, scale, shift, relu, false);
+}
+
+at::Tensor norm_relu_own_kernel(at::TensorList inputs, const at::Tensor &scale, const at::Tensor &shift, bool relu,
+                                bool portable) {
+    TORCH_CHECK(norm_relu_uses_own_kernel(inputs, scale, shift), "ipex::norm_relu: inputs its kernel does not take");
     const at::Tensor &first = inputs[0];
     std::vector<const void *> src;
     std::vector<int64_t> channels;
@@ -59,7 +65,7 @@ at::Tensor norm_relu(at::TensorList inputs, const at::Tensor &scale, const at::T
     p.scale = scale.data_ptr<float>();
     p.shift = shift.data_ptr<float>();
     p.pixels = first.size(0) * first.size(2) * first.size(3);
-    if (own_kernels::available(p.bf16)) own_kernels::run_scale_shift(p);
+    if (!portable && own_kernels::available(p.bf16)) own_kernels::run_scale_shift(p);
     else own_kernels::run_scale_shift_portable(p);
     return out;
 }

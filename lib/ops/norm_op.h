@@ -21,6 +21,11 @@ at::Tensor norm_relu(at::TensorList inputs, const at::Tensor &scale, const at::T
 // Whether norm_relu runs `inputs` in the own kernel (the tests ask).
 bool norm_relu_uses_own_kernel(at::TensorList inputs, const at::Tensor &scale, const at::Tensor &shift);
 
+// The own kernel for inputs norm_relu_uses_own_kernel accepts: the AVX-512 one, or the portable
+// one when `portable` is set or the CPU lacks AVX-512 (the tests call both).
+at::Tensor norm_relu_own_kernel(at::TensorList inputs, const at::Tensor &scale, const at::Tensor &shift, bool relu,
+                                bool portable);
+
 // ipex::scale_mul: aten::mul(a, b) of two tensors. When one of them, x, is a 4-D fp32 or bf16
 // channels-last tensor and the other, s, of the same dtype and dense, holds one value per
 // image and channel of it (sizes [n, c, 1, 1], [1, c, 1, 1] or [c, 1, 1]: the gate of a

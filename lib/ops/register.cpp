@@ -3,6 +3,10 @@
 // TORCH_LIBRARY(ipex, m).
 #include <torch/library.h>
 
+#include <map>
+#include <mutex>
+#include <string>
+
 #include "ops/conv_chain_op.h"
 #include "ops/ops.h"
 #include "ops/op_errors.h"
@@ -61,16 +65,27 @@ LinearPtr linear_prepack(const at::Tensor &weight, const c10::optional<at::Tenso
 }  // namespace
 
 bool dtype_supported(const std::string &dtype, std::string *why) {
-    try {
-        const at::ScalarType type = compute_scalar_type(dtype);
-        ConvolutionContext conv(at::ones({8, 8, 3, 3}, type), c10::nullopt, ConvParams{{1, 1}, {1, 1}, {1, 1}, {}, 1, false},
-                                dtype, {}, false, {1, 8, 8, 8});
-        LinearContext lin(at::ones({8, 8}, type), c10::nullopt, dtype, {}, 4);
-        return true;
-    } catch (const c10::Error &e) {
-        if (why) *why = e.what_without_backtrace();
-        return false;
+    // The answer is the CPU's and the oneDNN build's, so each dtype is asked once per process.
+    static std::mutex mutex;
+    static std::map<std::string, std::string> refused;  // dtype -> why ("" when supported)
+    std::lock_guard<std::mutex> lock(mutex);
+    auto found = refused.find(dtype);
+    if (found == refused.end()) {
+        std::string reason;
+        try {
+            const at::ScalarType type = compute_scalar_type(dtype);
+            ConvolutionContext conv(at::ones({8, 8, 3, 3}, type), c10::nullopt,
+                                    ConvParams{{1, 1}, {1, 1}, {1, 1}, {}, 1, false}, dtype, {}, false, {1, 8, 8, 8});
+            LinearContext lin(at::ones({8, 8}, type), c10::nullopt, dtype, {}, 4);
+        } catch (const c10::Error &e) {
+            reason = e.what_without_backtrace();
+            if (reason.empty()) reason = "oneDNN refused " + dtype;
+        }
+        found = refused.emplace(dtype, std::move(reason)).first;
     }
+    if (found->second.empty()) return true;
+    if (why) *why = found->second;
+    return false;
 }
 
 }  // namespace ipex::ops

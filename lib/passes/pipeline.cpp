@@ -266,8 +266,10 @@ std::optional<Selection> run_prepacking(GraphPtr &graph, const OptimizeOptions &
     start = Clock::now();
     r = chain_bf32_outputs(graph);
     cleanup(graph);
-    passes.push_back(r.count || options.fp32_math_mode == "bf32" ? applied_entry("chain_bf32_outputs", r, ms_since(start))
-                                                                 : pass_entry("chain_bf32_outputs", "disabled"));
+    // Applied when prepacking ran bf32, not when it was only asked for (fp32 where oneDNN has none).
+    const bool bf32_ran = prepack_options.fp32_math == "bf32";
+    passes.push_back(r.count || bf32_ran ? applied_entry("chain_bf32_outputs", r, ms_since(start))
+                                         : pass_entry("chain_bf32_outputs", "disabled"));
     start = Clock::now();
     r = restore_output_layout(graph);
     passes.push_back(applied_entry("restore_output_layout", r, ms_since(start)));

@@ -248,11 +248,13 @@ class OptimizePrepacked(e2e.ToolTestCase):
             self.assertTrue(any("bf32" in w and "strict fp32" in w for w in result.warnings()), result.describe())
             self.assertEqual(self.pass_entry(report, "weights_prepack")["fp32_math_mode"], "fp32")
             self.assertEqual(self.pass_entry(report, "weights_prepack")["skipped"], [])
+            self.assertEqual(self.pass_entry(report, "chain_bf32_outputs")["status"], "disabled")
             self.assertEqual(self.inspect(out)["ipex"]["fp32_math_mode"], "fp32")
             verify = self.tool_json("verify", src, out, "--input", inputs, "--min-cosine", "0.99999", "--json")
             self.assertIs(verify["ok"], True, verify)
             return
         self.assertEqual(self.pass_entry(report, "weights_prepack")["fp32_math_mode"], "bf32")
+        self.assertEqual(self.pass_entry(report, "chain_bf32_outputs")["status"], "applied")
         meta = self.inspect(out)
         self.assertEqual(meta["ipex"]["fp32_math_mode"], "bf32")
         self.assertEqual(meta["ipex"]["dtype"], "fp32")

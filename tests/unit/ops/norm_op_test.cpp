@@ -58,26 +58,7 @@ const std::vector<Case> &cases() {
 
 // The portable kernel called directly (norm_relu takes the AVX-512 one where the CPU has it).
 at::Tensor portable(const std::vector<at::Tensor> &xs, const at::Tensor &scale, const at::Tensor &shift, bool relu) {
-    std::vector<const void *> src;
-    std::vector<int64_t> channels;
-    for (const at::Tensor &x : xs) {
-        src.push_back(x.data_ptr());
-        channels.push_back(x.size(1));
-    }
-    const auto options = at::TensorOptions().dtype(xs[0].scalar_type()).memory_format(at::MemoryFormat::ChannelsLast);
-    const at::Tensor out = at::empty({xs[0].size(0), scale.numel(), xs[0].size(2), xs[0].size(3)}, options);
-    own_kernels::ScaleShift p;
-    p.bf16 = xs[0].scalar_type() == at::kBFloat16;
-    p.relu = relu;
-    p.inputs = static_cast<int64_t>(xs.size());
-    p.src = src.data();
-    p.channels = channels.data();
-    p.dst = out.data_ptr();
-    p.scale = scale.data_ptr<float>();
-    p.shift = shift.data_ptr<float>();
-    p.pixels = xs[0].size(0) * xs[0].size(2) * xs[0].size(3);
-    own_kernels::run_scale_shift_portable(p);
-    return out;
+    return norm_relu_own_kernel(xs, scale, shift, relu, true);
 }
 
 using Kernel = at::Tensor (*)(const std::vector<at::Tensor> &, const at::Tensor &, const at::Tensor &, bool);
