@@ -36,9 +36,15 @@ inline bool avx512() {
     return ok;
 }
 
+// AVX2 (the OS saving the ymm state).
+inline bool avx2() {
+    static const bool ok = __builtin_cpu_supports("avx2");
+    return ok;
+}
+
 // AVX2 with FMA (Haswell and later; every AVX-512 CPU too).
 inline bool avx2_fma() {
-    static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    static const bool ok = avx2() && __builtin_cpu_supports("fma");
     return ok;
 }
 
@@ -57,7 +63,7 @@ inline bool avx512_vnni() {
 // AVX-VNNI: the VEX-encoded VPDPBUSD of AVX2 CPUs (cpuid leaf 7, subleaf 1, eax bit 4; clang 14
 // has no __builtin_cpu_supports name for it).
 inline bool avx_vnni() {
-    static const bool ok = __builtin_cpu_supports("avx2") && cpuid_bit(7, 1, 0, 4);
+    static const bool ok = avx2() && cpuid_bit(7, 1, 0, 4);
     return ok;
 }
 
