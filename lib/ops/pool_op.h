@@ -3,7 +3,7 @@
 // bf16 4-D inputs stored NCHW or channels-last; the output keeps the input's layout. libtorch
 // 1.13 runs bf16 channels-last max pooling on a scalar path (8.5 ms where oneDNN takes 0.7 on
 // an 8x24x112x112 input). Anything oneDNN is not asked to do (other dtypes and ranks, other
-// strides, bf16 on a CPU without AVX-512, a window the right padding would have to cut) runs
+// strides, any input on a CPU without AVX-512, a window the right padding would have to cut) runs
 // aten::max_pool2d itself, as do bad arguments, so errors are aten's. One difference remains:
 // a NaN in a window does not make its maximum NaN (oneDNN compares past it), where aten's does.
 #pragma once
