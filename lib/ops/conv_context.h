@@ -148,7 +148,8 @@ public:
     // Bytes of the pointwise kernel's own packed weight: 0 until the kernel first runs (or is
     // timed), so convolutions that always run oneDNN's way hold one packed weight only.
     size_t pointwise_weight_bytes() const;
-    // Whether 4-D inputs may run the own grouped kernel (16, 32, ... outputs per group).
+    // Whether 4-D inputs may run the own grouped kernel (16, 32, ... outputs per group, or groups
+    // of 2, 4 or 8 outputs taken 16 outputs at a time).
     bool has_grouped_kernel() const { return grouped_ != nullptr; }
     // Bytes of the grouped kernel's own packed weight: 0 until the kernel first runs (or is timed).
     size_t grouped_weight_bytes() const;

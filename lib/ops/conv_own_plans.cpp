@@ -52,12 +52,12 @@ void set_sizes(const at::Tensor &src, const at::Tensor &dst, KernelProblem *prob
     problem->ow = dst.size(3);
 }
 
-// How an own kernel is chosen for a convolution of these types, when one may run it: fp32, or
-// bf16 on AVX512-BF16, its output in the math dtype, unless IPEX_CONV_KERNELS=0.
-std::optional<own_kernels::Choice> own_choice(const ComputeTypes &types) {
+// How an own kernel is chosen for a convolution of these types, when one may run it: fp32 or
+// bf16 where the CPU runs the kernel (`available`, by the math dtype: own_kernels::available,
+// or grouped_available), its output in the math dtype, unless IPEX_CONV_KERNELS=0.
+std::optional<own_kernels::Choice> own_choice(const ComputeTypes &types, bool (*available)(bool bf16)) {
     const bool bf16 = types.math == at::kBFloat16;
-    if (types.fpmath_bf16 || types.output != types.math || (!bf16 && types.math != at::kFloat) ||
-        !own_kernels::available(bf16))
+    if (types.fpmath_bf16 || types.output != types.math || (!bf16 && types.math != at::kFloat) || !available(bf16))
         return std::nullopt;
     const auto choice = own_kernels::choice_from_env(std::getenv(own_kernels::kChoiceVariable));
     if (choice == own_kernels::Choice::onednn) return std::nullopt;
@@ -75,16 +75,38 @@ at::Tensor pack_pointwise(const at::Tensor &weight, bool bf16) {
 }
 
 // A grouped weight (O x I x kh x kw, O = g x out) as own_kernels::Grouped takes it: [g][tile][h][w]
-// of (bf16) pairs of inputs x 16 outputs x 2, or (fp32) inputs x 16.
-at::Tensor pack_grouped(const at::Tensor &weight, bool bf16, int64_t g) {
-    const int64_t out = weight.size(0) / g, in = weight.size(1), kh = weight.size(2), kw = weight.size(3);
-    const int64_t tiles = out / 16;
+// of (bf16) pairs of inputs x 16 outputs x 2, or (fp32) inputs x 16. With `merged` groups per
+// kernel group, each kernel group's weight is merged x (out x in) blocks on its diagonal, zeros
+// elsewhere: the same channels in the same order, `merged` times the inputs per group.
+at::Tensor pack_grouped(const at::Tensor &weight, bool bf16, int64_t g, int64_t merged) {
+    const int64_t out = weight.size(0) / g, kh = weight.size(2), kw = weight.size(3);
+    at::Tensor w = weight;
+    if (merged > 1) {
+        const int64_t in = weight.size(1);
+        w = at::zeros({weight.size(0), in * merged, kh, kw}, weight.options());
+        for (int64_t group = 0; group < g; ++group)
+            w.narrow(0, group * out, out)
+                .narrow(1, group % merged * in, in)
+                .copy_(weight.narrow(0, group * out, out));
+        g /= merged;
+    }
+    const int64_t per_group = w.size(0) / g, in = w.size(1), tiles = per_group / 16;
     if (bf16)
-        return weight.to(at::kBFloat16)
+        return w.to(at::kBFloat16)
             .reshape({g, tiles, 16, in / 2, 2, kh, kw})
             .permute({0, 1, 5, 6, 3, 2, 4})
             .contiguous();
-    return weight.to(at::kFloat).reshape({g, tiles, 16, in, kh, kw}).permute({0, 1, 4, 5, 3, 2}).contiguous();
+    return w.to(at::kFloat).reshape({g, tiles, 16, in, kh, kw}).permute({0, 1, 4, 5, 3, 2}).contiguous();
+}
+
+// How many groups of `out` outputs the grouped kernel takes as one (1: as they are), or 0 when
+// it cannot compute them: groups of fewer than 16 outputs that divide 16 (2 at least: not
+// depthwise) merge 16 / out at a time when the groups divide by that.
+int64_t grouped_merge(bool bf16, int64_t g, int64_t in, int64_t out, int64_t taps) {
+    if (own_kernels::grouped_fits(bf16, in, out, taps)) return 1;
+    if (out < 2 || out >= 16 || 16 % out != 0 || g % (16 / out) != 0) return 0;
+    const int64_t merged = 16 / out;
+    return own_kernels::grouped_fits(bf16, in * merged, 16, taps) ? merged : 0;
 }
 
 }  // namespace
@@ -104,7 +126,7 @@ void ConvolutionContext::plan_depthwise() {
                            weight_.size(1) == 1;
     const bool bf16 = types.math == at::kBFloat16;
     if (!depthwise || post_ops_.size() > own_kernels::Problem::kMaxPostOps) return;
-    const auto choice = own_choice(types);
+    const auto choice = own_choice(types, own_kernels::available);
     if (!choice) return;
     auto plan = std::make_shared<Depthwise>();
     plan->choice = *choice;
@@ -149,7 +171,7 @@ void ConvolutionContext::plan_pointwise() {
     const bool bf16 = types.math == at::kBFloat16;
     if (!one_by_one || post_ops_.size() > own_kernels::Problem::kMaxPostOps || weight_.size(1) > kPointwiseMaxChannels)
         return;
-    const auto choice = own_choice(types);
+    const auto choice = own_choice(types, own_kernels::available);
     if (!choice) return;
     auto plan = std::make_shared<Pointwise>();
     plan->choice = *choice;
@@ -191,8 +213,9 @@ void ConvolutionContext::plan_grouped() {
         post_ops_.size() > own_kernels::Problem::kMaxPostOps)
         return;
     const int64_t out = weight_.size(0) / g, in = weight_.size(1), kh = weight_.size(2), kw = weight_.size(3);
-    if (!own_kernels::grouped_fits(bf16, in, out, kh * kw)) return;
-    const auto choice = own_choice(types);
+    const int64_t merged = grouped_merge(bf16, g, in, out, kh * kw);
+    if (merged == 0) return;
+    const auto choice = own_choice(types, own_kernels::grouped_available);
     if (!choice) return;
     auto plan = std::make_shared<Grouped>();
     plan->choice = *choice;
@@ -200,9 +223,10 @@ void ConvolutionContext::plan_grouped() {
     if (!add_post_ops(post_ops_, 0, &problem.activation)) return;
     if (bias_.defined()) plan->bias = (bf16 ? bias_bf16_.to(at::kFloat) : bias_).contiguous();
     problem.bf16 = bf16;
-    problem.groups = g;
-    problem.in_per_group = in;
-    problem.out_per_group = out;
+    plan->merged = merged;
+    problem.groups = g / merged;
+    problem.in_per_group = in * merged;
+    problem.out_per_group = out * merged;
     set_window(p, kh, kw, &problem);
     grouped_ = plan;
 }
@@ -211,7 +235,9 @@ void ConvolutionContext::run_grouped(const at::Tensor &src, const at::Tensor &ds
     own_kernels::Grouped p = grouped_->problem;
     p.src = src.data_ptr();
     p.dst = dst.data_ptr();
-    p.weight = grouped_->weight.get([&] { return pack_grouped(weight_, p.bf16, p.groups); }).data_ptr();
+    p.weight = grouped_->weight
+                   .get([&] { return pack_grouped(weight_, p.bf16, p.groups * grouped_->merged, grouped_->merged); })
+                   .data_ptr();
     p.bias = grouped_->bias.defined() ? grouped_->bias.data_ptr<float>() : nullptr;
     set_sizes(src, dst, &p);
     own_kernels::run_grouped(p);
@@ -232,7 +258,7 @@ void ConvolutionContext::plan_split() {
         has_exp |= post_ops_[i].kind == "silu" || post_ops_[i].kind == "sigmoid";
     if (!has_exp) return;
     const ComputeTypes types = compute_types(dtype_);
-    const auto choice = own_choice(types);
+    const auto choice = own_choice(types, own_kernels::available);
     if (!choice) return;
     auto plan = std::make_shared<Split>();
     plan->choice = *choice;

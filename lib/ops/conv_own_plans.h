@@ -67,6 +67,10 @@ struct ConvolutionContext::Grouped : OwnChoice {
     LazyPackedWeight weight;  // packed as own_kernels::Grouped says (bf16 or fp32), on the first run
     at::Tensor bias;    // fp32 (bf16 values for bf16), or undefined
     own_kernels::Grouped problem;  // everything but the tensors and the input's sizes
+    // The convolution's groups per group of the kernel: 1, or for groups of fewer than 16
+    // outputs (ResNeXt's 4 and 8), as many as make 16 outputs, their weights placed on the
+    // diagonal of one group's weight with zeros around them.
+    int64_t merged = 1;
 };
 
 struct ConvolutionContext::Split : OwnChoice {

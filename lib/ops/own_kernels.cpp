@@ -1,5 +1,6 @@
 // The portable parts of the own kernels (own_kernels.h): which post-ops they compute, whether
-// this CPU runs them, the choice against oneDNN, and the paired depthwise weight layout.
+// this CPU runs them (and which build of the grouped kernel), the choice against oneDNN, and the
+// paired depthwise weight layout.
 #include "ops/own_kernels.h"
 
 #include <ATen/Parallel.h>
@@ -29,6 +30,12 @@ bool to_act(const std::string &kind, Act *act) {
 }
 
 bool available(bool bf16) { return bf16 ? isa::avx512_bf16() : isa::avx512(); }
+
+bool grouped_available(bool bf16) { return available(bf16) || (!bf16 && isa::avx2_fma()); }
+
+void run_grouped(const Grouped &p) {
+    if (available(p.bf16)) run_grouped_avx512(p); else run_grouped_avx2(p);
+}
 
 Choice choice_from_env(const char *value) {
     const std::string v = value ? value : "";

@@ -91,13 +91,13 @@ struct Pointwise {
 void run_pointwise(const Pointwise &p);  // call only when available(p.bf16)
 
 // A grouped 2-D convolution whose groups have a multiple of 16 output channels each (RegNet's
-// and ResNeXt's 3x3 convolutions), on channels-last data: 12 output pixels at a time (consecutive
-// in the output, across rows and images), for each 16-output tile of each group a sum per pixel
+// and ResNeXt's 3x3 convolutions), on channels-last data: 12 output pixels at a time (6 in the
+// AVX2 build; consecutive in the output, across rows and images), for each 16-output tile of each group a sum per pixel
 // in a register, each weight vector (bf16: 16 outputs x a pair of inputs, VDPBF16PS; fp32: 16
 // outputs x 1, FMA) multiplied by every pixel's broadcast input, then the bias and post-ops and
 // one rounding. The block's input comes from memory once for all groups; a stride changes only
 // the addresses. Where oneDNN 2.6's channels-last grouped kernel runs stride-2 layers far from
-// the peak.
+// the peak (AVX-512), or every grouped layer (AVX2: 57 GFLOP/s of 186 inside RegNet).
 constexpr int64_t kGroupedMaxTaps = 49;  // kh * kw at most
 struct Grouped {
     bool bf16 = true;             // bf16 data and weight, else fp32
@@ -118,7 +118,12 @@ constexpr bool grouped_fits(bool bf16, int64_t in_per_group, int64_t out_per_gro
     return out_per_group % 16 == 0 && out_per_group > 0 && in_per_group > 0 && (!bf16 || in_per_group % 2 == 0) &&
            taps <= kGroupedMaxTaps;
 }
-void run_grouped(const Grouped &p);  // call only when available(p.bf16) and grouped_fits
+// Whether this CPU runs run_grouped: AVX-512 (AVX512-BF16 for bf16), or for fp32 AVX2 + FMA.
+bool grouped_available(bool bf16);
+void run_grouped(const Grouped &p);  // call only when grouped_available(p.bf16) and grouped_fits
+// Its builds, which run_grouped chooses between: AVX-512 (both dtypes), AVX2 + FMA (fp32).
+void run_grouped_avx512(const Grouped &p);
+void run_grouped_avx2(const Grouped &p);
 
 // The mean over the pixels of each image, per channel, on channels-last data: sums in fp32
 // (in chunks of pixels, then across chunks), one rounding to the output dtype. The global

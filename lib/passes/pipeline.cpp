@@ -321,8 +321,8 @@ const std::vector<Knob> &knobs() {
          "off with --portable or --no-weights-prepack)"},
         {"auto-kernel-selection", "auto_kernel_selection", false, true,
          "for fp32 linears, time the oneDNN op against aten::linear at the --sample-input shape and keep the "
-         "faster; for convolutions with an own kernel beside oneDNN's (depthwise, 1x1, or ending in sigmoid/SiLU), time "
-         "both at the shapes the sample input gives them and save the faster in the model"},
+         "faster; for convolutions with an own kernel beside oneDNN's (depthwise, 1x1, grouped, or ending in "
+         "sigmoid/SiLU), time both at the shapes the sample input gives them and save the faster in the model"},
     };
     return table;
 }

@@ -1,9 +1,9 @@
 // The own grouped convolution kernel (own_kernels.h, run_grouped) through ConvolutionContext,
-// against an fp64 aten reference: 16, 32 and 48 outputs per group from 2 to 48 inputs, output
-// widths around the 12-pixel block (tails, one pixel), strides, padding wider than the kernel,
-// dilation, asymmetric and 1x1 / 5x5 / 7x7 kernels, images smaller than the kernel, batches,
-// bias or none, every post-op it computes, fp32 and bf16; the convolutions it must leave to
-// oneDNN; agreement with oneDNN and the timed choice.
+// against an fp64 aten reference: 16, 32 and 48 outputs per group from 2 to 48 inputs, groups of
+// 2, 4 and 8 outputs merged 16 outputs at a time, output widths around the 12-pixel block (tails,
+// one pixel), strides, padding wider than the kernel, dilation, asymmetric and 1x1 / 5x5 / 7x7
+// kernels, images smaller than the kernel, batches, bias or none, every post-op it computes, fp32
+// and bf16; the convolutions it must leave to oneDNN; agreement with oneDNN and the timed choice.
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -57,6 +57,12 @@ std::vector<GroupedCase> cases() {
     all.push_back({1, 2, 16, 16, 5, 11, 3, 3, {1, 1}, {4, 4}, {1, 1}, true});   // padding wider than the kernel
     all.push_back({2, 2, 16, 16, 2, 2, 3, 3, {3, 3}, {1, 1}, {1, 1}, true});    // image smaller than the kernel
     all.push_back({3, 9, 16, 16, 14, 14, 3, 3, {2, 2}, {1, 1}, {1, 1}, true});  // nine groups, a batch of 3
+    // Groups of fewer than 16 outputs, merged 16 outputs at a time (zeros between the groups).
+    all.push_back({2, 32, 4, 4, 9, 13, 3, 3, {1, 1}, {1, 1}, {1, 1}, true});    // ResNeXt's first stage
+    all.push_back({1, 8, 8, 8, 11, 11, 3, 3, {2, 2}, {1, 1}, {1, 1}, false});   // 8 per group, stride 2
+    all.push_back({1, 16, 2, 2, 7, 15, 3, 3, {1, 1}, {1, 1}, {1, 1}, true});    // 2 per group
+    all.push_back({1, 8, 2, 4, 6, 10, 5, 5, {1, 1}, {2, 2}, {1, 1}, true});     // 2 inputs, 4 outputs per group
+    all.push_back({1, 12, 6, 4, 8, 9, 3, 3, {1, 1}, {1, 1}, {2, 2}, true});     // 6 inputs, 4 outputs, dilated
     return all;
 }
 
@@ -111,8 +117,8 @@ class GroupedKernel : public ::testing::TestWithParam<std::string> {
 protected:
     void SetUp() override {
         at::manual_seed(0);
-        if (!own_kernels::available(GetParam() == "bf16"))
-            GTEST_SKIP() << "this CPU lacks AVX-512" << (GetParam() == "bf16" ? "-BF16" : "");
+        if (!own_kernels::grouped_available(GetParam() == "bf16"))
+            GTEST_SKIP() << "this CPU lacks " << (GetParam() == "bf16" ? "AVX512-BF16" : "AVX2 + FMA");
     }
 };
 
@@ -162,15 +168,33 @@ TEST_P(GroupedKernel, AgreesWithOneDnn) {
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, GroupedKernel, ::testing::Values("fp32", "bf16"));
 
+// Whether a convolution of this weight shape, groups, dtype and post-ops plans the grouped kernel.
+bool has(std::vector<int64_t> w, int64_t groups, const std::string &dtype, PostOps post = {}) {
+    std::vector<int64_t> ones(w.size() - 2, 1), zeros(w.size() - 2, 0);
+    return ConvolutionContext(at::randn(w), c10::nullopt, ConvParams{ones, ones, ones, zeros, groups, false}, dtype,
+                              std::move(post), false, {})
+        .has_grouped_kernel();
+}
+
+// fp32 takes the kernel wherever AVX2 + FMA is (the AVX2 build without AVX-512), bf16 only with
+// AVX512-BF16.
+TEST(GroupedKernelScope, Fp32WithAvx2Bf16WithAvx512Bf16) {
+    if (!own_kernels::grouped_available(false)) GTEST_SKIP() << "this CPU lacks AVX2 + FMA";
+    KernelChoice env("1");
+    EXPECT_TRUE(has({64, 16, 3, 3}, 4, "fp32"));
+    EXPECT_TRUE(has({64, 16, 3, 3}, 4, "fp32", {{"silu"}}));
+    EXPECT_TRUE(has({32, 4, 3, 3}, 4, "fp32"));   // 8 outputs per group, two taken as one
+    EXPECT_TRUE(has({128, 4, 3, 3}, 32, "fp32"));  // 4 outputs per group (ResNeXt's first stage)
+    EXPECT_FALSE(has({24, 4, 3, 3}, 3, "fp32"));   // 8 outputs per group, an odd number of groups
+    EXPECT_FALSE(has({36, 4, 3, 3}, 6, "fp32"));   // 6 outputs per group: not a divisor of 16
+    EXPECT_FALSE(has({16, 1, 3, 3}, 16, "fp32"));  // depthwise
+    EXPECT_EQ(own_kernels::grouped_available(true), own_kernels::available(true));
+    if (own_kernels::available(true)) EXPECT_TRUE(has({64, 16, 3, 3}, 4, "bf16"));  // else no bf16 convolution at all
+}
+
 TEST(GroupedKernelScope, OtherConvolutionsStayOnOneDnn) {
     if (!own_kernels::available(true)) GTEST_SKIP() << "this CPU lacks AVX-512-BF16";
     KernelChoice env("1");
-    const auto has = [](std::vector<int64_t> w, int64_t groups, const std::string &dtype, PostOps post = {}) {
-        std::vector<int64_t> ones(w.size() - 2, 1), zeros(w.size() - 2, 0);
-        return ConvolutionContext(at::randn(w), c10::nullopt, ConvParams{ones, ones, ones, zeros, groups, false}, dtype,
-                                  std::move(post), false, {})
-            .has_grouped_kernel();
-    };
     EXPECT_TRUE(has({64, 16, 3, 3}, 4, "bf16"));
     {
         // A trailing SiLU runs inside the grouped kernel, not split after oneDNN's convolution.
@@ -182,7 +206,8 @@ TEST(GroupedKernelScope, OtherConvolutionsStayOnOneDnn) {
     }
     EXPECT_TRUE(has({64, 3, 3, 3}, 4, "fp32"));        // an odd input count in fp32
     EXPECT_FALSE(has({64, 3, 3, 3}, 4, "bf16"));       // but not in bf16 (pairs)
-    EXPECT_FALSE(has({32, 4, 3, 3}, 4, "bf16"));       // 8 outputs per group (ResNeXt's first stage)
+    EXPECT_TRUE(has({32, 4, 3, 3}, 4, "bf16"));        // 8 outputs per group, two taken as one
+    EXPECT_FALSE(has({24, 4, 3, 3}, 3, "bf16"));       // but not three groups of them
     EXPECT_FALSE(has({64, 64, 3, 3}, 1, "bf16"));      // one group
     EXPECT_FALSE(has({16, 1, 3, 3}, 16, "bf16"));      // depthwise: its own kernel
     EXPECT_FALSE(has({64, 16, 9, 6}, 4, "bf16"));      // more than 49 taps

@@ -1,0 +1,73 @@
+// The block walk both builds of the own grouped convolution kernel share (own_kernels.h,
+// run_grouped; own_kernels_grouped_avx512.cpp, own_kernels_grouped_avx2.cpp): the output's
+// pixels in blocks of kPixels consecutive ones (across rows and images, so small images fill
+// blocks too), parallel over blocks, and for each block a table of each pixel's input pixel per
+// tap (a row of zeros for a tap in the padding), so strides and dilation change only the table.
+// Everything here has internal linkage: each build compiles its own copy with its own machine
+// flags, and no copy made with AVX-512 flags can stand in for another file's.
+#pragma once
+
+#include <ATen/Parallel.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "ops/own_kernels.h"
+
+namespace ipex::ops::own_kernels {
+namespace {  // NOLINT(build/namespaces): see the file comment
+
+// Where a block's taps read: taps[t][j] is pixel j's input pixel under tap t (channel 0), or
+// a row of zeros where the tap falls in the padding.
+template <class T, int kPixels>
+struct GroupedWindow {
+    const T *taps[kGroupedMaxTaps][kPixels];
+};
+
+// Calls block(count, window, out) for every block of `count` <= kPixels output pixels, `out`
+// the dst element of the block's first pixel's channel 0; parallel over blocks, each thread
+// given about 256k products.
+template <class T, int kPixels, class Block>
+void for_each_grouped_block(const Grouped &p, const Block &block) {
+    const int64_t c_in = p.groups * p.in_per_group, c_out = p.groups * p.out_per_group;
+    const int64_t pixels = p.n * p.oh * p.ow, blocks = (pixels + kPixels - 1) / kPixels;
+    const int64_t taps = p.kh * p.kw;
+    // Each tap's input pixel relative to the tap (0, 0) one, when all of them are inside the image.
+    int64_t offset[kGroupedMaxTaps];
+    for (int64_t t = 0; t < taps; ++t) offset[t] = (t / p.kw * p.dilation_h * p.iw + t % p.kw * p.dilation_w) * c_in;
+    const auto *src = static_cast<const T *>(p.src);
+    const std::unique_ptr<T[]> zeros(new T[c_in]());  // what a tap in the padding reads
+    const int64_t per_block = kPixels * c_out * p.in_per_group * taps;
+    const int64_t grain = per_block >= (1 << 18) ? 1 : (1 << 18) / (per_block > 0 ? per_block : 1);
+    at::parallel_for(0, blocks, grain, [&](int64_t begin, int64_t end) {
+        GroupedWindow<T, kPixels> win;
+        for (int64_t u = begin; u < end; ++u) {
+            const int64_t q0 = u * kPixels;
+            const int count = static_cast<int>(pixels - q0 < kPixels ? pixels - q0 : kPixels);
+            int64_t ox = q0 % p.ow, oy = q0 / p.ow % p.oh, img = q0 / (p.ow * p.oh);
+            for (int j = 0; j < count; ++j) {
+                const int64_t iy0 = oy * p.stride_h - p.pad_h, ix0 = ox * p.stride_w - p.pad_w;
+                const bool inside = iy0 >= 0 && ix0 >= 0 && iy0 + (p.kh - 1) * p.dilation_h < p.ih &&
+                                    ix0 + (p.kw - 1) * p.dilation_w < p.iw;
+                if (inside) {
+                    const T *base = src + ((img * p.ih + iy0) * p.iw + ix0) * c_in;
+                    for (int64_t t = 0; t < taps; ++t) win.taps[t][j] = base + offset[t];
+                } else {
+                    for (int64_t t = 0; t < taps; ++t) {
+                        const int64_t iy = iy0 + t / p.kw * p.dilation_h, ix = ix0 + t % p.kw * p.dilation_w;
+                        const bool in_image = iy >= 0 && iy < p.ih && ix >= 0 && ix < p.iw;
+                        win.taps[t][j] = in_image ? src + ((img * p.ih + iy) * p.iw + ix) * c_in : zeros.get();
+                    }
+                }
+                if (++ox == p.ow) {
+                    ox = 0;
+                    if (++oy == p.oh) oy = 0, ++img;
+                }
+            }
+            block(count, win, q0 * c_out);
+        }
+    });
+}
+
+}  // namespace
+}  // namespace ipex::ops::own_kernels

@@ -1,0 +1,109 @@
+// The own grouped convolution kernel's AVX2 + FMA build, fp32 only (own_kernels.h, run_grouped
+// on CPUs without AVX-512): the AVX-512 build's plan with each 16-output tile as two 8-lane
+// vectors, so a block holds kPixels = 6 output pixels: 12 sums, the tile's two weight vectors
+// and one broadcast input take 15 of the 16 ymm registers, and 12 independent FMAs per input
+// channel cover the FMA latency on two pipes. Same packed weight and block walk
+// (own_kernels_grouped.h). Built with -mavx2 -mfma; runs only after own_kernels::grouped_available().
+#include <immintrin.h>
+
+#include <cmath>
+
+#include "ops/own_kernels_grouped.h"
+
+namespace ipex::ops::own_kernels {
+namespace {
+
+constexpr int kPixels = 6;
+constexpr int kHalf = 8;  // lanes of a ymm register; a tile is two of them
+
+using Window = GroupedWindow<float, kPixels>;
+
+// 1 / (1 + exp(-x)), one value at a time: sigmoid and SiLU after a grouped convolution are rare
+// enough on CPUs without AVX-512 not to need a vector exp. x below -80 gives 1.8e-35 rather than
+// overflowing exp (NaN stays NaN).
+float sigmoid(float x) { return 1.f / (1.f + std::exp(-(x < -80.f ? -80.f : x))); }
+
+// One post-op on one vector.
+__m256 apply_op(const Eltwise &e, __m256 v) {
+    const __m256 zero = _mm256_setzero_ps();
+    switch (e.act) {
+        case Act::relu: return _mm256_max_ps(v, zero);
+        case Act::leaky_relu:
+            return _mm256_blendv_ps(v, _mm256_mul_ps(v, _mm256_set1_ps(e.alpha)), _mm256_cmp_ps(v, zero, _CMP_LT_OQ));
+        case Act::clip: return _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(e.alpha)), _mm256_set1_ps(e.beta));
+        case Act::hardswish: {
+            const __m256 t =
+                _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, _mm256_set1_ps(3.f)), zero), _mm256_set1_ps(6.f));
+            return _mm256_mul_ps(_mm256_mul_ps(v, t), _mm256_set1_ps(1.f / 6.f));
+        }
+        case Act::sigmoid:
+        case Act::silu: {
+            alignas(32) float x[kHalf];
+            _mm256_store_ps(x, v);
+            for (float &value : x) value = e.act == Act::silu ? value * sigmoid(value) : sigmoid(value);
+            return _mm256_load_ps(x);
+        }
+    }
+    return v;
+}
+
+// Every tile of every group for kCount pixels, written from dst element `out` on (the block's
+// pixels are consecutive in dst).
+template <int kCount>
+void block(const Grouped &p, const Window &win, int64_t out) {
+    const int64_t tiles = p.out_per_group / 16, c_out = p.groups * p.out_per_group;
+    const int64_t taps = p.kh * p.kw, tile_weight = taps * p.in_per_group * 16;
+    const auto *weight = static_cast<const float *>(p.weight);
+    auto *dst = static_cast<float *>(p.dst) + out;
+    for (int64_t g = 0; g < p.groups; ++g)
+        for (int64_t t = 0; t < tiles; ++t) {
+            const int64_t o = g * p.out_per_group + t * 16;
+            // Sums of the tile's outputs 0-7 (lo) and 8-15 (hi) for each pixel.
+            __m256 lo[kCount], hi[kCount];
+            const __m256 bias_lo = p.bias ? _mm256_loadu_ps(p.bias + o) : _mm256_setzero_ps();
+            const __m256 bias_hi = p.bias ? _mm256_loadu_ps(p.bias + o + kHalf) : _mm256_setzero_ps();
+            for (int j = 0; j < kCount; ++j) lo[j] = bias_lo, hi[j] = bias_hi;
+            const float *w = weight + (g * tiles + t) * tile_weight;
+            for (int64_t tap = 0; tap < taps; ++tap) {
+                const float *s[kCount];
+                for (int j = 0; j < kCount; ++j) s[j] = win.taps[tap][j] + g * p.in_per_group;
+                for (int64_t i = 0; i < p.in_per_group; ++i, w += 16) {
+                    const __m256 w_lo = _mm256_loadu_ps(w), w_hi = _mm256_loadu_ps(w + kHalf);
+                    for (int j = 0; j < kCount; ++j) {
+                        const __m256 x = _mm256_broadcast_ss(s[j] + i);
+                        lo[j] = _mm256_fmadd_ps(x, w_lo, lo[j]);
+                        hi[j] = _mm256_fmadd_ps(x, w_hi, hi[j]);
+                    }
+                }
+            }
+            for (int j = 0; j < kCount; ++j) {
+                _mm256_storeu_ps(dst + j * c_out + o, lo[j]);
+                _mm256_storeu_ps(dst + j * c_out + o + kHalf, hi[j]);
+            }
+            // The post-ops on the stored tile, back from L1: in the loop above they would keep
+            // the sums in memory through the products.
+            if (p.activation.num_post_ops > 0)
+                for (int j = 0; j < kCount; ++j)
+                    for (int h = 0; h < 2; ++h) {
+                        float *d = dst + j * c_out + o + h * kHalf;
+                        __m256 v = _mm256_loadu_ps(d);
+                        for (int i = 0; i < p.activation.num_post_ops; ++i) v = apply_op(p.activation.post_ops[i], v);
+                        _mm256_storeu_ps(d, v);
+                    }
+        }
+}
+
+template <int... kCounts>
+void block_of(int count, const Grouped &p, const Window &win, int64_t out, std::integer_sequence<int, kCounts...>) {
+    ((count == kCounts + 1 ? block<kCounts + 1>(p, win, out) : void()), ...);
+}
+
+}  // namespace
+
+void run_grouped_avx2(const Grouped &p) {
+    for_each_grouped_block<float, kPixels>(p, [&](int count, const Window &win, int64_t out) {
+        block_of(count, p, win, out, std::make_integer_sequence<int, kPixels>());
+    });
+}
+
+}  // namespace ipex::ops::own_kernels
