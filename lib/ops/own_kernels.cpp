@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <type_traits>
 #include <utility>
 
@@ -116,7 +117,75 @@ ScaleShiftPixels scale_shift_for_cpu() {
     return isa::avx2_fma() ? &scale_shift_avx2<kBf16, kRelu> : &scale_shift_generic<kBf16, kRelu>;
 }
 
+// Output rows r0 .. r1 (over images and rows) of run_max_pool_portable, inlined into each caller
+// as scale_shift_pixels is. The running maximum takes a value that is greater or NaN, as aten's
+// kernel does, so a NaN stays and -inf windows give -inf.
+template <class T>
+[[gnu::always_inline]] inline void max_pool_rows(const MaxPool &p, int64_t r0, int64_t r1) {
+    const T *const src = static_cast<const T *>(p.src);
+    T *const dst = static_cast<T *>(p.dst);
+    const int64_t c = p.c;
+    // The first tap inside the image and the tap count, along one dim.
+    const auto clip = [](int64_t start, int64_t k, int64_t d, int64_t size, int64_t *first, int64_t *count) {
+        int64_t t0 = start < 0 ? (-start + d - 1) / d : 0, t1 = k;
+        while (t1 > t0 && start + (t1 - 1) * d >= size) --t1;
+        *first = t0;
+        *count = t1 - t0;
+    };
+    for (int64_t r = r0; r < r1; ++r) {
+        const int64_t img = r / p.oh, oy = r % p.oh;
+        int64_t ty, ny;
+        clip(oy * p.stride_h - p.pad_h, p.kh, p.dilation_h, p.ih, &ty, &ny);
+        for (int64_t ox = 0; ox < p.ow; ++ox) {
+            int64_t tx, nx;
+            clip(ox * p.stride_w - p.pad_w, p.kw, p.dilation_w, p.iw, &tx, &nx);
+            T *const out = dst + ((img * p.oh + oy) * p.ow + ox) * c;
+            bool first = true;
+            for (int64_t i = 0; i < ny; ++i) {
+                const int64_t iy = oy * p.stride_h - p.pad_h + (ty + i) * p.dilation_h;
+                for (int64_t j = 0; j < nx; ++j) {
+                    const int64_t ix = ox * p.stride_w - p.pad_w + (tx + j) * p.dilation_w;
+                    const T *const in = src + ((img * p.ih + iy) * p.iw + ix) * c;
+                    if (first) {
+                        for (int64_t k = 0; k < c; ++k) out[k] = in[k];
+                        first = false;
+                        continue;
+                    }
+                    for (int64_t k = 0; k < c; ++k) {
+                        const float v = static_cast<float>(in[k]), m = static_cast<float>(out[k]);
+                        out[k] = (v > m || v != v) ? in[k] : out[k];
+                    }
+                }
+            }
+            if (first)  // no tap inside the image: aten's starting value
+                for (int64_t k = 0; k < c; ++k) out[k] = static_cast<T>(-std::numeric_limits<float>::infinity());
+        }
+    }
+}
+
+template <class T>
+void max_pool_generic(const MaxPool &p, int64_t r0, int64_t r1) {
+    max_pool_rows<T>(p, r0, r1);
+}
+
+template <class T>
+[[gnu::target("avx2")]] void max_pool_avx2(const MaxPool &p, int64_t r0, int64_t r1) {
+    max_pool_rows<T>(p, r0, r1);
+}
+
 }  // namespace
+
+void run_max_pool_portable(const MaxPool &p) {
+    TORCH_CHECK(p.oh > 0 && p.ow > 0 && p.kh > 0 && p.kw > 0, "max pool: empty output or window");
+    using Rows = void (*)(const MaxPool &, int64_t, int64_t);
+    Rows run = nullptr;
+    if (p.bf16) run = isa::avx2() ? &max_pool_avx2<c10::BFloat16> : &max_pool_generic<c10::BFloat16>;
+    else run = isa::avx2() ? &max_pool_avx2<float> : &max_pool_generic<float>;
+    // A task of rows holding about 64k values.
+    const int64_t per_row = p.ow * p.c * p.kh * p.kw;
+    const int64_t grain = per_row >= (1 << 16) ? 1 : (1 << 16) / per_row;
+    at::parallel_for(0, p.n * p.oh, grain, [&](int64_t begin, int64_t end) { run(p, begin, end); });
+}
 
 void run_scale_shift_portable(const ScaleShift &p) {
     constexpr int64_t kChunk = 32;  // pixels per task

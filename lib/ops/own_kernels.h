@@ -170,6 +170,20 @@ void run_scale_shift(const ScaleShift &p);  // call only when available(p.bf16)
 // one fused multiply-add per value.
 void run_scale_shift_portable(const ScaleShift &p);
 
+// The 2-D max pooling of a channels-last input, on any CPU (portable code; AVX2 where the CPU
+// has it), with aten's numbers: each window clipped to the image (the padding never wins), its
+// maximum the largest value (the first of equal ones), or NaN where the window holds a NaN (a
+// max is exact: aten's values; a NaN keeps its input bits). Parallel over output rows; each output pixel's channels are one vector loop per
+// window pixel, read from memory once per window that holds them.
+struct MaxPool {
+    bool bf16 = false;          // bf16 input and output, else fp32
+    const void *src = nullptr;  // n x ih x iw x c, dense
+    void *dst = nullptr;        // n x oh x ow x c, dense
+    int64_t n = 0, c = 0, ih = 0, iw = 0, oh = 0, ow = 0, kh = 0, kw = 0;
+    int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
+};
+void run_max_pool_portable(const MaxPool &p);
+
 // Two channel groups interleaved, channels-last: out[q][2 j] = a[q][j], out[q][2 j + 1] =
 // b[q][j] for j < cpg, bit copies (ipex::channel_shuffle with two groups).
 struct Interleave {

@@ -41,14 +41,13 @@ int64_t output_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool
     return out;
 }
 
+// The pooling's geometry when ipex's own code may run it (a 4-D fp32 or bf16 input, NCHW or
+// channels-last, arguments aten takes), else nothing: aten then runs it, errors included.
+// pad_r is negative where the last window ends before the input does.
 std::optional<PoolPlan> plan(const at::Tensor &x, at::IntArrayRef kernel_size, at::IntArrayRef stride,
                              at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
     if (x.dim() != 4 || x.numel() == 0) return std::nullopt;
     if (x.scalar_type() != at::kFloat && x.scalar_type() != at::kBFloat16) return std::nullopt;
-    // oneDNN's bf16 pooling kernels need AVX-512 (elsewhere its reference code runs), and its
-    // fp32 ones for AVX2 took 2.1-2.7x aten's time on GoogLeNet's and ResNet's pools, NCHW and
-    // channels-last alike (8x192x28x28 3x3 channels-last: 6.0 against 2.8 ms): aten there.
-    if (!isa::avx512()) return std::nullopt;
     const auto k = per_dim(kernel_size, std::nullopt);
     if (!k) return std::nullopt;
     const auto s = per_dim(stride, k), p = per_dim(padding, std::nullopt), d = per_dim(dilation, std::nullopt);
@@ -64,7 +63,6 @@ std::optional<PoolPlan> plan(const at::Tensor &x, at::IntArrayRef kernel_size, a
         const int64_t out = output_size(in, ki, si, pi, di, ceil_mode);
         if (out <= 0) return std::nullopt;
         const int64_t pad_r = (out - 1) * si + di * (ki - 1) + 1 - in - pi;
-        if (pad_r < 0) return std::nullopt;  // oneDNN takes no negative padding
         plan.kernel[i] = ki;
         plan.stride[i] = si;
         plan.dilation[i] = di - 1;  // oneDNN counts the gaps
@@ -140,15 +138,64 @@ at::Tensor spatial_mean(const at::Tensor &input, at::IntArrayRef dim, bool keepd
     return out;
 }
 
-bool max_pool2d_uses_onednn(const at::Tensor &input, at::IntArrayRef kernel_size, at::IntArrayRef stride,
-                            at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
-    return plan(input, kernel_size, stride, padding, dilation, ceil_mode).has_value();
+namespace {
+
+// Which code runs a pooling of this plan: oneDNN's on AVX-512 CPUs, where a window the right
+// padding would have to cut stays with aten (oneDNN takes no negative padding); elsewhere
+// oneDNN's bf16 kernels are its reference code and its fp32 AVX2 ones took 2.1-2.7x aten's
+// time (8x192x28x28 3x3 channels-last: 6.0 against 2.8 ms), so channels-last inputs run the
+// own portable kernel and NCHW ones aten.
+PoolPath path_of(const std::optional<PoolPlan> &p) {
+    if (!p) return PoolPath::aten;
+    if (isa::avx512()) return p->pad_r[0] >= 0 && p->pad_r[1] >= 0 ? PoolPath::onednn : PoolPath::aten;
+    return p->channels_last ? PoolPath::own : PoolPath::aten;
+}
+
+at::Tensor max_pool2d_own(const at::Tensor &input, const PoolPlan &p) {
+    at::Tensor out = empty_channels_last({input.size(0), input.size(1), p.out[0], p.out[1]}, input.scalar_type());
+    own_kernels::MaxPool k;
+    k.bf16 = input.scalar_type() == at::kBFloat16;
+    k.src = input.data_ptr();
+    k.dst = out.data_ptr();
+    k.n = input.size(0);
+    k.c = input.size(1);
+    k.ih = input.size(2);
+    k.iw = input.size(3);
+    k.oh = p.out[0];
+    k.ow = p.out[1];
+    k.kh = p.kernel[0];
+    k.kw = p.kernel[1];
+    k.stride_h = p.stride[0];
+    k.stride_w = p.stride[1];
+    k.pad_h = p.pad_l[0];
+    k.pad_w = p.pad_l[1];
+    k.dilation_h = p.dilation[0] + 1;  // the plan counts oneDNN's gaps
+    k.dilation_w = p.dilation[1] + 1;
+    own_kernels::run_max_pool_portable(k);
+    return out;
+}
+
+}  // namespace
+
+PoolPath max_pool2d_path(const at::Tensor &input, at::IntArrayRef kernel_size, at::IntArrayRef stride,
+                         at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
+    return path_of(plan(input, kernel_size, stride, padding, dilation, ceil_mode));
+}
+
+at::Tensor max_pool2d_own_kernel(const at::Tensor &input, at::IntArrayRef kernel_size, at::IntArrayRef stride,
+                                 at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
+    const auto p = plan(input, kernel_size, stride, padding, dilation, ceil_mode);
+    TORCH_CHECK(p && p->channels_last, "ipex::max_pool2d's own kernel takes a channels-last fp32 or bf16 4-D input "
+                                       "and arguments aten takes");
+    return max_pool2d_own(input, *p);
 }
 
 at::Tensor max_pool2d(const at::Tensor &input, at::IntArrayRef kernel_size, at::IntArrayRef stride,
                       at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
     const auto p = plan(input, kernel_size, stride, padding, dilation, ceil_mode);
-    if (!p) return at::max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode);
+    const PoolPath path = path_of(p);
+    if (path == PoolPath::aten) return at::max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode);
+    if (path == PoolPath::own) return max_pool2d_own(input, *p);
     const std::vector<int64_t> out_sizes{input.size(0), input.size(1), p->out[0], p->out[1]};
     at::Tensor out = p->channels_last ? empty_channels_last(out_sizes, input.scalar_type())
                                       : at::empty(out_sizes, input.options());

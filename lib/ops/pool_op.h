@@ -1,11 +1,13 @@
 // ipex::max_pool2d: aten::max_pool2d's definition (kernel, stride (empty: the kernel), padding,
-// dilation, ceil_mode; one value or one per dim) run by oneDNN's pooling primitive on fp32 and
-// bf16 4-D inputs stored NCHW or channels-last; the output keeps the input's layout. libtorch
-// 1.13 runs bf16 channels-last max pooling on a scalar path (8.5 ms where oneDNN takes 0.7 on
-// an 8x24x112x112 input). Anything oneDNN is not asked to do (other dtypes and ranks, other
-// strides, any input on a CPU without AVX-512, a window the right padding would have to cut) runs
-// aten::max_pool2d itself, as do bad arguments, so errors are aten's. One difference remains:
-// a NaN in a window does not make its maximum NaN (oneDNN compares past it), where aten's does.
+// dilation, ceil_mode; one value or one per dim) on fp32 and bf16 4-D inputs stored NCHW or
+// channels-last; the output keeps the input's layout. On AVX-512 CPUs oneDNN's pooling
+// primitive runs it: libtorch 1.13 runs bf16 channels-last max pooling on a scalar path (8.5 ms
+// where oneDNN takes 0.7 on an 8x24x112x112 input). One difference remains there: a NaN in a
+// window does not make its maximum NaN (oneDNN compares past it), where aten's does. On other
+// CPUs channels-last inputs run the own portable kernel (own_kernels::run_max_pool_portable,
+// aten's values, NaN where aten's is; 8x192x28x28 3x3 fp32: aten 2.8 ms), NCHW ones aten. Anything else
+// (other dtypes and ranks, other strides, on AVX-512 CPUs a window the right padding would have
+// to cut) runs aten::max_pool2d itself, as do bad arguments, so errors are aten's.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -29,8 +31,13 @@ bool spatial_mean_uses_own_kernel(const at::Tensor &input, at::IntArrayRef dim);
 at::Tensor max_pool2d(const at::Tensor &input, at::IntArrayRef kernel_size, at::IntArrayRef stride,
                       at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode);
 
-// Whether max_pool2d runs `input` with these arguments through oneDNN (the tests ask).
-bool max_pool2d_uses_onednn(const at::Tensor &input, at::IntArrayRef kernel_size, at::IntArrayRef stride,
-                            at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode);
+// Which code max_pool2d runs for `input` with these arguments (the tests ask).
+enum class PoolPath { onednn, own, aten };
+PoolPath max_pool2d_path(const at::Tensor &input, at::IntArrayRef kernel_size, at::IntArrayRef stride,
+                         at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode);
+// The own portable kernel on a channels-last fp32 or bf16 input whatever the CPU (max_pool2d takes
+// it only without AVX-512; the tests call it on every CPU); throws on inputs it does not take.
+at::Tensor max_pool2d_own_kernel(const at::Tensor &input, at::IntArrayRef kernel_size, at::IntArrayRef stride,
+                                 at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode);
 
 }  // namespace ipex::ops

@@ -1,7 +1,9 @@
 // ipex::max_pool2d against aten::max_pool2d (a max is exact, so the results must be equal)
 // over odd sizes, kernels, strides, padding, dilation and ceil mode, NCHW and channels-last
-// inputs in fp32 and bf16; the output keeps aten's layout; what oneDNN is not given
-// (strided views, other ranks and dtypes, bad arguments) runs aten, errors included.
+// inputs in fp32 and bf16, through the path the CPU takes (oneDNN, the own kernel or aten) and
+// the own kernel called directly on every CPU, NaN and signed zeros included; the output keeps
+// aten's layout; what is not taken (strided views, other ranks and dtypes, bad arguments) runs
+// aten, errors included.
 // ipex::spatial_mean against an fp64 mean over odd channel counts (vector tails), pixel counts
 // across the kernel's chunks, batch 1 and more, every spelling of the two spatial dims, with
 // and without keepdim; what the kernel does not take runs aten::mean, errors included.
@@ -33,18 +35,36 @@ std::string describe(const at::Tensor &x, const PoolArgs &a) {
     return s.str();
 }
 
-void expect_same_as_aten(const at::Tensor &x, const PoolArgs &a, bool want_onednn) {
+const char *name(PoolPath path) {
+    return path == PoolPath::onednn ? "oneDNN" : path == PoolPath::own ? "own kernel" : "aten";
+}
+
+// ipex::max_pool2d takes `want` and gives aten's bits, in aten's layout. Where that is not the
+// own kernel, the own kernel called directly on the channels-last input gives them too.
+void expect_same_as_aten(const at::Tensor &x, const PoolArgs &a, PoolPath want) {
     const std::string what = describe(x, a);
-    EXPECT_EQ(max_pool2d_uses_onednn(x, a.kernel, a.stride, a.padding, a.dilation, a.ceil_mode), want_onednn) << what;
-    const at::Tensor want = at::max_pool2d(x, a.kernel, a.stride, a.padding, a.dilation, a.ceil_mode);
+    EXPECT_EQ(name(max_pool2d_path(x, a.kernel, a.stride, a.padding, a.dilation, a.ceil_mode)), name(want)) << what;
+    const at::Tensor expected = at::max_pool2d(x, a.kernel, a.stride, a.padding, a.dilation, a.ceil_mode);
     const at::Tensor got = ops::max_pool2d(x, a.kernel, a.stride, a.padding, a.dilation, a.ceil_mode);
-    ASSERT_EQ(got.sizes(), want.sizes()) << what;
+    ASSERT_EQ(got.sizes(), expected.sizes()) << what;
     EXPECT_EQ(got.scalar_type(), x.scalar_type()) << what;
-    EXPECT_TRUE(at::equal(got, want)) << what << "\ngot " << got << "\nwant " << want;
+    EXPECT_TRUE(at::equal(got, expected)) << what << "\ngot " << got << "\nwant " << expected;
     if (x.is_contiguous(at::MemoryFormat::ChannelsLast) && !x.is_contiguous())
         EXPECT_TRUE(got.is_contiguous(at::MemoryFormat::ChannelsLast)) << what;
     else if (x.is_contiguous())
         EXPECT_TRUE(got.is_contiguous()) << what;
+    if (want == PoolPath::aten || !(x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16)) return;
+    const at::Tensor cl = x.contiguous(at::MemoryFormat::ChannelsLast);
+    const at::Tensor own = max_pool2d_own_kernel(cl, a.kernel, a.stride, a.padding, a.dilation, a.ceil_mode);
+    EXPECT_TRUE(own.is_contiguous(at::MemoryFormat::ChannelsLast)) << what;
+    EXPECT_TRUE(at::equal(own, expected)) << what << " (own kernel)\ngot " << own << "\nwant " << expected;
+}
+
+// What max_pool2d should take for a valid fp32 / bf16 4-D input: oneDNN on AVX-512 CPUs unless
+// the right padding would cut a window, else the own kernel for channels-last inputs.
+PoolPath expected_path(const at::Tensor &x, bool cut_by_right_padding) {
+    if (isa::avx512()) return cut_by_right_padding ? PoolPath::aten : PoolPath::onednn;
+    return x.is_contiguous(at::MemoryFormat::ChannelsLast) && !x.is_contiguous() ? PoolPath::own : PoolPath::aten;
 }
 
 TEST(MaxPool2d, MatchesAtenOverShapesAndArguments) {
@@ -60,53 +80,89 @@ TEST(MaxPool2d, MatchesAtenOverShapesAndArguments) {
         {{4, 3}, {3, 1}, {2, 1}, {1, 2}, true},
         {{3}, {2}, {1}, {1}, true},
     };
-    int on_onednn = 0, on_aten = 0;
-    // oneDNN pools only on AVX-512 CPUs (bf16 needs it; fp32's AVX2 kernels are slower than
-    // aten's): elsewhere every pool runs aten, which is asserted, and the numbers are aten's.
-    const bool pools_on_onednn = isa::avx512();
+    int counts[3] = {0, 0, 0};
     for (const auto dtype : {at::kFloat, at::kBFloat16}) {
         for (const std::vector<int64_t> &shape : std::vector<std::vector<int64_t>>{
                  {2, 3, 17, 19}, {1, 16, 8, 8}, {3, 24, 15, 16}, {2, 35, 23, 9}}) {
             const at::Tensor nchw = at::randn(shape).to(dtype);
             const at::Tensor cl = nchw.contiguous(at::MemoryFormat::ChannelsLast);
             for (const PoolArgs &a : cases) {
-                // Every case here but a window the right padding would cut goes to oneDNN.
                 for (const at::Tensor &x : {nchw, cl}) {
-                    const bool onednn = max_pool2d_uses_onednn(x, a.kernel, a.stride, a.padding, a.dilation, a.ceil_mode);
-                    ++(onednn ? on_onednn : on_aten);
-                    if (!pools_on_onednn) EXPECT_FALSE(onednn) << describe(x, a);
-                    expect_same_as_aten(x, a, onednn);
+                    // The right padding cuts a window where the last one ends before the input.
+                    const at::Tensor out = at::max_pool2d(x, a.kernel, a.stride, a.padding, a.dilation, a.ceil_mode);
+                    bool cut = false;
+                    for (int i = 0; i < 2; ++i) {
+                        const auto at_dim = [&](const std::vector<int64_t> &v, int64_t fallback) {
+                            return v.empty() ? fallback : v[v.size() == 1 ? 0 : i];
+                        };
+                        const int64_t k = at_dim(a.kernel, 0), s = at_dim(a.stride, k), p = at_dim(a.padding, 0),
+                                      d = at_dim(a.dilation, 1);
+                        cut |= (out.size(2 + i) - 1) * s + d * (k - 1) + 1 - x.size(2 + i) - p < 0;
+                    }
+                    const PoolPath want = expected_path(x, cut);
+                    ++counts[static_cast<int>(want)];
+                    expect_same_as_aten(x, a, want);
                 }
             }
         }
     }
-    if (pools_on_onednn) EXPECT_GT(on_onednn, 3 * on_aten) << on_onednn << " on oneDNN, " << on_aten << " on aten";
+    // oneDNN (AVX-512) or the own kernel (elsewhere) takes most of the cases.
+    const int taken = counts[static_cast<int>(PoolPath::onednn)] + counts[static_cast<int>(PoolPath::own)];
+    EXPECT_GT(taken, isa::avx512() ? 3 * counts[static_cast<int>(PoolPath::aten)] : 0);
+}
+
+// Windows holding NaN: the own kernel's maximum is NaN, as aten's is, wherever a NaN falls in the
+// window (first, last, among equal values); -0 and +0 keep aten's first-wins order.
+TEST(MaxPool2d, OwnKernelKeepsNanAndSignedZeros) {
+    at::manual_seed(2);
+    for (const auto dtype : {at::kFloat, at::kBFloat16}) {
+        at::Tensor x = at::randn({2, 19, 9, 11});
+        x.index_put_({0, 3, 0, 0}, std::numeric_limits<float>::quiet_NaN());
+        x.index_put_({1, 18, 8, 10}, std::numeric_limits<float>::quiet_NaN());
+        x.index_put_({0, 5, 4}, 0.0f);
+        x.index_put_({0, 5, 4, 5}, -0.0f);
+        x.index_put_({1, 0}, -std::numeric_limits<float>::infinity());
+        const at::Tensor cl = x.to(dtype).contiguous(at::MemoryFormat::ChannelsLast);
+        for (const PoolArgs &a : {PoolArgs{{3}, {2}, {1}, {1}, true}, PoolArgs{{2}, {1}, {0}, {2}, false}}) {
+            const at::Tensor want = at::max_pool2d(cl, a.kernel, a.stride, a.padding, a.dilation, a.ceil_mode);
+            const at::Tensor got = max_pool2d_own_kernel(cl, a.kernel, a.stride, a.padding, a.dilation, a.ceil_mode);
+            ASSERT_GT(want.isnan().sum().item<int64_t>(), 0) << describe(cl, a);
+            EXPECT_TRUE(at::equal(got.isnan(), want.isnan())) << describe(cl, a);
+            EXPECT_TRUE(at::equal(at::nan_to_num(got), at::nan_to_num(want))) << describe(cl, a);
+            // (a NaN's own sign bit aside: aten's bf16 path may turn it.)
+            EXPECT_TRUE(at::equal(at::signbit(at::nan_to_num(got)), at::signbit(at::nan_to_num(want))))
+                << describe(cl, a);
+        }
+    }
+    const at::Tensor nchw = at::randn({1, 4, 8, 8});
+    EXPECT_THROW(max_pool2d_own_kernel(nchw, {3}, {2}, {1}, {1}, false), c10::Error);
 }
 
 TEST(MaxPool2d, TakesOneDnnForTheUsualLayers) {
     if (!isa::avx512()) GTEST_SKIP() << "oneDNN pools only on AVX-512 CPUs (its AVX2 kernels are slower than aten's)";
     const at::Tensor x = at::randn({2, 8, 16, 16});
-    EXPECT_TRUE(max_pool2d_uses_onednn(x, {3}, {2}, {1}, {1}, false));
-    EXPECT_TRUE(max_pool2d_uses_onednn(x.contiguous(at::MemoryFormat::ChannelsLast), {3, 3}, {2, 2}, {0, 0}, {1, 1}, true));
-    EXPECT_TRUE(max_pool2d_uses_onednn(x, {2}, {}, {0}, {1}, false));
+    EXPECT_EQ(max_pool2d_path(x, {3}, {2}, {1}, {1}, false), PoolPath::onednn);
+    EXPECT_EQ(max_pool2d_path(x.contiguous(at::MemoryFormat::ChannelsLast), {3, 3}, {2, 2}, {0, 0}, {1, 1}, true),
+              PoolPath::onednn);
+    EXPECT_EQ(max_pool2d_path(x, {2}, {}, {0}, {1}, false), PoolPath::onednn);
 }
 
 TEST(MaxPool2d, OtherInputsRunAten) {
     at::manual_seed(1);
     const PoolArgs a{{3}, {2}, {1}, {1}, false};
     // strided view, 3-D input, fp64, int, empty batch
-    expect_same_as_aten(at::randn({2, 4, 20, 18}).transpose(2, 3), a, false);
-    expect_same_as_aten(at::randn({4, 13, 11}), a, false);
-    expect_same_as_aten(at::randn({2, 4, 13, 11}, at::kDouble), a, false);
+    expect_same_as_aten(at::randn({2, 4, 20, 18}).transpose(2, 3), a, PoolPath::aten);
+    expect_same_as_aten(at::randn({4, 13, 11}), a, PoolPath::aten);
+    expect_same_as_aten(at::randn({2, 4, 13, 11}, at::kDouble), a, PoolPath::aten);
     // aten has no integer max_pool2d: the same error.
     const at::Tensor ints = at::randint(-50, 50, {2, 4, 9, 9}, at::kInt);
-    EXPECT_FALSE(max_pool2d_uses_onednn(ints, a.kernel, a.stride, a.padding, a.dilation, false));
+    EXPECT_EQ(max_pool2d_path(ints, a.kernel, a.stride, a.padding, a.dilation, false), PoolPath::aten);
     EXPECT_THROW(ops::max_pool2d(ints, a.kernel, a.stride, a.padding, a.dilation, false), c10::Error);
     const at::Tensor empty = at::randn({0, 4, 9, 9});
     EXPECT_EQ(ops::max_pool2d(empty, a.kernel, a.stride, a.padding, a.dilation, false).sizes(),
               at::max_pool2d(empty, a.kernel, a.stride, a.padding, a.dilation, false).sizes());
     // Negative right padding: 13 rows, kernel 2 stride 2, no ceil: the last row is dropped.
-    expect_same_as_aten(at::randn({1, 4, 13, 13}), PoolArgs{{2}, {2}, {0}, {1}, false}, false);
+    expect_same_as_aten(at::randn({1, 4, 13, 13}), PoolArgs{{2}, {2}, {0}, {1}, false}, PoolPath::aten);
 }
 
 TEST(MaxPool2d, BadArgumentsAreAtensErrors) {
@@ -125,9 +181,8 @@ TEST(MaxPool2d, InfinitiesAndTies) {
     x.index_put_({0, 0, 0, 5}, std::numeric_limits<float>::lowest());  // a real lowest value too
     for (const auto dtype : {at::kFloat, at::kBFloat16}) {
         const at::Tensor in = x.to(dtype).contiguous(at::MemoryFormat::ChannelsLast);
-        const bool onednn = isa::avx512();  // oneDNN's pooling there, aten's elsewhere
-        expect_same_as_aten(in, PoolArgs{{3}, {2}, {1}, {1}, true}, onednn);
-        expect_same_as_aten(in.contiguous(), PoolArgs{{2}, {2}, {0}, {1}, false}, onednn);
+        expect_same_as_aten(in, PoolArgs{{3}, {2}, {1}, {1}, true}, expected_path(in, false));
+        expect_same_as_aten(in.contiguous(), PoolArgs{{2}, {2}, {0}, {1}, false}, expected_path(in.contiguous(), false));
     }
 }
 
