@@ -11,7 +11,8 @@ build="${IPEX_BUILD_DIR:-$root/build}"
 jobs="${IPEX_JOBS:-$(nproc)}"
 
 bash "$root/.ci/deps"
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DIPEX_BUILD_TESTS=ON -DIPEX_BUILD_BENCH=ON
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DIPEX_BUILD_TESTS=ON -DIPEX_BUILD_BENCH=ON \
+  -DIPEX_DISCOVER_GTESTS=OFF
 cmake --build "$build" -j "$jobs"
 if [ $# -eq 0 ]; then
   # Everything but the GoogleTest cases through ctest (fixtures first), then each GoogleTest

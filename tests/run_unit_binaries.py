@@ -5,13 +5,15 @@ takes a third of a second to start (about a second under the sanitizers), which 
 tests was most of the unit tests' time. The environment and working directory of each binary
 are the ones ctest gives its tests; everything else (fixture generation, fuzz replays, the
 end-to-end tests) stays with ctest (`ctest -LE gtest`), which must have made the fixtures
-first. Prints one line per binary, a failing binary's whole output, and exits 1 if any failed.
+first. A binary ctest knows whole (built with IPEX_DISCOVER_GTESTS=OFF, as tests/run.sh
+does) runs the same way; its count of tests is read from its output. Prints one line per binary, a failing binary's whole output, and exits 1 if any failed.
 
 Usage: run_unit_binaries.py BUILD_DIR [JOBS]"""
 
 import concurrent.futures
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -28,17 +30,26 @@ def gtest_binaries(build: str):
     for test in json.loads(listing)["tests"]:
         command = test.get("command") or []
         props = {p["name"]: p["value"] for p in test.get("properties", [])}
-        if not any(arg.startswith("--gtest_filter=") for arg in command):
-            if "FIXTURES_SETUP" in props:
-                continue  # listed with the tests that need it; ctest has run it
-            raise SystemExit(f"{test['name']} is labelled gtest but is not a GoogleTest case")
+        if "FIXTURES_SETUP" in props:
+            continue  # listed with the tests that need it; ctest has run it
+        labels = props.get("LABELS", [])
+        case = any(arg.startswith("--gtest_filter=") for arg in command)
+        # A binary registered whole (IPEX_DISCOVER_GTESTS=OFF): its own command, no arguments.
+        if not command or not (case or ("unit_gtest" in labels and len(command) == 1)):
+            raise SystemExit(f"{test['name']} is labelled gtest but is neither a GoogleTest case nor a binary")
         env = tuple(props.get("ENVIRONMENT", []))
         entry = binaries.setdefault(command[0], {"env": env, "cwd": props.get("WORKING_DIRECTORY", build),
-                                                 "tests": 0})
-        if entry["env"] != env:
-            raise SystemExit(f"{command[0]}: its tests have different environments; run them with ctest")
+                                                 "tests": 0, "listed": case})
+        if entry["env"] != env or entry["listed"] != case:
+            raise SystemExit(f"{command[0]}: its tests are registered in different ways; run them with ctest")
         entry["tests"] += 1
     return binaries
+
+
+def tests_ran(output: str):
+    """The number of tests a GoogleTest binary says it ran, or None."""
+    match = re.search(r"^\[=+\] (\d+) tests? from \d+ test (?:suites?|cases?) ran", output, re.MULTILINE)
+    return int(match.group(1)) if match else None
 
 
 def run(binary: str, entry: dict):
@@ -70,6 +81,8 @@ def main() -> int:
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         for binary, code, seconds, output in pool.map(lambda b: run(b, binaries[b]), sorted(binaries)):
             name = os.path.relpath(binary, build)
+            if not binaries[binary]["listed"]:
+                binaries[binary]["tests"] = tests_ran(output) or 0
             status = "passed" if code == 0 else f"FAILED ({code})" if code == "timeout" else f"FAILED (exit {code})"
             print(f"{name}: {binaries[binary]['tests']} tests {status} in {seconds:.1f} s", flush=True)
             if code != 0:
