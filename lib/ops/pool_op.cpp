@@ -17,7 +17,7 @@
 namespace ipex::ops {
 namespace {
 
-// One pooling problem in oneDNN's terms, per spatial dim (H, W).
+// One pooling problem, per spatial dim (H, W); dilation as aten counts it (1: no gaps).
 struct PoolPlan {
     std::array<int64_t, 2> kernel, stride, dilation, pad_l, pad_r, out;
     bool channels_last = false;
@@ -65,7 +65,7 @@ std::optional<PoolPlan> plan(const at::Tensor &x, at::IntArrayRef kernel_size, a
         const int64_t pad_r = (out - 1) * si + di * (ki - 1) + 1 - in - pi;
         plan.kernel[i] = ki;
         plan.stride[i] = si;
-        plan.dilation[i] = di - 1;  // oneDNN counts the gaps
+        plan.dilation[i] = di;
         plan.pad_l[i] = pi;
         plan.pad_r[i] = pad_r;
         plan.out[i] = out;
@@ -169,8 +169,8 @@ at::Tensor max_pool2d_own(const at::Tensor &input, const PoolPlan &p) {
     k.stride_w = p.stride[1];
     k.pad_h = p.pad_l[0];
     k.pad_w = p.pad_l[1];
-    k.dilation_h = p.dilation[0] + 1;  // the plan counts oneDNN's gaps
-    k.dilation_w = p.dilation[1] + 1;
+    k.dilation_h = p.dilation[0];
+    k.dilation_w = p.dilation[1];
     own_kernels::run_max_pool_portable(k);
     return out;
 }
@@ -202,8 +202,8 @@ at::Tensor max_pool2d(const at::Tensor &input, at::IntArrayRef kernel_size, at::
     const dnnl::memory::desc src = strided_desc(input), dst = strided_desc(out);
     const dnnl::pooling_v2_forward::desc desc(
         dnnl::prop_kind::forward_inference, dnnl::algorithm::pooling_max, src, dst, {p->stride[0], p->stride[1]},
-        {p->kernel[0], p->kernel[1]}, {p->dilation[0], p->dilation[1]}, {p->pad_l[0], p->pad_l[1]},
-        {p->pad_r[0], p->pad_r[1]});
+        {p->kernel[0], p->kernel[1]}, {p->dilation[0] - 1, p->dilation[1] - 1},  // oneDNN counts the gaps
+        {p->pad_l[0], p->pad_l[1]}, {p->pad_r[0], p->pad_r[1]});
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     // oneDNN's primitive cache makes the primitive once per shape.
