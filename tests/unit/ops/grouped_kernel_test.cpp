@@ -1,6 +1,6 @@
 // The own grouped convolution kernel (own_kernels.h, run_grouped) through ConvolutionContext,
 // against an fp64 aten reference: 16, 32 and 48 outputs per group from 2 to 48 inputs, groups of
-// 2, 4 and 8 outputs merged 16 outputs at a time, output widths around the 12-pixel block (tails,
+// 2, 4 and 8 outputs merged 16 outputs at a time, one group (dense, up to 128 inputs), output widths around the 12-pixel block (tails,
 // one pixel), strides, padding wider than the kernel, dilation, asymmetric and 1x1 / 5x5 / 7x7
 // kernels, images smaller than the kernel, batches, bias or none, every post-op it computes, fp32
 // and bf16; the convolutions it must leave to oneDNN; agreement with oneDNN and the timed choice.
@@ -63,6 +63,12 @@ std::vector<GroupedCase> cases() {
     all.push_back({1, 16, 2, 2, 7, 15, 3, 3, {1, 1}, {1, 1}, {1, 1}, true});    // 2 per group
     all.push_back({1, 8, 2, 4, 6, 10, 5, 5, {1, 1}, {2, 2}, {1, 1}, true});     // 2 inputs, 4 outputs per group
     all.push_back({1, 12, 6, 4, 8, 9, 3, 3, {1, 1}, {1, 1}, {2, 2}, true});     // 6 inputs, 4 outputs, dilated
+    // One group (dense convolutions; planned by default only without AVX-512, asked for here).
+    all.push_back({2, 1, 128, 32, 9, 13, 3, 3, {1, 1}, {1, 1}, {1, 1}, true});  // DenseNet's 3x3
+    all.push_back({1, 1, 64, 64, 8, 23, 3, 3, {2, 2}, {1, 1}, {1, 1}, false});  // ResNet's stride-2 3x3
+    all.push_back({1, 1, 48, 16, 5, 7, 1, 1, {1, 1}, {0, 0}, {1, 1}, true});    // 1x1
+    all.push_back({2, 1, 32, 48, 6, 11, 3, 3, {1, 1}, {2, 2}, {2, 2}, true});   // three tiles, dilated
+    all.push_back({1, 1, 4, 16, 15, 17, 7, 7, {2, 2}, {3, 3}, {1, 1}, true});   // a stem's 7x7, stride 2
     return all;
 }
 
@@ -188,6 +194,14 @@ TEST(GroupedKernelScope, Fp32WithAvx2Bf16WithAvx512Bf16) {
     EXPECT_FALSE(has({24, 4, 3, 3}, 3, "fp32"));   // 8 outputs per group, an odd number of groups
     EXPECT_FALSE(has({36, 4, 3, 3}, 6, "fp32"));   // 6 outputs per group: not a divisor of 16
     EXPECT_FALSE(has({16, 1, 3, 3}, 16, "fp32"));  // depthwise
+    EXPECT_TRUE(has({64, 3, 3, 3}, 1, "fp32"));    // one group, asked for
+    // 1x1 in one group: the pointwise kernel's where that runs (AVX-512).
+    EXPECT_EQ(has({32, 64, 1, 1}, 1, "fp32"), !own_kernels::available(false));
+    {
+        // By default, one group only where oneDNN has no AVX-512 kernels for it.
+        KernelChoice timed("auto");
+        EXPECT_EQ(has({64, 3, 3, 3}, 1, "fp32"), !own_kernels::available(false));
+    }
     if (own_kernels::available(true)) EXPECT_TRUE(has({64, 16, 3, 3}, 4, "bf16"));  // else no bf16 convolution at all
 }
 
@@ -207,7 +221,8 @@ TEST(GroupedKernelScope, OtherConvolutionsStayOnOneDnn) {
     EXPECT_FALSE(has({64, 3, 3, 3}, 4, "bf16"));       // but not in bf16 (pairs)
     EXPECT_TRUE(has({32, 4, 3, 3}, 4, "bf16"));        // 8 outputs per group, two taken as one
     EXPECT_FALSE(has({24, 4, 3, 3}, 3, "bf16"));       // but not three groups of them
-    EXPECT_FALSE(has({64, 64, 3, 3}, 1, "bf16"));      // one group
+    EXPECT_TRUE(has({64, 64, 3, 3}, 1, "bf16"));       // one group, asked for
+    EXPECT_FALSE(has({64, 64, 1, 1}, 1, "bf16"));      // 1x1 in one group: the pointwise kernel's
     EXPECT_FALSE(has({16, 1, 3, 3}, 16, "bf16"));      // depthwise: its own kernel
     EXPECT_FALSE(has({64, 16, 9, 6}, 4, "bf16"));      // more than 49 taps
     EXPECT_FALSE(has({64, 16, 3}, 4, "bf16"));         // 1-D
@@ -217,6 +232,10 @@ TEST(GroupedKernelScope, OtherConvolutionsStayOnOneDnn) {
     EXPECT_FALSE(ConvolutionContext(at::randn({64, 16, 3, 3}), c10::nullopt,
                                     ConvParams{{1, 1}, {1, 1}, {1, 1}, {0, 0}, 4, true}, "bf16", {}, false, {})
                      .has_grouped_kernel());  // transposed
+    {
+        KernelChoice timed("auto");
+        EXPECT_FALSE(has({64, 64, 3, 3}, 1, "bf16"));  // one group by default: oneDNN's
+    }
     KernelChoice off("0");
     EXPECT_FALSE(has({64, 16, 3, 3}, 4, "bf16"));
 }
