@@ -6,7 +6,8 @@ tests was most of the unit tests' time. The environment and working directory of
 are the ones ctest gives its tests; everything else (fixture generation, fuzz replays, the
 end-to-end tests) stays with ctest (`ctest -LE gtest`), which must have made the fixtures
 first. A binary ctest knows whole (built with IPEX_DISCOVER_GTESTS=OFF, as tests/run.sh
-does) runs the same way; its count of tests is read from its output. Prints one line per binary, a failing binary's whole output, and exits 1 if any failed.
+does) runs the same way; its count of tests is read from its output (none there fails it).
+Prints one line per binary, a failing binary's whole output, and exits 1 if any failed.
 
 Usage: run_unit_binaries.py BUILD_DIR [JOBS]"""
 
@@ -82,8 +83,11 @@ def main() -> int:
         for binary, code, seconds, output in pool.map(lambda b: run(b, binaries[b]), sorted(binaries)):
             name = os.path.relpath(binary, build)
             if not binaries[binary]["listed"]:
-                binaries[binary]["tests"] = tests_ran(output) or 0
-            status = "passed" if code == 0 else f"FAILED ({code})" if code == "timeout" else f"FAILED (exit {code})"
+                ran = tests_ran(output)
+                binaries[binary]["tests"] = ran or 0
+                if ran is None and code == 0:
+                    code = "no GoogleTest summary"
+            status = "passed" if code == 0 else f"FAILED ({code})" if isinstance(code, str) else f"FAILED (exit {code})"
             print(f"{name}: {binaries[binary]['tests']} tests {status} in {seconds:.1f} s", flush=True)
             if code != 0:
                 failed.append(name)
