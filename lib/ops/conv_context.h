@@ -149,8 +149,7 @@ public:
     // timed), so convolutions that always run oneDNN's way hold one packed weight only.
     size_t pointwise_weight_bytes() const;
     // Whether 4-D inputs may run the own grouped kernel (16, 32, ... outputs per group, or groups
-    // of 2, 4 or 8 outputs taken 16 outputs at a time; one group only in fp32 without AVX-512,
-    // or with IPEX_CONV_KERNELS=1).
+    // of 2, 4 or 8 outputs taken 16 outputs at a time; one group only in fp32 without AVX-512).
     bool has_grouped_kernel() const { return grouped_ != nullptr; }
     // Bytes of the grouped kernel's own packed weight: 0 until the kernel first runs (or is timed).
     size_t grouped_weight_bytes() const;

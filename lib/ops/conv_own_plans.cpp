@@ -217,10 +217,9 @@ void ConvolutionContext::plan_grouped() {
     if (merged == 0) return;
     const auto choice = own_choice(types, own_kernels::grouped_available);
     if (!choice) return;
-    // One group (a dense convolution): where the kernel's AVX2 build runs (fp32 without AVX-512),
-    // whose channels-last layers oneDNN 2.6 runs at 40-70% of the FMA peak; elsewhere only when
-    // IPEX_CONV_KERNELS=1 asks for the own kernels.
-    if (g == 1 && own_kernels::available(bf16) && *choice != own_kernels::Choice::own) return;
+    // One group (a dense convolution) only where the kernel's AVX2 build runs (fp32 without
+    // AVX-512): oneDNN 2.6's AVX2 kernels run channels-last layers at 40-70% of the FMA peak.
+    if (g == 1 && own_kernels::available(bf16)) return;
     auto plan = std::make_shared<Grouped>();
     plan->choice = *choice;
     auto &problem = plan->problem;

@@ -1,6 +1,6 @@
 // The own grouped convolution kernel (own_kernels.h, run_grouped) through ConvolutionContext,
 // against an fp64 aten reference: 16, 32 and 48 outputs per group from 2 to 48 inputs, groups of
-// 2, 4 and 8 outputs merged 16 outputs at a time, one group (dense, up to 128 inputs), output widths around the 12-pixel block (tails,
+// 2, 4 and 8 outputs merged 16 outputs at a time, one group (dense, on CPUs without AVX-512), output widths around the 12-pixel block (tails,
 // one pixel), strides, padding wider than the kernel, dilation, asymmetric and 1x1 / 5x5 / 7x7
 // kernels, images smaller than the kernel, batches, bias or none, every post-op it computes, fp32
 // and bf16; the convolutions it must leave to oneDNN; agreement with oneDNN and the timed choice.
@@ -63,13 +63,23 @@ std::vector<GroupedCase> cases() {
     all.push_back({1, 16, 2, 2, 7, 15, 3, 3, {1, 1}, {1, 1}, {1, 1}, true});    // 2 per group
     all.push_back({1, 8, 2, 4, 6, 10, 5, 5, {1, 1}, {2, 2}, {1, 1}, true});     // 2 inputs, 4 outputs per group
     all.push_back({1, 12, 6, 4, 8, 9, 3, 3, {1, 1}, {1, 1}, {2, 2}, true});     // 6 inputs, 4 outputs, dilated
-    // One group (dense convolutions; planned by default only without AVX-512, asked for here).
-    all.push_back({2, 1, 128, 32, 9, 13, 3, 3, {1, 1}, {1, 1}, {1, 1}, true});  // DenseNet's 3x3
-    all.push_back({1, 1, 64, 64, 8, 23, 3, 3, {2, 2}, {1, 1}, {1, 1}, false});  // ResNet's stride-2 3x3
-    all.push_back({1, 1, 48, 16, 5, 7, 1, 1, {1, 1}, {0, 0}, {1, 1}, true});    // 1x1
-    all.push_back({2, 1, 32, 48, 6, 11, 3, 3, {1, 1}, {2, 2}, {2, 2}, true});   // three tiles, dilated
-    all.push_back({1, 1, 4, 16, 15, 17, 7, 7, {2, 2}, {3, 3}, {1, 1}, true});   // a stem's 7x7, stride 2
     return all;
+}
+
+// One group (dense convolutions, which take the kernel only in fp32 without AVX-512).
+std::vector<GroupedCase> dense_cases() {
+    return {
+        {2, 1, 128, 32, 9, 13, 3, 3, {1, 1}, {1, 1}, {1, 1}, true},  // DenseNet's 3x3
+        {1, 1, 64, 64, 8, 23, 3, 3, {2, 2}, {1, 1}, {1, 1}, false},  // ResNet's stride-2 3x3
+        {1, 1, 48, 16, 5, 7, 1, 1, {1, 1}, {0, 0}, {1, 1}, true},    // 1x1
+        {2, 1, 32, 48, 6, 11, 3, 3, {1, 1}, {2, 2}, {2, 2}, true},   // three tiles, dilated
+        {1, 1, 3, 16, 15, 17, 7, 7, {2, 2}, {3, 3}, {1, 1}, true},   // a stem's 7x7 of 3 channels, stride 2
+    };
+}
+
+// Whether this CPU gives one-group convolutions of this dtype the kernel.
+bool dense_planned(const std::string &dtype) {
+    return dtype == "fp32" && own_kernels::grouped_available(false) && !own_kernels::available(false);
 }
 
 // |got - want| within the dtype's bound for every element: bf16, the output rounding (2^-9
@@ -130,6 +140,13 @@ protected:
 
 TEST_P(GroupedKernel, MatchesTheFp64ReferenceOverShapes) {
     for (const auto &c : cases()) check_case(c, GetParam(), {{"relu"}});
+}
+
+TEST_P(GroupedKernel, OneGroupWithoutAvx512) {
+    if (!dense_planned(GetParam()))
+        GTEST_SKIP() << "one-group convolutions take the kernel only in fp32 on CPUs without AVX-512";
+    for (const auto &c : dense_cases()) check_case(c, GetParam(), {{"relu"}});
+    check_case(dense_cases()[0], GetParam(), {{"clip", -0.5, 0.75}, {"silu"}});
 }
 
 TEST_P(GroupedKernel, EveryPostOpAndNone) {
@@ -194,13 +211,13 @@ TEST(GroupedKernelScope, Fp32WithAvx2Bf16WithAvx512Bf16) {
     EXPECT_FALSE(has({24, 4, 3, 3}, 3, "fp32"));   // 8 outputs per group, an odd number of groups
     EXPECT_FALSE(has({36, 4, 3, 3}, 6, "fp32"));   // 6 outputs per group: not a divisor of 16
     EXPECT_FALSE(has({16, 1, 3, 3}, 16, "fp32"));  // depthwise
-    EXPECT_TRUE(has({64, 3, 3, 3}, 1, "fp32"));    // one group, asked for
-    // 1x1 in one group: the pointwise kernel's where that runs (AVX-512).
-    EXPECT_EQ(has({32, 64, 1, 1}, 1, "fp32"), !own_kernels::available(false));
+    // One group, 3x3 and 1x1, only without AVX-512 (where the 1x1 is the pointwise kernel's).
+    EXPECT_EQ(has({64, 3, 3, 3}, 1, "fp32"), dense_planned("fp32"));
+    EXPECT_EQ(has({32, 64, 1, 1}, 1, "fp32"), dense_planned("fp32"));
+    EXPECT_FALSE(has({40, 16, 3, 3}, 1, "fp32"));  // one group of 40 outputs: not a multiple of 16
     {
-        // By default, one group only where oneDNN has no AVX-512 kernels for it.
         KernelChoice timed("auto");
-        EXPECT_EQ(has({64, 3, 3, 3}, 1, "fp32"), !own_kernels::available(false));
+        EXPECT_EQ(has({64, 3, 3, 3}, 1, "fp32"), dense_planned("fp32"));
     }
     if (own_kernels::available(true)) EXPECT_TRUE(has({64, 16, 3, 3}, 4, "bf16"));  // else no bf16 convolution at all
 }
@@ -221,8 +238,8 @@ TEST(GroupedKernelScope, OtherConvolutionsStayOnOneDnn) {
     EXPECT_FALSE(has({64, 3, 3, 3}, 4, "bf16"));       // but not in bf16 (pairs)
     EXPECT_TRUE(has({32, 4, 3, 3}, 4, "bf16"));        // 8 outputs per group, two taken as one
     EXPECT_FALSE(has({24, 4, 3, 3}, 3, "bf16"));       // but not three groups of them
-    EXPECT_TRUE(has({64, 64, 3, 3}, 1, "bf16"));       // one group, asked for
-    EXPECT_FALSE(has({64, 64, 1, 1}, 1, "bf16"));      // 1x1 in one group: the pointwise kernel's
+    EXPECT_FALSE(has({64, 64, 3, 3}, 1, "bf16"));      // one group
+    EXPECT_FALSE(has({64, 64, 3, 3}, 1, "fp32"));      // in fp32 too, on this CPU with AVX-512
     EXPECT_FALSE(has({16, 1, 3, 3}, 16, "bf16"));      // depthwise: its own kernel
     EXPECT_FALSE(has({64, 16, 9, 6}, 4, "bf16"));      // more than 49 taps
     EXPECT_FALSE(has({64, 16, 3}, 4, "bf16"));         // 1-D
@@ -232,10 +249,6 @@ TEST(GroupedKernelScope, OtherConvolutionsStayOnOneDnn) {
     EXPECT_FALSE(ConvolutionContext(at::randn({64, 16, 3, 3}), c10::nullopt,
                                     ConvParams{{1, 1}, {1, 1}, {1, 1}, {0, 0}, 4, true}, "bf16", {}, false, {})
                      .has_grouped_kernel());  // transposed
-    {
-        KernelChoice timed("auto");
-        EXPECT_FALSE(has({64, 64, 3, 3}, 1, "bf16"));  // one group by default: oneDNN's
-    }
     KernelChoice off("0");
     EXPECT_FALSE(has({64, 16, 3, 3}, 4, "bf16"));
 }
