@@ -16,7 +16,8 @@ bash "$root/.ci/deps"
 # the stage. The libFuzzer targets run fewer inputs in their 30 s for it.
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_C_FLAGS_RELEASE="-O0" -DCMAKE_CXX_FLAGS_RELEASE="-O0" \
-  -DIPEX_SANITIZE=address,undefined -DIPEX_BUILD_FUZZ=ON -DIPEX_BUILD_TESTS=ON -DIPEX_BUILD_BENCH=OFF -DIPEX_DISCOVER_GTESTS=OFF
+  -DIPEX_SANITIZE=address,undefined -DIPEX_BUILD_FUZZ=ON -DIPEX_BUILD_TESTS=ON -DIPEX_BUILD_BENCH=OFF \
+  -DIPEX_DISCOVER_GTESTS=OFF
 # Only what this stage runs: the tools and benchmarks are left to the main build.
 cmake --build "$build" -j "$jobs" --target ipex_unit_targets
 

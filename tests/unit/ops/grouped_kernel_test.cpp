@@ -1,9 +1,10 @@
 // The own grouped convolution kernel (own_kernels.h, run_grouped) through ConvolutionContext,
 // against an fp64 aten reference: 16, 32 and 48 outputs per group from 2 to 48 inputs, groups of
 // 2, 4 and 8 outputs merged 16 outputs at a time, one group (dense, on CPUs without AVX-512),
-// output widths around the 12-pixel block (tails, one pixel), strides, padding wider than the kernel, dilation, asymmetric and 1x1 / 5x5 / 7x7
-// kernels, images smaller than the kernel, batches, bias or none, every post-op it computes, fp32
-// and bf16; the convolutions it must leave to oneDNN; agreement with oneDNN and the timed choice.
+// output widths around the 12-pixel block (tails, one pixel), strides, padding wider than the
+// kernel, dilation, asymmetric and 1x1 / 5x5 / 7x7 kernels, images smaller than the kernel,
+// batches, bias or none, every post-op it computes, fp32 and bf16; the convolutions it must leave
+// to oneDNN; agreement with oneDNN and the timed choice.
 #include <gtest/gtest.h>
 
 #include <sstream>
