@@ -209,8 +209,7 @@ void ConvolutionContext::plan_grouped() {
     const auto &p = params_;
     const bool bf16 = types.math == at::kBFloat16;
     const int64_t g = p.groups;
-    if (p.transposed || spatial_dims() != 2 || depthwise_ || pointwise_ ||
-        post_ops_.size() > own_kernels::Problem::kMaxPostOps)
+    if (p.transposed || spatial_dims() != 2 || depthwise_ || post_ops_.size() > own_kernels::Problem::kMaxPostOps)
         return;
     const int64_t out = weight_.size(0) / g, in = weight_.size(1), kh = weight_.size(2), kw = weight_.size(3);
     const int64_t merged = grouped_merge(bf16, g, in, out, kh * kw);

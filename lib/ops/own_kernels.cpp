@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <type_traits>
 #include <utility>
 
@@ -185,6 +186,73 @@ void run_max_pool_portable(const MaxPool &p) {
     const int64_t per_row = p.ow * p.c * p.kh * p.kw;
     const int64_t grain = per_row >= (1 << 16) ? 1 : (1 << 16) / per_row;
     at::parallel_for(0, p.n * p.oh, grain, [&](int64_t begin, int64_t end) { run(p, begin, end); });
+}
+
+namespace {
+
+constexpr int64_t kMeanChunk = 256;  // pixels a task sums, as the AVX-512 build splits them
+constexpr int64_t kMeanBlock = 64;   // channels summed at a time: 8 AVX2 vectors of sums
+
+// Tasks t0 .. t1 (image, chunk of pixels) of run_spatial_mean_portable: each chunk's sums per
+// channel into its row of `partial` (`row` values apart). Inlined into each caller, so the
+// AVX2 one adds 8 lanes at a time.
+template <class T>
+[[gnu::always_inline]] inline void mean_chunks(const SpatialMean &p, int64_t t0, int64_t t1, int64_t row,
+                                               float *partial) {
+    const T *const src = static_cast<const T *>(p.src);
+    const int64_t chunks = (p.hw + kMeanChunk - 1) / kMeanChunk;
+    for (int64_t task = t0; task < t1; ++task) {
+        const int64_t image = task / chunks, q0 = task % chunks * kMeanChunk;
+        const int64_t q1 = std::min(p.hw, q0 + kMeanChunk);
+        for (int64_t c0 = 0; c0 < p.c; c0 += kMeanBlock) {
+            const int64_t width = std::min(kMeanBlock, p.c - c0);
+            float sum[kMeanBlock] = {};
+            const T *pixel = src + (image * p.hw + q0) * p.c + c0;
+            if (width == kMeanBlock)
+                for (int64_t q = q0; q < q1; ++q, pixel += p.c)
+                    for (int64_t k = 0; k < kMeanBlock; ++k) sum[k] += static_cast<float>(pixel[k]);
+            else
+                for (int64_t q = q0; q < q1; ++q, pixel += p.c)
+                    for (int64_t k = 0; k < width; ++k) sum[k] += static_cast<float>(pixel[k]);
+            std::copy(sum, sum + width, partial + task * row + c0);
+        }
+    }
+}
+
+template <class T>
+void mean_chunks_generic(const SpatialMean &p, int64_t t0, int64_t t1, int64_t row, float *partial) {
+    mean_chunks<T>(p, t0, t1, row, partial);
+}
+
+template <class T>
+[[gnu::target("avx2")]] void mean_chunks_avx2(const SpatialMean &p, int64_t t0, int64_t t1, int64_t row,
+                                              float *partial) {
+    mean_chunks<T>(p, t0, t1, row, partial);
+}
+
+template <class T>
+void spatial_mean_portable(const SpatialMean &p) {
+    const int64_t chunks = (p.hw + kMeanChunk - 1) / kMeanChunk, row = p.c;
+    const auto sums = isa::avx2() ? &mean_chunks_avx2<T> : &mean_chunks_generic<T>;
+    // every value is written by the first step before the second reads it
+    const std::unique_ptr<float[]> partial(new float[p.n * chunks * row]);
+    at::parallel_for(0, p.n * chunks, 1, [&](int64_t begin, int64_t end) { sums(p, begin, end, row, partial.get()); });
+    T *const dst = static_cast<T *>(p.dst);
+    const float count = static_cast<float>(p.hw);
+    at::parallel_for(0, p.n, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t image = begin; image < end; ++image)
+            for (int64_t ch = 0; ch < p.c; ++ch) {
+                float total = 0.0f;
+                for (int64_t chunk = 0; chunk < chunks; ++chunk) total += partial[(image * chunks + chunk) * row + ch];
+                dst[image * p.c + ch] = static_cast<T>(total / count);
+            }
+    });
+}
+
+}  // namespace
+
+void run_spatial_mean_portable(const SpatialMean &p) {
+    if (p.bf16) spatial_mean_portable<c10::BFloat16>(p); else spatial_mean_portable<float>(p);
 }
 
 void run_scale_shift_portable(const ScaleShift &p) {

@@ -136,6 +136,9 @@ struct SpatialMean {
     int64_t n = 0, hw = 0, c = 0;
 };
 void run_spatial_mean(const SpatialMean &p);  // call only when available(p.bf16)
+// The same on any CPU (portable code; AVX2 where the CPU has it): the same split into chunks of
+// pixels, sums in fp32, one rounding; within a chunk the order of the adds may differ.
+void run_spatial_mean_portable(const SpatialMean &p);
 
 // Each channel of each image times its own factor, on bf16 channels-last data: dst[i][q][c] =
 // src[i][q][c] * scale[i * scale_image_stride + c] in fp32, one rounding (the gate of a

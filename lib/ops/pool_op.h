@@ -16,7 +16,8 @@ namespace ipex::ops {
 
 // ipex::spatial_mean: aten::mean(input, dim, keepdim) where dim names the two spatial dims of a
 // 4-D input (the global average pool): fp32 and bf16 channels-last inputs run the own kernel
-// (own_kernels::run_spatial_mean; sums in fp32, one rounding, as aten's), anything else
+// (own_kernels::run_spatial_mean on AVX-512 CPUs, run_spatial_mean_portable elsewhere; sums
+// in fp32, one rounding, as aten's), anything else
 // runs aten::mean itself, as do bad arguments, so errors are aten's. The output is [n, c, 1, 1]
 // (keepdim) or [n, c], dense, the input's dtype.
 at::Tensor spatial_mean(const at::Tensor &input, at::IntArrayRef dim, bool keepdim);

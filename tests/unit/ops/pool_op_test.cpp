@@ -4,9 +4,11 @@
 // the own kernel called directly on every CPU, NaN and signed zeros included; the output keeps
 // aten's layout; what is not taken (strided views, other ranks and dtypes, bad arguments) runs
 // aten, errors included.
-// ipex::spatial_mean against an fp64 mean over odd channel counts (vector tails), pixel counts
-// across the kernel's chunks, batch 1 and more, every spelling of the two spatial dims, with
-// and without keepdim; what the kernel does not take runs aten::mean, errors included.
+// ipex::spatial_mean (the AVX-512 build or the portable one, as the CPU takes) and the portable
+// build called directly on every CPU, against an fp64 mean over odd channel counts (vector
+// tails), pixel counts across the kernel's chunks, batch 1 and more, every spelling of the two
+// spatial dims, with and without keepdim; what the kernel does not take runs aten::mean, errors
+// included.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -186,44 +188,57 @@ TEST(MaxPool2d, InfinitiesAndTies) {
     }
 }
 
+// own_kernels::run_spatial_mean_portable on x's spatial dims, called directly: the op runs it
+// only on CPUs without AVX-512, so on the others this is where it is checked.
+at::Tensor portable_mean(const at::Tensor &x, bool keepdim) {
+    const int64_t n = x.size(0), c = x.size(1);
+    at::Tensor out = at::empty(keepdim ? std::vector<int64_t>{n, c, 1, 1} : std::vector<int64_t>{n, c}, x.options());
+    own_kernels::SpatialMean p;
+    p.bf16 = x.scalar_type() == at::kBFloat16;
+    p.src = x.data_ptr();
+    p.dst = out.data_ptr();
+    p.n = n;
+    p.hw = x.size(2) * x.size(3);
+    p.c = c;
+    own_kernels::run_spatial_mean_portable(p);
+    return out;
+}
+
 TEST(SpatialMean, MatchesTheFp64Reference) {
     at::manual_seed(3);
     const std::vector<std::vector<int64_t>> shapes = {
         {1, 1, 1, 1}, {2, 3, 5, 7}, {3, 16, 7, 7}, {2, 17, 4, 9}, {1, 64, 56, 56}, {2, 65, 3, 3},
-        {1, 130, 11, 13}, {8, 48, 1, 1}, {2, 2048, 7, 7}, {1, 24, 300, 301}};
+        {1, 130, 11, 13}, {8, 48, 1, 1}, {2, 2048, 7, 7}, {1, 24, 300, 301}, {3, 200, 17, 19}};
     const std::vector<std::vector<int64_t>> dims = {{2, 3}, {-1, -2}, {3, 2}, {-2, 3}};
     for (const auto dtype : {at::kFloat, at::kBFloat16}) {
-        const bool own = own_kernels::available(dtype == at::kBFloat16);
         for (const auto &shape : shapes) {
             // an offset per channel, so the means are far from 0 and the sums long
             const at::Tensor offset = at::randn({1, shape[1], 1, 1}) * 4;
             const at::Tensor x = (at::randn(shape) + offset).to(dtype).contiguous(at::MemoryFormat::ChannelsLast);
+            const at::Tensor x_before = x.clone();
+            // fp32: the sums' rounding; bf16: one rounding of the mean (2^-9 relative) on top
+            const double rtol = dtype == at::kFloat ? 2e-6 : 1.0 / 256;
+            const at::Tensor want_kept = x.to(at::kDouble).mean({2, 3}, true);
+            auto check = [&](const at::Tensor &got, const at::Tensor &want, const std::string &what) {
+                ASSERT_EQ(got.sizes(), want.sizes()) << what;
+                ASSERT_EQ(got.scalar_type(), dtype) << what;
+                const at::Tensor err = (got.to(at::kDouble) - want).abs();
+                EXPECT_TRUE((err <= want.abs() * rtol + 1e-6).all().item<bool>())
+                    << what << ": max error " << err.max().item<double>();
+            };
             for (size_t d = 0; d < dims.size(); ++d) {
                 for (const bool keepdim : {true, false}) {
                     std::ostringstream what;
                     what << x.sizes() << " " << dtype << " dims " << at::IntArrayRef(dims[d]) << " keepdim " << keepdim;
-                    EXPECT_EQ(spatial_mean_uses_own_kernel(x, dims[d]), own) << what.str();
-                    const at::Tensor got = ops::spatial_mean(x, dims[d], keepdim);
-                    const at::Tensor want = x.to(at::kDouble).mean({2, 3}, keepdim);
-                    ASSERT_EQ(got.sizes(), want.sizes()) << what.str();
-                    ASSERT_EQ(got.scalar_type(), dtype) << what.str();
-                    // fp32: the sums' rounding; bf16: one rounding of the mean (2^-9 relative) on
-                    // top; aten's bf16 mean (no AVX-512-BF16 kernel here) sums in bf16 steps, so
-                    // only its agreement with aten below is checked.
-                    const double rtol = dtype == at::kFloat ? 2e-6 : 1.0 / 256;
-                    const bool exact_sums = own || dtype == at::kFloat;
-                    const at::Tensor err = (got.to(at::kDouble) - want).abs();
-                    const at::Tensor bound = want.abs() * rtol + 1e-6;
-                    if (exact_sums)
-                        EXPECT_TRUE((err <= bound).all().item<bool>())
-                            << what.str() << ": max error " << err.max().item<double>();
-                    // and aten's own mean of the same input to within one rounding step
-                    const at::Tensor aten = x.mean(dims[d], keepdim);
-                    EXPECT_LE((got.to(at::kDouble) - aten.to(at::kDouble)).abs().max().item<double>(),
-                              (aten.to(at::kDouble).abs() * rtol * 2 + 1e-6).max().item<double>())
-                        << what.str();
+                    EXPECT_TRUE(spatial_mean_uses_own_kernel(x, dims[d])) << what.str();
+                    const at::Tensor want = keepdim ? want_kept : want_kept.flatten(1);
+                    check(ops::spatial_mean(x, dims[d], keepdim), want, what.str());
                 }
             }
+            for (const bool keepdim : {true, false})
+                check(portable_mean(x, keepdim), keepdim ? want_kept : want_kept.flatten(1),
+                      "portable build, keepdim " + std::to_string(keepdim));
+            EXPECT_TRUE(at::equal(x, x_before)) << "the input changed";
         }
     }
 }
