@@ -5,7 +5,9 @@
 // after the add, the sum runs in place in its buffer: ipex::convolution_sum_, whose schema
 // says it writes `other`.
 // Needs prepack_weights to have run; no-op without such a pattern. A conv output with a
-// second user or returned by the graph is left alone. count = adds folded.
+// second user or returned by the graph is left alone, as is a conv with post-ops already
+// (relu(conv(x)) + y: the add stays, or folds into the conv that computes y, if one does).
+// count = adds folded.
 #pragma once
 
 #include <torch/csrc/jit/ir/ir.h>

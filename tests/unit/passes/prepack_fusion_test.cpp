@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -218,6 +219,37 @@ TEST_F(PrepackFusion, SumWithAlphaAndInPlace) {
     ASSERT_EQ(p2.sum.modules.size(), 1u);
     EXPECT_NE(p2.sum.modules[0].find("in place"), std::string::npos) << p2.sum.modules[0];
     expect_same_outputs(original2, two.graph, two.module, {image()});
+}
+
+// relu(conv1(x)) + conv2(x): the sum folds into conv2, which has no post-ops yet; in
+// relu(conv(x)) + x the add stays (oneDNN 2.6 runs an activation then a sum in its reference
+// kernel), reported as skipped, whichever operand order.
+TEST_F(PrepackFusion, SumNotAfterAnActivation) {
+    auto two = testing::freeze(net("    a = torch.relu(" + conv("x", 1) + ")\n    b = " + conv("x", 2) +
+                                   "\n    return torch.relu(a + b)\n"));
+    const GraphPtr original = two.graph->copy();
+    const Pipeline p = run_pipeline(two.graph);
+    EXPECT_EQ(p.sum.count, 1);
+    EXPECT_EQ(testing::count(two.graph, "aten::add"), 0);
+    std::vector<std::string> post_ops;
+    for (const torch::jit::Node *node : two.graph->nodes())
+        if (is_prepacked(node)) post_ops.push_back(ops::describe(post_ops_of(node)));
+    std::sort(post_ops.begin(), post_ops.end());
+    EXPECT_EQ(post_ops, (std::vector<std::string>{"relu", "sum+relu"})) << *two.graph;
+    expect_same_outputs(original, two.graph, two.module, {image()});
+
+    for (const std::string expr : {"a + x", "x + a"}) {
+        auto one = testing::freeze(net("    a = torch.relu(" + conv("x") + ")\n    return " + expr + "\n"));
+        const GraphPtr original1 = one.graph->copy();
+        const Pipeline p1 = run_pipeline(one.graph);
+        EXPECT_EQ(p1.sum.count, 0) << expr;
+        EXPECT_EQ(testing::count(one.graph, "aten::add"), 1) << expr;
+        EXPECT_EQ(fused_post_ops(one.graph), "relu") << expr;
+        ASSERT_FALSE(p1.sum.skipped.empty()) << expr;  // once per round of the fusions
+        for (const std::string &why : p1.sum.skipped)
+            EXPECT_NE(why.find("an activation before the sum"), std::string::npos) << why;
+        expect_same_outputs(original1, one.graph, one.module, {image()});
+    }
 }
 
 // The residual of a bottleneck block: `a` feeds a conv and then the add, its last reader, so the
