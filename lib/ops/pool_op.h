@@ -28,6 +28,9 @@ bool spatial_mean_dims(at::IntArrayRef dim);
 
 // Whether spatial_mean runs `input` over `dim` in the own kernel (the tests ask).
 bool spatial_mean_uses_own_kernel(const at::Tensor &input, at::IntArrayRef dim);
+// spatial_mean(input, {2, 3}, keepdim) in the own kernel's portable build on any CPU (the tests
+// ask: AVX-512 CPUs run the other build); only for inputs spatial_mean_uses_own_kernel takes.
+at::Tensor spatial_mean_portable(const at::Tensor &input, bool keepdim);
 
 at::Tensor max_pool2d(const at::Tensor &input, at::IntArrayRef kernel_size, at::IntArrayRef stride,
                       at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode);

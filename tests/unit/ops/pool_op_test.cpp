@@ -188,22 +188,6 @@ TEST(MaxPool2d, InfinitiesAndTies) {
     }
 }
 
-// own_kernels::run_spatial_mean_portable on x's spatial dims, called directly: the op runs it
-// only on CPUs without AVX-512, so on the others this is where it is checked.
-at::Tensor portable_mean(const at::Tensor &x, bool keepdim) {
-    const int64_t n = x.size(0), c = x.size(1);
-    at::Tensor out = at::empty(keepdim ? std::vector<int64_t>{n, c, 1, 1} : std::vector<int64_t>{n, c}, x.options());
-    own_kernels::SpatialMean p;
-    p.bf16 = x.scalar_type() == at::kBFloat16;
-    p.src = x.data_ptr();
-    p.dst = out.data_ptr();
-    p.n = n;
-    p.hw = x.size(2) * x.size(3);
-    p.c = c;
-    own_kernels::run_spatial_mean_portable(p);
-    return out;
-}
-
 TEST(SpatialMean, MatchesTheFp64Reference) {
     at::manual_seed(3);
     const std::vector<std::vector<int64_t>> shapes = {
@@ -236,7 +220,7 @@ TEST(SpatialMean, MatchesTheFp64Reference) {
                 }
             }
             for (const bool keepdim : {true, false})
-                check(portable_mean(x, keepdim), keepdim ? want_kept : want_kept.flatten(1),
+                check(ops::spatial_mean_portable(x, keepdim), keepdim ? want_kept : want_kept.flatten(1),
                       "portable build, keepdim " + std::to_string(keepdim));
             EXPECT_TRUE(at::equal(x, x_before)) << "the input changed";
         }
@@ -268,6 +252,9 @@ TEST(SpatialMean, OtherInputsRunAten) {
     EXPECT_FALSE(spatial_mean_uses_own_kernel(ints, {2, 3}));
     EXPECT_THROW(ops::spatial_mean(ints, {2, 3}, true), c10::Error);
     EXPECT_THROW(ops::spatial_mean(cl, {2, 2}, true), c10::Error);
+    // the portable build alone takes only what the kernel takes
+    EXPECT_THROW(ops::spatial_mean_portable(at::randn({2, 6, 5, 5}), true), c10::Error);
+    EXPECT_THROW(ops::spatial_mean_portable(ints, true), c10::Error);
     EXPECT_THROW(ops::spatial_mean(cl, {2, 4}, true), c10::Error);
 }
 

@@ -78,6 +78,14 @@ void expect_same_outputs(const GraphPtr &original, const GraphPtr &optimized, co
     EXPECT_LE(testing::max_relative_error(got, want), testing::kFp32Tolerance) << *optimized;
 }
 
+// The post-ops of each prepacked node of the graph, in graph order.
+std::vector<std::string> all_post_ops(const GraphPtr &graph) {
+    std::vector<std::string> out;
+    for (const torch::jit::Node *node : graph->nodes())
+        if (is_prepacked(node)) out.push_back(ops::describe(post_ops_of(node)));
+    return out;
+}
+
 // The post-ops of the only prepacked node of the graph.
 std::string fused_post_ops(const GraphPtr &graph) {
     std::string out;
@@ -231,9 +239,7 @@ TEST_F(PrepackFusion, SumNotAfterAnActivation) {
     const Pipeline p = run_pipeline(two.graph);
     EXPECT_EQ(p.sum.count, 1);
     EXPECT_EQ(testing::count(two.graph, "aten::add"), 0);
-    std::vector<std::string> post_ops;
-    for (const torch::jit::Node *node : two.graph->nodes())
-        if (is_prepacked(node)) post_ops.push_back(ops::describe(post_ops_of(node)));
+    std::vector<std::string> post_ops = all_post_ops(two.graph);
     std::sort(post_ops.begin(), post_ops.end());
     EXPECT_EQ(post_ops, (std::vector<std::string>{"relu", "sum+relu"})) << *two.graph;
     expect_same_outputs(original, two.graph, two.module, {image()});
@@ -343,10 +349,7 @@ TEST_F(PrepackFusion, ChainOfConvsAndEltwise) {
     EXPECT_EQ(testing::count(frozen.graph, "aten::relu") + testing::count(frozen.graph, "aten::hardtanh") +
                   testing::count(frozen.graph, "aten::sigmoid"),
               0);
-    std::vector<std::string> post_ops;
-    for (const torch::jit::Node *node : frozen.graph->nodes())
-        if (is_prepacked(node)) post_ops.push_back(ops::describe(post_ops_of(node)));
-    EXPECT_EQ(post_ops, (std::vector<std::string>{"relu", "clip(-0.5,0.5)+sigmoid"}));
+    EXPECT_EQ(all_post_ops(frozen.graph), (std::vector<std::string>{"relu", "clip(-0.5,0.5)+sigmoid"}));
     expect_same_outputs(original, frozen.graph, frozen.module, {image()});
 }
 
