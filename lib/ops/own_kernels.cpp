@@ -190,7 +190,7 @@ void run_max_pool_portable(const MaxPool &p) {
 
 namespace {
 
-constexpr int64_t kMeanChunk = 256;  // pixels a task sums, as the AVX-512 build splits them
+constexpr int64_t kMeanChunk = kSpatialMeanChunk;  // pixels a task sums
 constexpr int64_t kMeanBlock = 64;   // channels summed at a time: 8 AVX2 vectors of sums
 
 // Tasks t0 .. t1 (image, chunk of pixels) of run_spatial_mean_portable: each chunk's sums per

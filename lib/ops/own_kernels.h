@@ -135,6 +135,9 @@ struct SpatialMean {
     void *dst = nullptr;        // n x c, dense
     int64_t n = 0, hw = 0, c = 0;
 };
+// Pixels per chunk, in both builds: the split depends on the shape alone, so the result does not
+// depend on the thread count, and fp32 rounding grows with the chunk, not the image.
+constexpr int64_t kSpatialMeanChunk = 256;
 void run_spatial_mean(const SpatialMean &p);  // call only when available(p.bf16)
 // The same on any CPU (portable code; AVX2 where the CPU has it): the same split into chunks of
 // pixels, sums in fp32, one rounding; within a chunk the order of the adds may differ.

@@ -144,14 +144,13 @@ void sum_pixels(const void *src, int64_t at, int64_t stride, int64_t q0, int64_t
                                                          _mm512_add_ps(sum[2][v], sum[3][v])));
 }
 
-// The mean in two steps: one task per (image, chunk of kMeanChunk pixels) sums the chunk for
-// every channel, a block of 4 vectors of channels at a time (the chunk's rows, read from memory
-// by the first block, stay in L2 for the others), into the chunk's row of partial sums; then
-// each image's chunks are added in order and divided. The split depends on the shape alone,
-// so the result does not depend on the thread count; fp32 rounding grows with the chunk, not
-// the image. Against a task per image and channel block walking the whole image: 1.4-2.4x
-// (8x144x56x56 bf16 0.183 -> 0.076 ms, 8x1152x7x7 0.025 -> 0.018 ms).
-constexpr int64_t kMeanChunk = 256;
+// The mean in two steps: one task per (image, chunk of kSpatialMeanChunk pixels) sums the chunk
+// for every channel, a block of 4 vectors of channels at a time (the chunk's rows, read from
+// memory by the first block, stay in L2 for the others), into the chunk's row of partial sums;
+// then each image's chunks are added in order and divided. Against a task per image and channel
+// block walking the whole image: 1.4-2.4x (8x144x56x56 bf16 0.183 -> 0.076 ms, 8x1152x7x7 0.025
+// -> 0.018 ms).
+constexpr int64_t kMeanChunk = kSpatialMeanChunk;
 
 template <bool kBf16>
 void spatial_mean_typed(const SpatialMean &p) {
