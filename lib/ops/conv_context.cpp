@@ -124,6 +124,10 @@ struct ConvolutionContext::Entry {
     WeightCache::Packed weight;
     at::Tensor bias_data;
     memory bias;
+    // How many of the context's post-ops the primitive computes (all of them unless oneDNN
+    // builds that list only with its reference kernel); execute_into runs the rest with aten.
+    size_t fused = 0;
+    std::string implementation;  // oneDNN's name for it ("jit_1x1:avx2")
 };
 
 ConvolutionContext::ConvolutionContext(at::Tensor weight, c10::optional<at::Tensor> bias,
@@ -195,7 +199,25 @@ void ConvolutionContext::execute_into(const at::Tensor &src, const at::Tensor &d
         {DNNL_ARG_DST, wrap(dst, entry->dst)},
     };
     if (bias_.defined()) args.emplace(DNNL_ARG_BIAS, entry->bias);
+    const int sum_at = tensor_post_op(post_ops_);
+    size_t from = entry->fused;
+    // A sum the primitive leaves out: dst holds the summand, which the convolution overwrites.
+    const at::Tensor summand = sum_at >= 0 && from <= static_cast<size_t>(sum_at) ? dst.clone() : at::Tensor();
     execute(entry->primitive, entry->scratchpad, std::move(args));
+    if (from == post_ops_.size()) return;
+    at::Tensor y = dst;
+    if (summand.defined()) {
+        const PostOps before_sum(post_ops_.begin(), post_ops_.begin() + sum_at);
+        y = at::add(apply_eltwise(y, before_sum, from), summand, post_ops_[sum_at].alpha);
+        from = static_cast<size_t>(sum_at) + 1;
+    }
+    dst.copy_(apply_eltwise(y, post_ops_, from));
+}
+
+std::pair<std::string, size_t> ConvolutionContext::onednn_kernel(const std::vector<int64_t> &src_sizes,
+                                                                 at::ScalarType dst_type) const {
+    const auto entry = entry_for(src_sizes, dst_type, output_sizes(src_sizes));
+    return {entry->implementation, entry->fused};
 }
 
 namespace {
@@ -323,10 +345,14 @@ std::shared_ptr<const ConvolutionContext::Entry> ConvolutionContext::entry_for(
     }
     const memory::dims strides(p.stride.begin(), p.stride.end()), pad_l(p.padding.begin(), p.padding.end());
 
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    if (types.fpmath_bf16) attr.set_fpmath_mode(dnnl::fpmath_mode::bf16);
-    attr.set_post_ops(to_dnnl(post_ops_, memory::desc()));
+    // The attributes with the first `fused` post-ops.
+    const auto attr_with = [&](size_t fused) {
+        dnnl::primitive_attr attr;
+        attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+        if (types.fpmath_bf16) attr.set_fpmath_mode(dnnl::fpmath_mode::bf16);
+        attr.set_post_ops(to_dnnl(PostOps(post_ops_.begin(), post_ops_.begin() + static_cast<long>(fused)), {}));
+        return attr;
+    };
 
     auto entry = std::make_shared<Entry>();
     const auto prop = dnnl::prop_kind::forward_inference;
@@ -334,12 +360,31 @@ std::shared_ptr<const ConvolutionContext::Entry> ConvolutionContext::entry_for(
         // The same steps for either primitive kind.
         const auto build = [&](auto primitive_tag, dnnl::algorithm algorithm) {
             using Primitive = decltype(primitive_tag);
-            const auto pd = weights_->prefer_packed(weight_md, [&](const memory::desc &weights) {
-                typename Primitive::desc desc(prop, algorithm, src_md, weights, bias_md, dst_md, strides, dilates,
-                                              pad_l, pad_r);
-                return typename Primitive::primitive_desc(desc, attr, cpu_engine());
-            });
+            const auto make = [&](size_t fused) {
+                const dnnl::primitive_attr attr = attr_with(fused);
+                return weights_->prefer_packed(weight_md, [&](const memory::desc &weights) {
+                    typename Primitive::desc desc(prop, algorithm, src_md, weights, bias_md, dst_md, strides,
+                                                  dilates, pad_l, pad_r);
+                    return typename Primitive::primitive_desc(desc, attr, cpu_engine());
+                });
+            };
+            // oneDNN falls back to its reference kernel, about 100x slower, for post-op lists its
+            // jit kernels do not take (2.6 on AVX2: relu, sum, relu after a 1x1 convolution):
+            // then the longest leading part of the list that a jit kernel takes is fused, and
+            // execute_into runs the rest.
+            // When every part is the reference kernel's, the whole list stays fused.
+            entry->fused = post_ops_.size();
+            auto pd = make(entry->fused);
+            if (is_reference(pd))
+                for (size_t fused = entry->fused; fused-- > 0;) {
+                    auto shorter = make(fused);
+                    if (is_reference(shorter)) continue;
+                    pd = shorter;
+                    entry->fused = fused;
+                    break;
+                }
             entry->primitive = Primitive(pd);
+            entry->implementation = pd.impl_info_str();
             entry->weight = weights_->get(pd.weights_desc());
             entry->scratchpad = pd.scratchpad_desc();
         };

@@ -156,6 +156,10 @@ public:
     // Whether the trailing activation may run after oneDNN's convolution, in the own kernel.
     bool has_split_activation() const { return split_ != nullptr; }
 
+    // oneDNN's implementation for an input shape and output dtype ("jit_1x1:avx2") and how many
+    // of the post-ops it fuses (the rest run with aten after it; see entry_for).
+    std::pair<std::string, size_t> onednn_kernel(const std::vector<int64_t> &src_sizes, at::ScalarType dst_type) const;
+
 private:
     struct Entry;
     std::shared_ptr<const Entry> entry_for(const std::vector<int64_t> &src_sizes, at::ScalarType dst_type,

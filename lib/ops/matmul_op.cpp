@@ -61,7 +61,7 @@ std::shared_ptr<const MatmulEntry> build(const at::Tensor &a, const at::Tensor &
     try {
         dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(entry->src, entry->weights, entry->dst), attr,
                                         cpu_engine());
-        if (!dense && std::string(pd.impl_info_str()).rfind("ref", 0) == 0) return nullptr;
+        if (!dense && is_reference(pd)) return nullptr;
         entry->primitive = dnnl::matmul(pd);
         entry->scratchpad = pd.scratchpad_desc();
     } catch (const dnnl::error &) {

@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -48,6 +49,12 @@ at::Tensor to_channels_last(const at::Tensor &t, at::ScalarType type);
 
 // The dtype of the bias a primitive with output `dst` takes: bf16 for bf16 outputs, else fp32.
 inline at::ScalarType bias_type(at::ScalarType dst) { return dst == at::kBFloat16 ? at::kBFloat16 : at::kFloat; }
+
+// Whether oneDNN built the primitive descriptor with its reference kernel ("ref:any"), the
+// plain C++ loops that run one to two orders of magnitude slower than its jit kernels.
+inline bool is_reference(const dnnl::primitive_desc_base &pd) {
+    return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
+}
 
 // Runs `primitive` with the calling thread's scratchpad (thread safe: each thread has its own) and waits.
 void execute(const dnnl::primitive &primitive, const dnnl::memory::desc &scratchpad,

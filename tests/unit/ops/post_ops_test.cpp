@@ -299,6 +299,57 @@ TEST_F(OpsSum, OtherOfAnotherDtypeFollowsAten) {
     }
 }
 
+// No post-op list sends a convolution to oneDNN's reference kernel where the plain convolution
+// has a jit one: the context fuses the longest leading part a jit kernel takes and computes the
+// rest with aten, with the same values (the summand kept when the sum runs in place).
+TEST_P(OpsPostOps, ConvNeverFallsToTheReferenceKernel) {
+    const std::string dtype = GetParam();
+    const std::vector<PostOps> lists{
+        {{"relu"}, {"sum", 1.0}, {"relu"}}, {{"relu"}, {"sum", 1.0}},          {{"sum", 1.0}, {"relu"}},
+        {{"clip", 0.0, 6.0}, {"sum", 0.5}, {"hardswish"}}, {{"gelu_erf"}, {"sum", 1.0}}, {{"relu"}, {"tanh"}},
+    };
+    const std::vector<std::pair<std::vector<int64_t>, ConvParams>> shapes{
+        {{16, 32, 1, 1}, {{1, 1}, {0, 0}, {1, 1}, {}, 1, false}},
+        {{16, 32, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {}, 1, false}},
+        {{16, 32, 3, 3}, {{2, 2}, {1, 1}, {1, 1}, {}, 1, false}},
+        {{32, 8, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {}, 4, false}},
+    };
+    const std::vector<int64_t> input{2, 32, 10, 12};
+    int split = 0;
+    for (const auto &[weight_sizes, params] : shapes) {
+        const at::Tensor w = at::randn(weight_sizes) * 0.2, b = at::randn({weight_sizes[0]});
+        const at::Tensor x = at::randn(input);
+        const at::Tensor conv = testing::reference_conv(x, w, b, params);
+        const at::ScalarType out_type = testing::output_type(dtype);
+        const std::string plain = ConvolutionContext(w, b, params, dtype, {}, false, {}).onednn_kernel(input, out_type).first;
+        for (const PostOps &ops : lists) {
+            const std::string what = describe(ops) + " " + dtype + " weight " + c10::str(at::IntArrayRef(weight_sizes));
+            ConvolutionContext ctx(w, b, params, dtype, ops, true, {});
+            const auto [kernel, fused] = ctx.onednn_kernel(input, out_type);
+            EXPECT_LE(fused, ops.size()) << what;
+            if (plain.rfind("ref", 0) != 0) EXPECT_NE(kernel.rfind("ref", 0), 0u) << what << ": " << kernel;
+            split += fused < ops.size();
+            // The reference: the post-ops in order, the sum adding `other`.
+            const at::Tensor other = at::randn(conv.sizes()).contiguous(at::MemoryFormat::ChannelsLast);
+            at::Tensor want = conv;
+            for (const PostOp &op : ops)
+                want = op.kind == "sum" ? want + op.alpha * other.to(at::kDouble) : testing::reference_eltwise(want, op);
+            const at::Tensor other_values = other.clone();
+            const bool sums = tensor_post_op(ops) >= 0;
+            expect_close(ctx.run(x, sums ? c10::optional<at::Tensor>(other.clone()) : c10::nullopt), want, dtype, what);
+            if (!sums) continue;
+            // In place: the summand is `other`'s own buffer, overwritten by the convolution.
+            const at::Tensor got = ctx.run(x, other, true);
+            EXPECT_EQ(got.data_ptr(), other.data_ptr()) << what;
+            expect_close(got, want, dtype, what + " in place");
+        }
+    }
+    RecordProperty("post_op_lists_split", split);
+    // oneDNN 2.6's AVX2 1x1 kernel takes no relu+sum+relu (it was the reference kernel's, 100x
+    // slower): on such CPUs this test checks the split path.
+    if (dtype == "fp32" && !__builtin_cpu_supports("avx512f")) EXPECT_GT(split, 0);
+}
+
 TEST(OpsPostOpsData, DescribeAndPickle) {
     const PostOps ops{{"sum", 0.5}, {"clip", 0.0, 6.0}, {"leaky_relu", 0.2}};
     EXPECT_EQ(describe(ops), "sum(0.5)+clip(0,6)+leaky_relu(0.2)");
