@@ -6,6 +6,7 @@
 #include <ATen/Parallel.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Exception.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -37,6 +38,18 @@ bool grouped_available(bool bf16) { return available(bf16) || (!bf16 && isa::avx
 
 void run_grouped(const Grouped &p) {
     if (available(p.bf16)) run_grouped_avx512(p); else run_grouped_avx2(p);
+}
+
+bool grouped_walks_tiles(const Grouped &p) {
+    static const int64_t l2 = [] {
+        const long size = sysconf(_SC_LEVEL2_CACHE_SIZE);
+        return size > 0 ? static_cast<int64_t>(size) : int64_t{512} << 10;
+    }();
+    const int64_t bytes = p.bf16 ? 2 : 4;
+    const int64_t weights = p.groups * p.out_per_group * p.in_per_group * p.kh * p.kw * bytes;
+    const int64_t input = p.n * p.ih * p.iw * p.groups * p.in_per_group * bytes;
+    const int64_t tiles = p.groups * (p.out_per_group / 16);
+    return weights > l2 && input <= l2 && tiles >= 2 * at::get_num_threads() && p.n * p.oh * p.ow <= kMaxTileWalkPixels;
 }
 
 Choice choice_from_env(const char *value) {

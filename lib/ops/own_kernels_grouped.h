@@ -2,7 +2,8 @@
 // run_grouped; own_kernels_grouped_avx512.cpp, own_kernels_grouped_avx2.cpp): the output's
 // pixels in blocks of kPixels consecutive ones (across rows and images, so small images fill
 // blocks too), parallel over blocks, and for each block a table of each pixel's input pixel per
-// tap (a row of zeros for a tap in the padding), so strides and dilation change only the table.
+// tap (a row of zeros for a tap in the padding), so strides and dilation change only the table;
+// and the tile walk the AVX2 build takes for large weights over few pixels (grouped_walks_tiles).
 // Everything here has internal linkage: each build compiles its own copy with its own machine
 // flags, and no copy made with AVX-512 flags can stand in for another file's.
 #pragma once
@@ -11,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "ops/own_kernels.h"
 
@@ -23,6 +25,13 @@ template <class T, int kPixels>
 struct GroupedWindow {
     const T *taps[kGroupedMaxTaps][kPixels];
 };
+
+// Each tap's input pixel relative to the tap (0, 0) one, when all of them are inside the image.
+inline void fill_tap_offsets(const Grouped &p, int64_t *offset) {
+    const int64_t c_in = p.groups * p.in_per_group;
+    for (int64_t t = 0; t < p.kh * p.kw; ++t)
+        offset[t] = (t / p.kw * p.dilation_h * p.iw + t % p.kw * p.dilation_w) * c_in;
+}
 
 // Fills `win` with the taps of block u (pixels u * kPixels on) and returns its pixel count.
 template <class T, int kPixels>
@@ -66,9 +75,8 @@ void for_each_grouped_block(const Grouped &p, const Block &block) {
     const int64_t c_in = p.groups * p.in_per_group, c_out = p.groups * p.out_per_group;
     const int64_t pixels = p.n * p.oh * p.ow, blocks = (pixels + kPixels - 1) / kPixels;
     const int64_t taps = p.kh * p.kw;
-    // Each tap's input pixel relative to the tap (0, 0) one, when all of them are inside the image.
     int64_t offset[kGroupedMaxTaps];
-    for (int64_t t = 0; t < taps; ++t) offset[t] = (t / p.kw * p.dilation_h * p.iw + t % p.kw * p.dilation_w) * c_in;
+    fill_tap_offsets(p, offset);
     const auto *src = static_cast<const T *>(p.src);
     const std::unique_ptr<T[]> zeros(new T[c_in]());  // what a tap in the padding reads
     const int64_t per_block = kPixels * c_out * p.in_per_group * taps;
@@ -90,6 +98,29 @@ void for_each_grouped_block(const Grouped &p, const Block &block) {
             }
             block(count[now], win[now], u * kPixels * c_out);
         }
+    });
+}
+
+// The walk grouped_walks_tiles chooses (own_kernels.h): parallel over the output tiles (16
+// outputs of a group; tile k is group k / tiles-per-group's tile k % tiles-per-group), and for
+// each of a thread's tiles every block in turn, so that a tile's weights come from memory once
+// and then from L2. Calls block(count, window, out, k, k + 1) for each block and tile k; every
+// block's tap table is built once, before the threads start.
+template <class T, int kPixels, class Block>
+void for_each_grouped_tile(const Grouped &p, const Block &block) {
+    const int64_t c_in = p.groups * p.in_per_group, c_out = p.groups * p.out_per_group;
+    const int64_t blocks = (p.n * p.oh * p.ow + kPixels - 1) / kPixels;
+    int64_t offset[kGroupedMaxTaps];
+    fill_tap_offsets(p, offset);
+    const std::unique_ptr<T[]> zeros(new T[c_in]());
+    std::vector<GroupedWindow<T, kPixels>> windows(static_cast<size_t>(blocks));
+    std::vector<int> counts(static_cast<size_t>(blocks));
+    for (int64_t u = 0; u < blocks; ++u)
+        counts[u] = fill_grouped_window<T, kPixels>(p, static_cast<const T *>(p.src), zeros.get(), offset, u,
+                                                    &windows[u]);
+    at::parallel_for(0, p.groups * (p.out_per_group / 16), 1, [&](int64_t begin, int64_t end) {
+        for (int64_t k = begin; k < end; ++k)
+            for (int64_t u = 0; u < blocks; ++u) block(counts[u], windows[u], u * kPixels * c_out, k, k + 1);
     });
 }
 

@@ -7,6 +7,8 @@
 // to oneDNN; agreement with oneDNN and the timed choice.
 #include <gtest/gtest.h>
 
+#include <ATen/Parallel.h>
+
 #include <sstream>
 
 #include "ops/conv_context.h"
@@ -76,6 +78,26 @@ std::vector<GroupedCase> dense_cases() {
         {2, 1, 32, 48, 6, 11, 3, 3, {1, 1}, {2, 2}, {2, 2}, true},   // three tiles, dilated
         {1, 1, 3, 16, 15, 17, 7, 7, {2, 2}, {3, 3}, {1, 1}, true},   // a stem's 7x7 of 3 channels, stride 2
     };
+}
+
+// Weights larger than any core's L2 over a few pixels: the AVX2 build walks them tile by tile
+// (own_kernels::grouped_walks_tiles; 32 tiles, taken up to 16 threads).
+std::vector<GroupedCase> tile_walk_cases() {
+    return {
+        {1, 1, 512, 512, 4, 5, 3, 3, {1, 1}, {1, 1}, {1, 1}, true},   // ResNet-50's last stage at batch 1
+        {2, 1, 512, 512, 7, 7, 3, 3, {2, 2}, {1, 1}, {1, 1}, false},  // stride 2, two images, a tail block
+        {1, 2, 256, 256, 5, 6, 3, 3, {1, 1}, {2, 2}, {2, 2}, true},   // two groups, dilated
+    };
+}
+
+own_kernels::Grouped geometry_of(const GroupedCase &c) {
+    own_kernels::Grouped p;
+    p.bf16 = false;
+    p.groups = c.groups, p.in_per_group = c.in_per_group, p.out_per_group = c.out_per_group;
+    p.n = c.n, p.ih = c.h, p.iw = c.w, p.kh = c.kh, p.kw = c.kw;
+    p.oh = (c.h + 2 * c.padding[0] - c.dilation[0] * (c.kh - 1) - 1) / c.stride[0] + 1;
+    p.ow = (c.w + 2 * c.padding[1] - c.dilation[1] * (c.kw - 1) - 1) / c.stride[1] + 1;
+    return p;
 }
 
 // Whether this CPU gives one-group convolutions of this dtype the kernel.
@@ -148,6 +170,24 @@ TEST_P(GroupedKernel, OneGroupWithoutAvx512) {
         GTEST_SKIP() << "one-group convolutions take the kernel only in fp32 on CPUs without AVX-512";
     for (const auto &c : dense_cases()) check_case(c, GetParam(), {{"relu"}});
     check_case(dense_cases()[0], GetParam(), {{"clip", -0.5, 0.75}, {"silu"}});
+}
+
+// The tile walk against fp64, with ReLU in registers and other post-ops on the stored tile;
+// the cases of cases() and dense_cases() all take the block walk.
+TEST_P(GroupedKernel, TileWalkForLargeWeightsOverFewPixels) {
+    if (GetParam() != "fp32" || own_kernels::available(false))
+        GTEST_SKIP() << "the tile walk is the AVX2 build's (fp32 on CPUs without AVX-512)";
+    if (at::get_num_threads() > 16) GTEST_SKIP() << "more threads than the cases have tiles for";
+    for (const auto &c : cases()) EXPECT_FALSE(own_kernels::grouped_walks_tiles(geometry_of(c))) << describe(c, "", {});
+    for (const auto &c : dense_cases()) EXPECT_FALSE(own_kernels::grouped_walks_tiles(geometry_of(c)));
+    for (const auto &c : tile_walk_cases()) {
+        EXPECT_TRUE(own_kernels::grouped_walks_tiles(geometry_of(c))) << describe(c, "fp32", {});
+        check_case(c, "fp32", {{"relu"}});
+    }
+    // Post-ops that keep the sums' scale (expect_close's bound follows the output's scale, and a
+    // clip would hide sums of 4608 products about 20 times larger).
+    check_case(tile_walk_cases()[2], "fp32", {{"leaky_relu", 0.1}, {"hardswish"}});
+    check_case(tile_walk_cases()[1], "fp32", {});
 }
 
 TEST_P(GroupedKernel, EveryPostOpAndNone) {
