@@ -47,7 +47,9 @@ bool grouped_walks_tiles(const Grouped &p) {
     }();
     const int64_t bytes = p.bf16 ? 2 : 4;
     const int64_t weights = p.groups * p.out_per_group * p.in_per_group * p.kh * p.kw * bytes;
-    const int64_t input = p.n * p.ih * p.iw * p.groups * p.in_per_group * bytes;
+    // The input the blocks read: all of it, or less where a strided 1x1 kernel skips pixels.
+    const int64_t c_in = p.groups * p.in_per_group;
+    const int64_t input = std::min(p.n * p.ih * p.iw, p.n * p.oh * p.ow * p.kh * p.kw) * c_in * bytes;
     const int64_t tiles = p.groups * (p.out_per_group / 16);
     return weights > l2 && input <= l2 && tiles >= 2 * at::get_num_threads() && p.n * p.oh * p.ow <= kMaxTileWalkPixels;
 }

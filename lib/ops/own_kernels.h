@@ -126,7 +126,7 @@ void run_grouped(const Grouped &p);  // call only when grouped_available(p.bf16)
 // The block walk reads every weight once per block, which costs little while the weights stay
 // in L2 and a lot when they do not and the blocks are few (ResNet-50's 512-channel 3x3 layers at
 // batch 1: 9.4 MB from L3 or memory for each of 9 blocks of 6 pixels). So: when the weights do
-// not fit one core's L2, the input does (each tile's pass over the blocks reads it from there),
+// not fit one core's L2, the input the blocks read does (each tile's pass reads it from there),
 // there are at least two tiles per thread and at most kMaxTileWalkPixels output pixels.
 constexpr int64_t kMaxTileWalkPixels = 3072;
 bool grouped_walks_tiles(const Grouped &p);

@@ -81,12 +81,14 @@ std::vector<GroupedCase> dense_cases() {
 }
 
 // Weights larger than any core's L2 over a few pixels: the AVX2 build walks them tile by tile
-// (own_kernels::grouped_walks_tiles; 32 tiles, taken up to 16 threads).
+// (own_kernels::grouped_walks_tiles; 32 tiles or more, taken up to 16 threads).
 std::vector<GroupedCase> tile_walk_cases() {
     return {
         {1, 1, 512, 512, 4, 5, 3, 3, {1, 1}, {1, 1}, {1, 1}, true},   // ResNet-50's last stage at batch 1
         {2, 1, 512, 512, 7, 7, 3, 3, {2, 2}, {1, 1}, {1, 1}, false},  // stride 2, two images, a tail block
         {1, 2, 256, 256, 5, 6, 3, 3, {1, 1}, {2, 2}, {2, 2}, true},   // two groups, dilated
+        // A strided 1x1 reads a quarter of its input (800 KB; 200 KB read), ResNet-50's downsample.
+        {1, 1, 1024, 2048, 14, 14, 1, 1, {2, 2}, {0, 0}, {1, 1}, true},
     };
 }
 
