@@ -1,6 +1,8 @@
 #include "passes/contiguous_before_view.h"
 
+#include <algorithm>
 #include <set>
+#include <string>
 #include <unordered_set>
 
 #include "passes/graph_utils.h"
@@ -10,6 +12,8 @@ namespace {
 
 using torch::jit::Node;
 using torch::jit::Value;
+
+const c10::Symbol kIpexContiguous = c10::Symbol::fromQualString("ipex::contiguous");
 
 // Ops whose output may be channels-last although the original's was not: convolutions (aten
 // ones after to_channels_last, prepacked, int8), ipex::channel_shuffle(_chunk) and explicit
@@ -35,7 +39,7 @@ bool resets_layout(const Node *node) {
     static const std::set<std::string> kinds = {"aten::linear", "aten::matmul", "aten::mm", "aten::bmm",
                                                 "aten::addmm", "aten::baddbmm", "ipex::linear", "ipex::linear_binary",
                                                 "ipex::woq_linear"};
-    if (kinds.count(node->kind().toQualString())) return true;
+    if (kinds.count(node->kind().toQualString()) || node->kind() == kIpexContiguous) return true;
     if (node->kind() != c10::aten::contiguous) return false;
     const Value *format = input_named(node, "memory_format");
     const auto code = format ? constant_int(format) : std::nullopt;
@@ -79,11 +83,19 @@ PassResult contiguous_before_view(std::shared_ptr<torch::jit::Graph> &graph) {
     PassResult result;
     const auto marked = maybe_channels_last(*graph);
     if (marked.empty()) return result;
-    for (Node *view : collect_nodes(graph->block())) {
+    // A graph that runs ipex ops anyway takes ipex::contiguous (the faster channels-last copy);
+    // a portable one keeps to aten.
+    const std::vector<Node *> nodes = collect_nodes(graph->block());
+    const bool ipex_graph = std::any_of(nodes.begin(), nodes.end(), [](const Node *node) {
+        return std::string(node->kind().ns().toUnqualString()) == "ipex";
+    });
+    for (Node *view : nodes) {
         if (!is_view(view) || !marked.count(view->input(0))) continue;
         Value *base = view->input(0);
         torch::jit::WithInsertPoint guard(view);
-        Node *contiguous = graph->insertNode(graph->create(c10::aten::contiguous, {base, graph->insertConstant(0)}));
+        Node *contiguous = graph->insertNode(ipex_graph ? graph->create(kIpexContiguous, {base})
+                                                        : graph->create(c10::aten::contiguous,
+                                                                        {base, graph->insertConstant(0)}));
         contiguous->output()->setType(base->type());
         base->replaceAllUsesAfterNodeWith(contiguous, contiguous->output());
         result.modules.push_back(node_label(view));

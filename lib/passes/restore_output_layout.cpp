@@ -22,7 +22,8 @@ int cover(torch::jit::Graph &graph, Node *consumer, size_t index) {
     }
     if (value->type()->kind() != c10::TypeKind::TensorType) return 0;
     torch::jit::WithInsertPoint guard(consumer);
-    Node *contiguous = graph.insertNode(graph.create(c10::aten::contiguous, {value, graph.insertConstant(0)}));
+    static const c10::Symbol kIpexContiguous = c10::Symbol::fromQualString("ipex::contiguous");
+    Node *contiguous = graph.insertNode(graph.create(kIpexContiguous, {value}));
     contiguous->output()->setType(rank_only_type(value->type()));
     consumer->replaceInput(index, contiguous->output());
     return 1;

@@ -480,7 +480,7 @@ TEST_F(PrepackFusion, OutputsAreContiguousAfterPipeline) {
         << "prepacked convolutions return channels-last";
     const Pipeline p = run_pipeline(frozen.graph);
     EXPECT_EQ(p.layout.count, 1);
-    EXPECT_EQ(testing::count(frozen.graph, "aten::contiguous"), 1);
+    EXPECT_EQ(testing::count(frozen.graph, "ipex::contiguous"), 1);
     const at::Tensor got = testing::run_graph(frozen.graph, frozen.module, {x}).toTensor();
     EXPECT_TRUE(got.is_contiguous());
     expect_same_outputs(original, frozen.graph, frozen.module, {x});

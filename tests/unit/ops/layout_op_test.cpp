@@ -1,0 +1,102 @@
+// ipex::contiguous against aten::contiguous: bit-equal over 3-, 4- and 5-D channels-last tensors
+// of 4- and 2-byte elements (fp32, int32, bf16, fp16), channel counts below, at and around the
+// 8x8 blocks, pixel counts with tails, one image and several; the transpose is taken exactly for
+// those, and everything else (contiguous already: the same tensor; other layouts, slices, other
+// dtypes, empty tensors) is aten's result.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ops/layout_op.h"
+
+namespace ipex::ops {
+namespace {
+
+// Values that tell every element apart, whatever the dtype (bf16 and fp16 hold integers below
+// 256 exactly, so a permutation of elements shows).
+at::Tensor distinct(const std::vector<int64_t> &sizes, at::ScalarType type) {
+    const at::Tensor base = at::arange(static_cast<double>(c10::multiply_integers(sizes)), at::kDouble);
+    const at::Tensor values = at::isFloatingType(type) && c10::elementSize(type) == 2 ? at::fmod(base, 251.0) : base;
+    return values.view(sizes).to(type);
+}
+
+at::Tensor channels_last(const at::Tensor &t) {
+    if (t.dim() == 4) return t.contiguous(at::MemoryFormat::ChannelsLast);
+    if (t.dim() == 5) return t.contiguous(at::MemoryFormat::ChannelsLast3d);
+    return t.transpose(1, 2).contiguous().transpose(1, 2);  // NWC
+}
+
+std::string describe(const at::Tensor &t) {
+    std::ostringstream out;
+    out << t.sizes() << " " << t.scalar_type() << " strides " << t.strides();
+    return out.str();
+}
+
+TEST(IpexContiguous, TransposesChannelsLastBitForBit) {
+    const std::vector<std::vector<int64_t>> shapes{
+        {2, 8, 8, 8},    {1, 21, 13, 17}, {3, 3, 5, 7},   {2, 64, 9, 10}, {1, 2, 3, 3},  {2, 17, 1, 9},
+        {1, 256, 8, 9},  {4, 9, 16, 8},   {2, 7, 33},     {1, 40, 65},    {2, 5, 3, 4, 6}, {1, 16, 2, 8, 8},
+    };
+    int transposed = 0;
+    for (const auto &sizes : shapes)
+        for (const at::ScalarType type : {at::kFloat, at::kInt, at::kBFloat16, at::kHalf}) {
+            const at::Tensor x = channels_last(distinct(sizes, type));
+            const at::Tensor before = x.clone();
+            ASSERT_FALSE(x.is_contiguous()) << describe(x);
+            EXPECT_TRUE(contiguous_transposes(x)) << describe(x);
+            const at::Tensor got = contiguous(x);
+            EXPECT_TRUE(got.is_contiguous()) << describe(x);
+            EXPECT_EQ(got.scalar_type(), type);
+            EXPECT_TRUE(got.equal(x.contiguous())) << describe(x);
+            EXPECT_TRUE(x.equal(before) && x.strides() == before.strides()) << "input changed: " << describe(x);
+            transposed += contiguous_transposes(x);
+        }
+    EXPECT_EQ(transposed, 48);
+}
+
+// A larger tensor, so that several threads' tasks each take part of every image.
+TEST(IpexContiguous, LargeTensorAcrossTasks) {
+    const at::Tensor x = at::randn({3, 96, 37, 41}).contiguous(at::MemoryFormat::ChannelsLast);
+    EXPECT_TRUE(contiguous(x).equal(x.contiguous()));
+    const at::Tensor b = x.to(at::kBFloat16);
+    EXPECT_TRUE(contiguous(b).equal(b.contiguous()));
+}
+
+TEST(IpexContiguous, EverythingElseIsAtens) {
+    // Already contiguous: the tensor itself, as aten returns it.
+    const at::Tensor plain = at::randn({2, 3, 4, 5});
+    EXPECT_FALSE(contiguous_transposes(plain));
+    EXPECT_TRUE(contiguous(plain).is_same(plain));
+    std::vector<at::Tensor> others{
+        at::randn({2, 6, 4, 5}, at::kDouble).contiguous(at::MemoryFormat::ChannelsLast),  // 8-byte elements
+        at::randint(0, 100, {2, 6, 4, 5}, at::kByte).contiguous(at::MemoryFormat::ChannelsLast),  // 1-byte
+        at::randn({2, 6, 4, 5}).contiguous(at::MemoryFormat::ChannelsLast).narrow(1, 1, 3),  // a channel slice
+        at::randn({2, 6, 4, 5}).contiguous(at::MemoryFormat::ChannelsLast).narrow(2, 0, 2),  // a row slice
+        at::randn({2, 6, 4, 5}).permute({0, 1, 3, 2}),                                     // another permutation
+        at::randn({6, 10}).t(),                                                               // 2-D
+        at::randn({2, 3, 4, 5, 6, 7}).transpose(1, 5),                                        // 6-D
+    };
+    for (const at::Tensor &x : others) {
+        EXPECT_FALSE(contiguous_transposes(x)) << describe(x);
+        const at::Tensor got = contiguous(x);
+        EXPECT_TRUE(got.is_contiguous()) << describe(x);
+        EXPECT_TRUE(got.equal(x.contiguous())) << describe(x);
+    }
+    const at::Tensor empty = at::empty({0, 4, 3, 3}).contiguous(at::MemoryFormat::ChannelsLast);
+    EXPECT_EQ(contiguous(empty).sizes(), empty.sizes());
+}
+
+// The registered op, as a graph calls it.
+TEST(IpexContiguous, RegisteredOp) {
+    const auto op = c10::Dispatcher::singleton().findSchemaOrThrow("ipex::contiguous", "");
+    const at::Tensor x = at::randn({2, 24, 5, 6}).contiguous(at::MemoryFormat::ChannelsLast);
+    const at::Tensor got = op.typed<at::Tensor(const at::Tensor &)>().call(x);
+    EXPECT_TRUE(got.is_contiguous());
+    EXPECT_TRUE(got.equal(x.contiguous()));
+}
+
+}  // namespace
+}  // namespace ipex::ops
