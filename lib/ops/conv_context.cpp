@@ -178,10 +178,13 @@ bool ConvolutionContext::own_for(const at::Tensor &src, const std::vector<int64_
     if (!plan || ((depthwise_ || pointwise_ || grouped_) && src.dim() != 4)) return false;
     const CacheKey key = src.sizes().vec();
     const at::ScalarType type = compute_types(dtype_).output;
+    // Timed calls write a new tensor each; with a sum it holds zeros for a summand (not whatever
+    // bits the memory had, which could be subnormal or NaN and time otherwise).
+    const bool sum = tensor_post_op(post_ops_) >= 0;
+    const auto output = [&] { return sum ? zeros_channels_last(dst_sizes, type) : empty_channels_last(dst_sizes, type); };
     return takes_own(
-        this, plan->choice, recorded_for(key), *plan->timed, key,
-        [&] { run_own(src, empty_channels_last(dst_sizes, type)); },
-        [&] { execute_into(src, empty_channels_last(dst_sizes, type)); });
+        this, plan->choice, recorded_for(key), *plan->timed, key, [&] { run_own(src, output()); },
+        [&] { execute_into(src, output()); });
 }
 
 void ConvolutionContext::run_own(const at::Tensor &src, const at::Tensor &dst) const {
@@ -263,7 +266,8 @@ ConvolutionContext::KernelChoice ConvolutionContext::choose_kernel(const std::ve
     for (int64_t s : input_sizes) TORCH_CHECK(s > 0, "ipex convolution: cannot time at input ", format_sizes(input_sizes));
     for (int64_t s : dst_sizes) TORCH_CHECK(s > 0, "ipex convolution: input ", format_sizes(input_sizes), " is too small");
     const at::Tensor src = to_channels_last(at::randn(input_sizes), compute_types(dtype_).math);
-    const at::Tensor dst = empty_channels_last(dst_sizes, compute_types(dtype_).output);
+    // Zeros: a summand when the post-ops have a sum (both kernels then read dst).
+    const at::Tensor dst = zeros_channels_last(dst_sizes, compute_types(dtype_).output);
     const Timed timed = time_both([&] { run_own(src, dst); }, [&] { execute_into(src, dst); }, runs);
     record_kernel(input_sizes, timed.own);
     return {input_sizes, timed.own, timed.own_seconds * 1e3, timed.onednn_seconds * 1e3};
@@ -417,13 +421,12 @@ at::Tensor ConvolutionContext::run(const at::Tensor &input, const c10::optional<
 
     const ComputeTypes types = compute_types(dtype_);
     const at::Tensor src = to_channels_last(x, types.math);
-    // The own kernels take no residual sum (none is planned for a convolution with one).
-    if (own_for(src, dst_sizes)) {
+    const int sum_at = tensor_post_op(post_ops_);
+    if (sum_at < 0 && own_for(src, dst_sizes)) {
         const at::Tensor y = empty_channels_last(dst_sizes, types.output);
         run_own(src, y);
         return unbatched ? y.squeeze(0) : y;
     }
-    const int sum_at = tensor_post_op(post_ops_);
     at::ScalarType dst_type = types.output;
     at::Tensor dst;
     if (sum_at >= 0) {
@@ -448,7 +451,11 @@ at::Tensor ConvolutionContext::run(const at::Tensor &input, const c10::optional<
         dst = empty_channels_last(dst_sizes, types.output);
     }
 
-    execute_into(src, dst);
+    // A sum in the own kernel (the grouped one's AVX2 build plans it): dst holds the summand.
+    if (sum_at >= 0 && dst.scalar_type() == types.output && own_for(src, dst_sizes))
+        run_own(src, dst);
+    else
+        execute_into(src, dst);
     return unbatched ? dst.squeeze(0) : dst;
 }
 

@@ -67,6 +67,10 @@ at::Tensor empty_channels_last(at::IntArrayRef sizes, at::ScalarType type) {
     return at::empty(physical, options).permute(inverse);
 }
 
+at::Tensor zeros_channels_last(at::IntArrayRef sizes, at::ScalarType type) {
+    return empty_channels_last(sizes, type).zero_();
+}
+
 bool is_channels_last(const at::Tensor &t) {
     const int64_t rank = t.dim();
     if (rank == 4) return t.is_contiguous(at::MemoryFormat::ChannelsLast);

@@ -43,6 +43,7 @@ dnnl::memory wrap(const at::Tensor &t, const dnnl::memory::desc &desc);
 // Memory format of activations between prepacked ops: NWC / NHWC / NDHWC for 3/4/5-D.
 // The returned tensor has the logical shape `sizes` (N, C, spatial...).
 at::Tensor empty_channels_last(at::IntArrayRef sizes, at::ScalarType type);
+at::Tensor zeros_channels_last(at::IntArrayRef sizes, at::ScalarType type);
 bool is_channels_last(const at::Tensor &t);
 // Copy (converting dtype) into the channels-last layout unless already there.
 at::Tensor to_channels_last(const at::Tensor &t, at::ScalarType type);

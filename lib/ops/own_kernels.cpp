@@ -37,7 +37,9 @@ bool available(bool bf16) { return bf16 ? isa::avx512_bf16() : isa::avx512(); }
 bool grouped_available(bool bf16) { return available(bf16) || (!bf16 && isa::avx2_fma()); }
 
 void run_grouped(const Grouped &p) {
-    if (available(p.bf16)) run_grouped_avx512(p); else run_grouped_avx2(p);
+    if (!available(p.bf16)) return run_grouped_avx2(p);
+    TORCH_CHECK(!p.sum, "ipex convolution: the grouped kernel's AVX-512 build takes no residual sum");
+    run_grouped_avx512(p);
 }
 
 bool grouped_walks_tiles(const Grouped &p) {
@@ -51,7 +53,7 @@ bool grouped_walks_tiles(const Grouped &p) {
     const int64_t c_in = p.groups * p.in_per_group;
     const int64_t input = std::min(p.n * p.ih * p.iw, p.n * p.oh * p.ow * p.kh * p.kw) * c_in * bytes;
     const int64_t tiles = p.groups * (p.out_per_group / 16);
-    return weights > l2 && input <= l2 && tiles >= 2 * at::get_num_threads() && p.n * p.oh * p.ow <= kMaxTileWalkPixels;
+    return weights > l2 && input <= kTileWalkInputL2s * l2 && tiles >= 2 * at::get_num_threads() && p.n * p.oh * p.ow <= kMaxTileWalkPixels;
 }
 
 Choice choice_from_env(const char *value) {

@@ -48,7 +48,8 @@ __m256 apply_op(const Eltwise &e, __m256 v) {
 }
 
 // Tiles first_tile .. end_tile - 1 (tile k: group k / tiles, its tile k % tiles) for kCount
-// pixels, written from dst element `out` on (the block's pixels are consecutive in dst). kRelu:
+// pixels, written from dst element `out` on (the block's pixels are consecutive in dst; with
+// p.sum, the summand read from there is added to the sums first, scaled). kRelu:
 // the post-ops are one ReLU, applied to the sums in their registers before the store (a max
 // each; 1.05-1.25x on RegNet's grouped layers); any other post-ops run on the stored tile.
 // (The tile loop stays in this function: GCC kept the sums in memory through the products
@@ -78,6 +79,13 @@ void block(const Grouped &p, const Window &win, int64_t out, int64_t first_tile,
                     lo[j] = _mm256_fmadd_ps(x, w_lo, lo[j]);
                     hi[j] = _mm256_fmadd_ps(x, w_hi, hi[j]);
                 }
+            }
+        }
+        if (p.sum) {
+            const __m256 scale = _mm256_set1_ps(p.sum_scale);
+            for (int j = 0; j < kCount; ++j) {
+                lo[j] = _mm256_fmadd_ps(scale, _mm256_loadu_ps(dst + j * c_out + o), lo[j]);
+                hi[j] = _mm256_fmadd_ps(scale, _mm256_loadu_ps(dst + j * c_out + o + kHalf), hi[j]);
             }
         }
         if (kRelu) {

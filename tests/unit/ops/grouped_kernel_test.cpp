@@ -127,14 +127,14 @@ struct Built {
     std::unique_ptr<ConvolutionContext> ctx;
 };
 
-Built build(const GroupedCase &c, const std::string &dtype, const PostOps &post) {
+Built build(const GroupedCase &c, const std::string &dtype, const PostOps &post, bool sum_in_place = false) {
     const at::ScalarType type = dtype == "bf16" ? at::kBFloat16 : at::kFloat;
     Built b;
     b.weight = (at::randn({c.groups * c.out_per_group, c.in_per_group, c.kh, c.kw}) * 0.2).to(type);
     if (c.bias) b.bias = at::randn({c.groups * c.out_per_group}).to(type);
     b.ctx = std::make_unique<ConvolutionContext>(b.weight, b.bias.defined() ? c10::optional<at::Tensor>(b.bias)
                                                                             : c10::nullopt,
-                                                 params_of(c), dtype, post, false, std::vector<int64_t>{});
+                                                 params_of(c), dtype, post, sum_in_place, std::vector<int64_t>{});
     return b;
 }
 
@@ -190,6 +190,44 @@ TEST_P(GroupedKernel, TileWalkForLargeWeightsOverFewPixels) {
     // clip would hide sums of 4608 products about 20 times larger).
     check_case(tile_walk_cases()[2], "fp32", {{"leaky_relu", 0.1}, {"hardswish"}});
     check_case(tile_walk_cases()[1], "fp32", {});
+}
+
+// A residual sum first in the post-ops (ResNet basic blocks: conv + identity, then ReLU) runs in
+// the AVX2 build: dense, grouped and tile-walk cases, scaled sums, in place into the summand
+// and into a copy; a sum after an activation, and AVX-512 CPUs, leave the convolution to oneDNN.
+TEST_P(GroupedKernel, ResidualSumInTheAvx2Build) {
+    const std::string dtype = GetParam();
+    if (dtype != "fp32" || own_kernels::available(false)) {
+        const Built b = build(dense_cases()[0], dtype, {{"sum", 1.0}, {"relu"}});
+        EXPECT_FALSE(b.ctx->has_grouped_kernel()) << "only the AVX2 build takes a sum";
+        GTEST_SKIP() << "the residual sum is the AVX2 build's (fp32 on CPUs without AVX-512)";
+    }
+    const std::vector<std::pair<GroupedCase, PostOps>> runs{
+        {dense_cases()[0], {{"sum", 1.0}, {"relu"}}},
+        {dense_cases()[1], {{"sum", 0.5}}},
+        {cases()[0], {{"sum", 1.0}, {"clip", -0.5, 0.75}, {"silu"}}},
+        {cases()[15], {{"sum", 2.0}, {"relu"}}},           // groups of 4 outputs merged
+        {tile_walk_cases()[0], {{"sum", 1.0}, {"relu"}}},  // the tile walk
+    };
+    for (const auto &[c, post] : runs) {
+        const std::string what = describe(c, dtype, post);
+        KernelChoice env("1");
+        const Built b = build(c, dtype, post, /*sum_in_place=*/true);
+        ASSERT_TRUE(b.ctx->has_grouped_kernel()) << what;
+        const at::Tensor x = at::randn({c.n, c.groups * c.in_per_group, c.h, c.w});
+        const at::Tensor conv = testing::reference_conv(x.to(at::kDouble), b.weight, b.bias, params_of(c));
+        const at::Tensor other = testing::as_channels_last(at::randn(conv.sizes()));
+        const at::Tensor want =
+            reference_post_ops(conv + post[0].alpha * other.to(at::kDouble), PostOps(post.begin() + 1, post.end()));
+        const at::Tensor kept = other.clone();
+        const at::Tensor copy = b.ctx->run(testing::as_channels_last(x), other, /*may_write_other=*/false);
+        EXPECT_TRUE(other.equal(kept)) << what << ": the summand was written";
+        expect_close(copy, want, dtype, what + " (a copy)");
+        const at::Tensor in_place = b.ctx->run(testing::as_channels_last(x), other);
+        EXPECT_EQ(in_place.data_ptr(), other.data_ptr()) << what;
+        expect_close(in_place, want, dtype, what + " (in place)");
+    }
+    EXPECT_FALSE(build(dense_cases()[0], dtype, {{"relu"}, {"sum", 1.0}}).ctx->has_grouped_kernel());
 }
 
 TEST_P(GroupedKernel, EveryPostOpAndNone) {
