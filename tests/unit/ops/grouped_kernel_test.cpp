@@ -230,6 +230,31 @@ TEST_P(GroupedKernel, ResidualSumInTheAvx2Build) {
     EXPECT_FALSE(build(dense_cases()[0], dtype, {{"relu"}, {"sum", 1.0}}).ctx->has_grouped_kernel());
 }
 
+// Sigmoid and SiLU over their whole range, NaN included: zero weights, so each output is its
+// channel's bias (-200 .. 100, 0, NaN), against fp64.
+TEST_P(GroupedKernel, SigmoidAndSiluOverTheirRange) {
+    const std::string dtype = GetParam();
+    if (dtype != "fp32") GTEST_SKIP() << "the bias values are fp32's";
+    const std::vector<float> values{-200.f, -104.f, -88.5f, -87.f, -60.f, -17.f, -3.f, -0.5f,
+                                    0.f,    1e-3f,  0.7f,   4.f,   20.f,  88.5f, 100.f, NAN};
+    const GroupedCase c{1, 2, 16, 16, 3, 5, 1, 1, {1, 1}, {0, 0}, {1, 1}, true};
+    for (const std::string act : {"sigmoid", "silu"}) {
+        KernelChoice env("1");
+        const at::Tensor weight = at::zeros({32, 16, 1, 1});
+        const at::Tensor bias = at::cat({at::tensor(values), at::tensor(values).flip(0)});
+        ConvolutionContext ctx(weight, bias, params_of(c), dtype, {{act}}, false, {});
+        ASSERT_TRUE(ctx.has_grouped_kernel());
+        const at::Tensor got = ctx.run(testing::as_channels_last(at::randn({1, 32, 3, 5})), c10::nullopt);
+        const at::Tensor b = bias.to(at::kDouble).view({1, 32, 1, 1}).expand({1, 32, 3, 5});
+        const at::Tensor want = act == "sigmoid" ? at::sigmoid(b) : b * at::sigmoid(b);
+        const at::Tensor g = got.to(at::kDouble);
+        EXPECT_TRUE(g.isnan().equal(want.isnan())) << act << ": NaN where the bias is NaN, only there";
+        const at::Tensor finite = want.isnan().logical_not();
+        const at::Tensor error = (g - want).abs().masked_select(finite), bound = (want.abs() * 1e-6 + 1e-30).masked_select(finite);
+        EXPECT_TRUE((error <= bound).all().item<bool>()) << act << ": max error " << error.max().item<double>();
+    }
+}
+
 TEST_P(GroupedKernel, EveryPostOpAndNone) {
     const GroupedCase c = cases()[0];
     const std::vector<PostOps> chains = {{},
