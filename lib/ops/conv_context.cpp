@@ -181,7 +181,9 @@ bool ConvolutionContext::own_for(const at::Tensor &src, const std::vector<int64_
     // Timed calls write a new tensor each; with a sum it holds zeros for a summand (not whatever
     // bits the memory had, which could be subnormal or NaN and time otherwise).
     const bool sum = tensor_post_op(post_ops_) >= 0;
-    const auto output = [&] { return sum ? zeros_channels_last(dst_sizes, type) : empty_channels_last(dst_sizes, type); };
+    const auto output = [&] {
+        return sum ? zeros_channels_last(dst_sizes, type) : empty_channels_last(dst_sizes, type);
+    };
     return takes_own(
         this, plan->choice, recorded_for(key), *plan->timed, key, [&] { run_own(src, output()); },
         [&] { execute_into(src, output()); });

@@ -37,7 +37,10 @@ void transpose_portable(const T *src, T *dst, int64_t pixels, int64_t channels, 
 [[gnu::target("avx2")]] inline void transpose_8x8(const float *s, int64_t ls, float *d, int64_t ld) {
     __m256 r[8], t[8];
     for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(s + i * ls);
-    for (int i = 0; i < 8; i += 2) t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
     // r[0..7]: rows 0-3 of the output's columns in 4-element halves, then rows 4-7.
     for (int h = 0; h < 8; h += 4) {
         r[h] = _mm256_shuffle_ps(t[h], t[h + 2], 0x44);
@@ -76,8 +79,8 @@ void transpose_images(const T *src, T *dst, int64_t images, int64_t pixels, int6
             const int64_t p1 = std::min(pixels, p0 + kPixelBlock), offset = image * pixels * channels;
             if constexpr (sizeof(T) == 4) {
                 if (avx2) {
-                    transpose_avx2(reinterpret_cast<const float *>(src + offset), reinterpret_cast<float *>(dst + offset),
-                                   pixels, channels, p0, p1);
+                    transpose_avx2(reinterpret_cast<const float *>(src + offset),
+                                   reinterpret_cast<float *>(dst + offset), pixels, channels, p0, p1);
                     continue;
                 }
             }

@@ -53,7 +53,8 @@ bool grouped_walks_tiles(const Grouped &p) {
     const int64_t c_in = p.groups * p.in_per_group;
     const int64_t input = std::min(p.n * p.ih * p.iw, p.n * p.oh * p.ow * p.kh * p.kw) * c_in * bytes;
     const int64_t tiles = p.groups * (p.out_per_group / 16);
-    return weights > l2 && input <= kTileWalkInputL2s * l2 && tiles >= 2 * at::get_num_threads() && p.n * p.oh * p.ow <= kMaxTileWalkPixels;
+    return weights > l2 && input <= kTileWalkInputL2s * l2 && tiles >= 2 * at::get_num_threads() &&
+           p.n * p.oh * p.ow <= kMaxTileWalkPixels;
 }
 
 Choice choice_from_env(const char *value) {

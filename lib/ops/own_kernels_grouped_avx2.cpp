@@ -141,7 +141,8 @@ void run_grouped_avx2(const Grouped &p) {
     };
     if (grouped_walks_tiles(p)) return for_each_grouped_tile<float, kPixels>(p, run);
     const int64_t tiles = p.groups * (p.out_per_group / 16);
-    for_each_grouped_block<float, kPixels>(p, [&](int count, const Window &win, int64_t out) { run(count, win, out, 0, tiles); });
+    for_each_grouped_block<float, kPixels>(
+        p, [&](int count, const Window &win, int64_t out) { run(count, win, out, 0, tiles); });
 }
 
 }  // namespace ipex::ops::own_kernels

@@ -250,7 +250,8 @@ TEST_P(GroupedKernel, SigmoidAndSiluOverTheirRange) {
         const at::Tensor g = got.to(at::kDouble);
         EXPECT_TRUE(g.isnan().equal(want.isnan())) << act << ": NaN where the bias is NaN, only there";
         const at::Tensor finite = want.isnan().logical_not();
-        const at::Tensor error = (g - want).abs().masked_select(finite), bound = (want.abs() * 1e-6 + 1e-30).masked_select(finite);
+        const at::Tensor error = (g - want).abs().masked_select(finite);
+        const at::Tensor bound = (want.abs() * 1e-6 + 1e-30).masked_select(finite);
         EXPECT_TRUE((error <= bound).all().item<bool>()) << act << ": max error " << error.max().item<double>();
     }
 }

@@ -321,7 +321,8 @@ TEST_P(OpsPostOps, ConvNeverFallsToTheReferenceKernel) {
         const at::Tensor x = at::randn(input);
         const at::Tensor conv = testing::reference_conv(x, w, b, params);
         const at::ScalarType out_type = testing::output_type(dtype);
-        const std::string plain = ConvolutionContext(w, b, params, dtype, {}, false, {}).onednn_kernel(input, out_type).first;
+        const ConvolutionContext plain_ctx(w, b, params, dtype, {}, false, {});
+        const std::string plain = plain_ctx.onednn_kernel(input, out_type).first;
         for (const PostOps &ops : lists) {
             const std::string what = describe(ops) + " " + dtype + " weight " + c10::str(at::IntArrayRef(weight_sizes));
             ConvolutionContext ctx(w, b, params, dtype, ops, true, {});
@@ -333,7 +334,8 @@ TEST_P(OpsPostOps, ConvNeverFallsToTheReferenceKernel) {
             const at::Tensor other = at::randn(conv.sizes()).contiguous(at::MemoryFormat::ChannelsLast);
             at::Tensor want = conv;
             for (const PostOp &op : ops)
-                want = op.kind == "sum" ? want + op.alpha * other.to(at::kDouble) : testing::reference_eltwise(want, op);
+                want = op.kind == "sum" ? want + op.alpha * other.to(at::kDouble)
+                                        : testing::reference_eltwise(want, op);
             const at::Tensor other_values = other.clone();
             const bool sums = tensor_post_op(ops) >= 0;
             expect_close(ctx.run(x, sums ? c10::optional<at::Tensor>(other.clone()) : c10::nullopt), want, dtype, what);
