@@ -9,15 +9,18 @@ namespace {
 using torch::jit::Node;
 using torch::jit::Value;
 
-// Makes `value` contiguous where `consumer` reads it as input `index`; recurses into tuples
-// and lists built only for this consumer.
+// Makes `value` contiguous where `consumer` reads it as input `index`; recurses into tuples,
+// lists and dicts (their values; the keys stay as they are) built only for this consumer.
 int cover(torch::jit::Graph &graph, Node *consumer, size_t index) {
     Value *value = consumer->input(index);
     const Node *producer = value->node();
-    const bool container = producer->kind() == c10::prim::TupleConstruct || producer->kind() == c10::prim::ListConstruct;
+    const bool dict = producer->kind() == c10::prim::DictConstruct;
+    const bool container =
+        dict || producer->kind() == c10::prim::TupleConstruct || producer->kind() == c10::prim::ListConstruct;
     if (container && value->uses().size() == 1) {
-        int count = 0;
-        for (size_t i = 0; i < producer->inputs().size(); ++i) count += cover(graph, value->node(), i);
+        int count = 0;  // a dict's inputs alternate key, value
+        for (size_t i = dict ? 1 : 0; i < producer->inputs().size(); i += dict ? 2 : 1)
+            count += cover(graph, value->node(), i);
         return count;
     }
     if (value->type()->kind() != c10::TypeKind::TensorType) return 0;

@@ -1,7 +1,8 @@
 // Returns tensors in the standard contiguous layout: prepacked convolutions hand channels-last
 // activations on, and a model's callers expect what the original returned. Adds
 // ipex::contiguous (ops/layout_op.h: aten::contiguous with a faster channels-last copy) on every
-// tensor the graph returns (also inside returned tuples and lists); it is free for tensors
+// tensor the graph returns (also inside returned tuples, lists and dicts: torchvision's
+// segmentation models return {"out": ...}); it is free for tensors
 // already contiguous. No-op without prepacked convolutions.
 // count = outputs covered.
 #pragma once

@@ -491,6 +491,19 @@ TEST_F(PrepackFusion, OutputsAreContiguousAfterPipeline) {
     EXPECT_EQ(p2.layout.count, 2);
     for (const auto &t : testing::flatten_tensors(testing::run_graph(tuple.graph, tuple.module, {x})))
         EXPECT_TRUE(t.is_contiguous());
+
+    // Dicts (torchvision's segmentation models return {"out": ..., "aux": ...}): every value.
+    auto dict = testing::freeze(net("    return {'out': " + conv("x", 1) + ", 'aux': torch.relu(" + conv("x", 2) +
+                                    ")}\n"));
+    const GraphPtr dict_original = dict.graph->copy();
+    const Pipeline p3 = run_pipeline(dict.graph);
+    EXPECT_EQ(p3.layout.count, 2);
+    const c10::IValue out = testing::run_graph(dict.graph, dict.module, {x});
+    ASSERT_TRUE(out.isGenericDict());
+    for (const auto &item : out.toGenericDict()) EXPECT_TRUE(item.value().toTensor().is_contiguous());
+    const c10::IValue want = testing::run_graph(dict_original, dict.module, {x});
+    for (const auto &item : want.toGenericDict())
+        EXPECT_TRUE(at::allclose(out.toGenericDict().at(item.key()).toTensor(), item.value().toTensor(), 1e-4, 1e-5));
 }
 
 // ---- decompose_transformer_layer ----
