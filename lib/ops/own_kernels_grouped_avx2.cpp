@@ -3,9 +3,10 @@
 // vectors, so a block holds kPixels = 6 output pixels: 12 sums, the tile's two weight vectors
 // and one broadcast input take 15 of the 16 ymm registers, and 12 independent FMAs per input
 // channel cover the FMA latency on two pipes. Same packed weight and block walk
-// (own_kernels_grouped.h). Built with -mavx2 -mfma; runs only after own_kernels::grouped_available().
+// (own_kernels_grouped.h), and a tile walk of its own for large weights over few pixels
+// (grouped_walks_tiles); it also takes a residual sum before the post-ops (Grouped::sum).
+// Built with -mavx2 -mfma; runs only after own_kernels::grouped_available().
 #include <immintrin.h>
-
 
 #include "ops/own_kernels_grouped.h"
 
