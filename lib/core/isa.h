@@ -7,6 +7,9 @@
 #pragma once
 
 #include <cpuid.h>
+#include <unistd.h>
+
+#include <cstdint>
 
 namespace ipex::isa {
 
@@ -74,6 +77,16 @@ inline bool vnni() { return avx512_vnni() || avx_vnni(); }
 inline bool amx_bf16_present() {
     static const bool ok = cpuid_bit(7, 0, 3, 22);
     return ok;
+}
+
+// One core's L2 cache in bytes (sysconf), 1 MiB when the system does not say. Not an
+// instruction set, but asked by the same kernels when they size their blocks.
+inline int64_t l2_cache_bytes() {
+    static const int64_t bytes = [] {
+        const long size = sysconf(_SC_LEVEL2_CACHE_SIZE);
+        return size > 0 ? static_cast<int64_t>(size) : int64_t{1} << 20;
+    }();
+    return bytes;
 }
 
 }  // namespace ipex::isa

@@ -2,7 +2,6 @@
 
 #include <ATen/Parallel.h>
 #include <c10/util/accumulate.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -10,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/isa.h"
 #include "ops/onednn_utils.h"
 #include "ops/op_errors.h"
 
@@ -61,8 +61,7 @@ int64_t chain_budget_bytes() {
         const long long v = std::strtoll(env, &end, 10);
         if (end != env && *end == '\0' && v >= 0) return v;
     }
-    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    return (l2 > 0 ? l2 : int64_t{1} << 20) * std::max(1, at::get_num_threads());
+    return isa::l2_cache_bytes() * std::max(1, at::get_num_threads());
 }
 
 int64_t chain_part_images(int64_t n, int64_t per_image_bytes, int64_t budget) {

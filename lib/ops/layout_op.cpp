@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 
 #include "core/isa.h"
 #include "ops/onednn_utils.h"
@@ -99,7 +98,7 @@ bool contiguous_transposes(const at::Tensor &self) {
 }
 
 at::Tensor contiguous(const at::Tensor &self) {
-    if (self.is_contiguous() || !contiguous_transposes(self)) return self.contiguous();
+    if (!contiguous_transposes(self)) return self.contiguous();
     at::Tensor out = at::empty(self.sizes(), self.options().memory_format(at::MemoryFormat::Contiguous));
     const int64_t images = self.size(0), channels = self.size(1), pixels = self.numel() / (images * channels);
     if (self.element_size() == 4)

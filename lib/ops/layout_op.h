@@ -12,6 +12,9 @@
 
 namespace ipex::ops {
 
+// The op's qualified name, as the passes insert it.
+inline constexpr const char *kContiguousOp = "ipex::contiguous";
+
 at::Tensor contiguous(const at::Tensor &self);
 
 // Whether contiguous() transposes `self` itself (the tests ask).

@@ -6,7 +6,6 @@
 #include <ATen/Parallel.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Exception.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -43,10 +42,7 @@ void run_grouped(const Grouped &p) {
 }
 
 bool grouped_walks_tiles(const Grouped &p) {
-    static const int64_t l2 = [] {
-        const long size = sysconf(_SC_LEVEL2_CACHE_SIZE);
-        return size > 0 ? static_cast<int64_t>(size) : int64_t{512} << 10;
-    }();
+    const int64_t l2 = isa::l2_cache_bytes();
     const int64_t bytes = p.bf16 ? 2 : 4;
     const int64_t weights = p.groups * p.out_per_group * p.in_per_group * p.kh * p.kw * bytes;
     // The input the blocks read: all of it, or less where a strided 1x1 kernel skips pixels.

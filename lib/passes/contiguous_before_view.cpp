@@ -5,6 +5,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "ops/layout_op.h"
 #include "passes/graph_utils.h"
 
 namespace ipex::passes {
@@ -13,7 +14,7 @@ namespace {
 using torch::jit::Node;
 using torch::jit::Value;
 
-const c10::Symbol kIpexContiguous = c10::Symbol::fromQualString("ipex::contiguous");
+const c10::Symbol kIpexContiguous = c10::Symbol::fromQualString(ops::kContiguousOp);
 
 // Ops whose output may be channels-last although the original's was not: convolutions (aten
 // ones after to_channels_last, prepacked, int8), ipex::channel_shuffle(_chunk) and explicit

@@ -1,5 +1,6 @@
 #include "passes/restore_output_layout.h"
 
+#include "ops/layout_op.h"
 #include "passes/graph_utils.h"
 #include "passes/prepacked_nodes.h"
 
@@ -25,7 +26,7 @@ int cover(torch::jit::Graph &graph, Node *consumer, size_t index) {
     }
     if (value->type()->kind() != c10::TypeKind::TensorType) return 0;
     torch::jit::WithInsertPoint guard(consumer);
-    static const c10::Symbol kIpexContiguous = c10::Symbol::fromQualString("ipex::contiguous");
+    static const c10::Symbol kIpexContiguous = c10::Symbol::fromQualString(ops::kContiguousOp);
     Node *contiguous = graph.insertNode(graph.create(kIpexContiguous, {value}));
     contiguous->output()->setType(rank_only_type(value->type()));
     consumer->replaceInput(index, contiguous->output());
