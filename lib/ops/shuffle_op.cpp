@@ -59,8 +59,8 @@ struct Source {
 };
 
 // Output channel o = j * g + i (source i's channel j) of pixel p, written to part o / cc at
-// channel o % cc, for pixels [begin, end): any group count (two groups on AVX-512 take
-// own_kernels::run_interleave instead).
+// channel o % cc, for pixels [begin, end): any group count (two groups take an interleave in
+// registers instead: own_kernels::run_interleave on AVX-512, interleave_avx2 on AVX2).
 template <typename T>
 void gather(const std::vector<Source> &src, int64_t cpg, const std::vector<void *> &parts, int64_t begin,
             int64_t end) {
