@@ -54,7 +54,8 @@ void set_sizes(const at::Tensor &src, const at::Tensor &dst, KernelProblem *prob
 
 // How an own kernel is chosen for a convolution of these types, when one may run it: fp32 or
 // bf16 where the CPU runs the kernel (`available`, by the math dtype: own_kernels::available,
-// or grouped_available), its output in the math dtype, unless IPEX_CONV_KERNELS=0.
+// depthwise_available or grouped_available), its output in the math dtype, unless
+// IPEX_CONV_KERNELS=0.
 std::optional<own_kernels::Choice> own_choice(const ComputeTypes &types, bool (*available)(bool bf16)) {
     const bool bf16 = types.math == at::kBFloat16;
     if (types.fpmath_bf16 || types.output != types.math || (!bf16 && types.math != at::kFloat) || !available(bf16))
@@ -126,7 +127,7 @@ void ConvolutionContext::plan_depthwise() {
                            weight_.size(1) == 1;
     const bool bf16 = types.math == at::kBFloat16;
     if (!depthwise || post_ops_.size() > own_kernels::Problem::kMaxPostOps) return;
-    const auto choice = own_choice(types, own_kernels::available);
+    const auto choice = own_choice(types, own_kernels::depthwise_available);
     if (!choice) return;
     auto plan = std::make_shared<Depthwise>();
     plan->choice = *choice;
@@ -143,6 +144,11 @@ void ConvolutionContext::plan_depthwise() {
                                        reinterpret_cast<uint16_t *>(plan->weight_pairs.data_ptr<int16_t>()));
         problem.weight_pairs_blocks = own_kernels::weight_pairs_blocks(g);
     }
+    if (!own_kernels::available(bf16)) {  // the AVX2 build runs it
+        plan->weight_blocks = at::empty({own_kernels::weight_blocks_size(kh, kw, g)}, at::kFloat);
+        own_kernels::pack_weight_blocks(plan->weight.data_ptr<float>(), kh, kw, g,
+                                        plan->weight_blocks.data_ptr<float>());
+    }
     problem.bf16_in = problem.bf16_out = bf16;
     problem.c = g;
     set_window(params_, kh, kw, &problem);
@@ -156,6 +162,7 @@ void ConvolutionContext::run_depthwise(const at::Tensor &src, const at::Tensor &
     p.weight = depthwise_->weight.data_ptr<float>();
     if (depthwise_->weight_pairs.defined())
         p.weight_pairs = reinterpret_cast<const uint16_t *>(depthwise_->weight_pairs.data_ptr<int16_t>());
+    if (depthwise_->weight_blocks.defined()) p.weight_blocks = depthwise_->weight_blocks.data_ptr<float>();
     p.bias = depthwise_->bias.defined() ? depthwise_->bias.data_ptr<float>() : nullptr;
     set_sizes(src, dst, &p);
     own_kernels::run(p);

@@ -51,6 +51,7 @@ private:
 struct ConvolutionContext::Depthwise : OwnChoice {
     at::Tensor weight;  // kh x kw x c, fp32 (bf16 values for a bf16 convolution)
     at::Tensor weight_pairs;  // bf16 convolution: own_kernels::pack_weight_pairs (int16)
+    at::Tensor weight_blocks;  // the AVX2 build: own_kernels::pack_weight_blocks
     at::Tensor bias;    // c, fp32 (rounded to bf16 for a bf16 output), or undefined
     own_kernels::Problem problem;  // the post-ops and the weight's geometry
 };

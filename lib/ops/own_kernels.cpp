@@ -33,6 +33,15 @@ bool to_act(const std::string &kind, Act *act) {
 
 bool available(bool bf16) { return bf16 ? isa::avx512_bf16() : isa::avx512(); }
 
+bool depthwise_available(bool bf16) { return available(bf16) || (!bf16 && isa::avx2_fma()); }
+
+void run(const Problem &p) {
+    if (available(p.bf16_in || p.bf16_out)) return run_depthwise_avx512(p);
+    TORCH_CHECK(!p.bf16_in && !p.bf16_out && p.weight_blocks,
+                "ipex convolution: the depthwise kernel's AVX2 build takes fp32 and the weight in blocks only");
+    run_depthwise_avx2(p);
+}
+
 bool grouped_available(bool bf16) { return available(bf16) || (!bf16 && isa::avx2_fma()); }
 
 void run_grouped(const Grouped &p) {
@@ -69,6 +78,14 @@ bool prefer_own(const double *own_seconds, const double *onednn_seconds, int run
 }
 
 int64_t weight_pairs_size(int64_t kh, int64_t kw, int64_t c) { return 2 * kh * kw * weight_pairs_blocks(c) * 64; }
+
+int64_t weight_blocks_size(int64_t kh, int64_t kw, int64_t c) { return (c + 15) / 16 * kh * kw * 16; }
+
+void pack_weight_blocks(const float *weight, int64_t kh, int64_t kw, int64_t c, float *out) {
+    std::fill(out, out + weight_blocks_size(kh, kw, c), 0.f);
+    for (int64_t tap = 0; tap < kh * kw; ++tap)
+        for (int64_t ch = 0; ch < c; ++ch) out[((ch / 16) * kh * kw + tap) * 16 + ch % 16] = weight[tap * c + ch];
+}
 
 void pack_weight_pairs(const float *weight, int64_t kh, int64_t kw, int64_t c, uint16_t *out) {
     const int64_t blocks = weight_pairs_blocks(c);

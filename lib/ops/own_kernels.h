@@ -1,6 +1,7 @@
-// The own AVX-512 kernels of the convolution and pooling ops, for shapes oneDNN 2.6 runs far
-// from this CPU's limits, all on channels-last data with products and sums in fp32 (bf16 inputs
-// and weights widen exactly), post-ops in fp32 and one rounding to the output dtype:
+// The own AVX-512 kernels of the convolution and pooling ops (the depthwise and grouped ones also
+// in an fp32 AVX2 + FMA build), for shapes oneDNN 2.6 runs far from this CPU's limits, all on
+// channels-last data with products and sums in fp32 (bf16 inputs and weights widen exactly),
+// post-ops in fp32 and one rounding to the output dtype:
 // - run: depthwise 2-D convolution (one input and one output channel per group) with the
 //   elementwise post-ops a folded activation leaves;
 // - run_pointwise: 1x1 convolution (bf16 or fp32) with the same post-ops;
@@ -37,6 +38,9 @@ struct Problem {
     // columns of the kernels weight_pairs_used() names, made by pack_weight_pairs.
     const uint16_t *weight_pairs = nullptr;
     int64_t weight_pairs_blocks = 0;  // its 32-channel blocks per tap: weight_pairs_blocks(c)
+    // fp32 on the AVX2 build, required there: the weight again as [c / 16][kh][kw][16] blocks
+    // (zeros past c), made by pack_weight_blocks.
+    const float *weight_blocks = nullptr;
     int64_t n = 0, c = 0, ih = 0, iw = 0, oh = 0, ow = 0, kh = 0, kw = 0;
     int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
     static constexpr int kMaxPostOps = 4;
@@ -62,15 +66,25 @@ constexpr bool weight_pairs_used(int64_t kw, int64_t stride_w, int64_t dilation_
 }
 int64_t weight_pairs_size(int64_t kh, int64_t kw, int64_t c);
 void pack_weight_pairs(const float *weight, int64_t kh, int64_t kw, int64_t c, uint16_t *out);
+// Problem::weight_blocks from the kh x kw x c weight: weight_blocks_size(kh, kw, c) values.
+// Portable code.
+int64_t weight_blocks_size(int64_t kh, int64_t kw, int64_t c);
+void pack_weight_blocks(const float *weight, int64_t kh, int64_t kw, int64_t c, float *out);
 
 // The eltwise post-op kind named as in post_ops.h, if the kernel computes it.
 bool to_act(const std::string &kind, Act *act);
 
 // Whether this CPU runs the kernel (AVX-512; AVX512-BF16 when bf16 is involved).
 bool available(bool bf16);
+// Whether this CPU runs the depthwise kernel (run): available(bf16), or for fp32 AVX2 + FMA.
+bool depthwise_available(bool bf16);
 
-// Runs the problem parallel over output rows. Call only when available().
+// Runs the depthwise problem parallel over output rows. Call only when depthwise_available().
 void run(const Problem &p);
+// Its builds, which run chooses between: AVX-512 (both dtypes), AVX2 + FMA (fp32; takes
+// weight_blocks, not weight_pairs).
+void run_depthwise_avx512(const Problem &p);
+void run_depthwise_avx2(const Problem &p);
 
 // A 1x1 convolution, stride 1, no padding, one group, on channels-last data: the product of
 // the m x k pixels by the k x n weight, sums in fp32 (bf16: VDPBF16PS, bf16 products), then

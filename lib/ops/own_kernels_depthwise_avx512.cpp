@@ -1,5 +1,5 @@
-// The own depthwise convolution kernel (own_kernels.h: run). Built with AVX-512 and
-// AVX512-BF16 flags; runs only after own_kernels::available().
+// The own depthwise convolution kernel's AVX-512 build (own_kernels.h: run). Built with AVX-512
+// and AVX512-BF16 flags; runs only after own_kernels::available().
 //
 // Each output row (image, output y) is one task, its channels in passes of 64 and then one
 // pass of the rest (run_rows). Along the row, output pixels go in blocks of up to 8 with the
@@ -276,7 +276,7 @@ void run_rows(const Problem &p, int64_t begin, int64_t end) {
 
 }  // namespace
 
-void run(const Problem &p) {
+void run_depthwise_avx512(const Problem &p) {
     // A row costs about ow * c * kh * kw fused multiply-adds; give a thread some 64k of them.
     const int64_t per_row = greater(1, p.ow * p.c * p.kh * p.kw);
     const int64_t grain = greater(1, 65536 / per_row);

@@ -8,6 +8,7 @@
 // Built with -mavx2 -mfma; runs only after own_kernels::grouped_available().
 #include <immintrin.h>
 
+#include "ops/own_kernels_avx2.h"
 #include "ops/own_kernels_grouped.h"
 
 namespace ipex::ops::own_kernels {
@@ -17,52 +18,6 @@ constexpr int kPixels = 6;
 constexpr int kHalf = 8;  // lanes of a ymm register; a tile is two of them
 
 using Window = GroupedWindow<float, kPixels>;
-
-// exp(x) for 8 lanes: 2^n * e^f with n = round(x log2 e), |f| <= ln2 / 2, a degree-6 Taylor
-// polynomial for e^f (the AVX-512 kernels' exp16, with 2^n built in the exponent bits). x is
-// clamped to [-87, 88], where 2^n is a normal float: below, e^x reads as e^-87 (1.6e-38).
-inline __m256 exp8(__m256 x) {
-    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.f)), _mm256_set1_ps(88.f));
-    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 f = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    f = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), f);
-    __m256 p = _mm256_set1_ps(1.f / 720);
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.f / 120));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.f / 24));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.f / 6));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(0.5f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.f));
-    const __m256i two_n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(two_n));
-}
-
-// 1 / (1 + exp(-x)) for 8 lanes; NaN stays NaN (the clamp in exp8 would hide it).
-inline __m256 sigmoid8(__m256 x) {
-    const __m256 one = _mm256_set1_ps(1.f);
-    const __m256 s = _mm256_div_ps(one, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), x))));
-    return _mm256_blendv_ps(s, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
-}
-
-// One post-op on one vector.
-__m256 apply_op(const Eltwise &e, __m256 v) {
-    const __m256 zero = _mm256_setzero_ps();
-    switch (e.act) {
-        case Act::relu: return _mm256_max_ps(v, zero);
-        case Act::leaky_relu:
-            return _mm256_blendv_ps(v, _mm256_mul_ps(v, _mm256_set1_ps(e.alpha)), _mm256_cmp_ps(v, zero, _CMP_LT_OQ));
-        case Act::clip: return _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(e.alpha)), _mm256_set1_ps(e.beta));
-        case Act::hardswish: {
-            const __m256 t =
-                _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, _mm256_set1_ps(3.f)), zero), _mm256_set1_ps(6.f));
-            return _mm256_mul_ps(_mm256_mul_ps(v, t), _mm256_set1_ps(1.f / 6.f));
-        }
-        case Act::sigmoid: return sigmoid8(v);
-        case Act::silu: return _mm256_mul_ps(v, sigmoid8(v));
-    }
-    return v;
-}
 
 // Tiles first_tile .. end_tile - 1 (tile k: group k / tiles, its tile k % tiles) for kCount
 // pixels, written from dst element `out` on (the block's pixels are consecutive in dst; with

@@ -1,7 +1,7 @@
 // The own depthwise convolution kernel (own_kernels.h) through ConvolutionContext, against
-// an fp64 aten reference: odd channel counts (vector tails), odd sizes, strides, padding,
-// dilation, asymmetric kernels, every post-op it computes and chains of them, fp32 and bf16,
-// large inputs through sigmoid; the convolutions it must leave to oneDNN; the timed choice.
+// an fp64 aten reference: odd channel counts (vector tails of both builds), odd sizes,
+// strides, padding, dilation, asymmetric kernels, every post-op it computes and chains of them,
+// fp32 and bf16, large inputs through sigmoid; the convolutions it must leave to oneDNN; the timed choice.
 // Then a convolution's trailing sigmoid / SiLU run by the same kernel after oneDNN's
 // convolution (the split): which post-ops split, results, the choice.
 #include <gtest/gtest.h>
@@ -43,6 +43,12 @@ std::vector<DwCase> cases() {
         all.push_back({2, c, 9, 23, 5, 5, params({1, 1}, {2, 2}, {1, 1}, c), true});
         all.push_back({1, c, 15, 17, 5, 5, params({2, 2}, {2, 2}, {1, 1}, c), true});
     }
+    // The AVX2 build's passes of 16 channels with a rest of 9-15 (two vectors, the last masked),
+    // its 7-wide interior (stride 1) and rows of every block width (6, 4, 2, 1 after the edges).
+    all.push_back({2, 58, 10, 29, 3, 3, params({1, 1}, {1, 1}, {1, 1}, 58), true});
+    all.push_back({1, 58, 9, 21, 3, 3, params({2, 2}, {1, 1}, {1, 1}, 58), true});
+    all.push_back({1, 30, 11, 26, 7, 7, params({1, 1}, {3, 3}, {1, 1}, 30), true});
+    all.push_back({2, 26, 9, 18, 5, 5, params({2, 2}, {2, 2}, {1, 1}, 26), false});
     all.push_back({1, 24, 9, 10, 3, 5, params({1, 2}, {1, 0}, {1, 1}, 24), true});      // asymmetric
     all.push_back({2, 33, 11, 14, 3, 3, params({1, 1}, {2, 2}, {2, 2}, 33), true});     // dilated
     all.push_back({1, 20, 10, 31, 7, 7, params({3, 3}, {3, 3}, {1, 1}, 20), false});    // stride 3, 7x7
@@ -104,7 +110,7 @@ void check_case(const DwCase &c, const std::string &dtype, const PostOps &post, 
     expect_dtype_close(got, want, dtype, what);
 }
 
-bool kernel_runs(const std::string &dtype) { return own_kernels::available(dtype == "bf16"); }
+bool kernel_runs(const std::string &dtype) { return own_kernels::depthwise_available(dtype == "bf16"); }
 
 class DepthwiseKernel : public ::testing::TestWithParam<std::string> {
 protected:

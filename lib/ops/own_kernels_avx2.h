@@ -1,0 +1,106 @@
+// Lane helpers the own kernels' AVX2 + FMA builds share (own_kernels_grouped_avx2.cpp,
+// own_kernels_depthwise_avx2.cpp): exp, sigmoid and the post-ops on 8 fp32 lanes. Include only
+// from files built with -mavx2 -mfma (lib/ops/CMakeLists.txt): everything here is in an
+// unnamed namespace, so each such file keeps its own copy, built with its own flags.
+#pragma once
+
+#include <immintrin.h>
+
+#include "ops/own_kernels.h"
+
+namespace ipex::ops::own_kernels {
+namespace {
+
+// exp(x) for 8 lanes: 2^n * e^f with n = round(x log2 e), |f| <= ln2 / 2, a degree-6 Taylor
+// polynomial for e^f (the AVX-512 kernels' exp16, with 2^n built in the exponent bits). x is
+// clamped to [-87, 88], where 2^n is a normal float: below, e^x reads as e^-87 (1.6e-38).
+inline __m256 exp8(__m256 x) {
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.f)), _mm256_set1_ps(88.f));
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 f = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    f = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), f);
+    __m256 p = _mm256_set1_ps(1.f / 720);
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.f / 120));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.f / 24));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.f / 6));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.f));
+    const __m256i two_n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(two_n));
+}
+
+// 1 / (1 + exp(-x)) for 8 lanes; NaN stays NaN (the clamp in exp8 would hide it).
+inline __m256 sigmoid8(__m256 x) {
+    const __m256 one = _mm256_set1_ps(1.f);
+    const __m256 s = _mm256_div_ps(one, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+    return _mm256_blendv_ps(s, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+
+// One post-op of kind kAct on one vector.
+template <Act kAct>
+inline __m256 apply(const Eltwise &e, __m256 v) {
+    const __m256 zero = _mm256_setzero_ps();
+    if constexpr (kAct == Act::relu) return _mm256_max_ps(v, zero);
+    if constexpr (kAct == Act::leaky_relu)
+        return _mm256_blendv_ps(v, _mm256_mul_ps(v, _mm256_set1_ps(e.alpha)), _mm256_cmp_ps(v, zero, _CMP_LT_OQ));
+    if constexpr (kAct == Act::clip)
+        return _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(e.alpha)), _mm256_set1_ps(e.beta));
+    if constexpr (kAct == Act::hardswish) {
+        const __m256 t = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, _mm256_set1_ps(3.f)), zero), _mm256_set1_ps(6.f));
+        return _mm256_mul_ps(_mm256_mul_ps(v, t), _mm256_set1_ps(1.f / 6.f));
+    }
+    if constexpr (kAct == Act::sigmoid) return sigmoid8(v);
+    if constexpr (kAct == Act::silu) return _mm256_mul_ps(v, sigmoid8(v));
+    return v;
+}
+
+// One post-op on one vector.
+inline __m256 apply_op(const Eltwise &e, __m256 v) {
+    switch (e.act) {
+        case Act::relu: return apply<Act::relu>(e, v);
+        case Act::leaky_relu: return apply<Act::leaky_relu>(e, v);
+        case Act::clip: return apply<Act::clip>(e, v);
+        case Act::hardswish: return apply<Act::hardswish>(e, v);
+        case Act::sigmoid: return apply<Act::sigmoid>(e, v);
+        case Act::silu: return apply<Act::silu>(e, v);
+    }
+    return v;
+}
+
+// The lanes i .. i + 7 below n, as VMASKMOVPS takes them (sign bits).
+inline __m256i lanes_below(int64_t n, int64_t i) {
+    const int64_t left = n - i;
+    const int below = left <= 0 ? 0 : left >= 8 ? 8 : static_cast<int>(left);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(below), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// The post-op e of kind kAct over n dense values, in place.
+template <Act kAct>
+void apply_pass(const Eltwise &e, float *data, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(data + i, apply<kAct>(e, _mm256_loadu_ps(data + i)));
+    if (i < n) {
+        const __m256i m = lanes_below(n, i);
+        _mm256_maskstore_ps(data + i, m, apply<kAct>(e, _mm256_maskload_ps(data + i, m)));
+    }
+}
+
+// p's post-ops over n dense fp32 values, in place: one pass each, its kind chosen once.
+inline void post_ops_in_place(const Problem &p, float *data, int64_t n) {
+    for (int k = 0; k < p.num_post_ops; ++k) {
+        const Eltwise &e = p.post_ops[k];
+        switch (e.act) {
+            case Act::relu: apply_pass<Act::relu>(e, data, n); break;
+            case Act::leaky_relu: apply_pass<Act::leaky_relu>(e, data, n); break;
+            case Act::clip: apply_pass<Act::clip>(e, data, n); break;
+            case Act::hardswish: apply_pass<Act::hardswish>(e, data, n); break;
+            case Act::sigmoid: apply_pass<Act::sigmoid>(e, data, n); break;
+            case Act::silu: apply_pass<Act::silu>(e, data, n); break;
+        }
+    }
+}
+
+}  // namespace
+}  // namespace ipex::ops::own_kernels
