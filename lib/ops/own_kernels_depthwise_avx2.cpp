@@ -17,20 +17,14 @@
 #include <cstdint>
 
 #include "ops/own_kernels_avx2.h"
+#include "ops/own_kernels_depthwise.h"
 
 namespace ipex::ops::own_kernels {
 namespace {
 
 constexpr int kLanes = 8;
 
-inline int64_t lesser(int64_t a, int64_t b) { return a < b ? a : b; }
 inline int64_t greater(int64_t a, int64_t b) { return a > b ? a : b; }
-
-// Where one output row reads: the taps kh in [kh_lo, kh_hi) fall inside the image; the
-// channels [c_lo, c_hi) of this pass over the row.
-struct Row {
-    int64_t n = 0, oh = 0, kh_lo = 0, kh_hi = 0, c_lo = 0, c_hi = 0;
-};
 
 template <bool kMasked>
 inline __m256 load(const float *at, __m256i m) {
@@ -186,23 +180,9 @@ void any_block(const Problem &p, const Row &r, int64_t ow, bool edge, bool spann
 template <int kVectors, bool kMasked>
 void run_row(const Problem &p, int64_t row, int64_t c_lo, int64_t c_hi) {
     constexpr int kWide = kVectors == 2 ? 6 : 8;
-    Row r;
-    r.n = row / p.oh;
-    r.oh = row % p.oh;
-    r.c_lo = c_lo;
-    r.c_hi = c_hi;
-    const int64_t ih0 = r.oh * p.stride_h - p.pad_h;
-    r.kh_lo = 0;
-    r.kh_hi = p.kh;
-    while (r.kh_lo < p.kh && ih0 + r.kh_lo * p.dilation_h < 0) ++r.kh_lo;
-    while (r.kh_hi > r.kh_lo && ih0 + (r.kh_hi - 1) * p.dilation_h >= p.ih) --r.kh_hi;
-
-    // Interior columns: ow * stride - pad >= 0 and the last tap ow * stride - pad + (kw - 1) * dilation < iw.
-    int64_t lo = (p.pad_w + p.stride_w - 1) / p.stride_w;
-    const int64_t last = p.iw - 1 - (p.kw - 1) * p.dilation_w + p.pad_w;  // ow * stride <= last
-    int64_t hi = last < 0 ? 0 : last / p.stride_w + 1;
-    lo = lesser(lo, p.ow);
-    hi = greater(lo, lesser(hi, p.ow));
+    const Row r = row_of(p, row, c_lo, c_hi);
+    const Columns cols = interior_columns(p);
+    const int64_t lo = cols.lo, hi = cols.hi;
     const auto edge = [&](int64_t ow, int64_t count) { return ow < lo || ow + count > hi; };
 
     const bool spanned = spans(p);

@@ -12,6 +12,7 @@
 #include <immintrin.h>
 
 #include "ops/own_kernels_avx512.h"
+#include "ops/own_kernels_depthwise.h"
 
 namespace ipex::ops::own_kernels {
 namespace {
@@ -29,12 +30,6 @@ inline __attribute__((always_inline)) void store_block(const Problem &p, __m512 
         for (int v = 0; v < kVectors; ++v) store<kBf16Out>(p.dst, out + j * p.c + c0 + v * kLanes, m[v], acc[j][v]);
     }
 }
-
-// Where one output row reads: the taps kh in [kh_lo, kh_hi) fall inside the image; the
-// channels [c_lo, c_hi) of this pass over the row.
-struct Row {
-    int64_t n = 0, oh = 0, kh_lo = 0, kh_hi = 0, c_lo = 0, c_hi = 0;
-};
 
 // The lanes of channel vector c0 .. c0 + 15 below c (none when c0 >= c).
 __mmask16 channel_mask(int64_t c, int64_t c0) { return c0 >= c ? __mmask16(0) : tail_mask(c - c0); }
@@ -225,23 +220,9 @@ template <bool kBf16In, bool kBf16Out, int kVectors>
 void run_row(const Problem &p, int64_t row, int64_t c_lo, int64_t c_hi) {
     // With 4 channel vectors, 4 pixels make 16 sums; with fewer vectors, 8 pixels.
     constexpr int kWide = kVectors >= 4 ? 4 : 8;
-    Row r;
-    r.n = row / p.oh;
-    r.oh = row % p.oh;
-    r.c_lo = c_lo;
-    r.c_hi = c_hi;
-    const int64_t ih0 = r.oh * p.stride_h - p.pad_h;
-    r.kh_lo = 0;
-    r.kh_hi = p.kh;
-    while (r.kh_lo < p.kh && ih0 + r.kh_lo * p.dilation_h < 0) ++r.kh_lo;
-    while (r.kh_hi > r.kh_lo && ih0 + (r.kh_hi - 1) * p.dilation_h >= p.ih) --r.kh_hi;
-
-    // Interior columns: ow * stride - pad >= 0 and the last tap ow * stride - pad + (kw - 1) * dilation < iw.
-    int64_t lo = (p.pad_w + p.stride_w - 1) / p.stride_w;
-    const int64_t last = p.iw - 1 - (p.kw - 1) * p.dilation_w + p.pad_w;  // ow * stride <= last
-    int64_t hi = last < 0 ? 0 : last / p.stride_w + 1;
-    lo = lesser(lo, p.ow);
-    hi = greater(lo, lesser(hi, p.ow));
+    const Row r = row_of(p, row, c_lo, c_hi);
+    const Columns cols = interior_columns(p);
+    const int64_t lo = cols.lo, hi = cols.hi;
 
     int64_t ow = 0;
     for (; ow + 2 <= lo; ow += 2) block<kBf16In, kBf16Out, 2, kVectors, true>(p, r, ow);
