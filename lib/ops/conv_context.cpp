@@ -153,6 +153,7 @@ ConvolutionContext::ConvolutionContext(at::Tensor weight, c10::optional<at::Tens
                 "ipex convolution: the input hint must have ", spatial + 2, " dims");
     weights_ = std::make_shared<WeightCache>(onednn_weight(weight_, params_, types.math));
     primitives_ = std::make_shared<PrimitiveCache<Entry>>();
+    trims_ = new_trim_cache();
 
     std::vector<int64_t> hint = input_hint_;
     if (hint.empty()) {
@@ -289,6 +290,7 @@ void ConvolutionContext::record_kernel(const std::vector<int64_t> &input_sizes, 
 c10::intrusive_ptr<ConvolutionContext> ConvolutionContext::changed_copy() const {
     auto copy = c10::make_intrusive<ConvolutionContext>(*this);
     copy->primitives_ = std::make_shared<PrimitiveCache<Entry>>();
+    copy->trims_ = new_trim_cache();
     copy->recorded_.clear();
     return copy;
 }
@@ -306,24 +308,6 @@ std::vector<int64_t> ConvolutionContext::output_sizes(at::IntArrayRef input) con
             out.push_back((in + 2 * p.padding[d] - extent) / p.stride[d] + 1);
     }
     return out;
-}
-
-int64_t ConvolutionContext::flops(at::IntArrayRef input) const {
-    const int64_t rank = spatial_dims() + 2;
-    const auto in = static_cast<int64_t>(input.size());
-    if (in != rank && in != rank - 1) return 0;
-    std::vector<int64_t> batched = input.vec();
-    if (in == rank - 1) batched.insert(batched.begin(), 1);
-    const std::vector<int64_t> out = output_sizes(batched);
-    // Each output position meets I/G x taps weights per output channel; a transposed
-    // convolution's input position meets O/G x taps per input channel.
-    const std::vector<int64_t> &positions = params_.transposed ? batched : out;
-    int64_t total = 2 * batched[0] * weight_.numel();
-    for (int64_t d = 2; d < rank; ++d) {
-        if (out[d] < 1) return 0;
-        total *= positions[d];
-    }
-    return total;
 }
 
 std::shared_ptr<const ConvolutionContext::Entry> ConvolutionContext::entry_for(
@@ -420,6 +404,8 @@ at::Tensor ConvolutionContext::run(const at::Tensor &input, const c10::optional<
     IPEX_CHECK_INPUT(x.dim() == rank, "ipex convolution: expected a ", rank - 1, "-D or ", rank,
                 "-D input, got shape ", input.sizes());
     const std::vector<int64_t> dst_sizes = checked_output_sizes(x, input);
+    if (const ConvolutionContext *trimmed = trimmed_for(x.sizes()))
+        return trimmed->run(input, other, may_write_other);
 
     const ComputeTypes types = compute_types(dtype_);
     const at::Tensor src = to_channels_last(x, types.math);
@@ -476,6 +462,7 @@ void ConvolutionContext::run_into(const at::Tensor &input, const at::Tensor &out
     IPEX_CHECK_INPUT(input.is_floating_point() && input.dim() == rank, "ipex convolution: expected a ", rank,
                      "-D floating-point input, got ", input.scalar_type(), " of shape ", input.sizes());
     const std::vector<int64_t> dst_sizes = checked_output_sizes(input, input);
+    if (const ConvolutionContext *trimmed = trimmed_for(input.sizes())) return trimmed->run_into(input, out);
     const ComputeTypes types = compute_types(dtype_);
     TORCH_CHECK(out.sizes() == at::IntArrayRef(dst_sizes) && out.scalar_type() == types.output &&
                     is_channels_last(out),

@@ -61,6 +61,17 @@ private:
     std::vector<std::pair<const ConvolutionContext *, std::vector<int64_t>>> shapes_;
 };
 
+// The taps of a convolution's weight that read the image for some output position at an input
+// size, per spatial dim [lo, hi) (conv_trim.cpp); empty for a transposed convolution or an
+// input too small for any output.
+struct LiveTaps {
+    std::vector<int64_t> lo, hi;
+    // Whether some dim loses taps, every cut is symmetric (one padding per dim), at least one tap
+    // is left and the padding stays >= 0: when trimmed_for cuts them.
+    bool cuts(at::IntArrayRef weight_sizes, const ConvParams &p) const;
+};
+LiveTaps live_taps(const ConvParams &p, at::IntArrayRef weight_sizes, at::IntArrayRef batched_input);
+
 class ConvolutionContext : public torch::CustomClassHolder {
 public:
     // Version 2 adds the recorded kernel choices: one list per input shape, [own (0 or 1), sizes...].
@@ -97,6 +108,13 @@ public:
     // (transposed: input) position x the weight's elements; 0 for sizes of another rank or a
     // too-small input. What the chain op weighs against memory traffic and bench --profile counts.
     int64_t flops(at::IntArrayRef input) const;
+    // The same convolution without the taps that only ever read padding at this batched input's
+    // spatial size (LiveTaps::cuts), which run() and run_into() then delegate to; nullptr when
+    // no tap is cut. The cut taps would add zeros (oneDNN does not multiply the padding by the
+    // weight either). Made once per spatial size, with its own
+    // primitives and kernel choices (timed on its first call: not recorded in the model).
+    const ConvolutionContext *trimmed_for(at::IntArrayRef batched_input) const;
+
     // The dtype of run()'s output when no tensor post-op promotes it.
     at::ScalarType output_dtype() const { return compute_types(dtype_).output; }
 
@@ -214,6 +232,9 @@ private:
     struct Split;  // the convolution without its trailing activation, and that activation
     std::shared_ptr<const Split> split_;
     std::vector<std::pair<std::vector<int64_t>, bool>> recorded_;  // input shape -> own kernel
+    struct TrimCache;  // trimmed_for's contexts per input spatial size
+    static std::shared_ptr<TrimCache> new_trim_cache();
+    std::shared_ptr<TrimCache> trims_;
 };
 
 }  // namespace ipex::ops
