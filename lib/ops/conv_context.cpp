@@ -404,8 +404,7 @@ at::Tensor ConvolutionContext::run(const at::Tensor &input, const c10::optional<
     IPEX_CHECK_INPUT(x.dim() == rank, "ipex convolution: expected a ", rank - 1, "-D or ", rank,
                 "-D input, got shape ", input.sizes());
     const std::vector<int64_t> dst_sizes = checked_output_sizes(x, input);
-    if (const ConvolutionContext *trimmed = trimmed_for(x.sizes()))
-        return trimmed->run(input, other, may_write_other);
+    if (const auto trimmed = trimmed_for(x.sizes())) return trimmed->run(input, other, may_write_other);
 
     const ComputeTypes types = compute_types(dtype_);
     const at::Tensor src = to_channels_last(x, types.math);
@@ -462,7 +461,7 @@ void ConvolutionContext::run_into(const at::Tensor &input, const at::Tensor &out
     IPEX_CHECK_INPUT(input.is_floating_point() && input.dim() == rank, "ipex convolution: expected a ", rank,
                      "-D floating-point input, got ", input.scalar_type(), " of shape ", input.sizes());
     const std::vector<int64_t> dst_sizes = checked_output_sizes(input, input);
-    if (const ConvolutionContext *trimmed = trimmed_for(input.sizes())) return trimmed->run_into(input, out);
+    if (const auto trimmed = trimmed_for(input.sizes())) return trimmed->run_into(input, out);
     const ComputeTypes types = compute_types(dtype_);
     TORCH_CHECK(out.sizes() == at::IntArrayRef(dst_sizes) && out.scalar_type() == types.output &&
                     is_channels_last(out),

@@ -112,8 +112,11 @@ public:
     // spatial size (LiveTaps::cuts), which run() and run_into() then delegate to; nullptr when
     // no tap is cut. The cut taps would add zeros (oneDNN does not multiply the padding by the
     // weight either). Made once per spatial size, with its own
-    // primitives and kernel choices (timed on its first call: not recorded in the model).
-    const ConvolutionContext *trimmed_for(at::IntArrayRef batched_input) const;
+    // primitives and kernel choices (timed on its first call: not recorded in the model); the
+    // last kMaxTrimSizes sizes are kept (trim_sizes()).
+    c10::intrusive_ptr<ConvolutionContext> trimmed_for(at::IntArrayRef batched_input) const;
+    static constexpr size_t kMaxTrimSizes = 16;
+    size_t trim_sizes() const;
 
     // The dtype of run()'s output when no tensor post-op promotes it.
     at::ScalarType output_dtype() const { return compute_types(dtype_).output; }

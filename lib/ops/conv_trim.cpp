@@ -57,12 +57,12 @@ bool LiveTaps::cuts(at::IntArrayRef weight_sizes, const ConvParams &p) const {
     return cut;
 }
 
-const ConvolutionContext *ConvolutionContext::trimmed_for(at::IntArrayRef batched_input) const {
-    if (params_.transposed || !trims_) return nullptr;
+c10::intrusive_ptr<ConvolutionContext> ConvolutionContext::trimmed_for(at::IntArrayRef batched_input) const {
+    if (params_.transposed || !trims_) return {};
     const std::vector<int64_t> key(batched_input.begin() + 2, batched_input.end());
     std::lock_guard<std::mutex> lock(trims_->mutex);
     for (const auto &[sizes, ctx] : trims_->entries)
-        if (sizes == key) return ctx.get();
+        if (sizes == key) return ctx;
     c10::intrusive_ptr<ConvolutionContext> trimmed;
     const LiveTaps live = live_taps(params_, weight_.sizes(), batched_input);
     if (live.cuts(weight_.sizes(), params_)) {
@@ -79,8 +79,16 @@ const ConvolutionContext *ConvolutionContext::trimmed_for(at::IntArrayRef batche
         trimmed = c10::make_intrusive<ConvolutionContext>(w.contiguous(), bias, p, dtype_, post_ops_, sum_in_place_,
                                                           std::move(hint));
     }
+    // The oldest size goes first (a caller still running its context holds a reference).
+    if (trims_->entries.size() >= kMaxTrimSizes) trims_->entries.erase(trims_->entries.begin());
     trims_->entries.emplace_back(key, trimmed);
-    return trimmed.get();
+    return trimmed;
+}
+
+size_t ConvolutionContext::trim_sizes() const {
+    if (!trims_) return 0;
+    std::lock_guard<std::mutex> lock(trims_->mutex);
+    return trims_->entries.size();
 }
 
 int64_t ConvolutionContext::flops(at::IntArrayRef input) const {

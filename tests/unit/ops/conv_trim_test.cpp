@@ -3,7 +3,7 @@
 // dilation larger than the map, only the center tap left; cuts along one dim only; 1-D and 3-D)
 // against fp64 aten convolutions with post-ops, a residual sum and run_into, while larger inputs
 // to the same context keep every tap; FLOPs count the taps computed; transposed convolutions and
-// asymmetric cuts are never cut; concurrent first calls share one trimmed context.
+// asymmetric cuts are never cut; the last 16 input sizes are kept; concurrent first calls.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -71,7 +71,7 @@ TEST(ConvTrim, DilationBeyondTheMapLeavesTheCenterTap) {
     const ConvParams p = params({1, 1}, {12, 12}, {12, 12});
     ConvolutionContext ctx(w, b, p, "fp32", {{"relu"}}, false, {});
     const at::Tensor x = at::randn({2, 6, 10, 10});
-    const ConvolutionContext *trimmed = ctx.trimmed_for(x.sizes());
+    const auto trimmed = ctx.trimmed_for(x.sizes());
     ASSERT_NE(trimmed, nullptr);
     EXPECT_EQ(trimmed->weight_sizes(), at::IntArrayRef({8, 6, 1, 1}));
     EXPECT_EQ(trimmed->params().padding, std::vector<int64_t>({0, 0}));
@@ -108,7 +108,7 @@ TEST(ConvTrim, CutAlongOneDim) {
     const ConvParams p = params({1, 1}, {8, 8}, {4, 4});
     ConvolutionContext ctx(w, b, p, "fp32", {{"clip", 0.0, 6.0}}, false, {});
     const at::Tensor x = at::randn({2, 3, 6, 12});
-    const ConvolutionContext *trimmed = ctx.trimmed_for(x.sizes());
+    const auto trimmed = ctx.trimmed_for(x.sizes());
     ASSERT_NE(trimmed, nullptr);
     EXPECT_EQ(trimmed->weight_sizes(), at::IntArrayRef({4, 3, 3, 5}));
     EXPECT_EQ(trimmed->params().padding, std::vector<int64_t>({4, 8}));
@@ -147,7 +147,7 @@ TEST(ConvTrim, OneAndThreeDims) {
     const ConvParams p3 = params({1, 1, 1}, {6, 1, 6}, {6, 1, 6});
     ConvolutionContext c3(w3, c10::nullopt, p3, "fp32", {}, false, {});
     const at::Tensor x3 = at::randn({1, 3, 5, 6, 4});
-    const ConvolutionContext *t3 = c3.trimmed_for(x3.sizes());
+    const auto t3 = c3.trimmed_for(x3.sizes());
     ASSERT_NE(t3, nullptr);
     EXPECT_EQ(t3->weight_sizes(), at::IntArrayRef({4, 3, 1, 3, 1}));
     expect_close(c3.run(x3, c10::nullopt), testing::reference_conv(x3, w3, at::Tensor(), p3), "fp32", "3-D");
@@ -174,6 +174,26 @@ TEST(ConvTrim, NeverCut) {
     ConvolutionContext same(at::randn({4, 4, 3, 3}), c10::nullopt, params({1, 1}, {1, 1}, {1, 1}), "fp32", {},
                             false, {});
     EXPECT_EQ(same.trimmed_for({1, 4, 8, 8}), nullptr);
+}
+
+// Many input sizes: the last kMaxTrimSizes are kept, a dropped one is made again, results hold.
+TEST(ConvTrim, KeepsTheLastSizes) {
+    at::manual_seed(6);
+    const at::Tensor w = at::randn({4, 4, 3, 3}) * 0.3;
+    const ConvParams p = params({1, 1}, {20, 20}, {20, 20});
+    ConvolutionContext ctx(w, c10::nullopt, p, "fp32", {}, false, {});
+    const auto first = ctx.trimmed_for({1, 4, 3, 3});
+    ASSERT_NE(first, nullptr);
+    for (int64_t size = 4; size < 4 + static_cast<int64_t>(ConvolutionContext::kMaxTrimSizes) + 4; ++size) {
+        const at::Tensor x = at::randn({1, 4, size, 5});
+        expect_close(ctx.run(x, c10::nullopt), testing::reference_conv(x, w, at::Tensor(), p), "fp32", "sizes");
+        EXPECT_LE(ctx.trim_sizes(), ConvolutionContext::kMaxTrimSizes);
+    }
+    EXPECT_EQ(ctx.trim_sizes(), ConvolutionContext::kMaxTrimSizes);
+    const auto again = ctx.trimmed_for({1, 4, 3, 3});  // dropped, made anew; the old one still alive
+    ASSERT_NE(again, nullptr);
+    EXPECT_NE(again.get(), first.get());
+    EXPECT_EQ(first->weight_sizes(), again->weight_sizes());
 }
 
 TEST(ConvTrim, ConcurrentFirstCalls) {
