@@ -50,6 +50,14 @@ void run_grouped(const Grouped &p) {
     run_grouped_avx512(p);
 }
 
+bool interleave_available() { return available(false) || isa::avx2(); }
+
+void run_interleave(const Interleave &p) {
+    if (available(false)) return run_interleave_avx512(p);
+    TORCH_CHECK(isa::avx2(), "ipex channel_shuffle: the interleave needs AVX2 or AVX-512");
+    run_interleave_avx2(p);
+}
+
 bool grouped_walks_tiles(const Grouped &p) {
     const int64_t l2 = isa::l2_cache_bytes();
     const int64_t bytes = p.bf16 ? 2 : 4;

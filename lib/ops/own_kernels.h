@@ -31,14 +31,16 @@ struct Problem {
     bool bf16_in = false, bf16_out = false;
     const void *src = nullptr;  // n x ih x iw x c, dense
     void *dst = nullptr;        // n x oh x ow x c, dense
-    const float *weight = nullptr;  // kh x kw x c, fp32, then kWeightPadding zeros
+    // kh x kw x c, fp32, then kWeightPadding zeros: read by the AVX-512 build (the AVX2 build
+    // reads weight_blocks alone, and a plan for it keeps only those).
+    const float *weight = nullptr;
     static constexpr int64_t kWeightPadding = 64;
     const float *bias = nullptr;    // c, or nullptr
     // bf16 input, optional: the weight again as bf16 pairs of kernel rows for the interior
     // columns of the kernels weight_pairs_used() names, made by pack_weight_pairs.
     const uint16_t *weight_pairs = nullptr;
     int64_t weight_pairs_blocks = 0;  // its 32-channel blocks per tap: weight_pairs_blocks(c)
-    // fp32 on the AVX2 build, required there: the weight again as [c / 16][kh][kw][16] blocks
+    // fp32 on the AVX2 build, required there: the weight as [c / 16][kh][kw][16] blocks
     // (zeros past c), made by pack_weight_blocks.
     const float *weight_blocks = nullptr;
     int64_t n = 0, c = 0, ih = 0, iw = 0, oh = 0, ow = 0, kh = 0, kw = 0;
@@ -233,7 +235,10 @@ struct Interleave {
     void *dst = nullptr;                       // pixels x 2 cpg, dense
     int64_t cpg = 0, pixels = 0;
 };
-void run_interleave(const Interleave &p);  // call only when available(false)
+bool interleave_available();  // AVX-512 or AVX2
+void run_interleave(const Interleave &p);  // call only when interleave_available()
+void run_interleave_avx512(const Interleave &p);
+void run_interleave_avx2(const Interleave &p);
 
 // p's post-ops on n dense values at `data` (bf16 when p.bf16_out, else fp32), in place,
 // parallel: the activation a convolution left out of its oneDNN primitive. Call only when

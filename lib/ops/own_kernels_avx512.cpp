@@ -276,7 +276,7 @@ void interleave_fp32(const float *a, const float *b, float *out, int64_t cpg) {
 
 }  // namespace
 
-void run_interleave(const Interleave &p) {
+void run_interleave_avx512(const Interleave &p) {
     const int64_t grain = greater(1, 8192 / greater(1, p.cpg));
     at::parallel_for(0, p.pixels, grain, [&](int64_t begin, int64_t end) {
         for (int64_t q = begin; q < end; ++q) {

@@ -2,14 +2,12 @@
 
 #include <ATen/InferSize.h>
 #include <ATen/Parallel.h>
-#include <immintrin.h>
 #include <torch/library.h>
 
 #include <cstdint>
 #include <exception>
 #include <optional>
 
-#include "core/isa.h"
 #include "ops/onednn_utils.h"
 #include "ops/op_errors.h"
 #include "ops/own_kernels.h"
@@ -59,8 +57,8 @@ struct Source {
 };
 
 // Output channel o = j * g + i (source i's channel j) of pixel p, written to part o / cc at
-// channel o % cc, for pixels [begin, end): any group count (two groups take an interleave in
-// registers instead: own_kernels::run_interleave on AVX-512, interleave_avx2 on AVX2).
+// channel o % cc, for pixels [begin, end): any group count (two groups take
+// own_kernels::run_interleave instead where it runs).
 template <typename T>
 void gather(const std::vector<Source> &src, int64_t cpg, const std::vector<void *> &parts, int64_t begin,
             int64_t end) {
@@ -78,42 +76,6 @@ void gather(const std::vector<Source> &src, int64_t cpg, const std::vector<void 
             }
         }
     }
-}
-
-// out[2 j] = a[j], out[2 j + 1] = b[j] for j < n: two groups' channels of one pixel
-// interleaved, 8 (4-byte) or 16 (2-byte) of each per step in AVX2 registers, the tail in scalars.
-[[gnu::target("avx2")]] void interleave_avx2(const float *a, const float *b, float *out, int64_t n) {
-    int64_t j = 0;
-    for (; j + 8 <= n; j += 8) {
-        const __m256 va = _mm256_loadu_ps(a + j), vb = _mm256_loadu_ps(b + j);
-        const __m256 lo = _mm256_unpacklo_ps(va, vb), hi = _mm256_unpackhi_ps(va, vb);  // per 128-bit half
-        _mm256_storeu_ps(out + 2 * j, _mm256_permute2f128_ps(lo, hi, 0x20));
-        _mm256_storeu_ps(out + 2 * j + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
-    }
-    for (; j < n; ++j) out[2 * j] = a[j], out[2 * j + 1] = b[j];
-}
-
-[[gnu::target("avx2")]] void interleave_avx2(const uint16_t *a, const uint16_t *b, uint16_t *out, int64_t n) {
-    int64_t j = 0;
-    for (; j + 16 <= n; j += 16) {
-        const __m256i va = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(a + j));
-        const __m256i vb = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b + j));
-        const __m256i lo = _mm256_unpacklo_epi16(va, vb), hi = _mm256_unpackhi_epi16(va, vb);
-        _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + 2 * j), _mm256_permute2x128_si256(lo, hi, 0x20));
-        _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + 2 * j + 16), _mm256_permute2x128_si256(lo, hi, 0x31));
-    }
-    for (; j < n; ++j) out[2 * j] = a[j], out[2 * j + 1] = b[j];
-}
-
-// own_kernels::run_interleave's work with AVX2 (4-byte values as float: the moves copy bits).
-template <typename T>
-void run_interleave_avx2(const own_kernels::Interleave &p) {
-    const int64_t grain = std::max<int64_t>(1, 8192 / std::max<int64_t>(1, p.cpg));
-    at::parallel_for(0, p.pixels, grain, [&](int64_t begin, int64_t end) {
-        for (int64_t q = begin; q < end; ++q)
-            interleave_avx2(static_cast<const T *>(p.a) + q * p.a_stride, static_cast<const T *>(p.b) + q * p.b_stride,
-                            static_cast<T *>(p.dst) + q * 2 * p.cpg, p.cpg);
-    });
 }
 
 at::Tensor run_chain(at::TensorList inputs, at::IntArrayRef grouped, at::IntArrayRef sizes) {
@@ -152,8 +114,8 @@ std::vector<at::Tensor> shuffle_into(at::TensorList inputs, const Shuffle &shape
     for (int64_t k = 0; k < count; ++k)
         parts.push_back(empty_channels_last({first.size(0), cc, first.size(2), first.size(3)}, first.scalar_type()));
     // Two groups: part k is the interleave of both groups' channels [k cc / 2, (k + 1) cc / 2)
-    // when cc is even (AVX-512, else AVX2).
-    if (g == 2 && cc % 2 == 0 && (own_kernels::available(false) || isa::avx2())) {
+    // when cc is even.
+    if (g == 2 && cc % 2 == 0 && own_kernels::interleave_available()) {
         for (int64_t k = 0; k < count; ++k) {
             own_kernels::Interleave p;
             p.bf16 = item == 2;
@@ -164,9 +126,7 @@ std::vector<at::Tensor> shuffle_into(at::TensorList inputs, const Shuffle &shape
             p.dst = parts[k].data_ptr();
             p.cpg = cc / 2;
             p.pixels = pixels;
-            if (own_kernels::available(false)) own_kernels::run_interleave(p);
-            else if (p.bf16) run_interleave_avx2<uint16_t>(p);
-            else run_interleave_avx2<float>(p);
+            own_kernels::run_interleave(p);
         }
         return parts;
     }

@@ -4,7 +4,8 @@
 // exactly when its conditions hold (channels-last 4-D fp32/bf16), everything else runs the chain,
 // errors included; the output never aliases an input. channel_shuffle_chunk: each chunk equal
 // to aten::chunk's of the chain, written apart as a dense tensor when the chunks divide the
-// channels.
+// channels. Each build of the two-group interleave (AVX-512, AVX2) against a scalar loop, where
+// the CPU runs it.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -12,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "core/isa.h"
+#include "ops/own_kernels.h"
 #include "ops/shuffle_op.h"
 
 namespace ipex::ops {
@@ -185,6 +188,41 @@ TEST(ChannelShuffle, ErrorsAreAtens) {
         ASSERT_FALSE(want.empty()) << at::IntArrayRef(b.grouped);
         EXPECT_EQ(error_of([&] { channel_shuffle(b.inputs, b.grouped, b.sizes); }), want);
     }
+}
+
+// Each build of the interleave over channel counts with vector tails and source strides wider
+// than the group, 2- and 4-byte values, bit for bit (NaN payloads are copied as bits).
+template <typename T>
+void check_interleave(void (*build)(const own_kernels::Interleave &), const char *name) {
+    for (const int64_t cpg : {1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 58, 116}) {
+        const int64_t pixels = 37, stride = cpg + 5;
+        std::vector<T> a(pixels * stride), b(pixels * stride), got(pixels * 2 * cpg, T(0));
+        for (size_t i = 0; i < a.size(); ++i) {
+            a[i] = static_cast<T>(i * 2654435761u);
+            b[i] = static_cast<T>(~i * 40503u);
+        }
+        own_kernels::Interleave p;
+        p.bf16 = sizeof(T) == 2;
+        p.a = a.data(), p.b = b.data(), p.a_stride = stride, p.b_stride = stride;
+        p.dst = got.data(), p.cpg = cpg, p.pixels = pixels;
+        build(p);
+        int64_t wrong = 0;
+        for (int64_t q = 0; q < pixels; ++q)
+            for (int64_t j = 0; j < cpg; ++j) {
+                const T *out = got.data() + q * 2 * cpg + 2 * j;
+                wrong += out[0] != a[q * stride + j] || out[1] != b[q * stride + j];
+            }
+        EXPECT_EQ(wrong, 0) << name << " cpg " << cpg << " bytes " << sizeof(T);
+    }
+}
+
+TEST(ChannelShuffle, InterleaveBuildsMatchScalar) {
+    if (!isa::avx2()) GTEST_SKIP() << "this CPU has no AVX2: neither build runs";
+    check_interleave<uint16_t>(own_kernels::run_interleave_avx2, "avx2");
+    check_interleave<uint32_t>(own_kernels::run_interleave_avx2, "avx2");
+    if (!isa::avx512()) GTEST_SKIP() << "this CPU has no AVX-512: the AVX-512 build is not run";
+    check_interleave<uint16_t>(own_kernels::run_interleave_avx512, "avx512");
+    check_interleave<uint32_t>(own_kernels::run_interleave_avx512, "avx512");
 }
 
 }  // namespace
