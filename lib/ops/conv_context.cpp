@@ -153,7 +153,7 @@ ConvolutionContext::ConvolutionContext(at::Tensor weight, c10::optional<at::Tens
                 "ipex convolution: the input hint must have ", spatial + 2, " dims");
     weights_ = std::make_shared<WeightCache>(onednn_weight(weight_, params_, types.math));
     primitives_ = std::make_shared<PrimitiveCache<Entry>>();
-    trims_ = new_trim_cache();
+    trims_ = new_trim_cache(params_, weight_.sizes());
 
     std::vector<int64_t> hint = input_hint_;
     if (hint.empty()) {
@@ -290,7 +290,7 @@ void ConvolutionContext::record_kernel(const std::vector<int64_t> &input_sizes, 
 c10::intrusive_ptr<ConvolutionContext> ConvolutionContext::changed_copy() const {
     auto copy = c10::make_intrusive<ConvolutionContext>(*this);
     copy->primitives_ = std::make_shared<PrimitiveCache<Entry>>();
-    copy->trims_ = new_trim_cache();
+    copy->trims_ = new_trim_cache(copy->params_, copy->weight_.sizes());
     copy->recorded_.clear();
     return copy;
 }

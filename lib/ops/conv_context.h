@@ -236,7 +236,8 @@ private:
     std::shared_ptr<const Split> split_;
     std::vector<std::pair<std::vector<int64_t>, bool>> recorded_;  // input shape -> own kernel
     struct TrimCache;  // trimmed_for's contexts per input spatial size
-    static std::shared_ptr<TrimCache> new_trim_cache();
+    // A new cache, or null where no input size can cut a tap (trimmed_for then takes no lock).
+    static std::shared_ptr<TrimCache> new_trim_cache(const ConvParams &p, at::IntArrayRef weight_sizes);
     std::shared_ptr<TrimCache> trims_;
 };
 

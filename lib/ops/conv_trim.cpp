@@ -58,7 +58,7 @@ bool LiveTaps::cuts(at::IntArrayRef weight_sizes, const ConvParams &p) const {
 }
 
 c10::intrusive_ptr<ConvolutionContext> ConvolutionContext::trimmed_for(at::IntArrayRef batched_input) const {
-    if (params_.transposed || !trims_) return {};
+    if (!trims_) return {};  // no input size can cut a tap (new_trim_cache)
     const std::vector<int64_t> key(batched_input.begin() + 2, batched_input.end());
     std::lock_guard<std::mutex> lock(trims_->mutex);
     for (const auto &[sizes, ctx] : trims_->entries)
@@ -102,8 +102,9 @@ int64_t ConvolutionContext::flops(at::IntArrayRef input) const {
     // convolution's input position meets O/G x taps per input channel.
     const std::vector<int64_t> &positions = params_.transposed ? batched : out;
     int64_t total = 2 * batched[0] * weight_.numel();
-    // Taps that only ever read padding, cut by trimmed_for, are not computed.
-    const LiveTaps live = live_taps(params_, weight_.sizes(), batched);
+    // Taps that only ever read padding, cut by trimmed_for, are not computed (none can be
+    // without a trim cache).
+    const LiveTaps live = trims_ ? live_taps(params_, weight_.sizes(), batched) : LiveTaps{};
     if (live.cuts(weight_.sizes(), params_))
         for (size_t d = 0; d < live.lo.size(); ++d) total = total / weight_.size(d + 2) * (live.hi[d] - live.lo[d]);
     for (int64_t d = 2; d < rank; ++d) {
@@ -113,8 +114,14 @@ int64_t ConvolutionContext::flops(at::IntArrayRef input) const {
     return total;
 }
 
-std::shared_ptr<ConvolutionContext::TrimCache> ConvolutionContext::new_trim_cache() {
-    return std::make_shared<TrimCache>();
+std::shared_ptr<ConvolutionContext::TrimCache> ConvolutionContext::new_trim_cache(const ConvParams &p,
+                                                                                  at::IntArrayRef weight_sizes) {
+    // A cut tap t of a dim leaves padding - t x dilation >= 0, so a dim can lose taps only where
+    // the kernel has more than one and the padding reaches a dilation; else no input size cuts.
+    if (p.transposed) return nullptr;
+    for (size_t d = 0; d + 2 < weight_sizes.size(); ++d)
+        if (weight_sizes[d + 2] > 1 && p.padding[d] >= p.dilation[d]) return std::make_shared<TrimCache>();
+    return nullptr;
 }
 
 }  // namespace ipex::ops

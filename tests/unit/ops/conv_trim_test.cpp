@@ -3,7 +3,8 @@
 // dilation larger than the map, only the center tap left; cuts along one dim only; 1-D and 3-D)
 // against fp64 aten convolutions with post-ops, a residual sum and run_into, while larger inputs
 // to the same context keep every tap; FLOPs count the taps computed; transposed convolutions and
-// asymmetric cuts are never cut; the last 16 input sizes are kept; concurrent first calls.
+// asymmetric cuts are never cut; convolutions no size can cut keep no cache; the last 16 input
+// sizes are kept; concurrent first calls.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -59,7 +60,10 @@ TEST(LiveTaps, MatchBruteForceOverRandomGeometries) {
         }
         EXPECT_EQ(live.lo[0], first) << what.str();
         EXPECT_EQ(live.hi[0], last + 1) << what.str();
-        cut += live.cuts({2, 2, k}, p);
+        const bool cuts = live.cuts({2, 2, k}, p);
+        // The rule that spares a context its trim cache never misses a cut.
+        if (cuts) EXPECT_TRUE(k > 1 && pad >= d) << what.str();
+        cut += cuts;
     }
     EXPECT_GT(cut, 100);  // the trials reach the cutting case often
 }
@@ -174,6 +178,31 @@ TEST(ConvTrim, NeverCut) {
     ConvolutionContext same(at::randn({4, 4, 3, 3}), c10::nullopt, params({1, 1}, {1, 1}, {1, 1}), "fp32", {},
                             false, {});
     EXPECT_EQ(same.trimmed_for({1, 4, 8, 8}), nullptr);
+}
+
+// A convolution no input size can cut (no padding, or less than a dilation, or 1x1 taps)
+// keeps no trim cache: its calls take no lock and record no size.
+TEST(ConvTrim, UncuttableConvolutionsKeepNoCache) {
+    at::manual_seed(8);
+    const at::Tensor x = at::randn({1, 4, 3, 3});
+    const std::vector<std::pair<std::vector<int64_t>, ConvParams>> cases = {
+        {{4, 4, 3, 3}, params({1, 1}, {0, 0}, {1, 1})},
+        {{4, 4, 3, 3}, params({1, 1}, {1, 1}, {2, 2})},
+        {{4, 4, 1, 1}, params({1, 1}, {3, 3}, {1, 1})}};
+    for (const auto &[sizes, p] : cases) {
+        const at::Tensor w = at::randn(sizes) * 0.3;
+        ConvolutionContext ctx(w, c10::nullopt, p, "fp32", {}, false, {});
+        expect_close(ctx.run(x, c10::nullopt), testing::reference_conv(x, w, at::Tensor(), p), "fp32", "uncut");
+        EXPECT_EQ(ctx.trimmed_for(x.sizes()), nullptr);
+        EXPECT_EQ(ctx.trim_sizes(), 0u);
+    }
+    // Padding of one dilation on a 1x1 map: the outer taps are cut and the size is kept.
+    const at::Tensor w = at::randn({4, 4, 3, 3}) * 0.3;
+    const ConvParams p = params({1, 1}, {2, 2}, {2, 2});
+    ConvolutionContext ctx(w, c10::nullopt, p, "fp32", {}, false, {});
+    const at::Tensor one = at::randn({1, 4, 1, 1});
+    expect_close(ctx.run(one, c10::nullopt), testing::reference_conv(one, w, at::Tensor(), p), "fp32", "cut");
+    EXPECT_EQ(ctx.trim_sizes(), 1u);
 }
 
 // Many input sizes: the last kMaxTrimSizes are kept, a dropped one is made again, results hold.
