@@ -144,10 +144,11 @@ void ConvolutionContext::plan_depthwise() {
                                        reinterpret_cast<uint16_t *>(plan->weight_pairs.data_ptr<int16_t>()));
         problem.weight_pairs_blocks = own_kernels::weight_pairs_blocks(g);
     }
-    if (!own_kernels::available(bf16)) {  // the AVX2 build runs it
+    if (!own_kernels::available(bf16)) {  // the AVX2 build runs it, reading the blocks only
         plan->weight_blocks = at::empty({own_kernels::weight_blocks_size(kh, kw, g)}, at::kFloat);
         own_kernels::pack_weight_blocks(plan->weight.data_ptr<float>(), kh, kw, g,
                                         plan->weight_blocks.data_ptr<float>());
+        plan->weight = at::Tensor();
     }
     problem.bf16_in = problem.bf16_out = bf16;
     problem.c = g;
@@ -159,7 +160,7 @@ void ConvolutionContext::run_depthwise(const at::Tensor &src, const at::Tensor &
     own_kernels::Problem p = depthwise_->problem;
     p.src = src.data_ptr();
     p.dst = dst.data_ptr();
-    p.weight = depthwise_->weight.data_ptr<float>();
+    if (depthwise_->weight.defined()) p.weight = depthwise_->weight.data_ptr<float>();
     if (depthwise_->weight_pairs.defined())
         p.weight_pairs = reinterpret_cast<const uint16_t *>(depthwise_->weight_pairs.data_ptr<int16_t>());
     if (depthwise_->weight_blocks.defined()) p.weight_blocks = depthwise_->weight_blocks.data_ptr<float>();

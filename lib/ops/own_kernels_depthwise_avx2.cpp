@@ -98,7 +98,9 @@ void block(const Problem &p, const Row &r, int64_t ow) {
     }
 }
 
-// A block for kernel width kKw, stride kStride, dilation 1 along the width: each input column
+// A block for kernel width kKw, stride kStride, dilation 1 along the width (its first lines
+// repeat block's: sharing them through an inlined lambda made GCC keep the masked one-vector
+// pass's sums on the stack): each input column
 // of a kernel row is loaded once and added into every output pixel it reaches, the weights read
 // as memory operands at fixed offsets; edge: columns outside the image are skipped (one test
 // per column, the padding's zeros adding nothing). One pointer walks the columns and the
