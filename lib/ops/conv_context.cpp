@@ -362,18 +362,30 @@ std::shared_ptr<const ConvolutionContext::Entry> ConvolutionContext::entry_for(
             // jit kernels do not take (2.6 on AVX2: relu, sum, relu after a 1x1 convolution):
             // then the longest leading part of the list that a jit kernel takes is fused, and
             // execute_into runs the rest.
+            // A jit kernel that oneDNN then fails to create (2.6 with AVX512-BF16: a grouped
+            // convolution with gelu_erf and a sum) counts as not taking the list either.
             // When every part is the reference kernel's, the whole list stays fused.
+            const auto created = [&](const typename Primitive::primitive_desc &candidate) {
+                try {
+                    entry->primitive = Primitive(candidate);
+                    return true;
+                } catch (const dnnl::error &) {
+                    return false;
+                }
+            };
             entry->fused = post_ops_.size();
             auto pd = make(entry->fused);
-            if (is_reference(pd))
-                for (size_t fused = entry->fused; fused-- > 0;) {
+            if (is_reference(pd) || !created(pd)) {
+                bool found = false;
+                for (size_t fused = post_ops_.size(); fused-- > 0 && !found;) {
                     auto shorter = make(fused);
-                    if (is_reference(shorter)) continue;
+                    if (is_reference(shorter) || !created(shorter)) continue;
                     pd = shorter;
                     entry->fused = fused;
-                    break;
+                    found = true;
                 }
-            entry->primitive = Primitive(pd);
+                if (!found) entry->primitive = Primitive(pd);
+            }
             entry->implementation = pd.impl_info_str();
             entry->weight = weights_->get(pd.weights_desc());
             entry->scratchpad = pd.scratchpad_desc();
