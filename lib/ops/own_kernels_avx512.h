@@ -44,13 +44,13 @@ void store(void *base, int64_t i, __mmask16 m, __m512 v) {
     }
 }
 
-// 1 / (1 + exp(-x)). For a bf16 output: 1 / (1 + 2^t), t = -x log2(e) held in [-126, 115]
-// (x >= kSigmoidLowest as below; NaN takes the upper end, as max(x, lowest) did), 2^t as
-// 2^floor(t) times a cubic in t - floor(t) (7.5e-5 relative on [0, 1)) and the 14-bit
-// reciprocal: within 1.5e-4 relative against bf16's half spacing of 2e-3, in 11 instructions.
-// For fp32, exp16 and a refined reciprocal (2^-28 relative).
+// 1 / (1 + exp(-x)), NaN where x is NaN (as aten's sigmoid). For a bf16 output: 1 / (1 + 2^t),
+// t = -x log2(e) held in [-126, 115] (x >= kSigmoidLowest as below), 2^t as 2^floor(t) times
+// a cubic in t - floor(t) (7.5e-5 relative on [0, 1)) and the 14-bit reciprocal: within
+// 1.5e-4 relative against bf16's half spacing of 2e-3. For fp32, exp16 and a refined
+// reciprocal (2^-28 relative). The clamps turn a NaN into a bound: it is put back at the end.
 template <bool kBf16Out>
-__m512 sigmoid(__m512 x) {
+__m512 sigmoid_of_numbers(__m512 x) {
     const __m512 one = _mm512_set1_ps(1.f);
     if constexpr (kBf16Out) {
         constexpr float kLog2e = 1.44269504088896341f;
@@ -67,6 +67,11 @@ __m512 sigmoid(__m512 x) {
     const __m512 d = _mm512_add_ps(one, avx512::exp16(minus_x));
     const __m512 r = _mm512_rcp14_ps(d);  // then one Newton step
     return _mm512_mul_ps(r, _mm512_fnmadd_ps(d, r, _mm512_set1_ps(2.f)));
+}
+
+template <bool kBf16Out>
+__m512 sigmoid(__m512 x) {
+    return _mm512_mask_mov_ps(sigmoid_of_numbers<kBf16Out>(x), _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
 }
 
 // One post-op on one vector.
