@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <unordered_map>
 
+#include "ops/own_kernels.h"
+
 namespace ipex::ops {
 
 const dnnl::engine &cpu_engine() {
@@ -88,6 +90,21 @@ bool is_channels_last(const at::Tensor &t) {
 at::Tensor to_channels_last(const at::Tensor &t, at::ScalarType type) {
     if (t.scalar_type() == type && is_channels_last(t)) return t;
     at::Tensor dst = empty_channels_last(t.sizes(), type);
+    // A stem's image batch (dense NCHW fp32, three channels): the own kernel reads each plane
+    // once and writes the pixels once, where aten casts and then permutes (SqueezeNet b8's stem
+    // with its 8x3x224x224 input 1.25 -> 1.08 ms in bf16, 1.82 -> 1.58 ms in fp32).
+    const bool lowp = type == at::kBFloat16;
+    if (t.dim() == 4 && t.size(1) == 3 && t.scalar_type() == at::kFloat && t.is_contiguous() &&
+        (lowp || type == at::kFloat) && own_kernels::available(lowp)) {
+        own_kernels::ThreePlanes p;
+        p.src = t.data_ptr<float>();
+        p.dst = dst.data_ptr();
+        p.bf16 = lowp;
+        p.n = t.size(0);
+        p.pixels = t.size(2) * t.size(3);
+        own_kernels::run_three_planes_to_pixels(p);
+        return dst;
+    }
     // aten's copy that casts and permutes at once runs a slow generic loop (0.78 ms for an
     // 8x3x224x224 fp32 batch to channels-last bf16); the cast keeping the layout, then the
     // permuting copy in the new dtype, take 0.24 ms.

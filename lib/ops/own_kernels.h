@@ -240,6 +240,18 @@ void run_interleave(const Interleave &p);  // call only when interleave_availabl
 void run_interleave_avx512(const Interleave &p);
 void run_interleave_avx2(const Interleave &p);
 
+// A dense NCHW fp32 tensor of three channels (a stem convolution's image batch) written
+// channels-last, as fp32 or as bf16 (nearest even, as aten's cast): 16 pixels of the three
+// planes per step, interleaved in registers. Parallel over blocks of pixels. Call only when
+// available(bf16).
+struct ThreePlanes {
+    const float *src = nullptr;  // n x 3 x pixels
+    void *dst = nullptr;         // n x pixels x 3, fp32 or bf16
+    bool bf16 = false;
+    int64_t n = 0, pixels = 0;
+};
+void run_three_planes_to_pixels(const ThreePlanes &p);
+
 // p's post-ops on n dense values at `data` (bf16 when p.bf16_out, else fp32), in place,
 // parallel: the activation a convolution left out of its oneDNN primitive. Call only when
 // available().

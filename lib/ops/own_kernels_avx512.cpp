@@ -1,5 +1,6 @@
 // The own kernels (own_kernels.h) other than the depthwise convolution: pointwise
-// convolution, post-ops, spatial mean, scale-shift, channel interleave. Built with AVX-512
+// convolution, post-ops, spatial mean, three planes to channels-last, scale-shift, channel
+// interleave. Built with AVX-512
 // and AVX512-BF16 flags; runs only after own_kernels::available().
 #include <ATen/Parallel.h>
 #include <immintrin.h>
@@ -291,6 +292,58 @@ void run_interleave_avx512(const Interleave &p) {
             }
         }
     });
+}
+
+namespace {
+
+// The lanes of the three output vectors of 16 pixels x 3 channels: output lane j of vector k
+// is pixel (16 k + j) / 3's channel (16 k + j) % 3. `ab` picks channels 0 and 1 from the
+// first two planes (channel 2's lanes are left for the second pick), `c` then takes channel
+// 2 from the third plane and keeps the other lanes.
+struct ThreePlaneLanes {
+    alignas(64) int32_t ab[3][16], c[3][16];
+    ThreePlaneLanes() {
+        for (int k = 0; k < 3; ++k)
+            for (int j = 0; j < 16; ++j) {
+                const int g = 16 * k + j, pixel = g / 3, channel = g % 3;
+                ab[k][j] = channel == 0 ? pixel : channel == 1 ? 16 + pixel : 0;
+                c[k][j] = channel == 2 ? 16 + pixel : j;
+            }
+    }
+};
+
+template <bool kBf16>
+void three_planes_to_pixels(const ThreePlanes &p) {
+    static const ThreePlaneLanes lanes;
+    __m512i ab[3], c[3];
+    for (int k = 0; k < 3; ++k) {
+        ab[k] = _mm512_load_si512(lanes.ab[k]);
+        c[k] = _mm512_load_si512(lanes.c[k]);
+    }
+    const int64_t blocks = (p.pixels + kLanes - 1) / kLanes;
+    at::parallel_for(0, p.n * blocks, 512, [&](int64_t begin, int64_t end) {
+        for (int64_t task = begin; task < end; ++task) {
+            const int64_t image = task / blocks, q0 = task % blocks * kLanes;
+            const int64_t count = lesser(kLanes, p.pixels - q0);
+            const __mmask16 m = tail_mask(count);
+            const float *plane = p.src + image * 3 * p.pixels + q0;
+            const __m512 x0 = _mm512_maskz_loadu_ps(m, plane);
+            const __m512 x1 = _mm512_maskz_loadu_ps(m, plane + p.pixels);
+            const __m512 x2 = _mm512_maskz_loadu_ps(m, plane + 2 * p.pixels);
+            const int64_t out = (image * p.pixels + q0) * 3;
+            for (int k = 0; k < 3 && 16 * k < 3 * count; ++k) {
+                const __m512 v = _mm512_permutex2var_ps(_mm512_permutex2var_ps(x0, ab[k], x1), c[k], x2);
+                store<kBf16>(p.dst, out + 16 * k, tail_mask(3 * count - 16 * k), v);
+            }
+        }
+    });
+}
+
+}  // namespace
+
+void run_three_planes_to_pixels(const ThreePlanes &p) {
+    if (p.bf16) three_planes_to_pixels<true>(p);
+    else three_planes_to_pixels<false>(p);
 }
 
 void run_scale_shift(const ScaleShift &p) {

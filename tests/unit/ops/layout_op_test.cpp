@@ -2,7 +2,8 @@
 // of 4- and 2-byte elements (fp32, int32, bf16, fp16), channel counts below, at and around the
 // 8x8 blocks, pixel counts with tails, one image and several; the transpose is taken exactly for
 // those, and everything else (contiguous already: the same tensor; other layouts, slices, other
-// dtypes, empty tensors) is aten's result.
+// dtypes, empty tensors) is aten's result. to_channels_last of a three-channel NCHW fp32 batch
+// (the own kernel where the CPU runs it) against aten's cast and copy, fp32 and bf16.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "ops/layout_op.h"
+#include "ops/onednn_utils.h"
 
 namespace ipex::ops {
 namespace {
@@ -96,6 +98,38 @@ TEST(IpexContiguous, RegisteredOp) {
     const at::Tensor got = op.typed<at::Tensor(const at::Tensor &)>().call(x);
     EXPECT_TRUE(got.is_contiguous());
     EXPECT_TRUE(got.equal(x.contiguous()));
+}
+
+// Pixel counts of one block, of several with a tail, of a 224x224 image; values over a wide
+// range with signed zeros and infinities (no subnormals: VCVTNEPS2BF16 reads them as zero),
+// bit-equal to aten's values; a NaN stays a NaN.
+TEST(ToChannelsLast, ThreePlanesMatchAten) {
+    at::manual_seed(3);
+    const std::vector<std::vector<int64_t>> shapes = {{1, 3, 1, 1}, {1, 3, 4, 4}, {2, 3, 5, 7}, {3, 3, 17, 1},
+                                                      {2, 3, 224, 224}};
+    for (const auto &sizes : shapes) {
+        at::Tensor x = at::randn(sizes) * at::exp(at::randn(sizes) * 8);
+        x.view(-1)[0] = -0.f;
+        if (x.numel() > 3) {
+            x.view(-1)[1] = INFINITY;
+            x.view(-1)[2] = -INFINITY;
+            x.view(-1)[x.numel() - 1] = NAN;
+        }
+        for (const auto type : {at::kFloat, at::kBFloat16}) {
+            std::ostringstream what;
+            what << at::IntArrayRef(sizes) << " " << type;
+            const at::Tensor got = to_channels_last(x, type);
+            const at::Tensor want = x.to(type).contiguous(at::MemoryFormat::ChannelsLast);
+            ASSERT_EQ(got.sizes(), want.sizes()) << what.str();
+            EXPECT_EQ(got.scalar_type(), type) << what.str();
+            EXPECT_TRUE(got.is_contiguous(at::MemoryFormat::ChannelsLast)) << what.str();
+            EXPECT_TRUE(at::equal(got.isnan(), want.isnan())) << what.str();
+            const at::Tensor numbers = want.isnan().logical_not();
+            EXPECT_TRUE(at::equal(got.masked_select(numbers), want.masked_select(numbers))) << what.str();
+            EXPECT_TRUE(at::equal(got.masked_select(numbers).signbit(), want.masked_select(numbers).signbit()))
+                << what.str();
+        }
+    }
 }
 
 }  // namespace
