@@ -101,8 +101,8 @@ struct Pointwise {
     const float *bias = nullptr;  // n rounded up to 16 (zeros after n), or nullptr
     int64_t m = 0, k = 0, n = 0;
     Problem activation;  // its post_ops / num_post_ops only
-    // A residual sum before the post-ops: dst holds the summand on entry, and each output is
-    // activation(conv + sum_scale * summand). The AVX2 build only (fp32 without AVX-512).
+    // A residual sum before the post-ops: dst holds the summand on entry (in the output's
+    // dtype), and each output is activation(conv + sum_scale * summand).
     bool sum = false;
     float sum_scale = 1.f;
 };
@@ -129,8 +129,8 @@ struct Grouped {
     int64_t n = 0, ih = 0, iw = 0, oh = 0, ow = 0, kh = 0, kw = 0;
     int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
     Problem activation;  // its post_ops / num_post_ops only
-    // A residual sum before the post-ops: dst holds the summand on entry, and each output is
-    // activation(conv + sum_scale * summand). The AVX2 build only (fp32 without AVX-512).
+    // A residual sum before the post-ops: dst holds the summand on entry (in the output's
+    // dtype), and each output is activation(conv + sum_scale * summand).
     bool sum = false;
     float sum_scale = 1.f;
 };

@@ -80,9 +80,17 @@ void pointwise_tile(const Pointwise &p, int64_t m0, int64_t v0) {
             }
         }
     }
-    // Row by row, the post-ops then the stores: the registers of rows stored are free for the
-    // next row's exp (1.03-1.20x in fp32, 1.00-1.07x in bf16 over the whole tile at once).
+    // Row by row, the summand, the post-ops, then the stores: the registers of rows stored are
+    // free for the next row's exp (1.03-1.20x in fp32, 1.00-1.07x in bf16 over the whole tile
+    // at once). The summand is read where the output goes, just before it is written.
+    const __m512 scale = _mm512_set1_ps(p.sum_scale);
     for (int r = 0; r < kRows; ++r) {
+        if (p.sum)
+            for (int v = 0; v < kVectors; ++v) {
+                const int64_t at = (m0 + r) * p.n + (v0 + v) * kLanes;
+                acc[r][v] = _mm512_fmadd_ps(load<kBf16>(p.dst, at, tail_mask(p.n - (v0 + v) * kLanes)), scale,
+                                            acc[r][v]);
+            }
         apply_block<kBf16, kVectors>(p.activation, acc[r]);
         for (int v = 0; v < kVectors; ++v)
             store<kBf16>(p.dst, (m0 + r) * p.n + (v0 + v) * kLanes, tail_mask(p.n - (v0 + v) * kLanes), acc[r][v]);

@@ -314,7 +314,9 @@ PassResult choose_conv_kernels(std::shared_ptr<torch::jit::Graph> &graph, const 
     PassResult result;
     nlohmann::json choices = nlohmann::json::array();
     static const c10::Symbol chain_kind = c10::Symbol::fromQualString(ops::kConvolutionChain);
-    static const std::vector<c10::Symbol> kinds = {c10::Symbol::fromQualString(ops::kConvolution), chain_kind};
+    static const std::vector<c10::Symbol> kinds = {
+        c10::Symbol::fromQualString(ops::kConvolution), c10::Symbol::fromQualString(ops::kConvolutionSum),
+        c10::Symbol::fromQualString(ops::kConvolutionSumInPlace), chain_kind};
     c10::InferenceMode guard;
     for (Node *node : collect_nodes_of_kind(graph->block(), kinds)) {
         const auto contexts = node->kind() == chain_kind ? chain_contexts(node)

@@ -385,17 +385,60 @@ TEST(PointwiseKernel, OtherConvolutionsStayOnOneDnn) {
     EXPECT_FALSE(has(w1, params({1, 1}, {0, 0}, {1, 1}, 1), "bf32", {}));  // bf16 math, fp32 output
     EXPECT_FALSE(has(at::randn({16, 4097, 1, 1}), params({1, 1}, {0, 0}, {1, 1}, 1), "bf16", {}));  // input channels
     EXPECT_FALSE(has(w1, params({1, 1}, {0, 0}, {1, 1}, 1), "bf16", {{"gelu_erf"}}));
-    EXPECT_FALSE(has(w1, params({1, 1}, {0, 0}, {1, 1}, 1), "bf16", {{"sum", 1.0}}));
+    EXPECT_TRUE(has(w1, params({1, 1}, {0, 0}, {1, 1}, 1), "bf16", {{"sum", 1.0}, {"relu"}}));
+    EXPECT_FALSE(has(w1, params({1, 1}, {0, 0}, {1, 1}, 1), "bf16", {{"relu"}, {"sum", 1.0}}));  // sum after
     EXPECT_FALSE(has(at::randn({16, 8, 1}), ConvParams{{1}, {0}, {1}, {0}, 1, false}, "bf16", {}));  // 1-D
     EXPECT_FALSE(has(at::randn({8, 16, 1, 1}), ConvParams{{1, 1}, {0, 0}, {1, 1}, {0, 0}, 1, true}, "bf16", {}));
     {
         KernelChoice off("0");
         EXPECT_FALSE(has(w1, params({1, 1}, {0, 0}, {1, 1}, 1), "bf16", {}));
     }
-    // A residual sum appended later leaves oneDNN's fused primitive.
+    // A residual sum appended later is the kernel's when it comes first, oneDNN's after an
+    // activation.
     ConvolutionContext ctx(w1, c10::nullopt, params({1, 1}, {0, 0}, {1, 1}, 1), "bf16", {}, false, {});
     EXPECT_TRUE(ctx.has_pointwise_kernel());
-    EXPECT_FALSE(ctx.with_post_ops({{"sum", 1.0}}, false)->has_pointwise_kernel());
+    EXPECT_TRUE(ctx.with_post_ops({{"sum", 1.0}}, false)->has_pointwise_kernel());
+    ConvolutionContext relu(w1, c10::nullopt, params({1, 1}, {0, 0}, {1, 1}, 1), "bf16", {{"relu"}}, false, {});
+    EXPECT_FALSE(relu.with_post_ops({{"sum", 1.0}}, false)->has_pointwise_kernel());
+}
+
+// A residual sum first in the post-ops (ResNet bottlenecks' last 1x1 convolution): scaled,
+// before the activations, into the summand's own buffer or into a copy (the summand then
+// unchanged), output channels with a vector tail and pixels after the blocks of 6, fp32 and
+// bf16, against fp64.
+TEST(PointwiseKernel, ResidualSum) {
+    if (!kernel_runs("bf16")) GTEST_SKIP() << "this CPU lacks AVX-512-BF16";
+    at::manual_seed(9);
+    KernelChoice env("1");
+    const ConvParams p = params({1, 1}, {0, 0}, {1, 1}, 1);
+    const std::vector<std::pair<PwCase, PostOps>> runs = {
+        {{2, 64, 256, 7, 5, true}, {{"sum", 1.0}, {"relu"}}},
+        {{1, 17, 40, 3, 3, false}, {{"sum", 0.5}}},
+        {{3, 40, 100, 5, 5, true}, {{"sum", 2.0}, {"clip", -0.5, 0.75}, {"silu"}}}};
+    for (const std::string dtype : {"fp32", "bf16"})
+        for (const auto &[c, post] : runs) {
+            const at::ScalarType type = dtype == "bf16" ? at::kBFloat16 : at::kFloat;
+            const at::Tensor w = (at::randn({c.out, c.k, 1, 1}) / std::sqrt(double(c.k))).to(type);
+            const at::Tensor b = c.bias ? at::randn({c.out}).to(type) : at::Tensor();
+            const at::Tensor x = testing::as_channels_last(at::randn({c.n, c.k, c.h, c.w}).to(type));
+            const at::Tensor other = testing::as_channels_last(at::randn({c.n, c.out, c.h, c.w}).to(type));
+            const at::Tensor conv = testing::reference_conv(x.to(at::kDouble), w, b, p);
+            const at::Tensor want =
+                reference_post_ops(conv + post[0].alpha * other.to(at::kDouble), PostOps(post.begin() + 1, post.end()));
+            std::ostringstream what;
+            what << dtype << " " << c.n << "x" << c.k << "x" << c.h << "x" << c.w << " -> " << c.out << " "
+                 << ops::describe(post);
+            ConvolutionContext ctx(w, b.defined() ? c10::optional<at::Tensor>(b) : c10::nullopt, p, dtype, post, true,
+                                   {});
+            ASSERT_TRUE(ctx.has_pointwise_kernel()) << what.str();
+            const at::Tensor kept = other.clone();
+            const at::Tensor copy = ctx.run(x, other, /*may_write_other=*/false);
+            EXPECT_TRUE(other.equal(kept)) << what.str() << ": the summand was written";
+            expect_dtype_close(copy, want, dtype, what.str() + " (a copy)");
+            const at::Tensor in_place = ctx.run(x, other);
+            EXPECT_EQ(in_place.data_ptr(), other.data_ptr()) << what.str();
+            expect_dtype_close(in_place, want, dtype, what.str() + " (in place)");
+        }
 }
 
 // ---- the split: oneDNN's convolution, then the trailing activation in the own kernel ----
