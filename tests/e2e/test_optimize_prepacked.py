@@ -208,6 +208,22 @@ class OptimizePrepacked(e2e.ToolTestCase):
         self.assertEqual(self.saved_kernel_choices(out), want)
         self.check_in_python(src, out, inputs)
 
+    def test_auto_kernel_selection_records_residual_sum_convolutions(self):
+        """A 1x1 convolution with the residual add folded in (a sum first in its post-ops) has the
+        own pointwise kernel beside oneDNN's too: timed both ways, the faster saved in the model."""
+        src, inputs, out, batch, entry = self.select_conv_kernels("bottleneck_sum", "bottleneck.pt")
+        choices = entry["details"]["conv_kernel_choices"]
+        self.assertEqual([(c["input"], c["kernel"]) for c in choices],
+                         [(f"{batch}x32x12x12", "own pointwise convolution"),
+                          (f"{batch}x8x12x12", "own pointwise convolution")], choices)
+        self.assertNotIn("+sum", choices[0]["conv"])
+        self.assertIn("+sum+relu", choices[1]["conv"])
+        for c in choices:
+            self.assertEqual(c["choice"], "own" if c["own_ms"] < c["onednn_ms"] else "onednn", c)
+        want = sorted([1 if c["choice"] == "own" else 0] + [int(d) for d in c["input"].split("x")] for c in choices)
+        self.assertEqual(self.saved_kernel_choices(out), want)
+        self.check_in_python(src, out, inputs)
+
     def select_conv_kernels(self, model: str, out_name: str):
         """Optimizes a fixture with --auto-kernel-selection at its first input's shape (skipping
         without AVX-512): its source, inputs, output path, batch and auto_kernel_selection entry."""
