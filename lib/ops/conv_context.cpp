@@ -375,17 +375,15 @@ std::shared_ptr<const ConvolutionContext::Entry> ConvolutionContext::entry_for(
             };
             entry->fused = post_ops_.size();
             auto pd = make(entry->fused);
-            if (is_reference(pd) || !created(pd)) {
-                bool found = false;
-                for (size_t fused = post_ops_.size(); fused-- > 0 && !found;) {
-                    auto shorter = make(fused);
-                    if (is_reference(shorter) || !created(shorter)) continue;
-                    pd = shorter;
-                    entry->fused = fused;
-                    found = true;
-                }
-                if (!found) entry->primitive = Primitive(pd);
+            bool made = !is_reference(pd) && created(pd);
+            for (size_t fused = post_ops_.size(); !made && fused-- > 0;) {
+                auto shorter = make(fused);
+                if (is_reference(shorter) || !created(shorter)) continue;
+                pd = shorter;
+                entry->fused = fused;
+                made = true;
             }
+            if (!made) entry->primitive = Primitive(pd);
             entry->implementation = pd.impl_info_str();
             entry->weight = weights_->get(pd.weights_desc());
             entry->scratchpad = pd.scratchpad_desc();

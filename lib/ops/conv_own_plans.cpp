@@ -185,10 +185,11 @@ void ConvolutionContext::plan_pointwise() {
     plan->choice = *choice;
     // A residual sum first in the list (no activation before it): ResNet bottlenecks' last 1x1
     // convolution, which oneDNN 2.6's bf16 brgconv_1x1 runs at 30-60% of the peak with the sum.
-    plan->sum = !post_ops_.empty() && post_ops_[0].kind == "sum";
-    plan->sum_scale = plan->sum ? static_cast<float>(post_ops_[0].alpha) : 1.f;
-    if (!add_post_ops(post_ops_, plan->sum ? 1 : 0, &plan->activation)) return;
-    plan->activation.bf16_in = plan->activation.bf16_out = bf16;
+    auto &problem = plan->problem;
+    problem.sum = !post_ops_.empty() && post_ops_[0].kind == "sum";
+    problem.sum_scale = problem.sum ? static_cast<float>(post_ops_[0].alpha) : 1.f;
+    if (!add_post_ops(post_ops_, problem.sum ? 1 : 0, &problem.activation)) return;
+    problem.bf16 = problem.activation.bf16_in = problem.activation.bf16_out = bf16;
     const int64_t n = weight_.size(0);
     if (bias_.defined()) {
         plan->bias = at::zeros({(n + 15) / 16 * 16}, at::kFloat);
@@ -202,8 +203,7 @@ size_t ConvolutionContext::pointwise_weight_bytes() const { return pointwise_ ? 
 size_t ConvolutionContext::grouped_weight_bytes() const { return grouped_ ? grouped_->weight.bytes() : 0; }
 
 void ConvolutionContext::run_pointwise(const at::Tensor &src, const at::Tensor &dst) const {
-    own_kernels::Pointwise p;
-    p.bf16 = pointwise_->activation.bf16_out;
+    own_kernels::Pointwise p = pointwise_->problem;
     p.src = src.data_ptr();
     p.dst = dst.data_ptr();
     p.weight = pointwise_->packed.get([&] { return pack_pointwise(weight_, p.bf16); }).data_ptr();
@@ -211,9 +211,6 @@ void ConvolutionContext::run_pointwise(const at::Tensor &src, const at::Tensor &
     p.m = src.size(0) * src.size(2) * src.size(3);
     p.k = src.size(1);
     p.n = dst.size(1);
-    p.activation = pointwise_->activation;
-    p.sum = pointwise_->sum;
-    p.sum_scale = pointwise_->sum_scale;
     own_kernels::run_pointwise(p);
 }
 

@@ -58,9 +58,9 @@ struct ConvolutionContext::Depthwise : OwnChoice {
 
 struct ConvolutionContext::Pointwise : OwnChoice {
     at::Tensor bias;  // fp32 (bf16 values for bf16), padded to 16 lanes, or undefined
-    own_kernels::Problem activation;  // the post-ops and dtype
-    bool sum = false;                 // a residual sum first in the post-ops (fuse_conv_sum's)
-    float sum_scale = 1.f;
+    // The kernel's problem but for the tensors and sizes, set per call: the dtype, the post-ops
+    // and a residual sum first in them (fuse_conv_sum's).
+    own_kernels::Pointwise problem;
 
     // `weight` (n x k x 1 x 1) packed as own_kernels::Pointwise says, on the kernel's first run.
     LazyPackedWeight packed;
