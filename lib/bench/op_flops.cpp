@@ -34,6 +34,7 @@ const std::unordered_map<std::string, OpKind> &kind_table() {
         {"ipex::convolution_sum", OpKind::kConvolution},
         {"ipex::convolution_sum_", OpKind::kConvolution},
         {"ipex::convolution_chain", OpKind::kConvolution},
+        {"ipex::convolution_max_pool", OpKind::kConvolution},
         {"ipex::linear", OpKind::kLinear},
         {"ipex::linear_binary", OpKind::kLinear},
         {"ipex::woq_linear", OpKind::kLinear},
@@ -117,8 +118,15 @@ OpWork ipex_conv(c10::ArrayRef<const c10::IValue> in) {
     return {OpKind::kConvolution, context_dtype(ctx->dtype()), ctx->flops(sizes_of(in[0]))};
 }
 
-// ipex::convolution_chain(input, contexts): each convolution's FLOPs at the sizes the one
-// before it gives it.
+// ipex::convolution_chain(input, contexts) or ipex::convolution_max_pool(input, contexts, ...).
+bool is_chain(const std::string &name, c10::ArrayRef<const c10::IValue> in) {
+    return ((name == "ipex::convolution_chain" && in.size() == 2) ||
+            (name == "ipex::convolution_max_pool" && in.size() == 7)) &&
+           in[1].isList();
+}
+
+// A chain's FLOPs: each convolution's at the sizes the one before it gives it (the pooling adds
+// none).
 OpWork ipex_conv_chain(c10::ArrayRef<const c10::IValue> in) {
     OpWork w{OpKind::kConvolution, dtype_name(in[0].toTensor().scalar_type()), 0};
     std::vector<int64_t> sizes = sizes_of(in[0]);
@@ -266,7 +274,7 @@ OpWork op_work(const std::string &name, c10::ArrayRef<const c10::IValue> in) {
     if (is_int8_op(name) && in.back().isCustomClass()) return ipex_int8(in);
     if (kind == OpKind::kOther) return {kind, dtype_name(in[0].toTensor().scalar_type()), 0};
     const bool ipex = name.rfind("ipex::", 0) == 0;
-    if (name == "ipex::convolution_chain" && in.size() == 2 && in[1].isList()) return ipex_conv_chain(in);
+    if (is_chain(name, in)) return ipex_conv_chain(in);
     if (ipex && kind == OpKind::kConvolution && in.back().isCustomClass()) return ipex_conv(in);
     if (ipex && kind == OpKind::kLinear && name != "ipex::woq_linear" && in.back().isCustomClass()) {
         const auto ctx = in.back().toCustomClass<ops::LinearContext>();
@@ -339,13 +347,19 @@ std::string op_signature(const std::string &name, c10::ArrayRef<const c10::IValu
         put_tensor(out, v.toTensor());
         first = false;
     }
-    if (name == "ipex::convolution_chain" && inputs.size() == 2 && inputs[1].isList()) {
+    if (is_chain(name, inputs)) {
         try {
             const char *between = "";
             for (const c10::IValue &item : inputs[1].toListRef()) {
                 out << between;
                 put_conv(out, *item.toCustomClass<ops::ConvolutionContext>());
                 between = " ->";
+            }
+            if (inputs.size() == 7) {  // ipex::convolution_max_pool: the pooling's window and stride
+                const auto kernel = inputs[2].toIntVector(), stride = inputs[3].toIntVector();
+                out << " -> max_pool";
+                for (size_t i = 0; i < kernel.size(); ++i) out << (i ? "x" : " ") << kernel[i];
+                for (size_t i = 0; i < stride.size(); ++i) out << (i ? "x" : " s") << stride[i];
             }
         } catch (const std::exception &) {
         }

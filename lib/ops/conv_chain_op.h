@@ -25,8 +25,27 @@ namespace ipex::ops {
 using ConvChain = c10::List<c10::intrusive_ptr<ConvolutionContext>>;
 
 constexpr double kChainMaxFlopsPerByte = 64;
+// The same bound when a pooling ends the chain, whose input is written and read back whole
+// (two trips through memory where the parts keep it in cache): ResNet's 7x7 stem (37 FLOPs per
+// byte of its output in fp32, 74 in bf16) at batch 16 saved 1.9 ms fp32 / 1.0 ms bf16 in parts.
+constexpr double kPoolMaxFlopsPerByte = 256;
 
 at::Tensor convolution_chain(const at::Tensor &input, const ConvChain &contexts);
+
+// ipex::convolution_max_pool(input, contexts, kernel_size, stride, padding, dilation, ceil_mode):
+// ipex::max_pool2d (ops/pool_op.h) of convolution_chain(input, contexts), one or more
+// convolutions (chain_convolutions puts it in place of a convolution or chain whose output
+// only a max pooling reads: the stems of SqueezeNet, ResNet, GoogLeNet). The pooling's input
+// counts as an activation of the chain, so a 4-D batch whose pooling input outgrows the cache
+// budget (and whose chain is memory-bound by the rule above, with kPoolMaxFlopsPerByte) runs in parts of whole images,
+// each through the convolutions and the pooling, which writes its slice of the batch's
+// output: the convolutions' output is read back from cache, not memory (SqueezeNet's stem at
+// batch 8 writes 25 MB in fp32 that the pooling reads again). Images are pooled independently,
+// so the values are those of the convolutions and the pooling run one after the other (where
+// oneDNN's pooling meets its lowest-value case, aten recomputes only that part).
+at::Tensor convolution_max_pool(const at::Tensor &input, const ConvChain &contexts, at::IntArrayRef kernel_size,
+                                at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
+                                bool ceil_mode);
 
 // The bytes an activation between two convolutions of a chain may take before the batch is
 // split: IPEX_CONV_CHAIN_BYTES when set (0: never split), else the L2 cache size of one core

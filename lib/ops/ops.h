@@ -6,6 +6,9 @@
 //       (the same, computed in other's buffer: for an other nothing reads afterwards)
 //   ipex::convolution_chain(Tensor input, ConvolutionContext[] contexts) -> Tensor
 //       (the convolutions one after the other, a few images at a time: ops/conv_chain_op.h)
+//   ipex::convolution_max_pool(Tensor input, ConvolutionContext[] contexts, int[] kernel_size,
+//       int[] stride, int[] padding, int[] dilation, bool ceil_mode) -> Tensor
+//       (ipex::max_pool2d of the chain's output, a few images at a time: ops/conv_chain_op.h)
 //   ipex::linear(Tensor input, LinearContext ctx) -> Tensor
 //   ipex::linear_binary(Tensor input, Tensor other, LinearContext ctx) -> Tensor
 //       (ctx has an "add" or "mul" post-op with `other`, broadcast to the output)
@@ -29,6 +32,7 @@ constexpr const char *kConvolution = "ipex::convolution";
 constexpr const char *kConvolutionSum = "ipex::convolution_sum";
 constexpr const char *kConvolutionSumInPlace = "ipex::convolution_sum_";
 constexpr const char *kConvolutionChain = "ipex::convolution_chain";
+constexpr const char *kConvolutionMaxPool = "ipex::convolution_max_pool";
 constexpr const char *kLinear = "ipex::linear";
 constexpr const char *kLinearBinary = "ipex::linear_binary";
 constexpr const char *kLstm = "ipex::lstm";

@@ -170,8 +170,8 @@ PoolPath path_of(const std::optional<PoolPlan> &p) {
     return p->channels_last ? PoolPath::own : PoolPath::aten;
 }
 
-at::Tensor max_pool2d_own(const at::Tensor &input, const PoolPlan &p) {
-    at::Tensor out = empty_channels_last({input.size(0), input.size(1), p.out[0], p.out[1]}, input.scalar_type());
+// The own kernel's pooling of `input` into `out` (channels-last, of the plan's output sizes).
+void max_pool2d_own(const at::Tensor &input, const PoolPlan &p, const at::Tensor &out) {
     own_kernels::MaxPool k;
     k.bf16 = input.scalar_type() == at::kBFloat16;
     k.src = input.data_ptr();
@@ -191,7 +191,38 @@ at::Tensor max_pool2d_own(const at::Tensor &input, const PoolPlan &p) {
     k.dilation_h = p.dilation[0];
     k.dilation_w = p.dilation[1];
     own_kernels::run_max_pool_portable(k);
-    return out;
+}
+
+at::Tensor empty_output(const at::Tensor &input, const PoolPlan &p) {
+    const std::vector<int64_t> sizes{input.size(0), input.size(1), p.out[0], p.out[1]};
+    return p.channels_last ? empty_channels_last(sizes, input.scalar_type()) : at::empty(sizes, input.options());
+}
+
+// The pooling of `input` written into `out` (the plan's output sizes and the input's layout and
+// dtype) by the code `path` names.
+void pool_into(const at::Tensor &input, const PoolPlan &p, PoolPath path, at::IntArrayRef kernel_size,
+               at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode,
+               const at::Tensor &out) {
+    if (path == PoolPath::aten) {
+        out.copy_(at::max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode));
+        return;
+    }
+    if (path == PoolPath::own) return max_pool2d_own(input, p, out);
+    const dnnl::memory::desc src = strided_desc(input), dst = strided_desc(out);
+    const dnnl::pooling_v2_forward::desc desc(
+        dnnl::prop_kind::forward_inference, dnnl::algorithm::pooling_max, src, dst, {p.stride[0], p.stride[1]},
+        {p.kernel[0], p.kernel[1]}, {p.dilation[0] - 1, p.dilation[1] - 1},  // oneDNN counts the gaps
+        {p.pad_l[0], p.pad_l[1]}, {p.pad_r[0], p.pad_r[1]});
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    // oneDNN's primitive cache makes the primitive once per shape.
+    const dnnl::pooling_v2_forward::primitive_desc pd(desc, attr, cpu_engine());
+    const dnnl::pooling_v2_forward primitive(pd);
+    execute(primitive, pd.scratchpad_desc(), {{DNNL_ARG_SRC, wrap(input, src)}, {DNNL_ARG_DST, wrap(out, dst)}});
+    // oneDNN starts each window at the lowest finite value, so a window of nothing but -inf
+    // gives that instead of -inf: such outputs (and real lowest values, rarer still) are
+    // computed again by aten, which is exact for both.
+    if (has_lowest(out)) out.copy_(at::max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode));
 }
 
 }  // namespace
@@ -206,7 +237,9 @@ at::Tensor max_pool2d_own_kernel(const at::Tensor &input, at::IntArrayRef kernel
     const auto p = plan(input, kernel_size, stride, padding, dilation, ceil_mode);
     TORCH_CHECK(p && p->channels_last, "ipex::max_pool2d's own kernel takes a channels-last fp32 or bf16 4-D input "
                                        "and arguments aten takes");
-    return max_pool2d_own(input, *p);
+    const at::Tensor out = empty_output(input, *p);
+    max_pool2d_own(input, *p, out);
+    return out;
 }
 
 at::Tensor max_pool2d(const at::Tensor &input, at::IntArrayRef kernel_size, at::IntArrayRef stride,
@@ -214,26 +247,27 @@ at::Tensor max_pool2d(const at::Tensor &input, at::IntArrayRef kernel_size, at::
     const auto p = plan(input, kernel_size, stride, padding, dilation, ceil_mode);
     const PoolPath path = path_of(p);
     if (path == PoolPath::aten) return at::max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode);
-    if (path == PoolPath::own) return max_pool2d_own(input, *p);
-    const std::vector<int64_t> out_sizes{input.size(0), input.size(1), p->out[0], p->out[1]};
-    at::Tensor out = p->channels_last ? empty_channels_last(out_sizes, input.scalar_type())
-                                      : at::empty(out_sizes, input.options());
-    const dnnl::memory::desc src = strided_desc(input), dst = strided_desc(out);
-    const dnnl::pooling_v2_forward::desc desc(
-        dnnl::prop_kind::forward_inference, dnnl::algorithm::pooling_max, src, dst, {p->stride[0], p->stride[1]},
-        {p->kernel[0], p->kernel[1]}, {p->dilation[0] - 1, p->dilation[1] - 1},  // oneDNN counts the gaps
-        {p->pad_l[0], p->pad_l[1]}, {p->pad_r[0], p->pad_r[1]});
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    // oneDNN's primitive cache makes the primitive once per shape.
-    const dnnl::pooling_v2_forward::primitive_desc pd(desc, attr, cpu_engine());
-    const dnnl::pooling_v2_forward primitive(pd);
-    execute(primitive, pd.scratchpad_desc(), {{DNNL_ARG_SRC, wrap(input, src)}, {DNNL_ARG_DST, wrap(out, dst)}});
-    // oneDNN starts each window at the lowest finite value, so a window of nothing but -inf
-    // gives that instead of -inf: such outputs (and real lowest values, rarer still) are
-    // computed again by aten, which is exact for both.
-    if (has_lowest(out)) return at::max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode);
+    const at::Tensor out = empty_output(input, *p);
+    pool_into(input, *p, path, kernel_size, stride, padding, dilation, ceil_mode, out);
     return out;
+}
+
+std::optional<std::vector<int64_t>> max_pool2d_sizes(const at::Tensor &input, at::IntArrayRef kernel_size,
+                                                     at::IntArrayRef stride, at::IntArrayRef padding,
+                                                     at::IntArrayRef dilation, bool ceil_mode) {
+    const auto p = plan(input, kernel_size, stride, padding, dilation, ceil_mode);
+    if (!p || !p->channels_last) return std::nullopt;
+    return std::vector<int64_t>{input.size(0), input.size(1), p->out[0], p->out[1]};
+}
+
+void max_pool2d_into(const at::Tensor &input, at::IntArrayRef kernel_size, at::IntArrayRef stride,
+                     at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode, const at::Tensor &out) {
+    const auto p = plan(input, kernel_size, stride, padding, dilation, ceil_mode);
+    TORCH_CHECK(p && p->channels_last && is_channels_last(out) && out.scalar_type() == input.scalar_type() &&
+                    out.sizes() == at::IntArrayRef({input.size(0), input.size(1), p->out[0], p->out[1]}),
+                "ipex::max_pool2d: cannot write the pooling of a ", input.sizes(), " input into a ",
+                out.scalar_type(), " tensor of shape ", out.sizes());
+    pool_into(input, *p, path_of(p), kernel_size, stride, padding, dilation, ceil_mode, out);
 }
 
 TORCH_LIBRARY_FRAGMENT(ipex, m) {

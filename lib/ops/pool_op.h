@@ -12,6 +12,9 @@
 
 #include <ATen/ATen.h>
 
+#include <optional>
+#include <vector>
+
 namespace ipex::ops {
 
 // ipex::spatial_mean: aten::mean(input, dim, keepdim) where dim names the two spatial dims of a
@@ -34,6 +37,17 @@ at::Tensor spatial_mean_portable(const at::Tensor &input, bool keepdim);
 
 at::Tensor max_pool2d(const at::Tensor &input, at::IntArrayRef kernel_size, at::IntArrayRef stride,
                       at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode);
+
+// The output sizes of max_pool2d on a channels-last fp32 or bf16 4-D input with arguments aten
+// takes (its output is then channels-last too), else nullopt.
+std::optional<std::vector<int64_t>> max_pool2d_sizes(const at::Tensor &input, at::IntArrayRef kernel_size,
+                                                     at::IntArrayRef stride, at::IntArrayRef padding,
+                                                     at::IntArrayRef dilation, bool ceil_mode);
+// max_pool2d of such an input written into `out`: channels-last and dense, of those sizes and the
+// input's dtype (how a batch's pooling is written part by part; ops/conv_chain_op.h). The same
+// values as max_pool2d of the same images.
+void max_pool2d_into(const at::Tensor &input, at::IntArrayRef kernel_size, at::IntArrayRef stride,
+                     at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode, const at::Tensor &out);
 
 // Which code max_pool2d runs for `input` with these arguments (the tests ask).
 enum class PoolPath { onednn, own, aten };

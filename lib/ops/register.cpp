@@ -118,6 +118,9 @@ TORCH_LIBRARY(ipex, m) {
     // After the class: the schema names it (ops/conv_chain_op.h).
     m.def("convolution_chain(Tensor input, __torch__.torch.classes.ipex.ConvolutionContext[] contexts) -> Tensor",
           IPEX_GUARDED(convolution_chain));
+    m.def("convolution_max_pool(Tensor input, __torch__.torch.classes.ipex.ConvolutionContext[] contexts, "
+          "int[] kernel_size, int[] stride, int[] padding, int[] dilation, bool ceil_mode) -> Tensor",
+          IPEX_GUARDED(convolution_max_pool));
     m.def("linear(Tensor input, __torch__.torch.classes.ipex.LinearContext ctx) -> Tensor", IPEX_GUARDED(linear));
     m.def("linear_binary(Tensor input, Tensor other, __torch__.torch.classes.ipex.LinearContext ctx) -> Tensor",
           IPEX_GUARDED(linear_binary));

@@ -2,6 +2,7 @@
 
 #include <torch/csrc/jit/ir/constants.h>
 
+#include <optional>
 #include <string>
 #include <unordered_set>
 
@@ -34,21 +35,46 @@ Node *next_in_chain(const Node *node) {
 // The chain op goes where the first convolution is: it reads the input there as that one did,
 // every reader of the last one's output comes after it, and what the later convolutions read
 // (the outputs before them, constant contexts) nothing else reads or writes, so computing them
-// earlier changes nothing.
-Node *make_chain(torch::jit::Graph &graph, const std::vector<Node *> &chain) {
-    Node *last = chain.back();
+// earlier changes nothing. `extra` inputs (constants) follow the list of contexts, and `last`
+// is what the op's output replaces (the last convolution, or a pooling of it).
+Node *make_chain(torch::jit::Graph &graph, const std::vector<Node *> &chain, const char *kind,
+                 const std::vector<c10::IValue> &extra = {}, Node *last = nullptr) {
+    if (!last) last = chain.back();
     torch::jit::WithInsertPoint guard(chain.front());
     std::vector<Value *> contexts;
     for (Node *conv : chain) contexts.push_back(conv->inputs().back());
     Node *list = graph.insertNode(graph.createList(contexts.front()->type(), contexts));
-    Node *op = graph.insertNode(
-        graph.create(c10::Symbol::fromQualString(ops::kConvolutionChain), {chain.front()->input(0), list->output()}));
+    std::vector<Value *> inputs{chain.front()->input(0), list->output()};
+    for (const c10::IValue &value : extra) inputs.push_back(graph.insertConstant(value));
+    Node *op = graph.insertNode(graph.create(c10::Symbol::fromQualString(kind), inputs));
     copy_origin(list, chain.front());
     copy_origin(op, chain.front());
     op->output()->setType(last->output()->type());
     last->output()->replaceAllUsesWith(op->output());
+    if (last != chain.back()) last->destroy();
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) (*it)->destroy();
     return op;
+}
+
+// The arguments of an ipex::max_pool2d that alone reads `conv`'s output (as its input, in the
+// same block), when they are constants: kernel_size, stride, padding, dilation, ceil_mode.
+std::optional<std::vector<c10::IValue>> pool_after(const Node *conv, Node **pool) {
+    static const c10::Symbol kind = c10::Symbol::fromQualString("ipex::max_pool2d");
+    Node *user = single_user(conv->output());
+    if (!user || user->kind() != kind || user->inputs().size() != 6 || user->input(0) != conv->output() ||
+        user->owningBlock() != conv->owningBlock())
+        return std::nullopt;
+    std::vector<c10::IValue> args;
+    for (size_t i = 1; i < 5; ++i) {
+        const auto list = constant_int_list(user->input(i));
+        if (!list) return std::nullopt;
+        args.emplace_back(*list);
+    }
+    const auto ceil_mode = constant_bool(user->input(5));
+    if (!ceil_mode) return std::nullopt;
+    args.emplace_back(*ceil_mode);
+    *pool = user;
+    return args;
 }
 
 }  // namespace
@@ -73,23 +99,31 @@ std::vector<c10::intrusive_ptr<ops::ConvolutionContext>> chain_contexts(const No
 PassResult chain_convolutions(std::shared_ptr<torch::jit::Graph> &graph) {
     PassResult result;
     std::unordered_set<const Node *> taken;
-    int convolutions = 0;
+    int convolutions = 0, pooled = 0;
     static const std::vector<c10::Symbol> kinds = {c10::Symbol::fromQualString(ops::kConvolution)};
     for (Node *first : collect_nodes_of_kind(graph->block(), kinds)) {
         if (taken.count(first) || !is_plain_convolution(first)) continue;
         std::vector<Node *> chain{first};
         while (Node *next = next_in_chain(chain.back())) chain.push_back(next);
         taken.insert(chain.begin(), chain.end());
-        if (chain.size() < 2) continue;
+        Node *pool = nullptr;
+        const auto pool_args = pool_after(chain.back(), &pool);
+        if (chain.size() < 2 && !pool_args) continue;
         std::string label;
         for (const Node *conv : chain) label += (label.empty() ? "" : "+") + node_label(conv);
-        make_chain(*graph, chain);
+        if (pool_args) {
+            label += "+" + node_label(pool);
+            make_chain(*graph, chain, ops::kConvolutionMaxPool, *pool_args, pool);
+            ++pooled;
+        } else {
+            make_chain(*graph, chain, ops::kConvolutionChain);
+        }
         result.modules.push_back(label);
         convolutions += static_cast<int>(chain.size());
         ++result.count;
     }
     result.changed = result.count > 0;
-    result.details = {{"chains", result.count}, {"convolutions", convolutions}};
+    result.details = {{"chains", result.count}, {"convolutions", convolutions}, {"pooled", pooled}};
     return result;
 }
 

@@ -316,9 +316,10 @@ const std::vector<Knob> &knobs() {
          "run LSTM/GRU layers as oneDNN RNN ops with weights prepacked once (needs libipex_ops.so; off with "
          "--portable or --no-weights-prepack; proj_size, packed sequences and training dropout stay aten)"},
         {"conv-chains", "chain_convolutions", true, true,
-         "run each convolution that alone reads the one before it (a 1x1 expansion and its depthwise layer) "
-         "in one op with it, a few images at a time when their activations outgrow the cache (needs libipex_ops.so; "
-         "off with --portable or --no-weights-prepack)"},
+         "run each convolution that alone reads the one before it (a 1x1 expansion and its depthwise layer), "
+         "and a max pooling that alone reads a convolution (a stem), in one op with it, a few images at a time "
+         "when their activations outgrow the cache (needs libipex_ops.so; off with --portable or "
+         "--no-weights-prepack)"},
         {"auto-kernel-selection", "auto_kernel_selection", false, true,
          "for fp32 linears, time the oneDNN op against aten::linear at the --sample-input shape and keep the "
          "faster; for convolutions with an own kernel beside oneDNN's (depthwise, 1x1, grouped, or ending in "

@@ -106,7 +106,13 @@ class OptimizePrepacked(e2e.ToolTestCase):
         after = report["op_histogram"]["after"]
         # Every residual operand is dead after its add (the block input, or the downsample
         # conv's output), so all 8 sums write into it.
-        self.assertEqual(after.get("ipex::convolution", 0), 12)
+        # The stem's convolution runs with the max pooling after it (chain_convolutions).
+        self.assertEqual(after.get("ipex::convolution", 0), 11)
+        self.assertEqual(after.get("ipex::convolution_max_pool", 0), 1)
+        self.assertEqual(after.get("ipex::max_pool2d", 0), 0)
+        chains = self.pass_entry(report, "chain_convolutions")
+        self.assertEqual(chains["details"]["pooled"], 1, chains)
+        self.assertEqual(chains["modules"], ["conv1+maxpool"], chains)
         self.assertEqual(after.get("ipex::convolution_sum_", 0), 8)
         self.assertEqual(after.get("ipex::convolution_sum", 0), 0)
         sums = self.pass_entry(report, "fuse_conv_sum")["modules"]

@@ -138,6 +138,27 @@ TEST(OpFlops, OpWorkFromBoxedArguments) {
     std::vector<c10::IValue> conv_ipex{at::zeros({1, 4, 9, 9}), c10::IValue(cctx)};
     EXPECT_EQ(ipex::bench::op_work("ipex::convolution", boxed(conv_ipex)).flops,
               reference_conv_flops(at::zeros({1, 4, 9, 9}), at::ones({8, 2, 3, 3}), {2, 2}, {1, 1}, {1, 1}, 2));
+    // A chain, and a chain that ends in a max pooling: the convolutions' FLOPs (each at the sizes
+    // the one before gives it), the pooling none; its window and stride in the signature.
+    auto second = c10::make_intrusive<ipex::ops::ConvolutionContext>(
+        at::ones({6, 8, 1, 1}), c10::nullopt, ipex::ops::ConvParams{{1, 1}, {0, 0}, {1, 1}, {}, 1, false}, "fp32",
+        ipex::ops::PostOps{}, false, std::vector<int64_t>{});
+    c10::List<c10::intrusive_ptr<ipex::ops::ConvolutionContext>> contexts;
+    contexts.push_back(cctx);
+    contexts.push_back(second);
+    const int64_t chain_flops =
+        reference_conv_flops(at::zeros({1, 4, 9, 9}), at::ones({8, 2, 3, 3}), {2, 2}, {1, 1}, {1, 1}, 2) +
+        reference_conv_flops(at::zeros({1, 8, 5, 5}), at::ones({6, 8, 1, 1}), {1, 1}, {0, 0}, {1, 1}, 1);
+    std::vector<c10::IValue> chain{at::zeros({1, 4, 9, 9}), c10::IValue(contexts)};
+    EXPECT_EQ(ipex::bench::op_work("ipex::convolution_chain", boxed(chain)).flops, chain_flops);
+    std::vector<c10::IValue> pooled{at::zeros({1, 4, 9, 9}), c10::IValue(contexts), std::vector<int64_t>{3, 3},
+                                    std::vector<int64_t>{2, 1}, std::vector<int64_t>{1, 1}, std::vector<int64_t>{1, 1},
+                                    true};
+    work = ipex::bench::op_work("ipex::convolution_max_pool", boxed(pooled));
+    EXPECT_EQ(work.kind, ipex::bench::OpKind::kConvolution);
+    EXPECT_EQ(work.flops, chain_flops);
+    EXPECT_EQ(ipex::bench::op_signature("ipex::convolution_max_pool", boxed(pooled)),
+              "1x4x9x9 w 8x2x3x3 s2 p1 d1 g2 -> w 6x8x1x1 s1 p0 d1 g1 -> max_pool 3x3 s2x1");
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "ops/conv_chain_op.h"
 #include "ops/ops.h"
+#include "ops/pool_op.h"
 #include "ops_test_utils.h"
 #include "unit/test_cpu.h"
 
@@ -174,6 +175,106 @@ TEST(ConvChain, ErrorsOfTheContextsThemselves) {
     // A context that needs a second tensor (a residual sum) cannot be in a chain.
     const Ctx with_sum = conv(8, 8, 1, 1, 1, "fp32", {{"sum", 1.0}});
     EXPECT_THROW(convolution_chain(at::randn({2, 8, 9, 9}), chain_of({with_sum, contexts[1]})), c10::Error);
+}
+
+// ipex::convolution_max_pool: the chain's output pooled, for every split of the batch, fp32 and
+// bf16, one convolution (a stem: 3 channels, 3x3, stride 2) or a chain, pooling windows with
+// padding, dilation and ceil mode; the images a memory-bound stem runs per part; NCHW,
+// unbatched and too-small inputs; the registered op.
+struct PoolCase {
+    std::vector<int64_t> kernel, stride, padding, dilation;
+    bool ceil_mode;
+};
+
+at::Tensor pooled_sequence(const at::Tensor &x, const std::vector<Ctx> &contexts, const PoolCase &p) {
+    return ops::max_pool2d(in_sequence(x, contexts), p.kernel, p.stride, p.padding, p.dilation, p.ceil_mode);
+}
+
+at::Tensor pooled_chain(const at::Tensor &x, const std::vector<Ctx> &contexts, const PoolCase &p) {
+    return convolution_max_pool(x, chain_of(contexts), p.kernel, p.stride, p.padding, p.dilation, p.ceil_mode);
+}
+
+const std::vector<PoolCase> &pool_cases() {
+    static const std::vector<PoolCase> cases{
+        {{3}, {2}, {0}, {1}, true}, {{3}, {2}, {1}, {1}, false}, {{2}, {}, {0}, {1}, false}, {{3, 2}, {1, 2}, {1, 0}, {2, 1}, true}};
+    return cases;
+}
+
+TEST(ConvMaxPool, EverySplitMatchesTheSequence) {
+    at::manual_seed(5);
+    for (const std::string dtype : {"fp32", "bf16"}) {
+        if (!ipex::testing::onednn_runs(dtype)) continue;
+        ConvParams stem_params{{2, 2}, {0, 0}, {1, 1}, {0, 0}, 1, false};
+        const Ctx stem = c10::make_intrusive<ConvolutionContext>(at::randn({16, 3, 3, 3}) * 0.3, at::randn({16}) * 0.1,
+                                                                 stem_params, dtype, PostOps{{"relu"}}, false,
+                                                                 std::vector<int64_t>{});
+        const std::vector<std::vector<Ctx>> chains{{stem}, block(dtype)};
+        for (size_t c = 0; c < chains.size(); ++c) {
+            const at::Tensor x = at::randn({5, c == 0 ? 3 : 8, 23, 21});
+            const at::Tensor y = in_sequence(x, chains[c]);
+            const int64_t per_image = y.numel() / 5 * y.element_size();
+            for (const PoolCase &p : pool_cases()) {
+                const at::Tensor want = pooled_sequence(x, chains[c], p);
+                for (const int64_t budget : {int64_t{1}, per_image * 5 / 2, int64_t{0}, per_image * 5}) {
+                    ScopedEnv env("IPEX_CONV_CHAIN_BYTES", std::to_string(budget).c_str());
+                    const at::Tensor got = pooled_chain(x, chains[c], p);
+                    const std::string what = dtype + " chain " + std::to_string(c) + " budget " + std::to_string(budget) +
+                                             " kernel " + std::to_string(p.kernel[0]);
+                    ASSERT_EQ(got.sizes(), want.sizes()) << what;
+                    EXPECT_EQ(got.scalar_type(), want.scalar_type()) << what;
+                    EXPECT_TRUE(got.is_contiguous(at::MemoryFormat::ChannelsLast)) << what;
+                    EXPECT_LE(testing::max_relative_error(got, want), dtype == "bf16" ? 1e-2 : 1e-5) << what;
+                }
+            }
+        }
+    }
+}
+
+// A 1x1 convolution of 3 channels (3 multiply-adds per output value: memory-bound) before a
+// pooling runs an image at a time under a 1-byte budget, whole without a budget; seen from the
+// shapes of its timed kernel choice.
+TEST(ConvMaxPool, MemoryBoundStemsRunPerImage) {
+    if (!own_kernels::available(false)) GTEST_SKIP() << "no AVX-512: the 1x1 convolution has no kernel choice to log";
+    at::manual_seed(6);
+    const Ctx first = conv(3, 16, 1, 1, 1, "fp32");
+    ASSERT_TRUE(first->has_kernel_choice());
+    const PoolCase &p = pool_cases()[0];
+    KernelShapeLog log;
+    {
+        ScopedEnv env("IPEX_CONV_CHAIN_BYTES", "1");
+        pooled_chain(at::randn({3, 3, 12, 10}), {first}, p);
+    }
+    {
+        ScopedEnv env("IPEX_CONV_CHAIN_BYTES", "0");
+        pooled_chain(at::randn({2, 3, 12, 10}), {first}, p);
+    }
+    EXPECT_EQ(log.shapes_of(first.get()), (std::vector<std::vector<int64_t>>{{1, 3, 12, 10}, {2, 3, 12, 10}}));
+}
+
+TEST(ConvMaxPool, LayoutsDtypesErrorsAndTheRegisteredOp) {
+    at::manual_seed(8);
+    ScopedEnv env("IPEX_CONV_CHAIN_BYTES", "1");
+    const auto contexts = block("fp32");
+    const PoolCase &p = pool_cases()[1];
+    for (const at::Tensor &x : {at::randn({3, 8, 12, 10}).contiguous(at::MemoryFormat::ChannelsLast),
+                                at::randn({8, 12, 10}), at::randn({2, 8, 12, 10}).to(at::kBFloat16)}) {
+        const at::Tensor want = pooled_sequence(x, contexts, p);
+        const at::Tensor got = pooled_chain(x, contexts, p);
+        ASSERT_EQ(got.sizes(), want.sizes()) << x.sizes();
+        EXPECT_LE(testing::max_relative_error(got, want), 1e-5) << x.sizes();
+    }
+    // Errors are the convolutions' and the pooling's own.
+    EXPECT_THROW(pooled_chain(at::randn({2, 6, 9, 9}), contexts, p), c10::Error);
+    EXPECT_THROW(convolution_max_pool(at::randn({2, 8, 9, 9}), ConvChain(), {3}, {2}, {1}, {1}, false), c10::Error);
+    EXPECT_THROW(convolution_max_pool(at::randn({2, 8, 4, 4}), chain_of(contexts), {5}, {1}, {0}, {1}, false),
+                 c10::Error);  // the 2x2 output is smaller than the window
+    const auto op = c10::Dispatcher::singleton().findSchemaOrThrow(kConvolutionMaxPool, "");
+    const at::Tensor x = at::randn({2, 8, 9, 9});
+    std::vector<c10::IValue> stack{x, c10::IValue(chain_of(contexts)), c10::IValue(p.kernel), c10::IValue(p.stride),
+                                   c10::IValue(p.padding), c10::IValue(p.dilation), c10::IValue(p.ceil_mode)};
+    op.callBoxed(&stack);
+    ASSERT_EQ(stack.size(), 1u);
+    EXPECT_LE(testing::max_relative_error(stack[0].toTensor(), pooled_sequence(x, contexts, p)), 1e-5);
 }
 
 }  // namespace

@@ -188,6 +188,36 @@ TEST(MaxPool2d, InfinitiesAndTies) {
     }
 }
 
+// max_pool2d_into writes the pooling of a part of a batch into its slice of the whole output
+// (the rest untouched), aten's values whatever the path, a -inf window included; its output
+// sizes; what it cannot write into is an error, and an NCHW input has no sizes to offer.
+TEST(MaxPool2d, IntoASliceOfTheBatch) {
+    at::manual_seed(7);
+    const PoolArgs a{{3}, {2}, {1}, {1}, true};
+    for (const auto dtype : {at::kFloat, at::kBFloat16}) {
+        at::Tensor x = at::randn({5, 6, 9, 11}).to(dtype);
+        x.index_put_({3}, -std::numeric_limits<float>::infinity());  // every window of image 3: -inf
+        x = x.contiguous(at::MemoryFormat::ChannelsLast);
+        const at::Tensor want = at::max_pool2d(x, a.kernel, a.stride, a.padding, a.dilation, a.ceil_mode);
+        const auto sizes = max_pool2d_sizes(x, a.kernel, a.stride, a.padding, a.dilation, a.ceil_mode);
+        ASSERT_TRUE(sizes);
+        EXPECT_EQ(at::IntArrayRef(*sizes), want.sizes());
+        const at::Tensor out = at::full(want.sizes(), 7.0, x.options()).contiguous(at::MemoryFormat::ChannelsLast);
+        max_pool2d_into(x.narrow(0, 2, 2), a.kernel, a.stride, a.padding, a.dilation, a.ceil_mode, out.narrow(0, 2, 2));
+        EXPECT_TRUE(at::equal(out.narrow(0, 2, 2), want.narrow(0, 2, 2))) << dtype;
+        EXPECT_TRUE(at::equal(out.narrow(0, 0, 2), at::full_like(out.narrow(0, 0, 2), 7.0))) << dtype;
+        EXPECT_TRUE(at::equal(out.narrow(0, 4, 1), at::full_like(out.narrow(0, 4, 1), 7.0))) << dtype;
+        EXPECT_THROW(max_pool2d_into(x.narrow(0, 2, 2), a.kernel, a.stride, a.padding, a.dilation, a.ceil_mode,
+                                     out.narrow(0, 2, 3)),
+                     c10::Error);
+        EXPECT_THROW(max_pool2d_into(x.narrow(0, 2, 2), a.kernel, a.stride, a.padding, a.dilation, a.ceil_mode,
+                                     out.narrow(0, 2, 2).contiguous()),
+                     c10::Error);
+        EXPECT_FALSE(max_pool2d_sizes(x.contiguous(), a.kernel, a.stride, a.padding, a.dilation, a.ceil_mode));
+        EXPECT_FALSE(max_pool2d_sizes(x, {3}, {2}, {2}, {1}, false));  // padding above half the kernel
+    }
+}
+
 TEST(SpatialMean, MatchesTheFp64Reference) {
     at::manual_seed(3);
     const std::vector<std::vector<int64_t>> shapes = {

@@ -13,6 +13,7 @@
 #include "passes/fuse_conv_sum.h"
 #include "passes/fuse_eltwise.h"
 #include "passes/prepack_weights.h"
+#include "passes/replace_pooling.h"
 
 namespace ipex::passes {
 namespace {
@@ -44,6 +45,7 @@ struct ChainCase {
     int chains;                   // ipex::convolution_chain after
     int convolutions_in_chains;   // details.convolutions
     int left;                     // ipex::convolution after
+    int pooled = 0;               // of the chains, ipex::convolution_max_pool ones
 };
 
 class ChainConvolutions : public ::testing::TestWithParam<ChainCase> {
@@ -57,23 +59,31 @@ TEST_P(ChainConvolutions, CountsAndOutputs) {
     prepack_weights(frozen.graph, PrepackOptions{});
     for (bool changed = true; changed;)
         changed = fuse_eltwise(frozen.graph).changed | fuse_conv_sum(frozen.graph).changed;
+    replace_pooling(frozen.graph, true);
     torch::jit::EliminateDeadCode(frozen.graph);
     const GraphPtr unchained = frozen.graph->copy();
     const int before = testing::count(unchained, "ipex::convolution");
+    const int pools_before = testing::count(unchained, "ipex::max_pool2d");
     const PassResult r = chain_convolutions(frozen.graph);
     frozen.graph->lint();
-    EXPECT_EQ(testing::count(frozen.graph, "ipex::convolution_chain"), c.chains) << *frozen.graph;
+    EXPECT_EQ(testing::count(frozen.graph, "ipex::convolution_chain"), c.chains - c.pooled) << *frozen.graph;
+    EXPECT_EQ(testing::count(frozen.graph, "ipex::convolution_max_pool"), c.pooled) << *frozen.graph;
+    EXPECT_EQ(testing::count(frozen.graph, "ipex::max_pool2d"), pools_before - c.pooled) << *frozen.graph;
     EXPECT_EQ(testing::count(frozen.graph, "ipex::convolution"), c.left) << *frozen.graph;
     EXPECT_EQ(before, c.left + c.convolutions_in_chains);
     EXPECT_EQ(r.count, c.chains);
     EXPECT_EQ(r.changed, c.chains > 0);
     EXPECT_EQ(r.details["chains"].get<int>(), c.chains);
     EXPECT_EQ(r.details["convolutions"].get<int>(), c.convolutions_in_chains);
+    EXPECT_EQ(r.details["pooled"].get<int>(), c.pooled);
     EXPECT_EQ(r.modules.size(), static_cast<size_t>(c.chains));
     EXPECT_TRUE(r.skipped.empty());
-    for (const auto *node : frozen.graph->nodes())
+    for (const auto *node : frozen.graph->nodes()) {
         if (node->kind().toQualString() == std::string("ipex::convolution_chain"))
             EXPECT_GE(chain_contexts(node).size(), 2u);
+        if (node->kind().toQualString() == std::string("ipex::convolution_max_pool"))
+            EXPECT_GE(chain_contexts(node).size(), 1u);
+    }
 
     const char *old = std::getenv("IPEX_CONV_CHAIN_BYTES");
     const std::string saved = old ? old : "";
@@ -109,7 +119,25 @@ INSTANTIATE_TEST_SUITE_P(
         ChainCase{"input_written",
                   "    y = " + conv("x", 1) + "\n    x.add_(1.0)\n    return " + conv("y", 3) + "\n", 1, 2, 0},
         // one convolution: nothing to chain
-        ChainCase{"single", "    return " + conv("x", 1) + "\n", 0, 0, 1}),
+        ChainCase{"single", "    return " + conv("x", 1) + "\n", 0, 0, 1},
+        // a stem: a convolution (its ReLU fused) and the max pooling after it
+        ChainCase{"conv_pool",
+                  "    return torch.max_pool2d(torch.relu(" + conv("x", 1) + "), [3, 3], [2, 2], [1, 1], [1, 1], True)\n",
+                  1, 1, 0, 1},
+        // a chain of three and a dilated pooling after it; the convolution after the pooling is
+        // not part of it
+        ChainCase{"chain_pool_conv",
+                  "    y = torch.relu(" + conv(conv("x", 2), 4) + ")\n"
+                  "    z = torch.max_pool2d(" + conv("y", 5) + ", [2, 2], [1, 1], [1, 1], [2, 2], False)\n"
+                  "    return " + conv("z", 1) + "\n", 1, 3, 1, 1},
+        // the convolution's output also read by an add: the pooling stays apart
+        ChainCase{"pool_input_read_twice",
+                  "    y = " + conv("x", 1) + "\n"
+                  "    return torch.max_pool2d(y, [2, 2], [2, 2], [0, 0], [1, 1], False) + 1.0, y\n", 0, 0, 1},
+        // a pooling of the graph input: nothing to take it in
+        ChainCase{"pool_of_input",
+                  "    return " + conv("torch.max_pool2d(x, [2, 2], [2, 2], [0, 0], [1, 1], False)", 1) + "\n",
+                  0, 0, 1}),
     [](const ::testing::TestParamInfo<ChainCase> &info) { return info.param.name; });
 
 }  // namespace
