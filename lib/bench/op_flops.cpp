@@ -8,6 +8,7 @@
 
 #include "core/tensor_spec.h"
 #include "ops/conv_context.h"
+#include "ops/conv_graph_op.h"
 #include "ops/linear_context.h"
 #include "ops/rnn_context.h"
 #include "quant/int8_context.h"
@@ -35,6 +36,8 @@ const std::unordered_map<std::string, OpKind> &kind_table() {
         {"ipex::convolution_sum_", OpKind::kConvolution},
         {"ipex::convolution_chain", OpKind::kConvolution},
         {"ipex::convolution_max_pool", OpKind::kConvolution},
+        {"ipex::convolution_graph", OpKind::kConvolution},
+        {"ipex::int8_graph", OpKind::kConvolution},
         {"ipex::linear", OpKind::kLinear},
         {"ipex::linear_binary", OpKind::kLinear},
         {"ipex::woq_linear", OpKind::kLinear},
@@ -139,6 +142,61 @@ OpWork ipex_conv_chain(c10::ArrayRef<const c10::IValue> in) {
         first = false;
         w.flops += ctx->flops(sizes);
         sizes = ctx->output_sizes(sizes);
+    }
+    return w;
+}
+
+bool is_graph(const std::string &name, c10::ArrayRef<const c10::IValue> in) {
+    return name == "ipex::convolution_graph" && in.size() == 3 && in[1].isList() && in[2].isIntList();
+}
+
+ops::ConvChain contexts_of(const c10::IValue &list) {
+    ops::ConvChain contexts;
+    for (const c10::IValue &item : list.toListRef()) contexts.push_back(item.toCustomClass<ops::ConvolutionContext>());
+    return contexts;
+}
+
+// ipex::convolution_graph(input, contexts, program): each convolution's FLOPs at the sizes of the
+// value it reads; none when the program or sizes do not fit.
+OpWork ipex_conv_graph(c10::ArrayRef<const c10::IValue> in) {
+    OpWork w{OpKind::kConvolution, dtype_name(in[0].toTensor().scalar_type()), 0};
+    try {
+        const ops::ConvChain contexts = contexts_of(in[1]);
+        const std::vector<int64_t> program = in[2].toIntVector();
+        const std::vector<ops::GraphStep> steps = ops::convolution_steps(contexts);
+        ops::check_graph_program("ipex::convolution_graph", steps, program);
+        const auto sizes = ops::graph_value_sizes(sizes_of(in[0]), steps, program);
+        if (sizes.empty()) return w;
+        w.dtype = context_dtype(contexts.get(0)->dtype());
+        for (size_t k = 0; k < contexts.size(); ++k) w.flops += contexts.get(k)->flops(sizes[program[2 * k]]);
+    } catch (const std::exception &) {
+        w.flops = 0;
+    }
+    return w;
+}
+
+// ipex::int8_graph(input, contexts, program): each int8 convolution's multiply-adds (x2) at the
+// sizes of the value it reads; none when the program or sizes do not fit.
+OpWork ipex_int8_graph(c10::ArrayRef<const c10::IValue> in) {
+    OpWork w{OpKind::kConvolution, "int8", 0};
+    try {
+        const std::vector<int64_t> program = in[2].toIntVector();
+        std::vector<std::vector<int64_t>> sizes{sizes_of(in[0])};
+        int64_t k = 0;
+        for (const c10::IValue &item : in[1].toListRef()) {
+            const auto ctx = item.toCustomClass<quant::Int8Context>();
+            if (program.size() < static_cast<size_t>(2 * k + 2) || program[2 * k] < 0 || program[2 * k] > k) return {};
+            std::vector<int64_t> out = ctx->output_sizes(sizes[program[2 * k]]);
+            if (out.empty()) return {OpKind::kConvolution, "int8", 0};
+            const auto w_sizes = ctx->weight_sizes();
+            const int64_t per_output = std::accumulate(w_sizes.begin() + 1, w_sizes.end(), int64_t{1},
+                                                       std::multiplies<int64_t>());
+            w.flops += 2 * per_output * std::accumulate(out.begin(), out.end(), int64_t{1}, std::multiplies<int64_t>());
+            sizes.push_back(std::move(out));
+            ++k;
+        }
+    } catch (const std::exception &) {
+        w.flops = 0;
     }
     return w;
 }
@@ -275,6 +333,8 @@ OpWork op_work(const std::string &name, c10::ArrayRef<const c10::IValue> in) {
     if (kind == OpKind::kOther) return {kind, dtype_name(in[0].toTensor().scalar_type()), 0};
     const bool ipex = name.rfind("ipex::", 0) == 0;
     if (is_chain(name, in)) return ipex_conv_chain(in);
+    if (is_graph(name, in)) return ipex_conv_graph(in);
+    if (name == "ipex::int8_graph" && in.size() == 3 && in[1].isList() && in[2].isIntList()) return ipex_int8_graph(in);
     if (ipex && kind == OpKind::kConvolution && in.back().isCustomClass()) return ipex_conv(in);
     if (ipex && kind == OpKind::kLinear && name != "ipex::woq_linear" && in.back().isCustomClass()) {
         const auto ctx = in.back().toCustomClass<ops::LinearContext>();
@@ -363,6 +423,21 @@ std::string op_signature(const std::string &name, c10::ArrayRef<const c10::IValu
             }
         } catch (const std::exception &) {
         }
+        return out.str();
+    }
+    if (is_graph(name, inputs)) {  // how many convolutions, the first and the last
+        try {
+            const ops::ConvChain contexts = contexts_of(inputs[1]);
+            out << " " << contexts.size() << " convolutions:";
+            put_conv(out, *contexts.get(0));
+            out << " ..";
+            put_conv(out, *contexts.get(contexts.size() - 1));
+        } catch (const std::exception &) {
+        }
+        return out.str();
+    }
+    if (name == "ipex::int8_graph" && inputs.size() == 3 && inputs[1].isList()) {
+        out << " " << inputs[1].toListRef().size() << " int8 convolutions";
         return out.str();
     }
     if (inputs.empty() || !inputs.back().isCustomClass()) return out.str();

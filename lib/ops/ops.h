@@ -9,6 +9,9 @@
 //   ipex::convolution_max_pool(Tensor input, ConvolutionContext[] contexts, int[] kernel_size,
 //       int[] stride, int[] padding, int[] dilation, bool ceil_mode) -> Tensor
 //       (ipex::max_pool2d of the chain's output, a few images at a time: ops/conv_chain_op.h)
+//   ipex::convolution_graph(Tensor input, ConvolutionContext[] contexts, int[] program) -> Tensor
+//       (convolutions with residual sums reading one another, a few images at a time:
+//       ops/conv_graph_op.h)
 //   ipex::linear(Tensor input, LinearContext ctx) -> Tensor
 //   ipex::linear_binary(Tensor input, Tensor other, LinearContext ctx) -> Tensor
 //       (ctx has an "add" or "mul" post-op with `other`, broadcast to the output)
@@ -33,6 +36,7 @@ constexpr const char *kConvolutionSum = "ipex::convolution_sum";
 constexpr const char *kConvolutionSumInPlace = "ipex::convolution_sum_";
 constexpr const char *kConvolutionChain = "ipex::convolution_chain";
 constexpr const char *kConvolutionMaxPool = "ipex::convolution_max_pool";
+constexpr const char *kConvolutionGraph = "ipex::convolution_graph";
 constexpr const char *kLinear = "ipex::linear";
 constexpr const char *kLinearBinary = "ipex::linear_binary";
 constexpr const char *kLstm = "ipex::lstm";

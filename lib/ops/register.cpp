@@ -8,6 +8,7 @@
 #include <string>
 
 #include "ops/conv_chain_op.h"
+#include "ops/conv_graph_op.h"
 #include "ops/ops.h"
 #include "ops/op_errors.h"
 
@@ -121,6 +122,9 @@ TORCH_LIBRARY(ipex, m) {
     m.def("convolution_max_pool(Tensor input, __torch__.torch.classes.ipex.ConvolutionContext[] contexts, "
           "int[] kernel_size, int[] stride, int[] padding, int[] dilation, bool ceil_mode) -> Tensor",
           IPEX_GUARDED(convolution_max_pool));
+    m.def("convolution_graph(Tensor input, __torch__.torch.classes.ipex.ConvolutionContext[] contexts, "
+          "int[] program) -> Tensor",
+          IPEX_GUARDED(convolution_graph));
     m.def("linear(Tensor input, __torch__.torch.classes.ipex.LinearContext ctx) -> Tensor", IPEX_GUARDED(linear));
     m.def("linear_binary(Tensor input, Tensor other, __torch__.torch.classes.ipex.LinearContext ctx) -> Tensor",
           IPEX_GUARDED(linear_binary));

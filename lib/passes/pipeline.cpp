@@ -41,6 +41,7 @@
 #include "passes/contiguous_before_view.h"
 #include "passes/fuse_channel_shuffle.h"
 #include "passes/chain_convolutions.h"
+#include "passes/group_convolutions.h"
 #include "passes/restore_output_layout.h"
 #include "passes/to_channels_last.h"
 
@@ -317,9 +318,9 @@ const std::vector<Knob> &knobs() {
          "--portable or --no-weights-prepack; proj_size, packed sequences and training dropout stay aten)"},
         {"conv-chains", "chain_convolutions", true, true,
          "run each convolution that alone reads the one before it (a 1x1 expansion and its depthwise layer), "
-         "and a max pooling that alone reads a convolution (a stem), in one op with it, a few images at a time "
-         "when their activations outgrow the cache (needs libipex_ops.so; off with --portable or "
-         "--no-weights-prepack)"},
+         "a max pooling that alone reads a convolution (a stem), and residual blocks of convolutions (a ResNet "
+         "stage), in one op, a few images at a time when their activations outgrow the cache (needs "
+         "libipex_ops.so; off with --portable or --no-weights-prepack)"},
         {"auto-kernel-selection", "auto_kernel_selection", false, true,
          "for fp32 linears, time the oneDNN op against aten::linear at the --sample-input shape and keep the "
          "faster; for convolutions with an own kernel beside oneDNN's (depthwise, 1x1, grouped, or ending in "
@@ -364,7 +365,8 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
         for (const char *name :
              {"decompose_transformer_layer", "split_cat_conv", "fuse_layer_norm", "cast_to_lowp", "replace_matmul",
               "fuse_eltwise", "fuse_conv_sum", "fuse_linear_binary", "chain_bf32_outputs", "restore_output_layout",
-              "replace_pooling", "fuse_norm_relu", "fuse_channel_shuffle", "replace_mul", "chain_convolutions",
+              "replace_pooling", "fuse_norm_relu", "fuse_channel_shuffle", "replace_mul", "group_convolutions",
+              "chain_convolutions",
               "contiguous_before_view"})
             passes.push_back(pass_entry(name, "disabled"));
         result.report["passes"] = passes;
@@ -484,8 +486,10 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
     }
     const Knob &chains = *find_knob("conv-chains");
     if (prepacked && knob_enabled(chains, options)) {
+        run_timed("group_convolutions", graph, passes, group_convolutions);
         run_timed(chains.pass, graph, passes, chain_convolutions);
     } else {
+        passes.push_back(pass_entry("group_convolutions", "disabled"));
         passes.push_back(pass_entry(chains.pass, "disabled"));
         if (!prepacked && knob_enabled(chains, options) && options.knob_overrides.count(chains.flag))
             warn(std::string("--") + chains.flag + " needs the prepacked ops: it is off with --portable or "

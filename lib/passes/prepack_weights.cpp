@@ -315,12 +315,13 @@ PassResult choose_conv_kernels(std::shared_ptr<torch::jit::Graph> &graph, const 
     nlohmann::json choices = nlohmann::json::array();
     static const c10::Symbol chain_kind = c10::Symbol::fromQualString(ops::kConvolutionChain);
     static const c10::Symbol pool_kind = c10::Symbol::fromQualString(ops::kConvolutionMaxPool);
+    static const c10::Symbol graph_kind = c10::Symbol::fromQualString(ops::kConvolutionGraph);
     static const std::vector<c10::Symbol> kinds = {
         c10::Symbol::fromQualString(ops::kConvolution), c10::Symbol::fromQualString(ops::kConvolutionSum),
-        c10::Symbol::fromQualString(ops::kConvolutionSumInPlace), chain_kind, pool_kind};
+        c10::Symbol::fromQualString(ops::kConvolutionSumInPlace), chain_kind, pool_kind, graph_kind};
     c10::InferenceMode guard;
     for (Node *node : collect_nodes_of_kind(graph->block(), kinds)) {
-        const bool listed = node->kind() == chain_kind || node->kind() == pool_kind;
+        const bool listed = node->kind() == chain_kind || node->kind() == pool_kind || node->kind() == graph_kind;
         const auto contexts = listed ? chain_contexts(node)
                                                          : std::vector<c10::intrusive_ptr<ops::ConvolutionContext>>{
                                                                conv_context(node)};

@@ -190,6 +190,21 @@ std::vector<int64_t> Int8Context::conv_output_sizes(at::IntArrayRef input) const
     return out;
 }
 
+std::vector<int64_t> Int8Context::output_sizes(at::IntArrayRef input) const {
+    const int64_t spatial = weight_.dim() - 2;
+    if (params_.kind == "linear" || static_cast<int64_t>(input.size()) != spatial + 2 ||
+        input[1] != weight_.size(1) * params_.groups)
+        return {};
+    std::vector<int64_t> out{input[0], weight_.size(0)};
+    for (int64_t d = 0; d < spatial; ++d) {
+        const int64_t k = params_.dilation[d] * (weight_.size(d + 2) - 1) + 1;
+        const int64_t o = (input[d + 2] + 2 * params_.padding[d] - k) / params_.stride[d] + 1;
+        if (o <= 0) return {};
+        out.push_back(o);
+    }
+    return out;
+}
+
 std::shared_ptr<ops::WeightCache> Int8Context::packed_weights(const memory::desc &plain) const {
     std::lock_guard<std::mutex> lock(cache_->weights_mutex);
     if (!cache_->weights) cache_->weights = std::make_shared<ops::WeightCache>(qweight_, plain);

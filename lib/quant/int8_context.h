@@ -69,6 +69,9 @@ public:
     at::Tensor run(const at::Tensor &input, const c10::optional<at::Tensor> &other) const;
 
     const Int8Params &params() const { return params_; }
+    // A convolution's output sizes for a batched input of these sizes; empty for a linear, an
+    // input of another rank or channels, or one too small (what ipex::int8_graph sizes by).
+    std::vector<int64_t> output_sizes(at::IntArrayRef input) const;
     at::IntArrayRef weight_sizes() const { return weight_.sizes(); }  // PyTorch's layout
     // Primitives cached (one per input shape, the last 16) and packed copies of the weights.
     size_t cached_shapes() const;

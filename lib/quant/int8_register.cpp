@@ -3,6 +3,7 @@
 #include <torch/library.h>
 
 #include "quant/int8_context.h"
+#include "quant/int8_graph.h"
 #include "ops/op_errors.h"
 
 namespace {
@@ -30,4 +31,6 @@ TORCH_LIBRARY_FRAGMENT(ipex, m) {
     m.def("int8_op(Tensor input, __torch__.torch.classes.ipex.Int8Context ctx) -> Tensor", IPEX_GUARDED(int8_op));
     m.def("int8_op_sum(Tensor input, Tensor other, __torch__.torch.classes.ipex.Int8Context ctx) -> Tensor",
           IPEX_GUARDED(int8_op_sum));
+    m.def("int8_graph(Tensor input, __torch__.torch.classes.ipex.Int8Context[] contexts, int[] program) -> Tensor",
+          IPEX_GUARDED(ipex::quant::int8_graph));
 }

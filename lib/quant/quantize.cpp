@@ -8,6 +8,7 @@
 #include "core/errors.h"
 #include "core/log.h"
 #include "quant/convert_static.h"
+#include "quant/int8_grouping.h"
 #include "quant/mixed_bf16.h"
 #include "quant/quant_graph.h"
 #include "quant/smooth_quant.h"
@@ -119,6 +120,11 @@ QuantizeResult quantize_model(const torch::jit::Module &model, const QConfig &co
             if (!m.applied)
                 log::info("--mixed-dtype bf16: no conv/linear/matmul runs outside the int8 regions; the ops "
                           "there stay fp32");
+        }
+        if (!options.portable) {  // residual blocks of int8 convolutions as ipex::int8_graph ops
+            const passes::PassResult g = group_int8_convolutions(prepared.graph);
+            result.report["int8_graphs"] = {{"graphs", g.count}, {"convolutions", g.details["convolutions"]},
+                                            {"sums", g.details["sums"]}, {"modules", g.modules}};
         }
     }
     result.report["nested_fp32"] = prepared.nested_fp32;

@@ -106,7 +106,8 @@ def write_json(path: str, obj) -> str:
 
 # Quantization facts of a saved int8 model: dtype and zero point of every quantize_per_tensor
 # (aten's in portable models, ipex's with the ipex ops)
-# and the describe() text of every ipex Int8Context ("int8 conv2d [..] s8->u8 +relu").
+# and the describe() text of every ipex Int8Context ("int8 conv2d [..] s8->u8 +relu"), those of an
+# ipex::int8_graph included.
 GRAPH_FACTS = r"""
 import json, sys
 import torch
@@ -120,6 +121,8 @@ for node in m.graph.nodes():
         out["quantize"].append({"zero_point": ins[2].toIValue(), "dtype": str(ins[3].toIValue())})
     if node.kind() in ("ipex::int8_op", "ipex::int8_op_sum"):
         out["contexts"].append(list(node.inputs())[-1].toIValue().describe())
+    if node.kind() == "ipex::int8_graph":  # its contexts in program order
+        out["contexts"] += [v.toIValue().describe() for v in list(node.inputs())[1].node().inputs()]
 print(json.dumps(out))
 """
 

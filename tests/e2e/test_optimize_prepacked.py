@@ -106,17 +106,20 @@ class OptimizePrepacked(e2e.ToolTestCase):
         after = report["op_histogram"]["after"]
         # Every residual operand is dead after its add (the block input, or the downsample
         # conv's output), so all 8 sums write into it.
-        # The stem's convolution runs with the max pooling after it (chain_convolutions).
-        self.assertEqual(after.get("ipex::convolution", 0), 11)
+        sums = self.pass_entry(report, "fuse_conv_sum")["modules"]
+        self.assertEqual(sum("+sum(in place)" in m for m in sums), 8, sums)
+        # The stem's convolution runs with the max pooling after it; the other 19 convolutions,
+        # the 8 with a sum among them, as one group of residual blocks.
         self.assertEqual(after.get("ipex::convolution_max_pool", 0), 1)
-        self.assertEqual(after.get("ipex::max_pool2d", 0), 0)
+        self.assertEqual(after.get("ipex::convolution_graph", 0), 1)
+        for op in ("ipex::convolution", "ipex::convolution_sum_", "ipex::convolution_sum", "ipex::max_pool2d"):
+            self.assertEqual(after.get(op, 0), 0, after)
         chains = self.pass_entry(report, "chain_convolutions")
         self.assertEqual(chains["details"]["pooled"], 1, chains)
         self.assertEqual(chains["modules"], ["conv1+maxpool"], chains)
-        self.assertEqual(after.get("ipex::convolution_sum_", 0), 8)
-        self.assertEqual(after.get("ipex::convolution_sum", 0), 0)
-        sums = self.pass_entry(report, "fuse_conv_sum")["modules"]
-        self.assertEqual(sum("+sum(in place)" in m for m in sums), 8, sums)
+        group = self.pass_entry(report, "group_convolutions")
+        self.assertEqual(group["details"], {"graphs": 1, "convolutions": 19, "sums": 8}, group)
+        self.assertEqual(group["modules"], ["layer1.0.conv1..layer4.1.conv2 (19 convolutions)"], group)
         for op in ("aten::conv2d", "aten::relu_", "aten::add_", "aten::linear"):
             self.assertEqual(after.get(op, 0), 0, after)
         meta = self.inspect(out)

@@ -59,9 +59,11 @@ class DigitsInt8(qc.DigitsCase):
               f"(drop {drop_pp:.2f} pp)")
         self.assertLessEqual(drop_pp, MAX_ACCURACY_DROP_PP)
         ops = r["ops"]
-        # conv2 + add + relu is one op; one quantize at the input, one dequantize at the logits.
-        self.assertEqual(count(ops, "ipex::int8_op"), 4, ops)
-        self.assertEqual(count(ops, "ipex::int8_op_sum"), 1, ops)
+        # conv2 + add + relu is one op, run with conv1 (its residual's source) as one
+        # ipex::int8_graph; one quantize at the input, one dequantize at the logits.
+        self.assertEqual(count(ops, "ipex::int8_op"), 3, ops)
+        self.assertEqual(count(ops, "ipex::int8_graph"), 1, ops)
+        self.assertEqual(count(ops, "ipex::int8_op_sum"), 0, ops)
         self.assertEqual(count(ops, "ipex::quantize_per_tensor"), 1, ops)
         self.assertEqual(count(ops, "aten::quantize_per_tensor"), 0, ops)
         self.assertEqual(count(ops, "aten::dequantize"), 1, ops)
@@ -127,8 +129,9 @@ class DigitsInt8(qc.DigitsCase):
         self.assertLessEqual(drop_pp, MAX_ACCURACY_DROP_PP)
         self.assertGreater(r["cosine"], MIN_COSINE)
         ops = r["ops"]
-        self.assertEqual(count(ops, "ipex::int8_op"), 4, ops)
-        self.assertEqual(count(ops, "ipex::int8_op_sum"), 1, ops)
+        self.assertEqual(count(ops, "ipex::int8_op"), 3, ops)
+        self.assertEqual(count(ops, "ipex::int8_graph"), 1, ops)
+        self.assertEqual(count(ops, "ipex::int8_op_sum"), 0, ops)
         self.assertEqual(count(ops, "ipex::quantize_per_tensor"), 1, ops)
         self.assertEqual(count(ops, "aten::quantize_per_tensor"), 0, ops)
         self.assertEqual(count(ops, "aten::dequantize"), 1, ops)
@@ -195,6 +198,12 @@ class DigitsInt8(qc.DigitsCase):
         r = qc.stock_eval(self, self.model, out, self.test_set, labels=True)
         self.assertEqual(count(r["ops"], "quantized::add_relu"), 1)
         self.assertLessEqual(100.0 * (r["acc_ref"] - r["acc_q"]), MAX_ACCURACY_DROP_PP)
+        self.assertNotIn("int8_graphs", report["quantize"])
+        # With the ipex ops: conv1 and conv2 + add + relu (the residual block) as one int8 graph.
+        _, report = self.optimize(self.model, self.path("opt_ipex.pt"), "--qconfig", self.qconfig)
+        self.assertEqual(report["quantize"]["int8_graphs"],
+                         {"graphs": 1, "convolutions": 2, "sums": 1,
+                          "modules": ["ipex::int8_op..ipex::int8_op_sum (2 convolutions)"]})
 
 
 class BadQConfig(e2e.ToolTestCase):

@@ -1,0 +1,21 @@
+// ipex::int8_graph(input, contexts, program): int8 convolutions (ipex::int8_op / int8_op_sum)
+// that read one another's outputs and the op's input and nothing else, residual sums included,
+// run by the program of ops/graph_program.h (the whole batch, or where its activations outgrow
+// the cache a few images at a time, piece by piece); group_convolutions
+// (passes/group_convolutions.h) puts it in place of such runs in a quantized model. A context
+// that sums in place writes over its summand only where nothing later reads it and it is not
+// the op's input; else over a copy of it.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/core/List.h>
+
+#include "quant/int8_context.h"
+
+namespace ipex::quant {
+
+using Int8Chain = c10::List<c10::intrusive_ptr<Int8Context>>;
+
+at::Tensor int8_graph(const at::Tensor &input, const Int8Chain &contexts, at::IntArrayRef program);
+
+}  // namespace ipex::quant
