@@ -121,17 +121,17 @@ void copy_part(const at::Tensor &y, const at::Tensor &slice) {
 
 }  // namespace
 
-void check_graph_program(const char *kOp, const std::vector<GraphStep> &steps, at::IntArrayRef program) {
-    IPEX_CHECK_INPUT(!steps.empty(), kOp, ": no convolution to run");
-    IPEX_CHECK_INPUT(program.size() == 2 * steps.size(), kOp, ": the program holds ", program.size(),
+void check_graph_program(const char *op, const std::vector<GraphStep> &steps, at::IntArrayRef program) {
+    IPEX_CHECK_INPUT(!steps.empty(), op, ": no convolution to run");
+    IPEX_CHECK_INPUT(program.size() == 2 * steps.size(), op, ": the program holds ", program.size(),
                      " values for ", steps.size(), " convolutions (two each)");
     for (size_t k = 0; k < steps.size(); ++k) {
         const int64_t read = read_of(program, k), sum = summand_of(program, k);
         const int64_t made = static_cast<int64_t>(k);  // values 0 .. k exist before step k
-        IPEX_CHECK_INPUT(read >= 0 && read <= made && sum >= -1 && sum <= made, kOp, ": convolution ", k,
+        IPEX_CHECK_INPUT(read >= 0 && read <= made && sum >= -1 && sum <= made, op, ": convolution ", k,
                          " reads value ", read, " and adds value ", sum, "; only values 0 to ", made,
                          " exist before it (-1: no sum)");
-        IPEX_CHECK_INPUT(steps[k].has_sum == (sum >= 0), kOp, ": convolution ", k, " (", steps[k].describe,
+        IPEX_CHECK_INPUT(steps[k].has_sum == (sum >= 0), op, ": convolution ", k, " (", steps[k].describe,
                          steps[k].has_sum ? ") has a sum post-op and no summand"
                                           : ") has no sum post-op but a summand");
     }
