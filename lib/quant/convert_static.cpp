@@ -135,6 +135,7 @@ public:
         return p;
     }
 
+    // The int8 op takes the float op's source range and scope, so reports name the user's module.
     Value *insert_ipex_op(const QuantOp &op, const OpConfig &cfg, const Int8Params &p, Value *qx, Value *qother) {
         c10::optional<at::Tensor> bias;
         if (op.bias) bias = *op.bias;
@@ -142,6 +143,7 @@ public:
         Value *c = g_.insertConstant(c10::IValue(ctx));
         Value *qy = qother ? g_.insert(sym("ipex::int8_op_sum"), {qx, qother, c})
                            : g_.insert(sym("ipex::int8_op"), {qx, c});
+        passes::copy_origin(qy->node(), op.node);
         qy->setType(c10::TensorType::get());
         return qy;
     }

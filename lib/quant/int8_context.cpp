@@ -180,13 +180,8 @@ std::vector<int64_t> Int8Context::conv_output_sizes(at::IntArrayRef input) const
                 input.size(), ", expected ", spatial + 2);
     IPEX_CHECK_INPUT(input[1] == weight_.size(1) * params_.groups, "ipex int8 ", params_.kind, ": input has ", input[1],
                 " channels, expected ", weight_.size(1) * params_.groups);
-    std::vector<int64_t> out{input[0], weight_.size(0)};
-    for (int64_t d = 0; d < spatial; ++d) {
-        const int64_t k = params_.dilation[d] * (weight_.size(d + 2) - 1) + 1;
-        const int64_t o = (input[d + 2] + 2 * params_.padding[d] - k) / params_.stride[d] + 1;
-        IPEX_CHECK_INPUT(o > 0, "ipex int8 ", params_.kind, ": input too small");
-        out.push_back(o);
-    }
+    std::vector<int64_t> out = output_sizes(input);
+    IPEX_CHECK_INPUT(!out.empty(), "ipex int8 ", params_.kind, ": input too small");
     return out;
 }
 
