@@ -12,6 +12,7 @@
 #include "ops/linear_context.h"
 #include "ops/rnn_context.h"
 #include "quant/int8_context.h"
+#include "quant/int8_graph.h"
 
 namespace ipex::bench {
 namespace {
@@ -146,8 +147,10 @@ OpWork ipex_conv_chain(c10::ArrayRef<const c10::IValue> in) {
     return w;
 }
 
+// ipex::convolution_graph or ipex::int8_graph(input, contexts, program).
 bool is_graph(const std::string &name, c10::ArrayRef<const c10::IValue> in) {
-    return name == "ipex::convolution_graph" && in.size() == 3 && in[1].isList() && in[2].isIntList();
+    return (name == "ipex::convolution_graph" || name == "ipex::int8_graph") && in.size() == 3 && in[1].isList() &&
+           in[2].isIntList();
 }
 
 ops::ConvChain contexts_of(const c10::IValue &list) {
@@ -156,44 +159,35 @@ ops::ConvChain contexts_of(const c10::IValue &list) {
     return contexts;
 }
 
-// ipex::convolution_graph(input, contexts, program): each convolution's FLOPs at the sizes of the
-// value it reads; none when the program or sizes do not fit.
-OpWork ipex_conv_graph(c10::ArrayRef<const c10::IValue> in) {
-    OpWork w{OpKind::kConvolution, dtype_name(in[0].toTensor().scalar_type()), 0};
-    try {
-        const ops::ConvChain contexts = contexts_of(in[1]);
-        const std::vector<int64_t> program = in[2].toIntVector();
-        const std::vector<ops::GraphStep> steps = ops::convolution_steps(contexts);
-        ops::check_graph_program("ipex::convolution_graph", steps, program);
-        const auto sizes = ops::graph_value_sizes(sizes_of(in[0]), steps, program);
-        if (sizes.empty()) return w;
-        w.dtype = context_dtype(contexts.get(0)->dtype());
-        for (size_t k = 0; k < contexts.size(); ++k) w.flops += contexts.get(k)->flops(sizes[program[2 * k]]);
-    } catch (const std::exception &) {
-        w.flops = 0;
-    }
-    return w;
+quant::Int8Chain int8_contexts_of(const c10::IValue &list) {
+    quant::Int8Chain contexts;
+    for (const c10::IValue &item : list.toListRef()) contexts.push_back(item.toCustomClass<quant::Int8Context>());
+    return contexts;
 }
 
-// ipex::int8_graph(input, contexts, program): each int8 convolution's multiply-adds (x2) at the
-// sizes of the value it reads; none when the program or sizes do not fit.
-OpWork ipex_int8_graph(c10::ArrayRef<const c10::IValue> in) {
-    OpWork w{OpKind::kConvolution, "int8", 0};
+// An int8 convolution's FLOPs on an input of these sizes.
+int64_t int8_conv_flops(const quant::Int8Context &ctx, const std::vector<int64_t> &input) {
+    const quant::Int8Params &p = ctx.params();
+    return conv_flops(ConvShape{input, ctx.weight_sizes().vec(), p.stride, p.padding, p.dilation, {}, false, false});
+}
+
+// A graph op: each convolution's FLOPs at the sizes of the value it reads (the program's own
+// sizes); none when the program or the sizes do not fit.
+OpWork ipex_graph(const std::string &name, c10::ArrayRef<const c10::IValue> in) {
+    const bool int8 = name == "ipex::int8_graph";
+    OpWork w{OpKind::kConvolution, int8 ? "int8" : dtype_name(in[0].toTensor().scalar_type()), 0};
     try {
         const std::vector<int64_t> program = in[2].toIntVector();
-        std::vector<std::vector<int64_t>> sizes{sizes_of(in[0])};
-        int64_t k = 0;
-        for (const c10::IValue &item : in[1].toListRef()) {
-            const auto ctx = item.toCustomClass<quant::Int8Context>();
-            if (program.size() < static_cast<size_t>(2 * k + 2) || program[2 * k] < 0 || program[2 * k] > k) return {};
-            std::vector<int64_t> out = ctx->output_sizes(sizes[program[2 * k]]);
-            if (out.empty()) return {OpKind::kConvolution, "int8", 0};
-            const auto w_sizes = ctx->weight_sizes();
-            const int64_t per_output = std::accumulate(w_sizes.begin() + 1, w_sizes.end(), int64_t{1},
-                                                       std::multiplies<int64_t>());
-            w.flops += 2 * per_output * std::accumulate(out.begin(), out.end(), int64_t{1}, std::multiplies<int64_t>());
-            sizes.push_back(std::move(out));
-            ++k;
+        const ops::ConvChain floats = int8 ? ops::ConvChain() : contexts_of(in[1]);
+        const quant::Int8Chain ints = int8 ? int8_contexts_of(in[1]) : quant::Int8Chain();
+        const std::vector<ops::GraphStep> steps = int8 ? quant::int8_steps(ints) : ops::convolution_steps(floats);
+        ops::check_graph_program(name.c_str(), steps, program);
+        const auto sizes = ops::graph_value_sizes(sizes_of(in[0]), steps, program);
+        if (sizes.empty()) return w;
+        if (!int8) w.dtype = context_dtype(floats.get(0)->dtype());
+        for (size_t k = 0; k < steps.size(); ++k) {
+            const std::vector<int64_t> &read = sizes[program[2 * k]];
+            w.flops += int8 ? int8_conv_flops(*ints.get(k), read) : floats.get(k)->flops(read);
         }
     } catch (const std::exception &) {
         w.flops = 0;
@@ -207,8 +201,7 @@ OpWork ipex_int8(c10::ArrayRef<const c10::IValue> in) {
     const std::vector<int64_t> weight = ctx->weight_sizes().vec();
     if (p.kind == "linear")
         return {OpKind::kLinear, "int8", linear_flops(in[0].toTensor().sizes(), weight.at(1), weight.at(0))};
-    ConvShape c{sizes_of(in[0]), weight, p.stride, p.padding, p.dilation, {}, false, false};
-    return {OpKind::kConvolution, "int8", conv_flops(c)};
+    return {OpKind::kConvolution, "int8", int8_conv_flops(*ctx, sizes_of(in[0]))};
 }
 
 OpWork ipex_rnn(c10::ArrayRef<const c10::IValue> in) {
@@ -333,8 +326,7 @@ OpWork op_work(const std::string &name, c10::ArrayRef<const c10::IValue> in) {
     if (kind == OpKind::kOther) return {kind, dtype_name(in[0].toTensor().scalar_type()), 0};
     const bool ipex = name.rfind("ipex::", 0) == 0;
     if (is_chain(name, in)) return ipex_conv_chain(in);
-    if (is_graph(name, in)) return ipex_conv_graph(in);
-    if (name == "ipex::int8_graph" && in.size() == 3 && in[1].isList() && in[2].isIntList()) return ipex_int8_graph(in);
+    if (is_graph(name, in)) return ipex_graph(name, in);
     if (ipex && kind == OpKind::kConvolution && in.back().isCustomClass()) return ipex_conv(in);
     if (ipex && kind == OpKind::kLinear && name != "ipex::woq_linear" && in.back().isCustomClass()) {
         const auto ctx = in.back().toCustomClass<ops::LinearContext>();
@@ -425,6 +417,10 @@ std::string op_signature(const std::string &name, c10::ArrayRef<const c10::IValu
         }
         return out.str();
     }
+    if (name == "ipex::int8_graph" && is_graph(name, inputs)) {
+        out << " " << inputs[1].toListRef().size() << " int8 convolutions";
+        return out.str();
+    }
     if (is_graph(name, inputs)) {  // how many convolutions, the first and the last
         try {
             const ops::ConvChain contexts = contexts_of(inputs[1]);
@@ -434,10 +430,6 @@ std::string op_signature(const std::string &name, c10::ArrayRef<const c10::IValu
             put_conv(out, *contexts.get(contexts.size() - 1));
         } catch (const std::exception &) {
         }
-        return out.str();
-    }
-    if (name == "ipex::int8_graph" && inputs.size() == 3 && inputs[1].isList()) {
-        out << " " << inputs[1].toListRef().size() << " int8 convolutions";
         return out.str();
     }
     if (inputs.empty() || !inputs.back().isCustomClass()) return out.str();

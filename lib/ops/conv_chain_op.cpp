@@ -33,12 +33,10 @@ std::optional<ChainSizes> chain_sizes(at::IntArrayRef input, const ConvChain &co
     image[0] = 1;
     for (size_t k = 0; k < contexts.size(); ++k) {
         const ConvolutionContext &ctx = *contexts.get(k);
-        if (static_cast<int64_t>(image.size()) != ctx.spatial_dims() + 2 || image[1] != ctx.in_channels())
-            return std::nullopt;
+        std::vector<int64_t> out = ctx.taken_output_sizes(image);
+        if (out.empty()) return std::nullopt;
         sizes.flops_per_image += ctx.flops(image);
-        image = ctx.output_sizes(image);
-        for (int64_t s : image)
-            if (s < 1) return std::nullopt;
+        image = std::move(out);
         if (k + 1 < contexts.size() || last_too) {
             const int64_t bytes = at::elementSize(ctx.output_dtype()) * c10::multiply_integers(image);
             sizes.intermediate_bytes_per_image = std::max(sizes.intermediate_bytes_per_image, bytes);

@@ -295,6 +295,14 @@ c10::intrusive_ptr<ConvolutionContext> ConvolutionContext::changed_copy() const 
     return copy;
 }
 
+std::vector<int64_t> ConvolutionContext::taken_output_sizes(at::IntArrayRef input) const {
+    if (static_cast<int64_t>(input.size()) != spatial_dims() + 2 || input[1] != in_channels()) return {};
+    std::vector<int64_t> out = output_sizes(input);
+    for (int64_t s : out)
+        if (s < 1) return {};
+    return out;
+}
+
 std::vector<int64_t> ConvolutionContext::output_sizes(at::IntArrayRef input) const {
     const auto &p = params_;
     const int64_t g = p.groups;

@@ -104,6 +104,9 @@ public:
     int64_t in_channels() const { return params_.transposed ? weight_.size(0) : weight_.size(1) * params_.groups; }
     // The output sizes of a batched input's sizes (a size below 1 where the input is too small).
     std::vector<int64_t> output_sizes(at::IntArrayRef input) const;
+    // The same for an input this convolution takes (its rank and channels, large enough for an
+    // output); empty for any other.
+    std::vector<int64_t> taken_output_sizes(at::IntArrayRef input) const;
     // The FLOPs of one call on an input of these sizes, batched or not: 2 x every output
     // (transposed: input) position x the weight's elements; 0 for sizes of another rank or a
     // too-small input. What the chain op weighs against memory traffic and bench --profile counts.

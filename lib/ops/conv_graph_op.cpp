@@ -7,17 +7,10 @@ std::vector<GraphStep> convolution_steps(const ConvChain &contexts) {
     for (size_t k = 0; k < contexts.size(); ++k) {
         c10::intrusive_ptr<ConvolutionContext> ctx = contexts.get(k);
         GraphStep step;
-        step.output_sizes = [ctx](const std::vector<int64_t> &in) {
-            if (static_cast<int64_t>(in.size()) != ctx->spatial_dims() + 2 || in[1] != ctx->in_channels())
-                return std::vector<int64_t>{};
-            std::vector<int64_t> out = ctx->output_sizes(in);
-            for (int64_t s : out)
-                if (s < 1) return std::vector<int64_t>{};
-            return out;
-        };
+        step.output_sizes = [ctx](const std::vector<int64_t> &in) { return ctx->taken_output_sizes(in); };
         step.output_element_bytes = static_cast<int64_t>(at::elementSize(ctx->output_dtype()));
         step.has_sum = tensor_post_op(ctx->post_ops()) >= 0;
-        step.describe = ctx->describe();
+        step.describe = [ctx] { return ctx->describe(); };
         step.run = [ctx](const at::Tensor &src, const at::Tensor *summand, bool summand_dead) {
             return summand ? ctx->run(src, *summand, summand_dead) : ctx->run(src, c10::nullopt);
         };

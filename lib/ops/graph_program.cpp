@@ -131,7 +131,7 @@ void check_graph_program(const char *op, const std::vector<GraphStep> &steps, at
         IPEX_CHECK_INPUT(read >= 0 && read <= made && sum >= -1 && sum <= made, op, ": convolution ", k,
                          " reads value ", read, " and adds value ", sum, "; only values 0 to ", made,
                          " exist before it (-1: no sum)");
-        IPEX_CHECK_INPUT(steps[k].has_sum == (sum >= 0), op, ": convolution ", k, " (", steps[k].describe,
+        IPEX_CHECK_INPUT(steps[k].has_sum == (sum >= 0), op, ": convolution ", k, " (", steps[k].describe(),
                          steps[k].has_sum ? ") has a sum post-op and no summand"
                                           : ") has no sum post-op but a summand");
     }

@@ -36,7 +36,7 @@ struct GraphStep {
     std::function<std::vector<int64_t>(const std::vector<int64_t> &)> output_sizes;
     int64_t output_element_bytes = 4;
     bool has_sum = false;
-    std::string describe;  // for errors
+    std::function<std::string()> describe;  // for errors (made only when one is raised)
     // The step on `src`, adding `summand` when it has a sum; `summand_dead`: nothing reads the
     // summand later and it is not the op's input, so the output may take its memory.
     std::function<at::Tensor(const at::Tensor &src, const at::Tensor *summand, bool summand_dead)> run;

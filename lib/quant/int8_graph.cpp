@@ -3,7 +3,6 @@
 #include "ops/graph_program.h"
 
 namespace ipex::quant {
-namespace {
 
 std::vector<ipex::ops::GraphStep> int8_steps(const Int8Chain &contexts) {
     std::vector<ipex::ops::GraphStep> steps;
@@ -13,7 +12,7 @@ std::vector<ipex::ops::GraphStep> int8_steps(const Int8Chain &contexts) {
         step.output_sizes = [ctx](const std::vector<int64_t> &in) { return ctx->output_sizes(in); };
         step.output_element_bytes = 1;
         step.has_sum = ctx->params().sum;
-        step.describe = ctx->describe();
+        step.describe = [ctx] { return ctx->describe(); };
         step.run = [ctx](const at::Tensor &src, const at::Tensor *summand, bool summand_dead) {
             if (!summand) return ctx->run(src, c10::nullopt);
             if (ctx->params().sum_in_place && !summand_dead) return ctx->run(src, summand->clone());
@@ -23,8 +22,6 @@ std::vector<ipex::ops::GraphStep> int8_steps(const Int8Chain &contexts) {
     }
     return steps;
 }
-
-}  // namespace
 
 at::Tensor int8_graph(const at::Tensor &input, const Int8Chain &contexts, at::IntArrayRef program) {
     return ipex::ops::run_graph_program("ipex::int8_graph", input, int8_steps(contexts), program);

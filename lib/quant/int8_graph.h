@@ -10,6 +10,9 @@
 #include <ATen/ATen.h>
 #include <ATen/core/List.h>
 
+#include <vector>
+
+#include "ops/graph_program.h"
 #include "quant/int8_context.h"
 
 namespace ipex::quant {
@@ -17,5 +20,8 @@ namespace ipex::quant {
 using Int8Chain = c10::List<c10::intrusive_ptr<Int8Context>>;
 
 at::Tensor int8_graph(const at::Tensor &input, const Int8Chain &contexts, at::IntArrayRef program);
+
+// The program's steps for these contexts (what the profiler counts FLOPs with).
+std::vector<ops::GraphStep> int8_steps(const Int8Chain &contexts);
 
 }  // namespace ipex::quant

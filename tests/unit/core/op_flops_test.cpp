@@ -159,6 +159,16 @@ TEST(OpFlops, OpWorkFromBoxedArguments) {
     EXPECT_EQ(work.flops, chain_flops);
     EXPECT_EQ(ipex::bench::op_signature("ipex::convolution_max_pool", boxed(pooled)),
               "1x4x9x9 w 8x2x3x3 s2 p1 d1 g2 -> w 6x8x1x1 s1 p0 d1 g1 -> max_pool 3x3 s2x1");
+    // The same two as a graph program (each reads the value before it); a program that does not
+    // fit them counts nothing.
+    std::vector<c10::IValue> graph{at::zeros({1, 4, 9, 9}), c10::IValue(contexts), std::vector<int64_t>{0, -1, 1, -1}};
+    work = ipex::bench::op_work("ipex::convolution_graph", boxed(graph));
+    EXPECT_EQ(work.kind, ipex::bench::OpKind::kConvolution);
+    EXPECT_EQ(work.flops, chain_flops);
+    EXPECT_EQ(ipex::bench::op_signature("ipex::convolution_graph", boxed(graph)),
+              "1x4x9x9 2 convolutions: w 8x2x3x3 s2 p1 d1 g2 .. w 6x8x1x1 s1 p0 d1 g1");
+    std::vector<c10::IValue> unfit{at::zeros({1, 4, 9, 9}), c10::IValue(contexts), std::vector<int64_t>{0, -1, 2, -1}};
+    EXPECT_EQ(ipex::bench::op_work("ipex::convolution_graph", boxed(unfit)).flops, 0);
 }
 
 }  // namespace
