@@ -166,7 +166,8 @@ ConvolutionContext::ConvolutionContext(at::Tensor weight, c10::optional<at::Tens
     // A sum's dtype is known at run time only; prepack for the common case (compute dtype).
     const bool own_always = (depthwise_ && depthwise_->choice == own_kernels::Choice::own) ||
                             (pointwise_ && pointwise_->choice == own_kernels::Choice::own) ||
-                            (grouped_ && grouped_->choice == own_kernels::Choice::own);
+                            (grouped_ && grouped_->choice == own_kernels::Choice::own) ||
+                            (winograd_ && winograd_->choice == own_kernels::Choice::own);
     if (hint_fits && !own_always)
         entry_for(hint, types.output, output_sizes(hint));
 }
@@ -175,8 +176,10 @@ bool ConvolutionContext::own_for(const at::Tensor &src, const std::vector<int64_
     const OwnChoice *plan = depthwise_ ? static_cast<const OwnChoice *>(depthwise_.get())
                             : pointwise_ ? static_cast<const OwnChoice *>(pointwise_.get())
                             : grouped_   ? static_cast<const OwnChoice *>(grouped_.get())
+                            : winograd_  ? static_cast<const OwnChoice *>(winograd_.get())
                                          : static_cast<const OwnChoice *>(split_.get());
-    if (!plan || ((depthwise_ || pointwise_ || grouped_) && src.dim() != 4)) return false;
+    if (!plan || ((depthwise_ || pointwise_ || grouped_ || winograd_) && src.dim() != 4)) return false;
+    if (winograd_ && !winograd_takes(src.sizes().vec())) return false;
     const CacheKey key = src.sizes().vec();
     const at::ScalarType type = compute_types(dtype_).output;
     // Timed calls write a new tensor each; with a sum it holds zeros for a summand (not whatever
@@ -194,6 +197,7 @@ void ConvolutionContext::run_own(const at::Tensor &src, const at::Tensor &dst) c
     if (depthwise_) return run_depthwise(src, dst);
     if (pointwise_) return run_pointwise(src, dst);
     if (grouped_) return run_grouped(src, dst);
+    if (winograd_) return run_winograd(src, dst);
     run_split(src, dst);
 }
 

@@ -140,7 +140,8 @@ public:
     // shape: as recorded for that shape (at optimize time, saved with the context), else timed
     // on its first call; IPEX_CONV_KERNELS=0 or 1 overrides both.
     bool has_kernel_choice() const {
-        return depthwise_ != nullptr || pointwise_ != nullptr || grouped_ != nullptr || split_ != nullptr;
+        return depthwise_ != nullptr || pointwise_ != nullptr || grouped_ != nullptr || winograd_ != nullptr ||
+               split_ != nullptr;
     }
     struct KernelChoice {
         std::vector<int64_t> input_sizes;
@@ -177,6 +178,13 @@ public:
     bool has_grouped_kernel() const { return grouped_ != nullptr; }
     // Bytes of the grouped kernel's own packed weight: 0 until the kernel first runs (or is timed).
     size_t grouped_weight_bytes() const;
+    // Whether 4-D inputs may run oneDNN's Winograd convolution (3x3, fp32, stride and dilation
+    // 1, one group, AVX-512; conv_own_plans.h) instead of its direct one.
+    bool has_winograd_kernel() const { return winograd_ != nullptr; }
+    // Whether the Winograd kernel takes this batched input shape (oneDNN has one for it).
+    bool winograd_takes(const std::vector<int64_t> &src_sizes) const;
+    // Packed copies of the weights in Winograd layouts (at most 2, conv_own_plans.h).
+    size_t winograd_layouts() const;
     // Whether the trailing activation may run after oneDNN's convolution, in the own kernel.
     bool has_split_activation() const { return split_ != nullptr; }
 
@@ -199,6 +207,7 @@ private:
     void plan_depthwise();
     void plan_pointwise();
     void plan_grouped();
+    void plan_winograd();  // conv_winograd.cpp
     void plan_split();
     // The own kernels and the split write src's convolution (channels-last, math dtype) into dst
     // (channels-last, dense, the output dtype).
@@ -208,9 +217,11 @@ private:
     void execute_into(const at::Tensor &src, const at::Tensor &dst) const;
     void run_pointwise(const at::Tensor &src, const at::Tensor &dst) const;
     void run_grouped(const at::Tensor &src, const at::Tensor &dst) const;
+    // dst holds the summand when the post-ops have a sum.
+    void run_winograd(const at::Tensor &src, const at::Tensor &dst) const;
     // The convolution without its trailing activation, then the activation in place.
     void run_split(const at::Tensor &src, const at::Tensor &dst) const;
-    // Whether the own kernel this context has (depthwise, pointwise, grouped or split; at most one)
+    // Whether the own kernel this context has (depthwise, pointwise, grouped, Winograd or split; at most one)
     // runs src's shape (times both on a shape's first call), and that kernel.
     bool own_for(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
     void run_own(const at::Tensor &src, const at::Tensor &dst) const;
@@ -235,6 +246,8 @@ private:
     std::shared_ptr<const Pointwise> pointwise_;
     struct Grouped;  // the packed weight, bias and geometry of the own grouped kernel
     std::shared_ptr<const Grouped> grouped_;
+    struct Winograd;  // oneDNN's Winograd primitives per input shape
+    std::shared_ptr<const Winograd> winograd_;
     struct Split;  // the convolution without its trailing activation, and that activation
     std::shared_ptr<const Split> split_;
     std::vector<std::pair<std::vector<int64_t>, bool>> recorded_;  // input shape -> own kernel

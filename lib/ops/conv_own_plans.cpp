@@ -52,19 +52,6 @@ void set_sizes(const at::Tensor &src, const at::Tensor &dst, KernelProblem *prob
     problem->ow = dst.size(3);
 }
 
-// How an own kernel is chosen for a convolution of these types, when one may run it: fp32 or
-// bf16 where the CPU runs the kernel (`available`, by the math dtype: own_kernels::available,
-// depthwise_available or grouped_available), its output in the math dtype, unless
-// IPEX_CONV_KERNELS=0.
-std::optional<own_kernels::Choice> own_choice(const ComputeTypes &types, bool (*available)(bool bf16)) {
-    const bool bf16 = types.math == at::kBFloat16;
-    if (types.fpmath_bf16 || types.output != types.math || (!bf16 && types.math != at::kFloat) || !available(bf16))
-        return std::nullopt;
-    const auto choice = own_kernels::choice_from_env(std::getenv(own_kernels::kChoiceVariable));
-    if (choice == own_kernels::Choice::onednn) return std::nullopt;
-    return choice;
-}
-
 // A 1x1 weight (n x k x 1 x 1) as own_kernels::Pointwise takes it: bf16, pairs of inputs by
 // 16 outputs, n padded to 16 and k to 2; fp32, k x n padded to 16.
 at::Tensor pack_pointwise(const at::Tensor &weight, bool bf16) {
@@ -112,10 +99,20 @@ int64_t grouped_merge(bool bf16, int64_t g, int64_t in, int64_t out, int64_t tap
 
 }  // namespace
 
+std::optional<own_kernels::Choice> own_choice(const ComputeTypes &types, bool (*available)(bool bf16)) {
+    const bool bf16 = types.math == at::kBFloat16;
+    if (types.fpmath_bf16 || types.output != types.math || (!bf16 && types.math != at::kFloat) || !available(bf16))
+        return std::nullopt;
+    const auto choice = own_kernels::choice_from_env(std::getenv(own_kernels::kChoiceVariable));
+    if (choice == own_kernels::Choice::onednn) return std::nullopt;
+    return choice;
+}
+
 void ConvolutionContext::plan_kernels() {
     plan_depthwise();
     plan_pointwise();
     plan_grouped();
+    plan_winograd();
     plan_split();
 }
 
@@ -265,7 +262,7 @@ void ConvolutionContext::run_grouped(const at::Tensor &src, const at::Tensor &ds
 
 void ConvolutionContext::plan_split() {
     split_.reset();
-    if (depthwise_ || pointwise_ || grouped_ || post_ops_.empty() || tensor_post_op(post_ops_) >= 0) return;
+    if (depthwise_ || pointwise_ || grouped_ || winograd_ || post_ops_.empty() || tensor_post_op(post_ops_) >= 0) return;
     // The trailing activations the kernel computes, when they hold an exp (sigmoid, SiLU):
     // those are where oneDNN's fused post-op costs more than the convolution itself.
     size_t start = post_ops_.size();

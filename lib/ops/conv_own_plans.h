@@ -9,6 +9,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "ops/conv_context.h"
 #include "ops/own_kernels.h"
@@ -27,6 +28,12 @@ struct OwnChoice {
     own_kernels::Choice choice = own_kernels::Choice::timed;
     std::shared_ptr<TimedChoices> timed = std::make_shared<TimedChoices>();
 };
+
+// How an own kernel is chosen for a convolution of these types, when one may run it: fp32 or
+// bf16 where the CPU runs the kernel (`available`, by the math dtype: own_kernels::available,
+// depthwise_available, grouped_available or the Winograd kernel's), its output in the math
+// dtype, unless IPEX_CONV_KERNELS=0.
+std::optional<own_kernels::Choice> own_choice(const ComputeTypes &types, bool (*available)(bool bf16));
 
 // A weight packed for an own kernel on the kernel's first run (or timing): a second copy beside
 // oneDNN's, held only by convolutions that run that kernel. Thread safe.
@@ -74,6 +81,25 @@ struct ConvolutionContext::Grouped : OwnChoice {
     // outputs (ResNeXt's 4 and 8), as many as make 16 outputs, their weights placed on the
     // diagonal of one group's weight with zeros around them.
     int64_t merged = 1;
+};
+
+// oneDNN's Winograd convolution of a dense 3x3 fp32 convolution of stride and dilation 1:
+// F(4x4, 3x3) or F(2x2, 3x3) as oneDNN picks per shape, about half the time of its direct
+// kernels where the image has enough tiles (measured on AVX-512: 900-1100 GFLOP/s of the
+// direct convolution's FLOPs against 490-600). It takes the blocked layout (nChw16c) only, so a
+// call reorders the channels-last input (and a summand) into it and the output back, and it
+// holds its own copies of the weights in oneDNN's Winograd layouts (1.8x the weight for
+// F(2x2, 3x3), 4x for F(4x4, 3x3)), packed on the first call of a shape that takes them. oneDNN
+// blocks them by the shape, so a context keeps at most kMaxLayouts of them, the first shapes'
+// (ResNet-50 needs one per convolution): a shape that would need another runs the direct kernel.
+// Its sums differ from the direct convolution's in the last bits (transforms of the tiles in
+// fp32: relative errors up to 2e-6 of the output's largest value, tests/unit/ops/winograd_test).
+constexpr const char *kWinogradVariable = "IPEX_CONV_WINOGRAD";
+struct ConvolutionContext::Winograd : OwnChoice {
+    static constexpr size_t kMaxLayouts = 2;
+    struct Shape;  // per input shape: the primitives, or none where oneDNN has no such kernel
+    std::shared_ptr<PrimitiveCache<Shape>> shapes = std::make_shared<PrimitiveCache<Shape>>();
+    std::shared_ptr<WeightCache> weights;  // the Winograd copies (the plain weight shared)
 };
 
 struct ConvolutionContext::Split : OwnChoice {

@@ -26,6 +26,13 @@ dnnl::memory::desc WeightCache::first_layout() const {
     return packed_.empty() ? dnnl::memory::desc() : packed_.front().first;
 }
 
+bool WeightCache::holds(const dnnl::memory::desc &desc) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto &entry : packed_)
+        if (entry.first == desc) return true;
+    return false;
+}
+
 size_t WeightCache::layouts() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return packed_.size();

@@ -33,6 +33,8 @@ public:
     Packed get(const dnnl::memory::desc &desc);
 
     size_t layouts() const;
+    // Whether a copy in `desc` is held.
+    bool holds(const dnnl::memory::desc &desc) const;
     const at::Tensor &plain() const { return plain_; }
     // The layout of the first packed copy (a zero desc before any).
     dnnl::memory::desc first_layout() const;

@@ -267,6 +267,7 @@ bool choose_kernels_of(ops::ConvolutionContext &ctx, const std::string &label, c
     const char *kernel = ctx.has_depthwise_kernel()   ? "own depthwise convolution"
                          : ctx.has_pointwise_kernel() ? "own pointwise convolution"
                          : ctx.has_grouped_kernel()   ? "own grouped convolution"
+                         : ctx.has_winograd_kernel()  ? "oneDNN Winograd convolution"
                                                       : "oneDNN convolution, own activation after it";
     for (const auto &shape : shapes) {
         const auto chosen = ctx.choose_kernel(shape, runs);
