@@ -39,6 +39,7 @@ const std::unordered_map<std::string, OpKind> &kind_table() {
         {"ipex::convolution_max_pool", OpKind::kConvolution},
         {"ipex::convolution_graph", OpKind::kConvolution},
         {"ipex::int8_graph", OpKind::kConvolution},
+        {"ipex::int8_conv_max_pool", OpKind::kConvolution},
         {"ipex::linear", OpKind::kLinear},
         {"ipex::linear_binary", OpKind::kLinear},
         {"ipex::woq_linear", OpKind::kLinear},
@@ -67,6 +68,11 @@ const std::unordered_map<std::string, OpKind> &kind_table() {
 }
 
 bool is_int8_op(const std::string &name) { return name == "ipex::int8_op" || name == "ipex::int8_op_sum"; }
+
+// ipex::int8_conv_max_pool(input, ctx, kernel_size, stride, padding, dilation, ceil_mode).
+bool is_int8_conv_pool(const std::string &name, c10::ArrayRef<const c10::IValue> in) {
+    return name == "ipex::int8_conv_max_pool" && in.size() == 7 && in[1].isCustomClass();
+}
 
 std::string dtype_name(at::ScalarType t) {
     switch (t) {
@@ -323,6 +329,7 @@ OpWork op_work(const std::string &name, c10::ArrayRef<const c10::IValue> in) {
     const OpKind kind = op_kind(name);
     if (in.empty() || !in[0].isTensor()) return {kind, "", 0};
     if (is_int8_op(name) && in.back().isCustomClass()) return ipex_int8(in);
+    if (is_int8_conv_pool(name, in)) return ipex_int8(in.slice(0, 2));
     if (kind == OpKind::kOther) return {kind, dtype_name(in[0].toTensor().scalar_type()), 0};
     const bool ipex = name.rfind("ipex::", 0) == 0;
     if (is_chain(name, in)) return ipex_conv_chain(in);
@@ -432,16 +439,17 @@ std::string op_signature(const std::string &name, c10::ArrayRef<const c10::IValu
         }
         return out.str();
     }
-    if (inputs.empty() || !inputs.back().isCustomClass()) return out.str();
-    const c10::IValue &context = inputs.back();
+    const bool pooled = is_int8_conv_pool(name, inputs);  // the context second, the pooling's arguments after it
+    if (inputs.empty() || !(pooled ? inputs[1] : inputs.back()).isCustomClass()) return out.str();
+    const c10::IValue &context = pooled ? inputs[1] : inputs.back();
     const bool ipex = name.rfind("ipex::", 0) == 0;
     try {
-        if (ipex && op_kind(name) == OpKind::kConvolution) {
+        if (ipex && op_kind(name) == OpKind::kConvolution && !pooled) {
             put_conv(out, *context.toCustomClass<ops::ConvolutionContext>());
         } else if (ipex && op_kind(name) == OpKind::kLinear && name != "ipex::woq_linear") {
             const auto ctx = context.toCustomClass<ops::LinearContext>();
             out << " w " << ctx->out_features() << "x" << ctx->in_features();
-        } else if (is_int8_op(name)) {
+        } else if (is_int8_op(name) || pooled) {
             const auto ctx = context.toCustomClass<quant::Int8Context>();
             const quant::Int8Params &p = ctx->params();
             out << " " << p.kind << " w ";
@@ -450,6 +458,11 @@ std::string op_signature(const std::string &name, c10::ArrayRef<const c10::IValu
             put_param(out, "p", p.padding);
             put_param(out, "d", p.dilation);
             if (p.kind != "linear") out << " g" << p.groups;
+            if (pooled) {
+                out << " -> max_pool";
+                put_param(out, "k", inputs[2].toIntVector());
+                put_param(out, "s", inputs[3].toIntVector());
+            }
         }
     } catch (const std::exception &) {
         // A context of another class under that name: the tensor sizes still say the layer.

@@ -21,6 +21,21 @@ using Int8Chain = c10::List<c10::intrusive_ptr<Int8Context>>;
 
 at::Tensor int8_graph(const at::Tensor &input, const Int8Chain &contexts, at::IntArrayRef program);
 
+// ipex::int8_conv_max_pool(input, ctx, kernel_size, stride, padding, dilation, ceil_mode): an int8
+// convolution and the 2-D max pooling that alone reads its output (aten::max_pool2d's arguments,
+// which pools quantized values as they are: the maximum commutes with the affine map), run by
+// the same program runner as [convolution, pooling], so a batch whose convolution output
+// outgrows the cache (ResNet's 16x64x112x112 stem output, 12.8 MB in u8) runs a few images at a
+// time and the pooling reads each part from cache. quantize makes it (pool_int8_convolutions).
+at::Tensor int8_conv_max_pool(const at::Tensor &input, const c10::intrusive_ptr<Int8Context> &ctx,
+                              at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding,
+                              at::IntArrayRef dilation, bool ceil_mode);
+// Its steps (what the profiler counts FLOPs with): the convolution's, then the pooling's.
+std::vector<ops::GraphStep> int8_conv_max_pool_steps(const c10::intrusive_ptr<Int8Context> &ctx,
+                                                     at::IntArrayRef kernel_size, at::IntArrayRef stride,
+                                                     at::IntArrayRef padding, at::IntArrayRef dilation,
+                                                     bool ceil_mode);
+
 // The program's steps for these contexts (what the profiler counts FLOPs with).
 std::vector<ops::GraphStep> int8_steps(const Int8Chain &contexts);
 

@@ -33,4 +33,7 @@ TORCH_LIBRARY_FRAGMENT(ipex, m) {
           IPEX_GUARDED(int8_op_sum));
     m.def("int8_graph(Tensor input, __torch__.torch.classes.ipex.Int8Context[] contexts, int[] program) -> Tensor",
           IPEX_GUARDED(ipex::quant::int8_graph));
+    m.def("int8_conv_max_pool(Tensor input, __torch__.torch.classes.ipex.Int8Context ctx, int[] kernel_size, "
+          "int[] stride, int[] padding, int[] dilation, bool ceil_mode) -> Tensor",
+          IPEX_GUARDED(ipex::quant::int8_conv_max_pool));
 }

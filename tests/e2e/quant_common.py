@@ -121,6 +121,8 @@ for node in m.graph.nodes():
         out["quantize"].append({"zero_point": ins[2].toIValue(), "dtype": str(ins[3].toIValue())})
     if node.kind() in ("ipex::int8_op", "ipex::int8_op_sum"):
         out["contexts"].append(list(node.inputs())[-1].toIValue().describe())
+    if node.kind() == "ipex::int8_conv_max_pool":
+        out["contexts"].append(list(node.inputs())[1].toIValue().describe())
     if node.kind() == "ipex::int8_graph":  # its contexts in program order
         out["contexts"] += [v.toIValue().describe() for v in list(node.inputs())[1].node().inputs()]
 print(json.dumps(out))

@@ -8,6 +8,7 @@
 #include "bench/op_flops.h"
 #include "ops/conv_context.h"
 #include "ops/linear_context.h"
+#include "quant/int8_context.h"
 
 namespace {
 
@@ -169,6 +170,31 @@ TEST(OpFlops, OpWorkFromBoxedArguments) {
               "1x4x9x9 2 convolutions: w 8x2x3x3 s2 p1 d1 g2 .. w 6x8x1x1 s1 p0 d1 g1");
     std::vector<c10::IValue> unfit{at::zeros({1, 4, 9, 9}), c10::IValue(contexts), std::vector<int64_t>{0, -1, 2, -1}};
     EXPECT_EQ(ipex::bench::op_work("ipex::convolution_graph", boxed(unfit)).flops, 0);
+}
+
+// ipex::int8_conv_max_pool: the convolution's FLOPs (the pooling none), an int8 convolution row.
+TEST(OpFlops, Int8ConvolutionAndPooling) {
+    ipex::quant::Int8Params p;
+    p.kind = "conv2d";
+    p.stride = {2, 2};
+    p.padding = {3, 3};
+    p.dilation = {1, 1};
+    const at::Tensor w = at::ones({16, 3, 7, 7});
+    auto ctx = c10::make_intrusive<ipex::quant::Int8Context>(w, c10::nullopt, std::vector<double>(16, 0.01), p);
+    const at::Tensor x = at::quantize_per_tensor(at::zeros({2, 3, 30, 28}), 0.1, 0, at::kQUInt8);
+    std::vector<c10::IValue> args{x,
+                                  c10::IValue(ctx),
+                                  std::vector<int64_t>{3, 3},
+                                  std::vector<int64_t>{2, 2},
+                                  std::vector<int64_t>{1, 1},
+                                  std::vector<int64_t>{1, 1},
+                                  false};
+    const auto work = ipex::bench::op_work("ipex::int8_conv_max_pool", boxed(args));
+    EXPECT_EQ(work.kind, ipex::bench::OpKind::kConvolution);
+    EXPECT_EQ(work.dtype, "int8");
+    EXPECT_EQ(work.flops, reference_conv_flops(at::zeros({2, 3, 30, 28}), w, {2, 2}, {3, 3}, {1, 1}, 1));
+    EXPECT_EQ(ipex::bench::op_signature("ipex::int8_conv_max_pool", boxed(args)),
+              "2x3x30x28 conv2d w 16x3x7x7 s2 p3 d1 g1 -> max_pool k3 s2");
 }
 
 }  // namespace

@@ -2,6 +2,10 @@
 // the bits of the same contexts run one after the other on the whole batch (integer sums,
 // requantized per value), under every budget; contexts that sum in place never write over the
 // op's input or a value read later; the registered op; a program that does not fit.
+// ipex::int8_conv_max_pool: a stem-like strided convolution and its pooling, a part of the batch
+// at a time, give the bits of the two ops one after the other, for pooling geometries with
+// padding, dilation and ceil mode; the part size seen from the convolution's cached shapes; bad
+// arguments; the registered op.
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <gtest/gtest.h>
@@ -123,6 +127,114 @@ TEST(Int8Graph, RegisteredOpAndPrograms) {
     EXPECT_NE(error_of({0, -1, 1, -1, 2, -1}).find("has a sum post-op and no summand"), std::string::npos);
     EXPECT_NE(error_of({0, -1, 2, -1, 2, 0}).find("convolution 1 reads value 2"), std::string::npos);
     EXPECT_EQ(error_of(g.program), std::string());
+}
+
+// A 3-channel stride-2 7x7 convolution with relu (a ResNet stem), u8 in and out.
+Ctx stem(int64_t out) {
+    Int8Params p;
+    p.kind = "conv2d";
+    p.stride = {2, 2};
+    p.padding = {3, 3};
+    p.dilation = {1, 1};
+    p.in_scale = 0.02;
+    p.in_zero_point = 120;
+    p.out_scale = kScale;
+    p.out_zero_point = 0;
+    p.relu = true;
+    const at::Tensor w = at::randn({out, 3, 7, 7}) / std::sqrt(147.0);
+    std::vector<double> scales(out, w.abs().max().item<double>() / 127.0);
+    return c10::make_intrusive<Int8Context>(w, at::randn({out}) * 0.1, scales, p);
+}
+
+struct Pooling {
+    std::vector<int64_t> kernel, stride, padding, dilation;
+    bool ceil;
+};
+
+TEST(Int8ConvMaxPool, EveryBudgetGivesTheSequencesBits) {
+    at::manual_seed(2);
+    const Ctx c = stem(16);
+    const at::Tensor x = at::quantize_per_tensor(at::randn({6, 3, 96, 90}), 0.02, 120, at::kQUInt8)
+                             .contiguous(at::MemoryFormat::ChannelsLast);
+    const at::Tensor before = x.int_repr().clone();
+    for (const Pooling &pool : std::vector<Pooling>{{{3, 3}, {2, 2}, {1, 1}, {1, 1}, false},   // ResNet's
+                                                    {{3, 3}, {2, 2}, {0, 0}, {1, 1}, true},    // ceil mode
+                                                    {{2, 3}, {1, 2}, {1, 0}, {2, 1}, false},   // dilated
+                                                    {{2}, {}, {0}, {1}, false}}) {             // stride = kernel
+        // aten's quantized pooling reads two values of each list: the single ones given twice.
+        const auto pair = [](const std::vector<int64_t> &v, const std::vector<int64_t> &empty_as) {
+            return v.empty() ? empty_as : std::vector<int64_t>{v.front(), v.back()};
+        };
+        const std::vector<int64_t> kernel = pair(pool.kernel, {});
+        const at::Tensor want = at::max_pool2d(c->run(x, c10::nullopt), kernel, pair(pool.stride, kernel),
+                                               pair(pool.padding, {}), pair(pool.dilation, {}), pool.ceil);
+        for (const char *budget : {"1", "20000", "0"}) {
+            ScopedBudget env(budget);
+            const at::Tensor got =
+                int8_conv_max_pool(x, c, pool.kernel, pool.stride, pool.padding, pool.dilation, pool.ceil);
+            ASSERT_TRUE(got.is_quantized());
+            ASSERT_EQ(got.sizes(), want.sizes()) << budget;
+            EXPECT_EQ(got.q_zero_point(), want.q_zero_point());
+            EXPECT_TRUE(at::equal(got.int_repr(), want.int_repr())) << "budget " << budget;
+            EXPECT_TRUE(got.is_contiguous(at::MemoryFormat::ChannelsLast));
+        }
+        // The pooling step's sizes (what the runner plans parts by) are the pooling's.
+        const auto steps = int8_conv_max_pool_steps(c, pool.kernel, pool.stride, pool.padding, pool.dilation, pool.ceil);
+        ASSERT_EQ(steps.size(), 2u);
+        const std::vector<int64_t> conv_sizes = steps[0].output_sizes(x.sizes().vec());
+        EXPECT_EQ(steps[1].output_sizes(conv_sizes), want.sizes().vec());
+        EXPECT_EQ(steps[1].output_sizes({1, 16, 0, 5}), std::vector<int64_t>());
+    }
+    EXPECT_TRUE(at::equal(x.int_repr(), before)) << "the op's input was written";
+}
+
+// Under a budget of one image's convolution output the convolution runs an image at a time (its
+// primitive cached for a batch of 1), without one on the whole batch.
+TEST(Int8ConvMaxPool, RunsAPartOfTheBatchAtATime) {
+    at::manual_seed(3);
+    // 16 x 64 x 64 u8 = 64 KB of convolution output an image, 32 x 32 pooled pixels (at least
+    // kGraphMinPartPixels in each step).
+    const at::Tensor x = at::quantize_per_tensor(at::randn({4, 3, 128, 128}), 0.02, 120, at::kQUInt8)
+                             .contiguous(at::MemoryFormat::ChannelsLast);
+    for (const auto &[budget, cached] : std::vector<std::pair<const char *, size_t>>{{"70000", 1}, {"0", 1}}) {
+        ScopedBudget env(budget);
+        const Ctx c = stem(16);
+        const at::Tensor got = int8_conv_max_pool(x, c, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false);
+        EXPECT_EQ(c->cached_shapes(), cached);
+        const at::Tensor one = x.slice(0, 0, 1);
+        c->run(one, c10::nullopt);  // adds a shape unless the op ran images one at a time
+        EXPECT_EQ(c->cached_shapes(), std::string(budget) == "0" ? 2u : 1u) << budget;
+        EXPECT_EQ(got.sizes(), at::IntArrayRef({4, 16, 32, 32}));
+    }
+}
+
+TEST(Int8ConvMaxPool, RegisteredOpAndErrors) {
+    at::manual_seed(4);
+    const Ctx c = stem(16);
+    const at::Tensor x = at::quantize_per_tensor(at::randn({2, 3, 20, 20}), 0.02, 120, at::kQUInt8)
+                             .contiguous(at::MemoryFormat::ChannelsLast);
+    const auto op = c10::Dispatcher::singleton().findSchemaOrThrow("ipex::int8_conv_max_pool", "");
+    std::vector<c10::IValue> stack{x, c10::IValue(c), c10::IValue(std::vector<int64_t>{3, 3}),
+                                   c10::IValue(std::vector<int64_t>{2, 2}), c10::IValue(std::vector<int64_t>{1, 1}),
+                                   c10::IValue(std::vector<int64_t>{1, 1}), c10::IValue(false)};
+    op.callBoxed(&stack);
+    ASSERT_EQ(stack.size(), 1u);
+    const at::Tensor want = at::max_pool2d(c->run(x, c10::nullopt), {3, 3}, {2, 2}, {1, 1}, {1, 1}, false);
+    EXPECT_TRUE(at::equal(stack[0].toTensor().int_repr(), want.int_repr()));
+    const auto error_of = [&](const Ctx &ctx, std::vector<int64_t> k, std::vector<int64_t> p, const at::Tensor &in) {
+        try {
+            int8_conv_max_pool(in, ctx, k, {2, 2}, p, {1, 1}, false);
+        } catch (const c10::Error &e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    EXPECT_NE(error_of(c, {3, 3, 3}, {1, 1}, x).find("kernel_size must have 1 or 2 values"), std::string::npos);
+    EXPECT_NE(error_of(c, {3, 3}, {2, 2}, x).find("padding at most half the kernel"), std::string::npos);
+    EXPECT_NE(error_of(c, {0, 3}, {0, 0}, x).find("each above 0"), std::string::npos);
+    EXPECT_NE(error_of(conv(16, 16, 3, true, true), {3, 3}, {1, 1}, x).find("without a sum"), std::string::npos);
+    EXPECT_NE(error_of(c, {3, 3}, {1, 1}, x.slice(1, 0, 2)).find("input has 2 channels, expected 3"), std::string::npos);
+    EXPECT_EQ(error_of(c, {3, 3}, {1, 1}, x), std::string());
 }
 
 }  // namespace

@@ -1,0 +1,106 @@
+// pool_int8_convolutions (quant/int8_grouping.h) on graphs of ipex::int8_op nodes: an int8
+// convolution whose output only an aten::max_pool2d with constant arguments reads becomes one
+// ipex::int8_conv_max_pool with the same output bits; a convolution read twice, a sum, a linear,
+// a pooling with an argument that is not a constant stay as they are.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <torch/csrc/jit/api/function_impl.h>
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <string>
+#include <vector>
+
+#include "quant/int8_context.h"
+#include "quant/int8_grouping.h"
+
+namespace ipex::quant {
+namespace {
+
+using torch::jit::Graph;
+using torch::jit::Node;
+using torch::jit::Value;
+
+c10::intrusive_ptr<Int8Context> context(const std::string &kind, bool sum) {
+    Int8Params p;
+    p.kind = kind;
+    if (kind == "conv2d") {
+        p.stride = {2, 2};
+        p.padding = {1, 1};
+        p.dilation = {1, 1};
+    }
+    p.in_scale = p.out_scale = p.other_scale = 0.05;
+    p.relu = true;
+    p.sum = p.sum_relu = sum;
+    const at::Tensor w = kind == "conv2d" ? at::randn({8, 3, 3, 3}) * 0.2 : at::randn({8, 3}) * 0.2;
+    return c10::make_intrusive<Int8Context>(w, at::randn({8}) * 0.1, std::vector<double>(8, 0.002), p);
+}
+
+// x -> ipex::int8_op(_sum)(x[, x], ctx) -> aten::max_pool2d(3, 2, 1, 1, false) [-> also returned]
+std::shared_ptr<Graph> build(const std::string &kind, bool sum, bool read_twice, bool kernel_is_input) {
+    auto g = std::make_shared<Graph>();
+    Value *x = g->addInput("x");
+    Value *kernel_input = kernel_is_input ? g->addInput("k") : nullptr;
+    const auto ctx = context(kind, sum);
+    Value *c = g->insertConstant(c10::IValue(ctx));
+    std::vector<Value *> conv_inputs{x};
+    if (sum) conv_inputs.push_back(x);
+    conv_inputs.push_back(c);
+    Node *conv = g->insertNode(
+        g->create(c10::Symbol::fromQualString(sum ? "ipex::int8_op_sum" : "ipex::int8_op"), conv_inputs));
+    const auto list = [&](std::vector<int64_t> v) { return g->insertConstant(c10::IValue(v)); };
+    Node *pool = g->insertNode(g->create(c10::Symbol::fromQualString("aten::max_pool2d"),
+                                         {conv->output(), kernel_input ? kernel_input : list({3, 3}), list({2, 2}),
+                                          list({1, 1}), list({1, 1}), g->insertConstant(false)}));
+    g->registerOutput(pool->output());
+    if (read_twice) g->registerOutput(conv->output());
+    return g;
+}
+
+int count(const std::shared_ptr<Graph> &g, const char *kind) {
+    int n = 0;
+    for (const Node *node : g->nodes()) n += node->kind().toQualString() == std::string(kind);
+    return n;
+}
+
+std::vector<c10::IValue> run(const std::shared_ptr<Graph> &g, std::vector<c10::IValue> inputs) {
+    torch::jit::GraphFunction fn("forward", g->copy(), nullptr);
+    fn.run(inputs);
+    return inputs;
+}
+
+TEST(PoolInt8Convolutions, ConvolutionAndItsPoolingBecomeOneOp) {
+    at::manual_seed(0);
+    auto g = build("conv2d", false, false, false);
+    const at::Tensor x = at::quantize_per_tensor(at::randn({3, 3, 40, 36}), 0.05, 0, at::kQUInt8)
+                             .contiguous(at::MemoryFormat::ChannelsLast);
+    const at::Tensor want = run(g, {x})[0].toTensor();
+    const passes::PassResult r = pool_int8_convolutions(g);
+    EXPECT_EQ(r.count, 1);
+    EXPECT_EQ(count(g, "ipex::int8_conv_max_pool"), 1);
+    EXPECT_EQ(count(g, "ipex::int8_op"), 0);
+    EXPECT_EQ(count(g, "aten::max_pool2d"), 0);
+    const at::Tensor got = run(g, {x})[0].toTensor();
+    ASSERT_EQ(got.sizes(), want.sizes());
+    EXPECT_TRUE(at::equal(got.int_repr(), want.int_repr()));
+    ASSERT_EQ(r.modules.size(), 1u);
+}
+
+TEST(PoolInt8Convolutions, LeavesWhatItCannotTake) {
+    at::manual_seed(1);
+    struct Case {
+        const char *what, *kind;
+        bool sum, read_twice, kernel_is_input;
+    };
+    for (const Case &c : {Case{"output read twice", "conv2d", false, true, false},
+                          Case{"a residual sum", "conv2d", true, false, false},
+                          Case{"a linear", "linear", false, false, false},
+                          Case{"a kernel size from the input", "conv2d", false, false, true}}) {
+        auto g = build(c.kind, c.sum, c.read_twice, c.kernel_is_input);
+        EXPECT_EQ(pool_int8_convolutions(g).count, 0) << c.what;
+        EXPECT_EQ(count(g, "ipex::int8_conv_max_pool"), 0) << c.what;
+        EXPECT_EQ(count(g, "aten::max_pool2d"), 1) << c.what;
+    }
+}
+
+}  // namespace
+}  // namespace ipex::quant
