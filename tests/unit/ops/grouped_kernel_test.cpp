@@ -216,16 +216,11 @@ TEST_P(GroupedKernel, ResidualSumInTheAvx2Build) {
         ASSERT_TRUE(b.ctx->has_grouped_kernel()) << what;
         const at::Tensor x = at::randn({c.n, c.groups * c.in_per_group, c.h, c.w});
         const at::Tensor conv = testing::reference_conv(x.to(at::kDouble), b.weight, b.bias, params_of(c));
-        const at::Tensor other = testing::as_channels_last(at::randn(conv.sizes()));
-        const at::Tensor want =
-            reference_post_ops(conv + post[0].alpha * other.to(at::kDouble), PostOps(post.begin() + 1, post.end()));
-        const at::Tensor kept = other.clone();
-        const at::Tensor copy = b.ctx->run(testing::as_channels_last(x), other, /*may_write_other=*/false);
-        EXPECT_TRUE(other.equal(kept)) << what << ": the summand was written";
-        expect_close(copy, want, dtype, what + " (a copy)");
-        const at::Tensor in_place = b.ctx->run(testing::as_channels_last(x), other);
-        EXPECT_EQ(in_place.data_ptr(), other.data_ptr()) << what;
-        expect_close(in_place, want, dtype, what + " (in place)");
+        testing::expect_sum_into_copy_and_in_place(
+            *b.ctx, x, conv, post, what,
+            [&](const at::Tensor &got, const at::Tensor &want, const std::string &about) {
+                expect_close(got, want, dtype, about);
+            });
     }
     EXPECT_FALSE(build(dense_cases()[0], dtype, {{"relu"}, {"sum", 1.0}}).ctx->has_grouped_kernel());
 }

@@ -120,6 +120,25 @@ inline at::Tensor reference_conv(const at::Tensor &x, const at::Tensor &weight, 
                            p.transposed, output_padding, p.groups);
 }
 
+// A convolution whose post-ops start with a residual sum (post[0], its scale in alpha) run on
+// channels-last x with a random summand: into a copy (the summand left as it was) and in place
+// (into the summand itself), each checked by `close(got, want, what)` against the fp64
+// convolution `conv` plus the scaled summand, then the post-ops after the sum.
+template <class Close>
+void expect_sum_into_copy_and_in_place(const ConvolutionContext &ctx, const at::Tensor &x, const at::Tensor &conv,
+                                       const PostOps &post, const std::string &what, Close close) {
+    const at::Tensor other = as_channels_last(at::randn(conv.sizes()));
+    const at::Tensor want =
+        reference_post_ops(conv + post[0].alpha * other.to(at::kDouble), PostOps(post.begin() + 1, post.end()));
+    const at::Tensor kept = other.clone();
+    const at::Tensor copy = ctx.run(as_channels_last(x), other, /*may_write_other=*/false);
+    EXPECT_TRUE(other.equal(kept)) << what << ": the summand was written";
+    close(copy, want, what + " (a copy)");
+    const at::Tensor in_place = ctx.run(as_channels_last(x), other);
+    EXPECT_EQ(in_place.data_ptr(), other.data_ptr()) << what;
+    close(in_place, want, what + " (in place)");
+}
+
 inline at::Tensor reference_linear(const at::Tensor &x, const at::Tensor &weight, const at::Tensor &bias) {
     return at::linear(x.to(at::kDouble), weight.to(at::kDouble),
                       bias.defined() ? bias.to(at::kDouble) : at::Tensor());
