@@ -136,7 +136,8 @@ public:
     static c10::intrusive_ptr<ConvolutionContext> from_saved(const c10::IValue &state);
 
     // Where the context has an own kernel beside oneDNN's for 4-D inputs (the depthwise,
-    // pointwise or grouped kernel, or the activation after the convolution), which one runs an input
+    // pointwise or grouped kernel, oneDNN's Winograd kernel, or the activation after the
+    // convolution), which one runs an input
     // shape: as recorded for that shape (at optimize time, saved with the context), else timed
     // on its first call; IPEX_CONV_KERNELS=0 or 1 overrides both.
     bool has_kernel_choice() const {
