@@ -59,7 +59,8 @@ void few_planes_to_last(const float *src, uint8_t *out, int64_t c, int64_t plane
         uint8_t *row = out + q * c;
         for (int64_t k = 0; k < c; ++k) {
             __m512 v = _mm512_setzero_ps();
-            for (int64_t ch = 0; ch < c; ++ch) v = _mm512_mask_permutexvar_ps(v, of_channel[k][ch], index[k], planes[ch]);
+            for (int64_t ch = 0; ch < c; ++ch)
+                v = _mm512_mask_permutexvar_ps(v, of_channel[k][ch], index[k], planes[ch]);
             const int64_t bytes = n * c - 16 * k;
             if (bytes <= 0) break;
             const __m128i q8 = quantize16(v, inv, lo, hi, zp);

@@ -179,7 +179,8 @@ TEST(Int8ConvMaxPool, EveryBudgetGivesTheSequencesBits) {
             EXPECT_TRUE(got.is_contiguous(at::MemoryFormat::ChannelsLast));
         }
         // The pooling step's sizes (what the runner plans parts by) are the pooling's.
-        const auto steps = int8_conv_max_pool_steps(c, pool.kernel, pool.stride, pool.padding, pool.dilation, pool.ceil);
+        const auto steps =
+            int8_conv_max_pool_steps(c, pool.kernel, pool.stride, pool.padding, pool.dilation, pool.ceil);
         ASSERT_EQ(steps.size(), 2u);
         const std::vector<int64_t> conv_sizes = steps[0].output_sizes(x.sizes().vec());
         EXPECT_EQ(steps[1].output_sizes(conv_sizes), want.sizes().vec());
@@ -233,7 +234,8 @@ TEST(Int8ConvMaxPool, RegisteredOpAndErrors) {
     EXPECT_NE(error_of(c, {3, 3}, {2, 2}, x).find("padding at most half the kernel"), std::string::npos);
     EXPECT_NE(error_of(c, {0, 3}, {0, 0}, x).find("each above 0"), std::string::npos);
     EXPECT_NE(error_of(conv(16, 16, 3, true, true), {3, 3}, {1, 1}, x).find("without a sum"), std::string::npos);
-    EXPECT_NE(error_of(c, {3, 3}, {1, 1}, x.slice(1, 0, 2)).find("input has 2 channels, expected 3"), std::string::npos);
+    EXPECT_NE(error_of(c, {3, 3}, {1, 1}, x.slice(1, 0, 2)).find("input has 2 channels, expected 3"),
+              std::string::npos);
     EXPECT_EQ(error_of(c, {3, 3}, {1, 1}, x), std::string());
 }
 
