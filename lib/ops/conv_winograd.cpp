@@ -38,7 +38,6 @@ struct ConvolutionContext::Winograd::Shape {
     memory::desc src_blocked, dst_blocked, src_last, dst_last, scratchpad;
     WeightCache::Packed weight;
     memory bias;
-    std::string implementation;
 };
 
 void ConvolutionContext::plan_winograd() {
@@ -83,7 +82,6 @@ bool ConvolutionContext::winograd_takes(const std::vector<int64_t> &src_sizes) c
             (weights.holds(pd.weights_desc()) || weights.layouts() < Winograd::kMaxLayouts)) {
             shape->conv = dnnl::convolution_forward(pd);
             shape->scratchpad = pd.scratchpad_desc();
-            shape->implementation = pd.impl_info_str();
             shape->weight = winograd_->weights->get(pd.weights_desc());
             const auto reorder = [](const memory::desc &from, const memory::desc &to) {
                 return dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), from, cpu_engine(), to));
@@ -103,9 +101,12 @@ bool ConvolutionContext::winograd_takes(const std::vector<int64_t> &src_sizes) c
 size_t ConvolutionContext::winograd_layouts() const { return winograd_ ? winograd_->weights->layouts() : 0; }
 
 void ConvolutionContext::run_winograd(const at::Tensor &src, const at::Tensor &dst) const {
-    TORCH_CHECK(winograd_takes(src.sizes().vec()), "ipex convolution: no Winograd kernel for ", describe(),
-                " at input ", src.sizes());
-    const auto shape = winograd_->shapes->find(src.sizes().vec());
+    // own_for made the shape's entry just before (made again if the cache has dropped it since).
+    const std::vector<int64_t> sizes = src.sizes().vec();
+    auto shape = winograd_->shapes->find(sizes);
+    if (!shape && winograd_takes(sizes)) shape = winograd_->shapes->find(sizes);
+    TORCH_CHECK(shape && shape->made, "ipex convolution: no Winograd kernel for ", describe(), " at input ",
+                src.sizes());
     const auto blocked = [](const memory::desc &desc) {
         const at::Tensor bytes = at::empty({static_cast<int64_t>(desc.get_size())}, at::kByte);
         return std::make_pair(bytes, memory(desc, cpu_engine(), bytes.data_ptr()));

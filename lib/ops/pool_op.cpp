@@ -31,15 +31,28 @@ std::optional<std::array<int64_t, 2>> per_dim(at::IntArrayRef v, std::optional<s
     return std::nullopt;
 }
 
-// aten's output size: floor or ceil of the window count, the last window starting inside the
-// input or its left padding.
-int64_t output_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
+}  // namespace
+
+std::optional<PoolWindow> pool_window(at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding,
+                                      at::IntArrayRef dilation) {
+    const auto k = per_dim(kernel_size, std::nullopt);
+    if (!k) return std::nullopt;
+    const auto s = per_dim(stride, k), p = per_dim(padding, std::nullopt), d = per_dim(dilation, std::nullopt);
+    if (!s || !p || !d) return std::nullopt;
+    for (int i = 0; i < 2; ++i)  // aten's own checks
+        if ((*k)[i] <= 0 || (*s)[i] <= 0 || (*d)[i] <= 0 || (*p)[i] < 0 || (*p)[i] > (*k)[i] / 2) return std::nullopt;
+    return PoolWindow{*k, *s, *p, *d};
+}
+
+int64_t pooled_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
     const int64_t span = in + 2 * p - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
     if (span < 0) return 0;
     int64_t out = span / s + 1;
     if (ceil_mode && (out - 1) * s >= in + p) --out;
     return out;
 }
+
+namespace {
 
 // The pooling's geometry when ipex's own code may run it (a 4-D fp32 or bf16 input, NCHW or
 // channels-last, arguments aten takes), else nothing: aten then runs it, errors included.
@@ -48,19 +61,16 @@ std::optional<PoolPlan> plan(const at::Tensor &x, at::IntArrayRef kernel_size, a
                              at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
     if (x.dim() != 4 || x.numel() == 0) return std::nullopt;
     if (x.scalar_type() != at::kFloat && x.scalar_type() != at::kBFloat16) return std::nullopt;
-    const auto k = per_dim(kernel_size, std::nullopt);
-    if (!k) return std::nullopt;
-    const auto s = per_dim(stride, k), p = per_dim(padding, std::nullopt), d = per_dim(dilation, std::nullopt);
-    if (!s || !p || !d) return std::nullopt;
+    // Arguments aten rejects go to aten for its error.
+    const auto w = pool_window(kernel_size, stride, padding, dilation);
+    if (!w) return std::nullopt;
     PoolPlan plan;
     plan.channels_last = is_channels_last(x);
     if (!plan.channels_last && !x.is_contiguous()) return std::nullopt;
     for (int i = 0; i < 2; ++i) {
         const int64_t in = x.size(2 + i);
-        const int64_t ki = (*k)[i], si = (*s)[i], pi = (*p)[i], di = (*d)[i];
-        // aten's own checks; a call that breaks one goes to aten for its error.
-        if (ki <= 0 || si <= 0 || di <= 0 || pi < 0 || pi > ki / 2) return std::nullopt;
-        const int64_t out = output_size(in, ki, si, pi, di, ceil_mode);
+        const int64_t ki = w->kernel[i], si = w->stride[i], pi = w->padding[i], di = w->dilation[i];
+        const int64_t out = pooled_size(in, ki, si, pi, di, ceil_mode);
         if (out <= 0) return std::nullopt;
         const int64_t pad_r = (out - 1) * si + di * (ki - 1) + 1 - in - pi;
         plan.kernel[i] = ki;

@@ -12,6 +12,7 @@
 
 #include <ATen/ATen.h>
 
+#include <array>
 #include <optional>
 #include <vector>
 
@@ -37,6 +38,18 @@ at::Tensor spatial_mean_portable(const at::Tensor &input, bool keepdim);
 
 at::Tensor max_pool2d(const at::Tensor &input, at::IntArrayRef kernel_size, at::IntArrayRef stride,
                       at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode);
+
+// max_pool2d's arguments per dim (H, W) as aten takes them: a list of one value stands for both
+// dims, an empty stride is the kernel size; nullopt for a list of another length or values aten
+// rejects (a size below 1, padding above half the kernel).
+struct PoolWindow {
+    std::array<int64_t, 2> kernel, stride, padding, dilation;
+};
+std::optional<PoolWindow> pool_window(at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding,
+                                      at::IntArrayRef dilation);
+// aten's pooled size of one dim: floor or ceil of the window count, the last window starting
+// inside the input or its left padding; 0 when no window fits.
+int64_t pooled_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode);
 
 // The output sizes of max_pool2d on a channels-last fp32 or bf16 4-D input with arguments aten
 // takes (its output is then channels-last too), else nullopt.

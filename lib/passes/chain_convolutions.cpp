@@ -56,27 +56,6 @@ Node *make_chain(torch::jit::Graph &graph, const std::vector<Node *> &chain, con
     return op;
 }
 
-// The arguments of an ipex::max_pool2d that alone reads `conv`'s output (as its input, in the
-// same block), when they are constants: kernel_size, stride, padding, dilation, ceil_mode.
-std::optional<std::vector<c10::IValue>> pool_after(const Node *conv, Node **pool) {
-    static const c10::Symbol kind = c10::Symbol::fromQualString("ipex::max_pool2d");
-    Node *user = single_user(conv->output());
-    if (!user || user->kind() != kind || user->inputs().size() != 6 || user->input(0) != conv->output() ||
-        user->owningBlock() != conv->owningBlock())
-        return std::nullopt;
-    std::vector<c10::IValue> args;
-    for (size_t i = 1; i < 5; ++i) {
-        const auto list = constant_int_list(user->input(i));
-        if (!list) return std::nullopt;
-        args.emplace_back(*list);
-    }
-    const auto ceil_mode = constant_bool(user->input(5));
-    if (!ceil_mode) return std::nullopt;
-    args.emplace_back(*ceil_mode);
-    *pool = user;
-    return args;
-}
-
 }  // namespace
 
 std::vector<c10::intrusive_ptr<ops::ConvolutionContext>> chain_contexts(const Node *node) {
@@ -107,7 +86,7 @@ PassResult chain_convolutions(std::shared_ptr<torch::jit::Graph> &graph) {
         while (Node *next = next_in_chain(chain.back())) chain.push_back(next);
         taken.insert(chain.begin(), chain.end());
         Node *pool = nullptr;
-        const auto pool_args = pool_after(chain.back(), &pool);
+        const auto pool_args = pool_after(chain.back(), "ipex::max_pool2d", &pool);
         if (chain.size() < 2 && !pool_args) continue;
         std::string label;
         for (const Node *conv : chain) label += (label.empty() ? "" : "+") + node_label(conv);

@@ -52,6 +52,24 @@ Node *single_user(const Value *value) {
     return value->uses().size() == 1 ? value->uses()[0].user : nullptr;
 }
 
+std::optional<std::vector<c10::IValue>> pool_after(const Node *producer, const char *kind, Node **pool) {
+    Node *user = single_user(producer->output());
+    if (!user || user->kind() != c10::Symbol::fromQualString(kind) || user->inputs().size() != 6 ||
+        user->input(0) != producer->output() || user->owningBlock() != producer->owningBlock())
+        return std::nullopt;
+    std::vector<c10::IValue> args;
+    for (size_t i = 1; i < 5; ++i) {
+        const auto list = constant_int_list(user->input(i));
+        if (!list) return std::nullopt;
+        args.emplace_back(*list);
+    }
+    const auto ceil_mode = constant_bool(user->input(5));
+    if (!ceil_mode) return std::nullopt;
+    args.emplace_back(*ceil_mode);
+    *pool = user;
+    return args;
+}
+
 Node *replace_node(torch::jit::Graph &graph, Node *node, const char *kind, const std::vector<Value *> &inputs) {
     torch::jit::WithInsertPoint guard(node);
     Node *created = graph.insertNode(graph.create(c10::Symbol::fromQualString(kind), inputs));

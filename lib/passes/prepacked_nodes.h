@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ops/ops.h"
 
@@ -29,6 +30,13 @@ void set_context(torch::jit::Graph &graph, torch::jit::Node *node, const c10::IV
 
 // The only user of `value` when it has exactly one use (a graph output counts as a use).
 torch::jit::Node *single_user(const torch::jit::Value *value);
+
+// The arguments of a max pooling of `kind` (ipex::max_pool2d, aten::max_pool2d: input,
+// kernel_size, stride, padding, dilation, ceil_mode) that alone reads `producer`'s output, in the
+// same block, when they are constants: kernel_size, stride, padding, dilation, ceil_mode; that
+// pooling in *pool.
+std::optional<std::vector<c10::IValue>> pool_after(const torch::jit::Node *producer, const char *kind,
+                                                   torch::jit::Node **pool);
 
 // Replaces `node` by `kind(inputs...)` with the same output uses, scope and call stack.
 torch::jit::Node *replace_node(torch::jit::Graph &graph, torch::jit::Node *node, const char *kind,

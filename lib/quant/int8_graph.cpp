@@ -1,11 +1,10 @@
 #include "quant/int8_graph.h"
 
-#include <ATen/native/Pool.h>
-
 #include <sstream>
 
 #include "ops/graph_program.h"
 #include "ops/op_errors.h"
+#include "ops/pool_op.h"
 
 namespace ipex::quant {
 
@@ -33,42 +32,31 @@ at::Tensor int8_graph(const at::Tensor &input, const Int8Chain &contexts, at::In
 }
 
 namespace {
-
 constexpr const char *kConvMaxPool = "ipex::int8_conv_max_pool";
-
-// One of max_pool2d's arguments as two values: one value stands for both, an empty stride is
-// the kernel size.
-std::vector<int64_t> pair_of(const char *name, at::IntArrayRef values, at::IntArrayRef empty_as) {
-    if (values.empty() && !empty_as.empty()) return empty_as.vec();
-    IPEX_CHECK_INPUT(values.size() == 1 || values.size() == 2, kConvMaxPool, ": ", name,
-                     " must have 1 or 2 values, got ", values);
-    return {values.front(), values.back()};
-}
-
 }  // namespace
 
 std::vector<ipex::ops::GraphStep> int8_conv_max_pool_steps(const c10::intrusive_ptr<Int8Context> &ctx,
                                                            at::IntArrayRef kernel_size, at::IntArrayRef stride,
                                                            at::IntArrayRef padding, at::IntArrayRef dilation,
                                                            bool ceil_mode) {
-    const std::vector<int64_t> k = pair_of("kernel_size", kernel_size, {});
-    const std::vector<int64_t> s = pair_of("stride", stride, k), p = pair_of("padding", padding, {});
-    const std::vector<int64_t> d = pair_of("dilation", dilation, {});
-    for (int i = 0; i < 2; ++i)
-        IPEX_CHECK_INPUT(k[i] > 0 && s[i] > 0 && d[i] > 0 && p[i] >= 0 && p[i] <= k[i] / 2, kConvMaxPool,
-                         ": kernel_size ", at::IntArrayRef(k), ", stride ", at::IntArrayRef(s), ", padding ",
-                         at::IntArrayRef(p), ", dilation ", at::IntArrayRef(d),
-                         " (each above 0, padding at most half the kernel)");
+    const auto window = ipex::ops::pool_window(kernel_size, stride, padding, dilation);
+    IPEX_CHECK_INPUT(window, kConvMaxPool,
+                     ": kernel_size must have 1 or 2 values, stride, padding and dilation too (stride may be empty), "
+                     "each above 0, padding at most half the kernel; got kernel_size ", kernel_size, ", stride ",
+                     stride, ", padding ", padding, ", dilation ", dilation);
+    // aten's quantized pooling reads two values of each list: the window's.
+    const std::vector<int64_t> k(window->kernel.begin(), window->kernel.end());
+    const std::vector<int64_t> s(window->stride.begin(), window->stride.end());
+    const std::vector<int64_t> p(window->padding.begin(), window->padding.end());
+    const std::vector<int64_t> d(window->dilation.begin(), window->dilation.end());
     std::vector<ipex::ops::GraphStep> steps = int8_steps(Int8Chain({ctx}));
     ipex::ops::GraphStep pool;
     pool.output_sizes = [=](const std::vector<int64_t> &in) -> std::vector<int64_t> {
         if (in.size() != 4) return {};
         std::vector<int64_t> out{in[0], in[1]};
         for (int i = 0; i < 2; ++i) {
-            const int64_t size = at::native::pooling_output_shape_pad_lr<int64_t>(in[i + 2], k[i], p[i], p[i], s[i],
-                                                                                  d[i], ceil_mode);
-            if (size < 1) return {};
-            out.push_back(size);
+            out.push_back(ipex::ops::pooled_size(in[i + 2], k[i], s[i], p[i], d[i], ceil_mode));
+            if (out.back() < 1) return {};
         }
         return out;
     };

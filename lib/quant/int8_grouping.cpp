@@ -27,29 +27,20 @@ bool is_member(const Node *node) {
 
 bool has_summand(const Node *node) { return node->kind().toQualString() == std::string("ipex::int8_op_sum"); }
 
-// The int8 2-D convolution (ipex::int8_op, no sum, a constant context) whose output only
-// `pool` (an aten::max_pool2d with constant arguments) reads, in the same block; or nullptr.
-Node *pooled_convolution(const Node *pool) {
-    if (pool->inputs().size() != 6) return nullptr;
-    Node *conv = pool->input(0)->node();
-    if (conv->kind().toQualString() != std::string("ipex::int8_op") || conv->owningBlock() != pool->owningBlock() ||
-        passes::single_user(conv->output()) != pool)
-        return nullptr;
-    const auto ctx = torch::jit::toIValue(conv->inputs().back());
-    if (!ctx || !ctx->isCustomClass() || ctx->toCustomClass<Int8Context>()->params().kind != "conv2d") return nullptr;
-    for (size_t i = 1; i < 5; ++i)
-        if (!passes::constant_int_list(pool->input(i))) return nullptr;
-    return passes::constant_bool(pool->input(5)) ? conv : nullptr;
+// An int8 2-D convolution (ipex::int8_op: no sum) with a constant context.
+bool is_int8_conv2d(const Node *node) {
+    const auto ctx = torch::jit::toIValue(node->inputs().back());
+    return ctx && ctx->isCustomClass() && ctx->toCustomClass<Int8Context>()->params().kind == "conv2d";
 }
 
 }  // namespace
 
 passes::PassResult pool_int8_convolutions(std::shared_ptr<torch::jit::Graph> &graph) {
     passes::PassResult result;
-    static const std::vector<c10::Symbol> kinds = {c10::Symbol::fromQualString("aten::max_pool2d")};
-    for (Node *pool : passes::collect_nodes_of_kind(graph->block(), kinds)) {
-        Node *conv = pooled_convolution(pool);
-        if (!conv) continue;
+    static const std::vector<c10::Symbol> kinds = {c10::Symbol::fromQualString("ipex::int8_op")};
+    for (Node *conv : passes::collect_nodes_of_kind(graph->block(), kinds)) {
+        Node *pool = nullptr;
+        if (!is_int8_conv2d(conv) || !passes::pool_after(conv, "aten::max_pool2d", &pool)) continue;
         std::vector<torch::jit::Value *> inputs{conv->input(0), conv->inputs().back()};
         for (size_t i = 1; i < 6; ++i) inputs.push_back(pool->input(i));
         const std::string label = passes::node_label(conv) + "+" + passes::node_label(pool);
@@ -59,7 +50,7 @@ passes::PassResult pool_int8_convolutions(std::shared_ptr<torch::jit::Graph> &gr
         result.modules.push_back(label);
         ++result.count;
     }
-    result.details = {{"pooled", result.count}};
+    result.changed = result.count > 0;
     return result;
 }
 
