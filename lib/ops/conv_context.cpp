@@ -272,6 +272,10 @@ ConvolutionContext::KernelChoice ConvolutionContext::choose_kernel(const std::ve
     const std::vector<int64_t> dst_sizes = output_sizes(input_sizes);
     for (int64_t s : input_sizes) TORCH_CHECK(s > 0, "ipex convolution: cannot time at input ", format_sizes(input_sizes));
     for (int64_t s : dst_sizes) TORCH_CHECK(s > 0, "ipex convolution: input ", format_sizes(input_sizes), " is too small");
+    if (winograd_ && !winograd_takes(input_sizes)) {  // oneDNN's direct kernel is the only one: nothing to time
+        record_kernel(input_sizes, false);
+        return {input_sizes, false, 0, 0};
+    }
     const at::Tensor src = to_channels_last(at::randn(input_sizes), compute_types(dtype_).math);
     // Zeros: a summand when the post-ops have a sum (both kernels then read dst).
     const at::Tensor dst = zeros_channels_last(dst_sizes, compute_types(dtype_).output);

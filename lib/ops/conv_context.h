@@ -150,7 +150,8 @@ public:
         double own_ms = 0, onednn_ms = 0;  // the best time of each (choose_kernel)
     };
     // Times both ways at `input_sizes` (random data; one warm-up call each, then `runs`
-    // alternating calls), records the faster (oneDNN on a tie) and returns the timings.
+    // alternating calls), records the faster (oneDNN on a tie) and returns the timings; a shape
+    // the Winograd kernel does not take records oneDNN's direct kernel untimed (timings 0).
     // Not to be called while another thread runs this context.
     KernelChoice choose_kernel(const std::vector<int64_t> &input_sizes, int runs);
     // Records `own` for an input shape (replacing what was recorded for it). Not to be called

@@ -165,6 +165,29 @@ TEST(Winograd, ManySizesKeepTwoWeightCopies) {
     EXPECT_LE(b.ctx->packed_layouts(), 2u) << "the direct kernel's copies";
 }
 
+// Timing at optimize time a shape the Winograd kernel does not take (a third weight layout)
+// records the direct kernel without running the other, and the shape runs the convolution.
+TEST(Winograd, ChoosingAShapeItDoesNotTakeRecordsTheDirectKernel) {
+    if (!avx512()) GTEST_SKIP() << "oneDNN 2.6 has Winograd kernels on AVX-512 only";
+    at::manual_seed(6);
+    KernelChoice env(nullptr);
+    const Case c{1, 64, 64, 0, 0, 1, true};
+    Built b = build(c, {});
+    std::vector<int64_t> untaken;
+    for (int64_t i = 1; i <= 40 && untaken.empty(); ++i) {
+        const std::vector<int64_t> sizes{1 + i % 2, 64, (i * 7) % 37 + 3, (i * 11) % 31 + 3};
+        if (!b.ctx->winograd_takes(sizes)) untaken = sizes;
+    }
+    ASSERT_FALSE(untaken.empty()) << "every size took the kernel";
+    const auto chosen = b.ctx->choose_kernel(untaken, 2);
+    EXPECT_FALSE(chosen.own);
+    ASSERT_EQ(b.ctx->recorded_kernels().size(), 1u);
+    EXPECT_FALSE(b.ctx->recorded_kernels()[0].second);
+    const at::Tensor x = at::randn(untaken);
+    const at::Tensor conv = testing::reference_conv(x.to(at::kDouble), b.weight, b.bias, params_of(c));
+    expect_close(b.ctx->run(x, c10::nullopt), conv, "the untaken size");
+}
+
 // A residual sum (ResNet basic blocks: conv + identity, then relu) written into the summand and
 // into a copy, scaled; the caller's summand kept where the op may not write it.
 TEST(Winograd, ResidualSumInPlaceAndIntoACopy) {
