@@ -54,6 +54,19 @@ passes::PassResult pool_int8_convolutions(std::shared_ptr<torch::jit::Graph> &gr
     return result;
 }
 
+passes::PassResult dequantize_edges(std::shared_ptr<torch::jit::Graph> &graph) {
+    passes::PassResult result;
+    static const std::vector<c10::Symbol> kinds = {c10::Symbol::aten("dequantize")};
+    for (Node *node : passes::collect_nodes_of_kind(graph->block(), kinds)) {
+        // aten::dequantize.tensors (a list) stays.
+        if (node->inputs().size() != 1 || !node->input(0)->type()->cast<c10::TensorType>()) continue;
+        passes::replace_node(*graph, node, "ipex::dequantize", {node->input(0)});
+        ++result.count;
+    }
+    result.changed = result.count > 0;
+    return result;
+}
+
 passes::PassResult group_int8_convolutions(std::shared_ptr<torch::jit::Graph> &graph) {
     static const passes::GroupFamily int8{is_member, has_summand, "ipex::int8_graph"};
     return passes::group_runs(graph, int8);

@@ -20,4 +20,8 @@ passes::PassResult group_int8_convolutions(std::shared_ptr<torch::jit::Graph> &g
 // count: ops made; modules: "conv+pool" labels. Runs before group_int8_convolutions.
 passes::PassResult pool_int8_convolutions(std::shared_ptr<torch::jit::Graph> &graph);
 
+// Every aten::dequantize of one tensor as ipex::dequantize (quant/int8_dequantize.cpp: the same
+// values, vectorized; what it does not take it hands to aten). count: ops replaced.
+passes::PassResult dequantize_edges(std::shared_ptr<torch::jit::Graph> &graph);
+
 }  // namespace ipex::quant

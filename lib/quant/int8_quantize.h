@@ -24,5 +24,8 @@ void flat_avx512(const float *src, void *dst, int64_t n, const Params &p);
 // channels-last at dst (the image's first byte).
 void planes_to_last_avx512(const float *src, void *dst, int64_t c, int64_t plane, int64_t p0, int64_t p1,
                            const Params &p);
+// ipex::dequantize's kernel: n contiguous u8 (or s8 when is_signed) values to fp32,
+// float(q - zero_point) * scale, the values aten::dequantize gives.
+void dequantize_avx512(const void *src, bool is_signed, float *dst, int64_t n, int32_t zero_point, float scale);
 
 }  // namespace ipex::quant::quantize_kernel

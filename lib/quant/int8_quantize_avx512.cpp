@@ -92,4 +92,25 @@ void planes_to_last_avx512(const float *src, void *dst, int64_t c, int64_t plane
     }
 }
 
+void dequantize_avx512(const void *src, bool is_signed, float *dst, int64_t n, int32_t zero_point, float scale) {
+    const auto *in = static_cast<const uint8_t *>(src);
+    const __m512i zp = _mm512_set1_epi32(zero_point);
+    const __m512 s = _mm512_set1_ps(scale);
+    auto widen = [is_signed](__m128i bytes) {
+        return is_signed ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes);
+    };
+    // The integer difference is exact, its conversion too (|q - zp| < 2^24): one rounding, in the product.
+    auto value = [&](__m128i bytes) { return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(widen(bytes), zp)), s); };
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        for (int k = 0; k < 4; ++k)
+            _mm512_storeu_ps(dst + i + 16 * k,
+                             value(_mm_loadu_si128(reinterpret_cast<const __m128i *>(in + i + 16 * k))));
+    for (; i < n; i += 16) {
+        const int64_t left = n - i < 16 ? n - i : 16;
+        const __mmask16 m = static_cast<__mmask16>((1u << left) - 1u);
+        _mm512_mask_storeu_ps(dst + i, m, value(_mm_maskz_loadu_epi8(m, in + i)));
+    }
+}
+
 }  // namespace ipex::quant::quantize_kernel

@@ -127,6 +127,7 @@ QuantizeResult quantize_model(const torch::jit::Module &model, const QConfig &co
             const passes::PassResult g = group_int8_convolutions(prepared.graph);
             result.report["int8_graphs"] = {{"graphs", g.count}, {"convolutions", g.details["convolutions"]},
                                             {"sums", g.details["sums"]}, {"modules", g.modules}};
+            result.report["int8_dequantize_ops"] = dequantize_edges(prepared.graph).count;
         }
     }
     result.report["nested_fp32"] = prepared.nested_fp32;

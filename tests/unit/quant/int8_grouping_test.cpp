@@ -1,7 +1,8 @@
 // pool_int8_convolutions (quant/int8_grouping.h) on graphs of ipex::int8_op nodes: an int8
 // convolution whose output only an aten::max_pool2d with constant arguments reads becomes one
 // ipex::int8_conv_max_pool with the same output bits; a convolution read twice, a sum, a linear,
-// a pooling with an argument that is not a constant stay as they are.
+// a pooling with an argument that is not a constant stay as they are. dequantize_edges makes
+// every aten::dequantize of one tensor an ipex::dequantize and leaves the list overload.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/api/function_impl.h>
@@ -100,6 +101,37 @@ TEST(PoolInt8Convolutions, LeavesWhatItCannotTake) {
         EXPECT_EQ(count(g, "ipex::int8_conv_max_pool"), 0) << c.what;
         EXPECT_EQ(count(g, "aten::max_pool2d"), 1) << c.what;
     }
+}
+
+TEST(DequantizeEdges, EveryDequantizeOfOneTensorBecomesTheIpexOp) {
+    auto g = std::make_shared<Graph>();
+    Value *x = g->addInput("x");
+    Value *y = g->addInput("y");
+    x->setType(c10::TensorType::get());
+    y->setType(c10::TensorType::get());
+    std::vector<Value *> outputs;
+    for (Value *v : {x, y}) {
+        Node *dq = g->insertNode(g->create(c10::Symbol::aten("dequantize"), {v}));
+        dq->output()->setType(c10::TensorType::get());
+        outputs.push_back(dq->output());
+    }
+    Value *list = g->insertNode(g->createList(c10::TensorType::get(), {x, y}))->output();
+    Node *both = g->insertNode(g->create(c10::Symbol::aten("dequantize"), {list}));
+    both->output()->setType(c10::ListType::ofTensors());
+    outputs.push_back(both->output());
+    g->registerOutput(g->insertNode(g->createTuple(outputs))->output());
+    const at::Tensor qx = at::quantize_per_tensor(at::randn({2, 8, 5, 5}), 0.05, 3, at::kQUInt8)
+                              .contiguous(at::MemoryFormat::ChannelsLast);
+    const at::Tensor qy = at::quantize_per_tensor(at::randn({33}), 0.02, -4, at::kQInt8);
+    const auto want = run(g, {qx, qy})[0].toTupleRef().elements();
+    EXPECT_EQ(dequantize_edges(g).count, 2);
+    EXPECT_EQ(count(g, "ipex::dequantize"), 2);
+    EXPECT_EQ(count(g, "aten::dequantize"), 1);  // the list
+    const auto got = run(g, {qx, qy})[0].toTupleRef().elements();
+    ASSERT_EQ(got.size(), 3u);
+    EXPECT_EQ(got[2].toTensorList().size(), 2u);
+    for (size_t i = 0; i < 2; ++i) EXPECT_TRUE(at::equal(got[i].toTensor(), want[i].toTensor())) << i;
+    EXPECT_TRUE(got[0].toTensor().is_contiguous(at::MemoryFormat::ChannelsLast));
 }
 
 }  // namespace

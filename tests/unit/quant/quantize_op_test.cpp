@@ -1,5 +1,6 @@
 // ipex::quantize_per_tensor against aten::quantize_per_tensor (the reference, value by value,
-// bit-exact) over layouts, tails, both dtypes, zero points, ties and clamped values.
+// bit-exact) over layouts, tails, both dtypes, zero points, ties and clamped values; and
+// ipex::dequantize against aten::dequantize (bit-exact, the input's strides kept).
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <gtest/gtest.h>
@@ -86,6 +87,60 @@ TEST(QuantizeOp, RejectsBadArguments) {
     EXPECT_THROW(ipex_quantize(x, 0.1, 128, at::kQInt8), c10::Error);
     EXPECT_THROW(ipex_quantize(at::quantize_per_tensor(x, 0.1, 0, at::kQUInt8), 0.1, 0, at::kQUInt8), c10::Error);
     EXPECT_THROW(ipex_quantize(at::ones({3}, at::kInt), 0.1, 0, at::kQUInt8), c10::Error);
+}
+
+at::Tensor ipex_dequantize(const at::Tensor &q) {
+    static const auto op = c10::Dispatcher::singleton()
+                               .findSchemaOrThrow("ipex::dequantize", "")
+                               .typed<at::Tensor(const at::Tensor &)>();
+    return op.call(q);
+}
+
+void expect_dequantized(const at::Tensor &q, const std::string &what) {
+    const at::Tensor got = ipex_dequantize(q);
+    const at::Tensor want = q.dequantize();
+    ASSERT_EQ(got.scalar_type(), at::kFloat) << what;
+    ASSERT_EQ(got.sizes(), q.sizes()) << what;
+    if (q.is_non_overlapping_and_dense()) EXPECT_EQ(got.strides(), q.strides()) << what;
+    EXPECT_TRUE(at::equal(got, want)) << what << ": max difference " << (got - want).abs().max().item<float>();
+}
+
+TEST(DequantizeOp, MatchesAtenOverShapesLayoutsAndTypes) {
+    at::manual_seed(4);
+    const std::vector<std::vector<int64_t>> shapes = {{1}, {15}, {16}, {17}, {63}, {64}, {65}, {1000}, {3, 77},
+                                                      {2, 3, 7, 5}, {2, 64, 9, 11}, {3, 1, 5, 5}, {2, 5, 3, 4, 6}};
+    for (const auto &shape : shapes)
+        for (at::ScalarType dtype : {at::kQUInt8, at::kQInt8})
+            for (int64_t zp : dtype == at::kQUInt8 ? std::vector<int64_t>{0, 255, 3} : std::vector<int64_t>{0, -128, 127}) {
+                const std::string what = "shape " + c10::str(at::IntArrayRef(shape)) + " " + c10::toString(dtype) +
+                                         " zp " + std::to_string(zp);
+                // Every byte value: the clamped ends of the range included.
+                const at::Tensor q = at::quantize_per_tensor(at::randn(shape) * 20, 0.1234567, zp, dtype);
+                expect_dequantized(q, what);
+                if (shape.size() == 4) {
+                    expect_dequantized(q.contiguous(at::MemoryFormat::ChannelsLast), what + " channels-last");
+                    expect_dequantized(q.transpose(1, 3), what + " transposed");
+                    expect_dequantized(q.narrow(3, 1, shape[3] - 1), what + " a slice (not dense)");
+                }
+                if (shape.size() == 2) expect_dequantized(q.t(), what + " transposed");
+            }
+}
+
+// An NWC view (an int8 1-D convolution's output) stays NWC; what it does not compute itself
+// (per-channel, qint32, float inputs) is aten's answer.
+TEST(DequantizeOp, KeepsStridesAndHandsTheRestToAten) {
+    at::manual_seed(5);
+    const at::Tensor nwc = at::quantize_per_tensor(at::randn({2, 9, 5}), 0.05, 7, at::kQUInt8).transpose(1, 2);
+    const at::Tensor got = ipex_dequantize(nwc);
+    EXPECT_EQ(got.strides(), nwc.strides());
+    EXPECT_TRUE(at::equal(got, nwc.dequantize()));
+    const at::Tensor per_channel = at::quantize_per_channel(at::randn({4, 6}), at::rand({4}) + 0.1,
+                                                            at::zeros({4}, at::kLong), 0, at::kQInt8);
+    EXPECT_TRUE(at::equal(ipex_dequantize(per_channel), per_channel.dequantize()));
+    const at::Tensor q32 = at::quantize_per_tensor(at::randn({5, 3}), 0.01, 2, at::kQInt32);
+    EXPECT_TRUE(at::equal(ipex_dequantize(q32), q32.dequantize()));
+    const at::Tensor f = at::randn({3, 4});
+    EXPECT_TRUE(at::equal(ipex_dequantize(f), f));
 }
 
 }  // namespace
