@@ -12,6 +12,7 @@
 #include "core/errors.h"
 #include "core/log.h"
 #include "passes/graph_utils.h"
+#include "quant/elementwise_maps.h"
 #include "quant/int8_context.h"
 
 namespace ipex::quant {
@@ -53,6 +54,10 @@ public:
 
     // The quantization parameters an int8 value carries.
     const TensorQ &qparams(Value *qv) const { return qparams_.at(qv); }
+    const TensorQ *find_qparams(Value *v) const {
+        auto it = qparams_.find(v);
+        return it != qparams_.end() && int8_.count(v) ? &it->second : nullptr;
+    }
 
     // The int8 value for fp32 `v`: the one it was dequantized from when there is one (an
     // int8 producer keeps its own parameters), else a new quantize_per_tensor before `user`
@@ -360,6 +365,12 @@ ConvertCounts convert_static(torch::jit::Graph &graph, const std::vector<QuantOp
     for (Node *dead : conv.dead_)
         if (!dead->hasUses()) dead->destroy();
     torch::jit::EliminateDeadCode(graph.block());
+    if (ipex_ops && dtype_of_unlisted == "fp32") {  // --mixed-dtype bf16 casts those values itself
+        const MapCounts maps = map_elementwise_chains(graph, [&](Value *v) { return conv.find_qparams(v); });
+        counts.int8_maps = maps.int8;
+        counts.fp32_maps = maps.fp32;
+        torch::jit::EliminateDeadCode(graph.block());
+    }
     return counts;
 }
 

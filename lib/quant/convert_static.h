@@ -28,6 +28,8 @@ struct ConvertCounts {
     int kept_fp32 = 0;       // quantizable ops left in fp32
     int bf16_ops = 0;        // quantizable ops run in bf16
     int int8_passthrough = 0;  // pooling/flatten/... run on int8 values
+    int int8_maps = 0;       // dequantize + activations + quantize as one lookup (elementwise_maps.h)
+    int fp32_maps = 0;       // dequantize + activations as one lookup
     std::vector<torch::jit::Node *> fp32_nodes;  // the kept_fp32 ops
 };
 

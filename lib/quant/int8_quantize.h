@@ -27,5 +27,9 @@ void planes_to_last_avx512(const float *src, void *dst, int64_t c, int64_t plane
 // ipex::dequantize's kernel: n contiguous u8 (or s8 when is_signed) values to fp32,
 // float(q - zero_point) * scale, the values aten::dequantize gives.
 void dequantize_avx512(const void *src, bool is_signed, float *dst, int64_t n, int32_t zero_point, float scale);
+// ipex::int8_map's kernel: dst[i] = table[src[i]] for n bytes, from a table of 256 32-bit
+// entries: fp32 values (dst is float *), or output bytes widened to 32 bits when bytes_out
+// (dst is uint8_t *): with AVX512-VBMI's byte permutes where the CPU has them and `vbmi`.
+void map_avx512(const uint8_t *src, const int32_t *table, void *dst, int64_t n, bool bytes_out, bool vbmi = true);
 
 }  // namespace ipex::quant::quantize_kernel

@@ -113,4 +113,57 @@ void dequantize_avx512(const void *src, bool is_signed, float *dst, int64_t n, i
     }
 }
 
+namespace {
+
+// 16 table entries at once (indices 0-255 in 32-bit lanes), with permutes instead of a gather
+// (slow on some CPUs): 32-entry permutes by the low 5 bits, blended by bits 5, 6 and 7.
+inline __m512i lookup16(__m512i index, const __m512i (&t)[16]) {
+    __m512i r[8];
+    for (int k = 0; k < 8; ++k) r[k] = _mm512_permutex2var_epi32(t[2 * k], index, t[2 * k + 1]);
+    const __mmask16 b5 = _mm512_test_epi32_mask(index, _mm512_set1_epi32(32));
+    const __mmask16 b6 = _mm512_test_epi32_mask(index, _mm512_set1_epi32(64));
+    const __mmask16 b7 = _mm512_test_epi32_mask(index, _mm512_set1_epi32(128));
+    for (int k = 0; k < 4; ++k) r[k] = _mm512_mask_blend_epi32(b5, r[2 * k], r[2 * k + 1]);
+    for (int k = 0; k < 2; ++k) r[k] = _mm512_mask_blend_epi32(b6, r[2 * k], r[2 * k + 1]);
+    return _mm512_mask_blend_epi32(b7, r[0], r[1]);
+}
+
+// 64 bytes at once with AVX512-VBMI's byte permutes: 128-entry lookups by the low 7 bits,
+// blended by bit 7.
+[[gnu::target("avx512vbmi")]] void map_bytes_vbmi(const uint8_t *src, const uint8_t *table, uint8_t *dst,
+                                                   int64_t n) {
+    __m512i t[4];
+    for (int k = 0; k < 4; ++k) t[k] = _mm512_loadu_si512(table + 64 * k);
+    // A loop, not a lambda: a lambda would not inherit the target attribute.
+    for (int64_t i = 0; i < n; i += 64) {
+        const __mmask64 m = n - i >= 64 ? ~__mmask64(0) : (__mmask64(1) << (n - i)) - 1;
+        const __m512i index = _mm512_maskz_loadu_epi8(m, src + i);
+        const __m512i lo = _mm512_permutex2var_epi8(t[0], index, t[1]);
+        const __m512i hi = _mm512_permutex2var_epi8(t[2], index, t[3]);
+        _mm512_mask_storeu_epi8(dst + i, m, _mm512_mask_blend_epi8(_mm512_movepi8_mask(index), lo, hi));
+    }
+}
+
+}  // namespace
+
+void map_avx512(const uint8_t *src, const int32_t *table, void *dst, int64_t n, bool bytes_out, bool vbmi) {
+    if (bytes_out && vbmi && __builtin_cpu_supports("avx512vbmi")) {
+        uint8_t bytes[256];
+        for (int i = 0; i < 256; ++i) bytes[i] = static_cast<uint8_t>(table[i]);
+        return map_bytes_vbmi(src, bytes, static_cast<uint8_t *>(dst), n);
+    }
+    __m512i t[16];
+    for (int k = 0; k < 16; ++k) t[k] = _mm512_loadu_si512(table + 16 * k);
+    auto sixteen = [&](int64_t i, __mmask16 m) {
+        const __m512i v = lookup16(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, src + i)), t);
+        if (bytes_out)
+            _mm_mask_storeu_epi8(static_cast<uint8_t *>(dst) + i, m, _mm512_cvtepi32_epi8(v));
+        else
+            _mm512_mask_storeu_epi32(static_cast<int32_t *>(dst) + i, m, v);
+    };
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) sixteen(i, static_cast<__mmask16>(0xffff));
+    if (i < n) sixteen(i, static_cast<__mmask16>((1u << (n - i)) - 1u));
+}
+
 }  // namespace ipex::quant::quantize_kernel

@@ -6,6 +6,7 @@ optimize --qconfig, other models, and every bad qconfig."""
 import copy
 import json
 import os
+import subprocess
 
 import e2e_common as e2e
 import quant_common as qc
@@ -289,6 +290,64 @@ class BadQConfig(e2e.ToolTestCase):
         result = self.run_tool("quantize", self.model, self.out, "--qconfig", q, "--dynamic")
         self.assert_error(result, e2e.EXIT_USAGE, "--dynamic")
         self.assertFalse(os.path.exists(self.out))
+
+
+# A small model with activations between its int8 ops: conv -> silu_ -> depthwise conv ->
+# hardswish read by a mean and a product (squeeze-excite gate: conv -> sigmoid) -> conv -> fc.
+ACTIVATIONS_MODEL = r"""
+import os, sys
+import torch
+import torch.nn.functional as F
+torch.manual_seed(0)
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(3, 16, 3, padding=1)
+        self.c2 = torch.nn.Conv2d(16, 16, 3, padding=1, groups=16)
+        self.se = torch.nn.Conv2d(16, 16, 1)
+        self.c3 = torch.nn.Conv2d(16, 24, 1)
+        self.fc = torch.nn.Linear(24, 5)
+        self.act = torch.nn.SiLU(inplace=True)
+    def forward(self, x):
+        x = self.act(self.c1(x))
+        y = F.hardswish(self.c2(x))
+        g = torch.sigmoid(self.se(y.mean((2, 3), keepdim=True)))
+        return self.fc(self.c3(y * g).mean((2, 3)))
+out = sys.argv[1]
+torch.jit.save(torch.jit.trace(M().eval(), torch.randn(1, 3, 20, 20)), os.path.join(out, "act.pt"))
+os.makedirs(os.path.join(out, "calib"))
+gen = torch.Generator().manual_seed(1)
+for i in range(4):
+    torch.save(torch.randn(4, 3, 20, 20, generator=gen), os.path.join(out, "calib", f"b{i}.pt"))
+torch.save(torch.randn(4, 3, 20, 20, generator=gen), os.path.join(out, "test.pt"))
+"""
+
+
+class ActivationsBetweenInt8Ops(e2e.ToolTestCase):
+    def test_activation_chains_become_lookups(self):
+        proc = subprocess.run(["/usr/bin/python3", "-c", ACTIVATIONS_MODEL, self.tmp], capture_output=True,
+                              text=True, timeout=e2e.RUN_TIMEOUT)
+        self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
+        model, data, test = self.path("act.pt"), self.path("calib"), self.path("test.pt")
+        q = self.path("q.json")
+        self.tool("calibrate", model, "--data", data, "--out", q)
+        out = self.path("int8.pt")
+        _, report = self.optimize(model, out, "--qconfig", q)
+        # silu_ -> the depthwise conv's quantize: one int8 lookup; hardswish (read twice) and
+        # the gate's sigmoid: fp32 lookups.
+        self.assertEqual(report["quantize"]["activation_maps"], {"int8": 1, "fp32": 2}, report["quantize"])
+        r = qc.stock_eval(self, model, out, test, ops_library=True)
+        ops = r["ops"]
+        self.assertGreater(r["cosine"], MIN_COSINE, r)
+        self.assertEqual(count(ops, "ipex::int8_requantize_map"), 1, ops)
+        self.assertEqual(count(ops, "ipex::int8_map"), 2, ops)
+        self.assertEqual(count(ops, "aten::silu", "aten::silu_", "aten::hardswish", "aten::sigmoid"), 0, ops)
+        # The stock quantized ops round the requantization their own way; the grids are the same.
+        portable = self.path("portable.pt")
+        self.tool("quantize", model, portable, "--qconfig", q, "--portable")
+        p = qc.stock_eval(self, model, portable, test)
+        self.assertEqual(count(p["ops"], "aten::silu", "aten::silu_", "aten::hardswish", "aten::sigmoid"), 3, p["ops"])
+        self.tool("verify", portable, out, "--input", test, "--min-cosine", "0.999")
 
 
 class SmoothQuantAndDynamic(e2e.ToolTestCase):

@@ -1,0 +1,27 @@
+// An int8 value dequantized for a chain of elementwise activations (silu, hardswish,
+// sigmoid, gelu, ...; constant arguments, each result read by the next op only) is a function
+// of its 256 byte values: the chain becomes one table lookup, ipex::int8_map (fp32 out) or,
+// where only quantizes of one set of parameters read the chain's result,
+// ipex::int8_requantize_map (int8 out, the quantize gone too). The table holds what the chain's
+// own ops compute for the 256 dequantized values (and ipex::quantize_per_tensor of them), so
+// the model's numbers stay those of the ops run one after the other.
+#pragma once
+
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <functional>
+
+#include "quant/qconfig.h"
+
+namespace ipex::quant {
+
+struct MapCounts {
+    int fp32 = 0;  // ipex::int8_map
+    int int8 = 0;  // ipex::int8_requantize_map
+};
+
+// params_of(v): the quantization parameters of int8 value v, nullptr when unknown (then its
+// dequantize stays). Every aten::dequantize of the graph is looked at.
+MapCounts map_elementwise_chains(torch::jit::Graph &graph, const std::function<const TensorQ *(torch::jit::Value *)> &params_of);
+
+}  // namespace ipex::quant

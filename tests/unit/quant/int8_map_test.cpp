@@ -1,0 +1,240 @@
+// ipex::int8_map / ipex::int8_requantize_map against a naive lookup (each byte through the
+// table, bit-exact) over shapes with tails, layouts and both dtypes, and against the ops they
+// stand for; map_elementwise_chains (quant/elementwise_maps.h) on graphs: dequantize ->
+// activations [-> quantize] becomes one lookup with the same outputs; what it cannot take stays.
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <gtest/gtest.h>
+#include <torch/csrc/jit/api/function_impl.h>
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <string>
+#include <vector>
+
+#include "ops/own_kernels.h"
+#include "quant/elementwise_maps.h"
+#include "quant/int8_quantize.h"
+
+namespace ipex::quant {
+namespace {
+
+using torch::jit::Graph;
+using torch::jit::Node;
+using torch::jit::Value;
+
+at::Tensor int8_map(const at::Tensor &q, const at::Tensor &table) {
+    static const auto op = c10::Dispatcher::singleton()
+                               .findSchemaOrThrow("ipex::int8_map", "")
+                               .typed<at::Tensor(const at::Tensor &, const at::Tensor &)>();
+    return op.call(q, table);
+}
+
+at::Tensor requantize_map(const at::Tensor &q, const at::Tensor &table, double scale, int64_t zp, at::ScalarType t) {
+    static const auto op =
+        c10::Dispatcher::singleton()
+            .findSchemaOrThrow("ipex::int8_requantize_map", "")
+            .typed<at::Tensor(const at::Tensor &, const at::Tensor &, double, int64_t, at::ScalarType)>();
+    return op.call(q, table, scale, zp, t);
+}
+
+// The stored bytes of q as indices 0-255, in q's logical order.
+at::Tensor byte_index(const at::Tensor &q) {
+    const at::Tensor ints = q.int_repr().to(at::kLong);
+    return q.scalar_type() == at::kQInt8 ? (ints + 256) % 256 : ints;
+}
+
+std::vector<at::Tensor> layouts(const at::Tensor &q) {
+    std::vector<at::Tensor> out{q};
+    if (q.dim() == 4) {
+        out.push_back(q.contiguous(at::MemoryFormat::ChannelsLast));
+        out.push_back(q.narrow(3, 0, q.size(3) - 1));  // not dense
+    }
+    if (q.dim() == 3) out.push_back(q.transpose(1, 2));  // an NWC view
+    return out;
+}
+
+TEST(Int8Map, LooksEveryByteUpOverShapesLayoutsAndTypes) {
+    at::manual_seed(7);
+    const std::vector<std::vector<int64_t>> shapes = {{1}, {15}, {16}, {17}, {63}, {64}, {65}, {1000},
+                                                      {2, 9, 5}, {2, 3, 7, 5}, {2, 64, 9, 11}};
+    const at::Tensor table = at::randn({256});
+    const at::Tensor bytes = at::randint(0, 256, {256}, at::kInt).to(at::kByte);
+    for (const auto &shape : shapes)
+        for (at::ScalarType dtype : {at::kQUInt8, at::kQInt8}) {
+            const at::Tensor base = at::quantize_per_tensor(at::randn(shape) * 30, 0.1, dtype == at::kQInt8 ? -3 : 5, dtype);
+            for (const at::Tensor &q : layouts(base)) {
+                const std::string what = c10::str(q.sizes(), " strides ", q.strides(), " ", dtype);
+                const at::Tensor index = byte_index(q);
+                const at::Tensor got = int8_map(q, table);
+                EXPECT_TRUE(at::equal(got, table.index({index}))) << what;
+                if (q.is_non_overlapping_and_dense()) EXPECT_EQ(got.strides(), q.strides()) << what;
+                const at::Tensor r = requantize_map(q, bytes, 0.25, 9, at::kQUInt8);
+                EXPECT_EQ(r.scalar_type(), at::kQUInt8) << what;
+                EXPECT_EQ(r.q_scale(), 0.25) << what;
+                EXPECT_EQ(r.q_zero_point(), 9) << what;
+                EXPECT_TRUE(at::equal(r.int_repr(), bytes.index({index}))) << what;
+                if (q.is_non_overlapping_and_dense()) EXPECT_EQ(r.strides(), q.strides()) << what;
+            }
+        }
+}
+
+// The AVX-512 kernel's two byte paths (VBMI byte permutes, 32-bit permutes) and its fp32 path,
+// every byte value and every tail length.
+TEST(Int8Map, KernelPathsAgree) {
+    if (!ops::own_kernels::available(false)) GTEST_SKIP() << "no AVX-512 on this CPU";
+    std::vector<int32_t> table(256);
+    for (int i = 0; i < 256; ++i) table[i] = (i * 37 + 11) % 256;
+    std::vector<uint8_t> src(300);
+    for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>((i * 101 + 7) % 256);
+    for (int64_t n : {1, 15, 16, 17, 63, 64, 65, 256, 300}) {
+        for (bool vbmi : {true, false}) {
+            std::vector<uint8_t> out(n + 1, 0xee);
+            quantize_kernel::map_avx512(src.data(), table.data(), out.data(), n, true, vbmi);
+            for (int64_t i = 0; i < n; ++i) ASSERT_EQ(out[i], table[src[i]]) << n << " " << vbmi << " " << i;
+            EXPECT_EQ(out[n], 0xee) << "wrote past the end";
+        }
+        std::vector<int32_t> wide(n + 1, -1);
+        quantize_kernel::map_avx512(src.data(), table.data(), wide.data(), n, false);
+        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(wide[i], table[src[i]]) << n << " " << i;
+        EXPECT_EQ(wide[n], -1) << "wrote past the end";
+    }
+}
+
+// A table made of silu's values gives what dequantize -> silu gives; quantizing them as
+// ipex::quantize_per_tensor does gives its bytes.
+TEST(Int8Map, StandsForTheOpsItReplaces) {
+    at::manual_seed(8);
+    const at::Tensor q = at::quantize_per_tensor(at::randn({3, 16, 13, 13}) * 4, 0.05, 100, at::kQUInt8);
+    const at::Tensor all = at::_make_per_tensor_quantized_tensor(at::arange(256, at::kInt).to(at::kByte), 0.05, 100);
+    const at::Tensor table = at::silu(all.dequantize());
+    const at::Tensor want = at::silu(q.dequantize());
+    EXPECT_TRUE(at::allclose(int8_map(q, table), want, 1e-6, 0));
+    static const auto quantize = c10::Dispatcher::singleton()
+                                     .findSchemaOrThrow("ipex::quantize_per_tensor", "")
+                                     .typed<at::Tensor(const at::Tensor &, double, int64_t, at::ScalarType)>();
+    const at::Tensor bytes = quantize.call(table, 0.02, -10, at::kQInt8).int_repr().view(at::kByte);
+    const at::Tensor got = requantize_map(q, bytes, 0.02, -10, at::kQInt8);
+    const at::Tensor ref = quantize.call(want, 0.02, -10, at::kQInt8);
+    EXPECT_LE((got.int_repr().to(at::kInt) - ref.int_repr().to(at::kInt)).abs().max().item<int>(), 1);
+}
+
+TEST(Int8Map, RejectsBadArguments) {
+    const at::Tensor q = at::quantize_per_tensor(at::randn({4, 4}), 0.1, 0, at::kQUInt8);
+    const at::Tensor table = at::zeros({256});
+    const at::Tensor bytes = at::zeros({256}, at::kByte);
+    EXPECT_THROW(int8_map(at::randn({4, 4}), table), c10::Error);
+    EXPECT_THROW(int8_map(q, at::zeros({255})), c10::Error);
+    EXPECT_THROW(int8_map(q, at::zeros({256}, at::kDouble)), c10::Error);
+    EXPECT_THROW(int8_map(at::quantize_per_tensor(at::randn({4}), 0.1, 0, at::kQInt32), table), c10::Error);
+    EXPECT_THROW(requantize_map(q, table, 0.1, 0, at::kQUInt8), c10::Error);  // fp32 table
+    EXPECT_THROW(requantize_map(q, bytes, 0.1, 0, at::kFloat), c10::Error);
+    EXPECT_THROW(requantize_map(q, bytes, 0.0, 0, at::kQUInt8), c10::Error);
+    EXPECT_THROW(requantize_map(q, bytes, 0.1, 300, at::kQUInt8), c10::Error);
+    EXPECT_THROW(requantize_map(q, bytes, 0.1, 128, at::kQInt8), c10::Error);
+}
+
+struct Built {
+    std::shared_ptr<Graph> graph;
+    Value *input;
+};
+
+Node *add(Graph &g, const char *kind, std::vector<Value *> inputs) {
+    Node *n = g.insertNode(g.create(c10::Symbol::fromQualString(kind), inputs));
+    n->output()->setType(c10::TensorType::get());
+    return n;
+}
+
+// x (int8) -> dequantize -> silu_ -> hardtanh(-1, 3 or an input) -> [quantize | also returned]
+Built build(bool quantized_end, bool end_read_twice, bool dequantized_read_twice, bool argument_is_input) {
+    auto g = std::make_shared<Graph>();
+    Value *x = g->addInput("x");
+    Value *hi = argument_is_input ? g->addInput("hi") : g->insertConstant(3.0);
+    x->setType(c10::TensorType::get());
+    Node *dq = add(*g, "aten::dequantize", {x});
+    Node *silu = add(*g, "aten::silu_", {dq->output()});
+    Node *clamp = add(*g, "aten::hardtanh", {silu->output(), g->insertConstant(-1.0), hi});
+    std::vector<Value *> outputs;
+    Value *end = clamp->output();
+    if (quantized_end) {
+        outputs.push_back(add(*g, "ipex::quantize_per_tensor",
+                              {end, g->insertConstant(0.02), g->insertConstant(int64_t{7}),
+                               g->insertConstant(static_cast<int64_t>(at::kQUInt8))})
+                              ->output());
+    }
+    if (!quantized_end || end_read_twice) outputs.push_back(add(*g, "aten::neg", {end})->output());
+    if (dequantized_read_twice) outputs.push_back(dq->output());
+    g->registerOutput(g->insertNode(g->createTuple(outputs))->output());
+    return {g, x};
+}
+
+std::vector<c10::IValue> run(const std::shared_ptr<Graph> &g, std::vector<c10::IValue> inputs) {
+    torch::jit::GraphFunction fn("forward", g->copy(), nullptr);
+    fn.run(inputs);
+    return inputs[0].toTupleRef().elements().vec();
+}
+
+int count(const std::shared_ptr<Graph> &g, const char *kind) {
+    int n = 0;
+    for (const Node *node : g->nodes()) n += node->kind().toQualString() == std::string(kind);
+    return n;
+}
+
+void expect_same(const std::vector<c10::IValue> &got, const std::vector<c10::IValue> &want) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+        const at::Tensor a = got[i].toTensor(), b = want[i].toTensor();
+        if (a.is_quantized()) {
+            EXPECT_EQ(a.q_scale(), b.q_scale());
+            EXPECT_EQ(a.q_zero_point(), b.q_zero_point());
+            EXPECT_TRUE(at::equal(a.int_repr(), b.int_repr())) << i;
+        } else {
+            EXPECT_TRUE(at::equal(a, b)) << i;
+        }
+    }
+}
+
+TEST(MapElementwiseChains, ChainsBecomeOneLookupWithTheSameOutputs) {
+    at::manual_seed(9);
+    const TensorQ xq{QDtype::u8, 0.05, 120, std::nullopt};
+    const at::Tensor x = at::quantize_per_tensor(at::randn({2, 8, 11, 11}) * 3, xq.scale, xq.zero_point, at::kQUInt8)
+                             .contiguous(at::MemoryFormat::ChannelsLast);
+    struct Case {
+        const char *what;
+        bool quantized_end, read_twice;
+        const char *made;
+    };
+    for (const Case &c : {Case{"quantized", true, false, "ipex::int8_requantize_map"},
+                          Case{"read in fp32", false, false, "ipex::int8_map"},
+                          Case{"quantized and read in fp32", true, true, "ipex::int8_map"}}) {
+        Built b = build(c.quantized_end, c.read_twice, false, false);
+        const auto want = run(b.graph, {x});
+        const MapCounts n =
+            map_elementwise_chains(*b.graph, [&](Value *v) { return v == b.input ? &xq : nullptr; });
+        EXPECT_EQ(n.int8 + n.fp32, 1) << c.what;
+        EXPECT_EQ(count(b.graph, c.made), 1) << c.what;
+        for (const char *gone : {"aten::dequantize", "aten::silu_", "aten::hardtanh"})
+            EXPECT_EQ(count(b.graph, gone), 0) << c.what << " " << gone;
+        EXPECT_EQ(count(b.graph, "ipex::quantize_per_tensor"), c.quantized_end && c.read_twice ? 1 : 0) << c.what;
+        expect_same(run(b.graph, {x}), want);
+    }
+}
+
+TEST(MapElementwiseChains, LeavesWhatItCannotTake) {
+    const TensorQ xq{QDtype::u8, 0.05, 120, std::nullopt};
+    struct Case {
+        const char *what;
+        bool dequantized_read_twice, argument_is_input, known;
+    };
+    for (const Case &c : {Case{"the dequantized value read twice", true, false, true},
+                          Case{"an argument from the input", false, true, true},
+                          Case{"unknown parameters", false, false, false}}) {
+        Built b = build(true, false, c.dequantized_read_twice, c.argument_is_input);
+        const MapCounts n = map_elementwise_chains(
+            *b.graph, [&](Value *v) { return v == b.input && c.known ? &xq : nullptr; });
+        EXPECT_EQ(n.int8 + n.fp32, c.argument_is_input ? 1 : 0) << c.what;  // silu_ alone still maps
+        EXPECT_EQ(count(b.graph, "aten::hardtanh"), 1) << c.what;
+    }
+}
+
+}  // namespace
+}  // namespace ipex::quant
