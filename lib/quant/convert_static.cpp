@@ -236,7 +236,12 @@ public:
         Value *in = node->input(0);
         if (in->node()->kind() != c10::Symbol::aten("dequantize") || !int8_.count(in->node()->input(0)))
             return false;
-        Node *copy = g_.createClone(node, [](Value *v) { return v; });
+        // With the ipex ops a 2-D max pooling runs ipex::int8_max_pool2d (int8_pool.h: aten's
+        // quantized kernel is slow where the channels are not a multiple of 32).
+        static const c10::Symbol kMaxPool2d = c10::Symbol::aten("max_pool2d");
+        Node *copy = ipex_ops_ && node->kind() == kMaxPool2d && node->inputs().size() == 6
+                         ? g_.create(c10::Symbol::fromQualString("ipex::int8_max_pool2d"), node->inputs())
+                         : g_.createClone(node, [](Value *v) { return v; });
         copy->replaceInput(0, in->node()->input(0));
         copy->insertBefore(node);
         copy->output()->setType(c10::TensorType::get());

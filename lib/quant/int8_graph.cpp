@@ -5,6 +5,7 @@
 #include "ops/graph_program.h"
 #include "ops/op_errors.h"
 #include "ops/pool_op.h"
+#include "quant/int8_pool.h"
 
 namespace ipex::quant {
 
@@ -68,7 +69,7 @@ std::vector<ipex::ops::GraphStep> int8_conv_max_pool_steps(const c10::intrusive_
         return out.str();
     };
     pool.run = [=](const at::Tensor &src, const at::Tensor *, bool) {
-        return at::max_pool2d(src, k, s, p, d, ceil_mode);
+        return int8_max_pool2d(src, k, s, p, d, ceil_mode);
     };
     steps.push_back(std::move(pool));
     return steps;

@@ -40,7 +40,7 @@ passes::PassResult pool_int8_convolutions(std::shared_ptr<torch::jit::Graph> &gr
     static const std::vector<c10::Symbol> kinds = {c10::Symbol::fromQualString("ipex::int8_op")};
     for (Node *conv : passes::collect_nodes_of_kind(graph->block(), kinds)) {
         Node *pool = nullptr;
-        if (!is_int8_conv2d(conv) || !passes::pool_after(conv, "aten::max_pool2d", &pool)) continue;
+        if (!is_int8_conv2d(conv) || !passes::pool_after(conv, "ipex::int8_max_pool2d", &pool)) continue;
         std::vector<torch::jit::Value *> inputs{conv->input(0), conv->inputs().back()};
         for (size_t i = 1; i < 6; ++i) inputs.push_back(pool->input(i));
         const std::string label = passes::node_label(conv) + "+" + passes::node_label(pool);

@@ -1,5 +1,5 @@
 // pool_int8_convolutions (quant/int8_grouping.h) on graphs of ipex::int8_op nodes: an int8
-// convolution whose output only an aten::max_pool2d with constant arguments reads becomes one
+// convolution whose output only an ipex::int8_max_pool2d with constant arguments reads becomes one
 // ipex::int8_conv_max_pool with the same output bits; a convolution read twice, a sum, a linear,
 // a pooling with an argument that is not a constant stay as they are. dequantize_edges makes
 // every aten::dequantize of one tensor an ipex::dequantize and leaves the list overload.
@@ -36,7 +36,7 @@ c10::intrusive_ptr<Int8Context> context(const std::string &kind, bool sum) {
     return c10::make_intrusive<Int8Context>(w, at::randn({8}) * 0.1, std::vector<double>(8, 0.002), p);
 }
 
-// x -> ipex::int8_op(_sum)(x[, x], ctx) -> aten::max_pool2d(3, 2, 1, 1, false) [-> also returned]
+// x -> ipex::int8_op(_sum)(x[, x], ctx) -> ipex::int8_max_pool2d(3, 2, 1, 1, false) [-> also returned]
 std::shared_ptr<Graph> build(const std::string &kind, bool sum, bool read_twice, bool kernel_is_input) {
     auto g = std::make_shared<Graph>();
     Value *x = g->addInput("x");
@@ -49,7 +49,7 @@ std::shared_ptr<Graph> build(const std::string &kind, bool sum, bool read_twice,
     Node *conv = g->insertNode(
         g->create(c10::Symbol::fromQualString(sum ? "ipex::int8_op_sum" : "ipex::int8_op"), conv_inputs));
     const auto list = [&](std::vector<int64_t> v) { return g->insertConstant(c10::IValue(v)); };
-    Node *pool = g->insertNode(g->create(c10::Symbol::fromQualString("aten::max_pool2d"),
+    Node *pool = g->insertNode(g->create(c10::Symbol::fromQualString("ipex::int8_max_pool2d"),
                                          {conv->output(), kernel_input ? kernel_input : list({3, 3}), list({2, 2}),
                                           list({1, 1}), list({1, 1}), g->insertConstant(false)}));
     g->registerOutput(pool->output());
@@ -79,7 +79,7 @@ TEST(PoolInt8Convolutions, ConvolutionAndItsPoolingBecomeOneOp) {
     EXPECT_EQ(r.count, 1);
     EXPECT_EQ(count(g, "ipex::int8_conv_max_pool"), 1);
     EXPECT_EQ(count(g, "ipex::int8_op"), 0);
-    EXPECT_EQ(count(g, "aten::max_pool2d"), 0);
+    EXPECT_EQ(count(g, "ipex::int8_max_pool2d"), 0);
     const at::Tensor got = run(g, {x})[0].toTensor();
     ASSERT_EQ(got.sizes(), want.sizes());
     EXPECT_TRUE(at::equal(got.int_repr(), want.int_repr()));
@@ -99,7 +99,7 @@ TEST(PoolInt8Convolutions, LeavesWhatItCannotTake) {
         auto g = build(c.kind, c.sum, c.read_twice, c.kernel_is_input);
         EXPECT_EQ(pool_int8_convolutions(g).count, 0) << c.what;
         EXPECT_EQ(count(g, "ipex::int8_conv_max_pool"), 0) << c.what;
-        EXPECT_EQ(count(g, "aten::max_pool2d"), 1) << c.what;
+        EXPECT_EQ(count(g, "ipex::int8_max_pool2d"), 1) << c.what;
     }
 }
 

@@ -1,0 +1,78 @@
+#include "quant/int8_pool.h"
+
+#include <ATen/Parallel.h>
+#include <immintrin.h>
+#include <torch/library.h>
+
+#include "ops/op_errors.h"
+#include "ops/own_kernels.h"
+#include "ops/pool_op.h"
+
+namespace ipex::quant {
+namespace {
+
+struct Geometry {
+    int64_t n, c, h, w, oh, ow;
+    ops::PoolWindow win;
+};
+
+// Output row `row` (image row / oh, output row row % oh): every output pixel's maximum over
+// the window's valid input pixels, 64 channels at a time.
+[[gnu::target("avx512f,avx512bw")]] void pool_row(const uint8_t *src, uint8_t *dst, const Geometry &g, int64_t row,
+                                                  bool is_signed) {
+    const int64_t img = row / g.oh, y = row % g.oh;
+    const __m512i lowest = _mm512_set1_epi8(is_signed ? -128 : 0);
+    for (int64_t x = 0; x < g.ow; ++x) {
+        uint8_t *out = dst + ((img * g.oh + y) * g.ow + x) * g.c;
+        for (int64_t c0 = 0; c0 < g.c; c0 += 64) {
+            const __mmask64 m = g.c - c0 >= 64 ? ~__mmask64(0) : (__mmask64(1) << (g.c - c0)) - 1;
+            __m512i best = lowest;
+            for (int64_t ky = 0; ky < g.win.kernel[0]; ++ky) {
+                const int64_t iy = y * g.win.stride[0] - g.win.padding[0] + ky * g.win.dilation[0];
+                if (iy < 0 || iy >= g.h) continue;
+                for (int64_t kx = 0; kx < g.win.kernel[1]; ++kx) {
+                    const int64_t ix = x * g.win.stride[1] - g.win.padding[1] + kx * g.win.dilation[1];
+                    if (ix < 0 || ix >= g.w) continue;
+                    const __m512i v = _mm512_maskz_loadu_epi8(m, src + ((img * g.h + iy) * g.w + ix) * g.c + c0);
+                    best = is_signed ? _mm512_max_epi8(best, v) : _mm512_max_epu8(best, v);
+                }
+            }
+            _mm512_mask_storeu_epi8(out + c0, m, best);
+        }
+    }
+}
+
+}  // namespace
+
+at::Tensor int8_max_pool2d(const at::Tensor &input, at::IntArrayRef kernel_size, at::IntArrayRef stride,
+                           at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
+    const auto aten = [&] { return at::max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode); };
+    if (!input.is_quantized() || input.qscheme() != at::kPerTensorAffine || input.dim() != 4 ||
+        (input.scalar_type() != at::kQUInt8 && input.scalar_type() != at::kQInt8) ||
+        !input.is_contiguous(at::MemoryFormat::ChannelsLast) || !ops::own_kernels::available(false))
+        return aten();
+    const auto window = ops::pool_window(kernel_size, stride, padding, dilation);
+    if (!window) return aten();  // aten's message for bad arguments
+    Geometry g{input.size(0), input.size(1), input.size(2), input.size(3), 0, 0, *window};
+    g.oh = ops::pooled_size(g.h, g.win.kernel[0], g.win.stride[0], g.win.padding[0], g.win.dilation[0], ceil_mode);
+    g.ow = ops::pooled_size(g.w, g.win.kernel[1], g.win.stride[1], g.win.padding[1], g.win.dilation[1], ceil_mode);
+    if (g.oh < 1 || g.ow < 1 || input.numel() == 0) return aten();
+    at::Tensor out = at::_empty_affine_quantized({g.n, g.c, g.oh, g.ow}, input.options(), input.q_scale(),
+                                                 input.q_zero_point(), at::MemoryFormat::ChannelsLast);
+    const auto *src = static_cast<const uint8_t *>(input.data_ptr());
+    auto *dst = static_cast<uint8_t *>(out.data_ptr());
+    const bool is_signed = input.scalar_type() == at::kQInt8;
+    const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, g.ow * g.c));
+    at::parallel_for(0, g.n * g.oh, grain, [&](int64_t begin, int64_t end) {
+        for (int64_t row = begin; row < end; ++row) pool_row(src, dst, g, row, is_signed);
+    });
+    return out;
+}
+
+}  // namespace ipex::quant
+
+TORCH_LIBRARY_FRAGMENT(ipex, m) {
+    m.def("int8_max_pool2d(Tensor input, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
+          "int[2] dilation=1, bool ceil_mode=False) -> Tensor",
+          IPEX_GUARDED(ipex::quant::int8_max_pool2d));
+}
