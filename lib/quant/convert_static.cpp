@@ -371,7 +371,10 @@ ConvertCounts convert_static(torch::jit::Graph &graph, const std::vector<QuantOp
         if (!dead->hasUses()) dead->destroy();
     torch::jit::EliminateDeadCode(graph.block());
     if (ipex_ops && dtype_of_unlisted == "fp32") {  // --mixed-dtype bf16 casts those values itself
-        const MapCounts maps = map_elementwise_chains(graph, [&](Value *v) { return conv.find_qparams(v); });
+        const auto params_of = [&](Value *v) { return conv.find_qparams(v); };
+        counts.int8_cat_norms = fuse_int8_cat_norms(graph, params_of);
+        torch::jit::EliminateDeadCode(graph.block());
+        const MapCounts maps = map_elementwise_chains(graph, params_of);
         counts.int8_maps = maps.int8;
         counts.fp32_maps = maps.fp32;
         torch::jit::EliminateDeadCode(graph.block());

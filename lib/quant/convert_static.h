@@ -30,6 +30,7 @@ struct ConvertCounts {
     int int8_passthrough = 0;  // pooling/flatten/... run on int8 values
     int int8_maps = 0;       // dequantize + activations + quantize as one lookup (elementwise_maps.h)
     int fp32_maps = 0;       // dequantize + activations as one lookup
+    int int8_cat_norms = 0;  // [cat of] dequantize + batch norm [+ relu] + quantize as one op
     std::vector<torch::jit::Node *> fp32_nodes;  // the kept_fp32 ops
 };
 

@@ -38,7 +38,8 @@ std::vector<Node *> chain_after(Value *dequantized) {
     std::vector<Node *> chain;
     for (Value *v = dequantized; v->uses().size() == 1;) {
         Node *user = v->uses()[0].user;
-        if (v->uses()[0].offset != 0 || !is_elementwise_activation(user) || user->owningBlock() != v->node()->owningBlock())
+        if (v->uses()[0].offset != 0 || !is_elementwise_activation(user) ||
+            user->owningBlock() != v->node()->owningBlock())
             break;
         chain.push_back(user);
         v = user->output();
@@ -93,7 +94,86 @@ at::Tensor quantized_bytes(const at::Tensor &values, double scale, int64_t zero_
     return at::from_blob(q.data_ptr(), {256}, at::kByte).clone();
 }
 
+// The int8 values a batch norm's input concatenates on dim 1 (or is), all dequantized with
+// known parameters; empty otherwise.
+std::vector<Value *> dequantized_parts(Value *x, const std::function<const TensorQ *(Value *)> &params_of) {
+    static const auto kDequantize = c10::Symbol::aten("dequantize");
+    std::vector<Value *> values{x};
+    if (x->node()->kind() == c10::Symbol::aten("cat")) {
+        Node *list = x->node()->input(0)->node();
+        const auto dim = torch::jit::toIValue(x->node()->input(1));
+        if (list->kind() != c10::prim::ListConstruct || !dim || !dim->isInt() || dim->toInt() != 1) return {};
+        values.assign(list->inputs().begin(), list->inputs().end());
+    }
+    std::vector<Value *> parts;
+    for (Value *v : values) {
+        if (v->node()->kind() != kDequantize || v->node()->inputs().size() != 1 || !params_of(v->node()->input(0)))
+            return {};
+        parts.push_back(v->node()->input(0));
+    }
+    return parts;
+}
+
+// weight / sqrt(var + eps) and bias - mean * that, when every argument is a constant.
+bool norm_scale_shift(const Node *bn, at::Tensor *scale, at::Tensor *shift) {
+    std::vector<c10::optional<c10::IValue>> args;
+    for (size_t i = 1; i < bn->inputs().size(); ++i) args.push_back(torch::jit::toIValue(bn->input(i)));
+    for (const auto &a : args)
+        if (!a) return false;
+    // weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled
+    if (!args[2]->isTensor() || !args[3]->isTensor() || !args[4]->isBool() || args[4]->toBool() || !args[6]->isDouble())
+        return false;
+    const at::Tensor mean = args[2]->toTensor().to(at::kDouble), var = args[3]->toTensor().to(at::kDouble);
+    if (mean.dim() != 1 || var.sizes() != mean.sizes()) return false;
+    at::Tensor a = 1.0 / at::sqrt(var + args[6]->toDouble());
+    if (args[0]->isTensor()) a = a * args[0]->toTensor().to(at::kDouble);
+    at::Tensor b = -mean * a;
+    if (args[1]->isTensor()) b = b + args[1]->toTensor().to(at::kDouble);
+    if (a.sizes() != mean.sizes() || b.sizes() != mean.sizes()) return false;
+    *scale = a.to(at::kFloat).contiguous();
+    *shift = b.to(at::kFloat).contiguous();
+    return true;
+}
+
 }  // namespace
+
+int fuse_int8_cat_norms(Graph &graph, const std::function<const TensorQ *(Value *)> &params_of) {
+    int count = 0;
+    static const std::vector<c10::Symbol> kinds = {c10::Symbol::aten("batch_norm")};
+    for (Node *bn : passes::collect_nodes_of_kind(graph.block(), kinds)) {
+        if (bn->inputs().size() != 9) continue;
+        const std::vector<Value *> parts = dequantized_parts(bn->input(0), params_of);
+        at::Tensor scale, shift;
+        if (parts.empty() || !norm_scale_shift(bn, &scale, &shift)) continue;
+        Value *end = bn->output();
+        Node *relu = nullptr;
+        if (end->uses().size() == 1) {
+            Node *user = end->uses()[0].user;
+            if (user->kind() == c10::Symbol::aten("relu") || user->kind() == c10::Symbol::aten("relu_")) {
+                relu = user;
+                end = user->output();
+            }
+        }
+        double out_scale = 0;
+        int64_t zero_point = 0, dtype = 0;
+        if (!only_quantized(end, &out_scale, &zero_point, &dtype)) continue;
+        torch::jit::WithInsertPoint guard(bn);
+        Value *list = graph.insertNode(graph.createList(c10::TensorType::get(), parts))->output();
+        Value *fused = graph.insert(c10::Symbol::fromQualString("ipex::int8_cat_scale_shift"),
+                                    {list, graph.insertConstant(scale), graph.insertConstant(shift), relu != nullptr,
+                                     out_scale, zero_point, dtype});
+        const std::vector<torch::jit::Use> uses = end->uses();
+        for (const auto &use : uses) {
+            fused->setType(use.user->output()->type());
+            use.user->output()->replaceAllUsesWith(fused);
+            use.user->destroy();
+        }
+        if (relu) relu->destroy();
+        bn->destroy();  // the cat and the dequantizes go with dead code when nothing else reads them
+        ++count;
+    }
+    return count;
+}
 
 MapCounts map_elementwise_chains(Graph &graph, const std::function<const TensorQ *(Value *)> &params_of) {
     MapCounts counts;

@@ -22,6 +22,15 @@ struct MapCounts {
 
 // params_of(v): the quantization parameters of int8 value v, nullptr when unknown (then its
 // dequantize stays). Every aten::dequantize of the graph is looked at.
-MapCounts map_elementwise_chains(torch::jit::Graph &graph, const std::function<const TensorQ *(torch::jit::Value *)> &params_of);
+MapCounts map_elementwise_chains(torch::jit::Graph &graph,
+                                 const std::function<const TensorQ *(torch::jit::Value *)> &params_of);
+
+// An eval batch norm (constant statistics) of a channel concatenation of dequantized int8
+// values, or of one, with an optional relu, read only by quantizes of one set of parameters
+// (DenseNet's cat -> norm -> relu between int8 convolutions): one
+// ipex::int8_cat_scale_shift reading the int8 values (quant/int8_cat_norm.cpp), the norm as
+// x * (weight / sqrt(var + eps)) + (bias - mean * that). Returns how many.
+int fuse_int8_cat_norms(torch::jit::Graph &graph,
+                        const std::function<const TensorQ *(torch::jit::Value *)> &params_of);
 
 }  // namespace ipex::quant

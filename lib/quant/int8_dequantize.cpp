@@ -26,7 +26,8 @@ bool per_tensor_8bit(const at::Tensor &t) {
 
 at::Tensor dequantize(const at::Tensor &input) {
     if (!per_tensor_8bit(input)) return input.dequantize();
-    const at::Tensor src = input.is_non_overlapping_and_dense() ? input : input.contiguous(input.suggest_memory_format());
+    const at::Tensor src =
+        input.is_non_overlapping_and_dense() ? input : input.contiguous(input.suggest_memory_format());
     at::Tensor out = at::empty_strided(src.sizes(), src.strides(), src.options().dtype(at::kFloat));
     const bool is_signed = src.scalar_type() == at::kQInt8;
     const auto scale = static_cast<float>(src.q_scale());

@@ -16,7 +16,8 @@ namespace ipex::quant {
 passes::PassResult group_int8_convolutions(std::shared_ptr<torch::jit::Graph> &graph);
 
 // Each int8 2-D convolution (ipex::int8_op, no sum) whose output only an ipex::int8_max_pool2d
-// (what quantize makes of aten::max_pool2d, int8_pool.h) with constant arguments reads, with that pooling as one ipex::int8_conv_max_pool (int8_graph.h).
+// (what quantize makes of aten::max_pool2d, int8_pool.h) with constant arguments reads, with
+// that pooling as one ipex::int8_conv_max_pool (int8_graph.h).
 // count: ops made; modules: "conv+pool" labels. Runs before group_int8_convolutions.
 passes::PassResult pool_int8_convolutions(std::shared_ptr<torch::jit::Graph> &graph);
 

@@ -100,7 +100,9 @@ void dequantize_avx512(const void *src, bool is_signed, float *dst, int64_t n, i
         return is_signed ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes);
     };
     // The integer difference is exact, its conversion too (|q - zp| < 2^24): one rounding, in the product.
-    auto value = [&](__m128i bytes) { return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(widen(bytes), zp)), s); };
+    auto value = [&](__m128i bytes) {
+        return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(widen(bytes), zp)), s);
+    };
     int64_t i = 0;
     for (; i + 64 <= n; i += 64)
         for (int k = 0; k < 4; ++k)

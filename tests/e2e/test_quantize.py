@@ -293,7 +293,8 @@ class BadQConfig(e2e.ToolTestCase):
 
 
 # A small model with activations between its int8 ops: conv -> silu_ -> depthwise conv ->
-# hardswish read by a mean and a product (squeeze-excite gate: conv -> sigmoid) -> conv -> fc.
+# hardswish read by a mean and a product (squeeze-excite gate: conv -> sigmoid) -> conv, then
+# DenseNet's cat -> batch norm -> relu before a conv -> fc.
 ACTIVATIONS_MODEL = r"""
 import os, sys
 import torch
@@ -306,13 +307,20 @@ class M(torch.nn.Module):
         self.c2 = torch.nn.Conv2d(16, 16, 3, padding=1, groups=16)
         self.se = torch.nn.Conv2d(16, 16, 1)
         self.c3 = torch.nn.Conv2d(16, 24, 1)
+        self.c4 = torch.nn.Conv2d(24, 8, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(32)
+        self.bn.running_mean.uniform_(-0.2, 0.2)
+        self.bn.running_var.uniform_(0.5, 1.5)
+        self.c5 = torch.nn.Conv2d(32, 24, 1)
         self.fc = torch.nn.Linear(24, 5)
         self.act = torch.nn.SiLU(inplace=True)
     def forward(self, x):
         x = self.act(self.c1(x))
         y = F.hardswish(self.c2(x))
         g = torch.sigmoid(self.se(y.mean((2, 3), keepdim=True)))
-        return self.fc(self.c3(y * g).mean((2, 3)))
+        z = self.c3(y * g)
+        z = self.c5(F.relu(self.bn(torch.cat([z, self.c4(z)], 1))))
+        return self.fc(z.mean((2, 3)))
 out = sys.argv[1]
 torch.jit.save(torch.jit.trace(M().eval(), torch.randn(1, 3, 20, 20)), os.path.join(out, "act.pt"))
 os.makedirs(os.path.join(out, "calib"))
@@ -324,7 +332,7 @@ torch.save(torch.randn(4, 3, 20, 20, generator=gen), os.path.join(out, "test.pt"
 
 
 class ActivationsBetweenInt8Ops(e2e.ToolTestCase):
-    def test_activation_chains_become_lookups(self):
+    def test_activation_chains_and_norms_between_int8_ops(self):
         proc = subprocess.run(["/usr/bin/python3", "-c", ACTIVATIONS_MODEL, self.tmp], capture_output=True,
                               text=True, timeout=e2e.RUN_TIMEOUT)
         self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
@@ -336,12 +344,15 @@ class ActivationsBetweenInt8Ops(e2e.ToolTestCase):
         # silu_ -> the depthwise conv's quantize: one int8 lookup; hardswish (read twice) and
         # the gate's sigmoid: fp32 lookups.
         self.assertEqual(report["quantize"]["activation_maps"], {"int8": 1, "fp32": 2}, report["quantize"])
+        self.assertEqual(report["quantize"]["int8_cat_norms"], 1, report["quantize"])
         r = qc.stock_eval(self, model, out, test, ops_library=True)
         ops = r["ops"]
         self.assertGreater(r["cosine"], MIN_COSINE, r)
         self.assertEqual(count(ops, "ipex::int8_requantize_map"), 1, ops)
         self.assertEqual(count(ops, "ipex::int8_map"), 2, ops)
         self.assertEqual(count(ops, "aten::silu", "aten::silu_", "aten::hardswish", "aten::sigmoid"), 0, ops)
+        self.assertEqual(count(ops, "ipex::int8_cat_scale_shift"), 1, ops)
+        self.assertEqual(count(ops, "aten::cat", "aten::batch_norm", "aten::relu"), 0, ops)
         # The stock quantized ops round the requantization their own way; the grids are the same.
         portable = self.path("portable.pt")
         self.tool("quantize", model, portable, "--qconfig", q, "--portable")

@@ -2,12 +2,16 @@
 // table, bit-exact) over shapes with tails, layouts and both dtypes, and against the ops they
 // stand for; map_elementwise_chains (quant/elementwise_maps.h) on graphs: dequantize ->
 // activations [-> quantize] becomes one lookup with the same outputs; what it cannot take stays.
+// ipex::int8_cat_scale_shift against the ops it stands for (dequantize, cat, the affine, relu,
+// quantize) within one quantization step, and fuse_int8_cat_norms on graphs.
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <gtest/gtest.h>
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -61,7 +65,8 @@ TEST(Int8Map, LooksEveryByteUpOverShapesLayoutsAndTypes) {
     const at::Tensor bytes = at::randint(0, 256, {256}, at::kInt).to(at::kByte);
     for (const auto &shape : shapes)
         for (at::ScalarType dtype : {at::kQUInt8, at::kQInt8}) {
-            const at::Tensor base = at::quantize_per_tensor(at::randn(shape) * 30, 0.1, dtype == at::kQInt8 ? -3 : 5, dtype);
+            const int64_t zp = dtype == at::kQInt8 ? -3 : 5;
+            const at::Tensor base = at::quantize_per_tensor(at::randn(shape) * 30, 0.1, zp, dtype);
             for (const at::Tensor &q : layouts(base)) {
                 const std::string what = c10::str(q.sizes(), " strides ", q.strides(), " ", dtype);
                 const at::Tensor index = byte_index(q);
@@ -233,6 +238,145 @@ TEST(MapElementwiseChains, LeavesWhatItCannotTake) {
             *b.graph, [&](Value *v) { return v == b.input && c.known ? &xq : nullptr; });
         EXPECT_EQ(n.int8 + n.fp32, c.argument_is_input ? 1 : 0) << c.what;  // silu_ alone still maps
         EXPECT_EQ(count(b.graph, "aten::hardtanh"), 1) << c.what;
+    }
+}
+
+at::Tensor cat_scale_shift(const std::vector<at::Tensor> &inputs, const at::Tensor &scale, const at::Tensor &shift,
+                           bool relu, double out_scale, int64_t zp, at::ScalarType t) {
+    static const auto op = c10::Dispatcher::singleton()
+                               .findSchemaOrThrow("ipex::int8_cat_scale_shift", "")
+                               .typed<at::Tensor(const std::vector<at::Tensor> &, const at::Tensor &,
+                                                 const at::Tensor &, bool, double, int64_t, at::ScalarType)>();
+    return op.call(inputs, scale, shift, relu, out_scale, zp, t);
+}
+
+// The ops one after the other, in fp32, quantized as aten does.
+at::Tensor cat_scale_shift_reference(const std::vector<at::Tensor> &inputs, const at::Tensor &scale,
+                                     const at::Tensor &shift, bool relu, double out_scale, int64_t zp,
+                                     at::ScalarType t) {
+    std::vector<at::Tensor> values;
+    for (const at::Tensor &q : inputs) values.push_back(q.dequantize());
+    const at::Tensor x = at::cat(values, 1);
+    std::vector<int64_t> shape(x.dim(), 1);
+    shape[1] = x.size(1);
+    at::Tensor y = x * scale.view(shape) + shift.view(shape);
+    if (relu) y = at::relu(y);
+    return at::quantize_per_tensor(y, out_scale, zp, t);
+}
+
+void expect_within_one_step(const at::Tensor &got, const at::Tensor &want, const std::string &what) {
+    ASSERT_EQ(got.sizes(), want.sizes()) << what;
+    EXPECT_EQ(got.scalar_type(), want.scalar_type()) << what;
+    EXPECT_EQ(got.q_scale(), want.q_scale()) << what;
+    EXPECT_EQ(got.q_zero_point(), want.q_zero_point()) << what;
+    const at::Tensor diff = (got.int_repr().to(at::kInt) - want.int_repr().to(at::kInt)).abs();
+    EXPECT_LE(diff.max().item<int>(), 1) << what;
+    EXPECT_LE(diff.gt(0).sum().item<int64_t>(), std::max<int64_t>(2, want.numel() / 1000)) << what;  // rare ties
+}
+
+TEST(Int8CatScaleShift, MatchesTheOpsItStandsFor) {
+    at::manual_seed(12);
+    for (bool relu : {true, false})
+        for (at::ScalarType out_type : {at::kQUInt8, at::kQInt8}) {
+            // Channel counts around the vector width, both input dtypes, NCHW and channels-last inputs.
+            std::vector<at::Tensor> inputs = {
+                at::quantize_per_tensor(at::randn({2, 17, 5, 6}), 0.04, 100, at::kQUInt8),
+                at::quantize_per_tensor(at::randn({2, 32, 5, 6}), 0.03, -7, at::kQInt8)
+                    .contiguous(at::MemoryFormat::ChannelsLast),
+                at::quantize_per_tensor(at::randn({2, 3, 5, 6}), 0.05, 0, at::kQUInt8)};
+            const at::Tensor scale = at::rand({52}) + 0.5, shift = at::randn({52}) * 0.2;
+            const int64_t zp = out_type == at::kQInt8 ? 5 : (relu ? 0 : 128);
+            const std::string what = std::string(relu ? "relu " : "") + c10::toString(out_type);
+            const at::Tensor got = cat_scale_shift(inputs, scale, shift, relu, 0.02, zp, out_type);
+            EXPECT_TRUE(got.is_contiguous(at::MemoryFormat::ChannelsLast)) << what;
+            expect_within_one_step(got, cat_scale_shift_reference(inputs, scale, shift, relu, 0.02, zp, out_type),
+                                   what);
+            const std::vector<at::Tensor> one = {inputs[0]};  // no cat
+            expect_within_one_step(cat_scale_shift(one, scale.narrow(0, 0, 17), shift.narrow(0, 0, 17), relu, 0.02,
+                                                   zp, out_type),
+                                   cat_scale_shift_reference(one, scale.narrow(0, 0, 17), shift.narrow(0, 0, 17),
+                                                             relu, 0.02, zp, out_type),
+                                   what + " one input");
+            const std::vector<at::Tensor> flat = {at::quantize_per_tensor(at::randn({3, 8}), 0.04, 9, at::kQUInt8)};
+            expect_within_one_step(cat_scale_shift(flat, scale.narrow(0, 0, 8), shift.narrow(0, 0, 8), relu, 0.02,
+                                                   zp, out_type),
+                                   cat_scale_shift_reference(flat, scale.narrow(0, 0, 8), shift.narrow(0, 0, 8), relu,
+                                                             0.02, zp, out_type),
+                                   what + " 2-D");
+        }
+}
+
+TEST(Int8CatScaleShift, RejectsBadArguments) {
+    const at::Tensor q = at::quantize_per_tensor(at::randn({1, 4, 3, 3}), 0.1, 0, at::kQUInt8);
+    const at::Tensor other = at::quantize_per_tensor(at::randn({1, 4, 2, 3}), 0.1, 0, at::kQUInt8);
+    const at::Tensor s = at::ones({4}), s8 = at::ones({8});
+    EXPECT_THROW(cat_scale_shift({}, s, s, false, 0.1, 0, at::kQUInt8), c10::Error);
+    EXPECT_THROW(cat_scale_shift({q}, s8, s8, false, 0.1, 0, at::kQUInt8), c10::Error);  // 8 for 4 channels
+    EXPECT_THROW(cat_scale_shift({q, other}, s8, s8, false, 0.1, 0, at::kQUInt8), c10::Error);  // sizes
+    EXPECT_THROW(cat_scale_shift({at::randn({1, 4, 3, 3})}, s, s, false, 0.1, 0, at::kQUInt8), c10::Error);
+    EXPECT_THROW(cat_scale_shift({q}, s, s, false, 0.0, 0, at::kQUInt8), c10::Error);
+    EXPECT_THROW(cat_scale_shift({q}, s, s, false, 0.1, 200, at::kQInt8), c10::Error);
+    EXPECT_THROW(cat_scale_shift({q}, s, s, false, 0.1, 0, at::kFloat), c10::Error);
+}
+
+// a, b (int8) -> dequantize each -> cat(dim) -> batch_norm(constants) -> relu -> quantize
+std::shared_ptr<Graph> build_norm(int64_t dim, bool training, bool relu) {
+    auto g = std::make_shared<Graph>();
+    Value *a = g->addInput("a");
+    Value *b = g->addInput("b");
+    a->setType(c10::TensorType::get());
+    b->setType(c10::TensorType::get());
+    Value *da = add(*g, "aten::dequantize", {a})->output();
+    Value *db = add(*g, "aten::dequantize", {b})->output();
+    Value *list = g->insertNode(g->createList(c10::TensorType::get(), {da, db}))->output();
+    Value *x = add(*g, "aten::cat", {list, g->insertConstant(dim)})->output();
+    const auto c = [&](const at::Tensor &t) { return g->insertConstant(t); };
+    Value *y = add(*g, "aten::batch_norm",
+                   {x, c(at::rand({12}) + 0.5), c(at::randn({12})), c(at::randn({12}) * 0.1), c(at::rand({12}) + 0.5),
+                    g->insertConstant(training), g->insertConstant(0.1), g->insertConstant(1e-5),
+                    g->insertConstant(false)})
+                   ->output();
+    if (relu) y = add(*g, "aten::relu", {y})->output();
+    Value *q = add(*g, "ipex::quantize_per_tensor",
+                   {y, g->insertConstant(0.03), g->insertConstant(int64_t{0}),
+                    g->insertConstant(static_cast<int64_t>(at::kQUInt8))})
+                   ->output();
+    g->registerOutput(g->insertNode(g->createTuple({q}))->output());
+    return g;
+}
+
+TEST(FuseInt8CatNorms, CatNormReluQuantizeBecomesOneOp) {
+    at::manual_seed(13);
+    const TensorQ qa{QDtype::u8, 0.04, 10, std::nullopt}, qb{QDtype::s8, 0.05, -3, std::nullopt};
+    const at::Tensor a = at::quantize_per_tensor(at::randn({2, 5, 7, 7}), qa.scale, qa.zero_point, at::kQUInt8)
+                             .contiguous(at::MemoryFormat::ChannelsLast);
+    const at::Tensor b = at::quantize_per_tensor(at::randn({2, 7, 7, 7}), qb.scale, qb.zero_point, at::kQInt8)
+                             .contiguous(at::MemoryFormat::ChannelsLast);
+    for (bool relu : {true, false}) {
+        auto g = build_norm(1, false, relu);
+        const at::Tensor want = run(g, {a, b})[0].toTensor();
+        const auto params = [&](Value *v) -> const TensorQ * {
+            return v == g->inputs()[0] ? &qa : v == g->inputs()[1] ? &qb : nullptr;
+        };
+        EXPECT_EQ(fuse_int8_cat_norms(*g, params), 1);
+        torch::jit::EliminateDeadCode(g);
+        EXPECT_EQ(count(g, "ipex::int8_cat_scale_shift"), 1);
+        for (const char *gone : {"aten::dequantize", "aten::cat", "aten::batch_norm", "aten::relu",
+                                 "ipex::quantize_per_tensor"})
+            EXPECT_EQ(count(g, gone), 0) << gone;
+        expect_within_one_step(run(g, {a, b})[0].toTensor(), want, relu ? "relu" : "no relu");
+    }
+    struct Case {
+        const char *what;
+        int64_t dim;
+        bool training, known;
+    };
+    for (const Case &c : {Case{"cat on dim 2", 2, false, true}, Case{"training", 1, true, true},
+                          Case{"unknown parameters", 1, false, false}}) {
+        auto g = build_norm(c.dim, c.training, true);
+        const auto params = [&](Value *v) -> const TensorQ * { return c.known ? &qa : nullptr; };
+        EXPECT_EQ(fuse_int8_cat_norms(*g, params), 0) << c.what;
+        EXPECT_EQ(count(g, "aten::batch_norm"), 1) << c.what;
     }
 }
 

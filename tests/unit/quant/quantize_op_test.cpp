@@ -111,7 +111,8 @@ TEST(DequantizeOp, MatchesAtenOverShapesLayoutsAndTypes) {
                                                       {2, 3, 7, 5}, {2, 64, 9, 11}, {3, 1, 5, 5}, {2, 5, 3, 4, 6}};
     for (const auto &shape : shapes)
         for (at::ScalarType dtype : {at::kQUInt8, at::kQInt8})
-            for (int64_t zp : dtype == at::kQUInt8 ? std::vector<int64_t>{0, 255, 3} : std::vector<int64_t>{0, -128, 127}) {
+            for (int64_t zp :
+                 dtype == at::kQUInt8 ? std::vector<int64_t>{0, 255, 3} : std::vector<int64_t>{0, -128, 127}) {
                 const std::string what = "shape " + c10::str(at::IntArrayRef(shape)) + " " + c10::toString(dtype) +
                                          " zp " + std::to_string(zp);
                 // Every byte value: the clamped ends of the range included.
