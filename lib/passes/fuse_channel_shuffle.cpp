@@ -156,9 +156,17 @@ PassResult fuse_channel_shuffle(std::shared_ptr<torch::jit::Graph> &graph) {
             continue;
         }
         Value *x = first->input(0);
-        Node *cat = foldable_cat(x, first);
+        // A plain contiguous() before the first view (what contiguous_before_view adds, as in a
+        // graph prepared for quantization) joins the op: its result is the same either way.
+        Node *leading = x->node();
+        if (is_plain_contiguous(leading) && single_user(x) == first) {
+            x = leading->input(0);
+        } else {
+            leading = nullptr;
+        }
+        Node *cat = foldable_cat(x, leading ? leading : first);
         // The queries are answered before the op goes in, so they stay where they were.
-        if (cat && !answer_size_queries(*graph, cat, first)) cat = nullptr;
+        if (cat && !answer_size_queries(*graph, cat, leading ? leading : first)) cat = nullptr;
         // A chunk along the channels as the only reader: the op writes the chunks instead.
         Node *chunk = chunk_reader(last->output());
         if (chunk && is_graph_output(chunk->output())) chunk = nullptr;
@@ -180,6 +188,7 @@ PassResult fuse_channel_shuffle(std::shared_ptr<torch::jit::Graph> &graph) {
             destroyed.insert(*it);
             (*it)->destroy();
         }
+        if (leading) leading->destroy();
         if (cat) {
             cat->destroy();
             ++with_cat;

@@ -1,7 +1,8 @@
 // Prepacked mode: the channel shuffle of ShuffleNet-style models, written
 //   x.view(n, g, c / g, h, w).transpose(1, 2).contiguous().view(n, c, h, w)
 // (view or reshape at either end, transpose(1, 2) / transpose(2, 1) / permute([0, 2, 1, 3, 4])
-// in the middle, the contiguous optional before a reshape), becomes one
+// in the middle, the contiguous optional before a reshape, a plain contiguous() before the
+// first view joining too), becomes one
 // ipex::channel_shuffle (ops/shuffle_op.h), which checks the sizes at run time and gathers the
 // channels of channels-last fp32/bf16 tensors in one pass (the chain's definition otherwise).
 // When x is an aten::cat along dim 1 read by nothing else but aten::size(x, d) queries (which

@@ -7,6 +7,7 @@
 
 #include "core/errors.h"
 #include "core/log.h"
+#include "passes/fuse_channel_shuffle.h"
 #include "quant/convert_static.h"
 #include "quant/int8_grouping.h"
 #include "quant/mixed_bf16.h"
@@ -130,6 +131,8 @@ QuantizeResult quantize_model(const torch::jit::Module &model, const QConfig &co
             result.report["int8_graphs"] = {{"graphs", g.count}, {"convolutions", g.details["convolutions"]},
                                             {"sums", g.details["sums"]}, {"modules", g.modules}};
             result.report["int8_dequantize_ops"] = dequantize_edges(prepared.graph).count;
+            // The fp32 channel shuffles between int8 regions (ShuffleNet) as one gather each.
+            result.report["channel_shuffles"] = passes::fuse_channel_shuffle(prepared.graph).count;
         }
     }
     result.report["nested_fp32"] = prepared.nested_fp32;

@@ -294,7 +294,8 @@ class BadQConfig(e2e.ToolTestCase):
 
 # A small model with activations between its int8 ops: conv -> silu_ -> depthwise conv ->
 # hardswish read by a mean and a product (squeeze-excite gate: conv -> sigmoid) -> conv, then
-# DenseNet's cat -> batch norm -> relu before a conv -> fc.
+# DenseNet's cat -> batch norm -> relu before a conv, ShuffleNet's cat -> channel shuffle ->
+# chunk -> conv -> fc.
 ACTIVATIONS_MODEL = r"""
 import os, sys
 import torch
@@ -312,6 +313,8 @@ class M(torch.nn.Module):
         self.bn.running_mean.uniform_(-0.2, 0.2)
         self.bn.running_var.uniform_(0.5, 1.5)
         self.c5 = torch.nn.Conv2d(32, 24, 1)
+        self.c6 = torch.nn.Conv2d(24, 24, 1)
+        self.c7 = torch.nn.Conv2d(24, 24, 1)
         self.fc = torch.nn.Linear(24, 5)
         self.act = torch.nn.SiLU(inplace=True)
     def forward(self, x):
@@ -320,7 +323,11 @@ class M(torch.nn.Module):
         g = torch.sigmoid(self.se(y.mean((2, 3), keepdim=True)))
         z = self.c3(y * g)
         z = self.c5(F.relu(self.bn(torch.cat([z, self.c4(z)], 1))))
-        return self.fc(z.mean((2, 3)))
+        s = torch.cat([z, self.c6(z)], 1)
+        n, c, h, w = s.size()
+        s = s.view(n, 2, c // 2, h, w).transpose(1, 2).contiguous().view(n, c, h, w)
+        a, b = s.chunk(2, 1)
+        return self.fc(self.c7(b).mean((2, 3)) + a.mean((2, 3)))
 out = sys.argv[1]
 torch.jit.save(torch.jit.trace(M().eval(), torch.randn(1, 3, 20, 20)), os.path.join(out, "act.pt"))
 os.makedirs(os.path.join(out, "calib"))
@@ -345,6 +352,7 @@ class ActivationsBetweenInt8Ops(e2e.ToolTestCase):
         # the gate's sigmoid: fp32 lookups.
         self.assertEqual(report["quantize"]["activation_maps"], {"int8": 1, "fp32": 2}, report["quantize"])
         self.assertEqual(report["quantize"]["int8_cat_norms"], 1, report["quantize"])
+        self.assertEqual(report["quantize"]["channel_shuffles"], 1, report["quantize"])
         r = qc.stock_eval(self, model, out, test, ops_library=True)
         ops = r["ops"]
         self.assertGreater(r["cosine"], MIN_COSINE, r)
@@ -352,7 +360,8 @@ class ActivationsBetweenInt8Ops(e2e.ToolTestCase):
         self.assertEqual(count(ops, "ipex::int8_map"), 2, ops)
         self.assertEqual(count(ops, "aten::silu", "aten::silu_", "aten::hardswish", "aten::sigmoid"), 0, ops)
         self.assertEqual(count(ops, "ipex::int8_cat_scale_shift"), 1, ops)
-        self.assertEqual(count(ops, "aten::cat", "aten::batch_norm", "aten::relu"), 0, ops)
+        self.assertEqual(count(ops, "aten::cat", "aten::batch_norm", "aten::relu", "aten::transpose"), 0, ops)
+        self.assertEqual(count(ops, "ipex::channel_shuffle_chunk"), 1, ops)
         # The stock quantized ops round the requantization their own way; the grids are the same.
         portable = self.path("portable.pt")
         self.tool("quantize", model, portable, "--qconfig", q, "--portable")

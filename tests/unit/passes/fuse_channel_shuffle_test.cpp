@@ -6,7 +6,7 @@
 // end (whose dim the pass cannot tell without the rank) stays too. Op counts before and after, and outputs
 // equal to the unmodified graph's, fp32 and bf16, NCHW and channels-last. A chunk along the
 // channels as the shuffle's only reader joins the op (ipex::channel_shuffle_chunk) unless its
-// list is a graph output.
+// list is a graph output; a plain contiguous() before the first view read by it alone joins too.
 #include <gtest/gtest.h>
 
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
@@ -95,6 +95,15 @@ INSTANTIATE_TEST_SUITE_P(
     a, b = y.chunk(2, 1)
     return torch.relu(a), b + 1.0
 )", 1, 1, 0, 1},
+        ShuffleCase{"contiguous_before_the_first_view", R"(    y = torch.cat([x, x * 2.0], 1).contiguous()
+    y = y.view(2, 2, 12, 5, 6).transpose(1, 2).contiguous().view(2, 24, 5, 6)
+    a, b = y.chunk(2, 1)
+    return torch.relu(a), b + 1.0
+)", 1, 1, 0, 1},
+        ShuffleCase{"contiguous_read_elsewhere", R"(    y = torch.cat([x, x * 2.0], 1).contiguous()
+    z = y.view(2, 2, 12, 5, 6).transpose(1, 2).contiguous().view(2, 24, 5, 6)
+    return z + y
+)", 1, 0},
         ShuffleCase{"chunked_three_uneven", R"(    y = x.view(2, 2, 6, 5, 6).transpose(1, 2).contiguous().view(2, 12, 5, 6)
     a, b, c, d = y.chunk(5, 1)
     return a + 1.0, b * 2.0, c - 1.0, d
