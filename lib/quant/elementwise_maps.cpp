@@ -184,7 +184,12 @@ MapCounts map_elementwise_chains(Graph &graph, const std::function<const TensorQ
         const std::vector<Node *> chain = chain_after(dq->output());
         if (!q || chain.empty()) continue;
         Value *end = chain.back()->output();
-        const at::Tensor table = run_chain(chain, dequantized_bytes(*q)).contiguous();
+        at::Tensor table;
+        try {
+            table = run_chain(chain, dequantized_bytes(*q)).contiguous();
+        } catch (const c10::Error &) {
+            continue;  // an argument the op refuses: the model keeps the chain and fails as it would
+        }
         if (table.scalar_type() != at::kFloat || table.sizes() != at::IntArrayRef{256}) continue;
         torch::jit::WithInsertPoint guard(dq);
         double scale = 0;

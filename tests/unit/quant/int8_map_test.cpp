@@ -239,6 +239,16 @@ TEST(MapElementwiseChains, LeavesWhatItCannotTake) {
         EXPECT_EQ(n.int8 + n.fp32, c.argument_is_input ? 1 : 0) << c.what;  // silu_ alone still maps
         EXPECT_EQ(count(b.graph, "aten::hardtanh"), 1) << c.what;
     }
+    // gelu(x, approximate="cubic") throws when run: the chain stays, to fail as the model would.
+    auto g = std::make_shared<Graph>();
+    Value *x = g->addInput("x");
+    x->setType(c10::TensorType::get());
+    Node *dq = add(*g, "aten::dequantize", {x});
+    Node *gelu = add(*g, "aten::gelu", {dq->output(), g->insertConstant(std::string("cubic"))});
+    g->registerOutput(g->insertNode(g->createTuple({gelu->output()}))->output());
+    const MapCounts n = map_elementwise_chains(*g, [&](Value *v) { return v == x ? &xq : nullptr; });
+    EXPECT_EQ(n.int8 + n.fp32, 0);
+    EXPECT_EQ(count(g, "aten::gelu"), 1);
 }
 
 at::Tensor cat_scale_shift(const std::vector<at::Tensor> &inputs, const at::Tensor &scale, const at::Tensor &shift,
