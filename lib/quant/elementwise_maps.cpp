@@ -86,6 +86,16 @@ bool only_quantized(Value *v, double *scale, int64_t *zero_point, int64_t *dtype
     return !first;
 }
 
+// `fused` in place of every quantize reading `v` (only_quantized said they all are).
+void replace_quantizes(Value *v, Value *fused) {
+    const std::vector<torch::jit::Use> uses = v->uses();
+    for (const auto &use : uses) {
+        fused->setType(use.user->output()->type());
+        use.user->output()->replaceAllUsesWith(fused);
+        use.user->destroy();
+    }
+}
+
 at::Tensor quantized_bytes(const at::Tensor &values, double scale, int64_t zero_point, int64_t dtype) {
     static const auto op = c10::Dispatcher::singleton()
                                .findSchemaOrThrow("ipex::quantize_per_tensor", "")
@@ -162,12 +172,7 @@ int fuse_int8_cat_norms(Graph &graph, const std::function<const TensorQ *(Value 
         Value *fused = graph.insert(c10::Symbol::fromQualString("ipex::int8_cat_scale_shift"),
                                     {list, graph.insertConstant(scale), graph.insertConstant(shift), relu != nullptr,
                                      out_scale, zero_point, dtype});
-        const std::vector<torch::jit::Use> uses = end->uses();
-        for (const auto &use : uses) {
-            fused->setType(use.user->output()->type());
-            use.user->output()->replaceAllUsesWith(fused);
-            use.user->destroy();
-        }
+        replace_quantizes(end, fused);
         if (relu) relu->destroy();
         bn->destroy();  // the cat and the dequantizes go with dead code when nothing else reads them
         ++count;
@@ -198,12 +203,7 @@ MapCounts map_elementwise_chains(Graph &graph, const std::function<const TensorQ
             Value *bytes = graph.insertConstant(quantized_bytes(table, scale, zero_point, dtype));
             Value *mapped = graph.insert(c10::Symbol::fromQualString("ipex::int8_requantize_map"),
                                          {dq->input(0), bytes, scale, zero_point, dtype});
-            const std::vector<torch::jit::Use> uses = end->uses();
-            for (const auto &use : uses) {
-                mapped->setType(use.user->output()->type());
-                use.user->output()->replaceAllUsesWith(mapped);
-                use.user->destroy();
-            }
+            replace_quantizes(end, mapped);
             ++counts.int8;
         } else {
             Value *mapped = graph.insert(c10::Symbol::fromQualString("ipex::int8_map"),

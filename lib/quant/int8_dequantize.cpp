@@ -16,18 +16,13 @@
 #include "ops/op_errors.h"
 #include "ops/own_kernels.h"
 #include "quant/int8_quantize.h"
+#include "quant/q8_tensor.h"
 
 namespace {
 
-bool per_tensor_8bit(const at::Tensor &t) {
-    return t.is_quantized() && t.qscheme() == at::kPerTensorAffine &&
-           (t.scalar_type() == at::kQUInt8 || t.scalar_type() == at::kQInt8);
-}
-
 at::Tensor dequantize(const at::Tensor &input) {
-    if (!per_tensor_8bit(input)) return input.dequantize();
-    const at::Tensor src =
-        input.is_non_overlapping_and_dense() ? input : input.contiguous(input.suggest_memory_format());
+    if (!ipex::quant::is_q8_per_tensor(input)) return input.dequantize();
+    const at::Tensor src = ipex::quant::dense(input);
     at::Tensor out = at::empty_strided(src.sizes(), src.strides(), src.options().dtype(at::kFloat));
     const bool is_signed = src.scalar_type() == at::kQInt8;
     const auto scale = static_cast<float>(src.q_scale());
@@ -56,10 +51,9 @@ void dequantize_loop(const Q *src, c10::BFloat16 *dst, int64_t n, float scale, i
 }
 
 at::Tensor dequantize_bf16(const at::Tensor &input) {
-    IPEX_CHECK_INPUT(input.is_quantized() && input.qscheme() == at::kPerTensorAffine &&
-                    (input.scalar_type() == at::kQUInt8 || input.scalar_type() == at::kQInt8),
-                "ipex::dequantize_bf16: the input must be a quint8 or qint8 per-tensor quantized tensor (got ",
-                input.toString(), ")");
+    IPEX_CHECK_INPUT(ipex::quant::is_q8_per_tensor(input),
+                     "ipex::dequantize_bf16: the input must be a quint8 or qint8 per-tensor quantized tensor (got ",
+                     input.toString(), ")");
     const at::MemoryFormat format = input.suggest_memory_format();
     const at::Tensor src = input.contiguous(format);
     at::Tensor out = at::empty(src.sizes(), src.options().dtype(at::kBFloat16), format);

@@ -17,15 +17,14 @@
 #include "ops/op_errors.h"
 #include "ops/own_kernels.h"
 #include "quant/int8_quantize.h"
+#include "quant/q8_tensor.h"
 
 namespace {
 
-at::Tensor dense(const at::Tensor &input, const char *op) {
-    IPEX_CHECK_INPUT(input.is_quantized() && input.qscheme() == at::kPerTensorAffine &&
-                         (input.scalar_type() == at::kQUInt8 || input.scalar_type() == at::kQInt8),
-                     op, ": the input must be a quint8 or qint8 per-tensor quantized tensor (got ", input.toString(),
-                     ")");
-    return input.is_non_overlapping_and_dense() ? input : input.contiguous(input.suggest_memory_format());
+at::Tensor dense_input(const at::Tensor &input, const char *op) {
+    IPEX_CHECK_INPUT(ipex::quant::is_q8_per_tensor(input), op,
+                     ": the input must be a quint8 or qint8 per-tensor quantized tensor (got ", input.toString(), ")");
+    return ipex::quant::dense(input);
 }
 
 void check_table(const at::Tensor &table, at::ScalarType type, const char *op) {
@@ -56,7 +55,7 @@ void lookup(const at::Tensor &src, const std::vector<int32_t> &table32, void *ds
 
 at::Tensor int8_map(const at::Tensor &input, const at::Tensor &table) {
     static const char *kOp = "ipex::int8_map";
-    const at::Tensor src = dense(input, kOp);
+    const at::Tensor src = dense_input(input, kOp);
     check_table(table, at::kFloat, kOp);
     std::vector<int32_t> table32(256);
     std::memcpy(table32.data(), table.contiguous().data_ptr<float>(), 256 * sizeof(float));
@@ -68,7 +67,7 @@ at::Tensor int8_map(const at::Tensor &input, const at::Tensor &table) {
 at::Tensor int8_requantize_map(const at::Tensor &input, const at::Tensor &table, double scale, int64_t zero_point,
                                at::ScalarType dtype) {
     static const char *kOp = "ipex::int8_requantize_map";
-    const at::Tensor src = dense(input, kOp);
+    const at::Tensor src = dense_input(input, kOp);
     check_table(table, at::kByte, kOp);
     IPEX_CHECK_INPUT(dtype == at::kQUInt8 || dtype == at::kQInt8, kOp, ": dtype must be quint8 or qint8 (got ", dtype,
                      ")");

@@ -7,6 +7,7 @@
 #include "ops/op_errors.h"
 #include "ops/own_kernels.h"
 #include "ops/pool_op.h"
+#include "quant/q8_tensor.h"
 
 namespace ipex::quant {
 namespace {
@@ -47,9 +48,8 @@ struct Geometry {
 at::Tensor int8_max_pool2d(const at::Tensor &input, at::IntArrayRef kernel_size, at::IntArrayRef stride,
                            at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
     const auto aten = [&] { return at::max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode); };
-    if (!input.is_quantized() || input.qscheme() != at::kPerTensorAffine || input.dim() != 4 ||
-        (input.scalar_type() != at::kQUInt8 && input.scalar_type() != at::kQInt8) ||
-        !input.is_contiguous(at::MemoryFormat::ChannelsLast) || !ops::own_kernels::available(false))
+    if (!is_q8_per_tensor(input) || input.dim() != 4 || !input.is_contiguous(at::MemoryFormat::ChannelsLast) ||
+        !ops::own_kernels::available(false))
         return aten();
     const auto window = ops::pool_window(kernel_size, stride, padding, dilation);
     if (!window) return aten();  // aten's message for bad arguments

@@ -17,24 +17,16 @@ namespace qk = ipex::quant::quantize_kernel;
 
 bool avx512() { return ipex::ops::own_kernels::available(false); }
 
-// One value as the AVX-512 kernels compute it.
-inline uint8_t quantize_one(float x, const qk::Params &p) {
-    float r = std::nearbyint(x * p.inv_scale);
-    r = r > p.hi ? p.hi : r;
-    r = r >= p.lo ? r : p.lo;  // NaN to lo
-    return static_cast<uint8_t>(static_cast<int32_t>(r) + p.zero_point);
-}
-
 void flat(const float *src, uint8_t *dst, int64_t n, const qk::Params &p) {
     if (avx512()) return qk::flat_avx512(src, dst, n, p);
-    for (int64_t i = 0; i < n; ++i) dst[i] = quantize_one(src[i], p);
+    for (int64_t i = 0; i < n; ++i) dst[i] = qk::quantize_value(src[i], p);
 }
 
 void planes_to_last(const float *src, uint8_t *dst, int64_t c, int64_t plane, int64_t p0, int64_t p1,
                     const qk::Params &p) {
     if (avx512()) return qk::planes_to_last_avx512(src, dst, c, plane, p0, p1, p);
     for (int64_t q = p0; q < p1; ++q)
-        for (int64_t ch = 0; ch < c; ++ch) dst[q * c + ch] = quantize_one(src[ch * plane + q], p);
+        for (int64_t ch = 0; ch < c; ++ch) dst[q * c + ch] = qk::quantize_value(src[ch * plane + q], p);
 }
 
 constexpr int64_t kGrain = 32768;  // values per task
@@ -50,11 +42,7 @@ at::Tensor quantize_per_tensor(const at::Tensor &input, double scale, int64_t ze
     const int64_t qmin = is_signed ? -128 : 0, qmax = is_signed ? 127 : 255;
     IPEX_CHECK_INPUT(zero_point >= qmin && zero_point <= qmax, "ipex::quantize_per_tensor: zero point ", zero_point,
                      " is outside ", dtype, "'s range [", qmin, ", ", qmax, "]");
-    qk::Params p;
-    p.inv_scale = 1.0f / static_cast<float>(scale);
-    p.lo = static_cast<float>(qmin - zero_point);
-    p.hi = static_cast<float>(qmax - zero_point);
-    p.zero_point = static_cast<int32_t>(zero_point);
+    const qk::Params p = qk::params_for(scale, zero_point, is_signed);
 
     const at::Tensor x = input.scalar_type() == at::kFloat ? input : input.to(at::kFloat);
     const auto opts = x.options().dtype(dtype);

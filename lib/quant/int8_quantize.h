@@ -7,6 +7,7 @@
 // bound (libtorch's scalar loop sends them through an undefined float-to-integer conversion).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 namespace ipex::quant::quantize_kernel {
@@ -16,6 +17,21 @@ struct Params {
     float lo = 0.f, hi = 255.f;  // qmin - zero_point, qmax - zero_point
     int32_t zero_point = 0;     // the output byte is the low byte of the sum: u8 or s8 alike
 };
+
+// The parameters of quantizing to s8 (is_signed) or u8 with this scale and zero point.
+inline Params params_for(double scale, int64_t zero_point, bool is_signed) {
+    const int64_t qmin = is_signed ? -128 : 0;
+    return Params{1.0f / static_cast<float>(scale), static_cast<float>(qmin - zero_point),
+                  static_cast<float>(qmin + 255 - zero_point), static_cast<int32_t>(zero_point)};
+}
+
+// One value as the AVX-512 kernels compute it (the portable loops' quantize).
+inline uint8_t quantize_value(float x, const Params &p) {
+    float r = std::nearbyint(x * p.inv_scale);
+    r = r > p.hi ? p.hi : r;
+    r = r >= p.lo ? r : p.lo;  // NaN to lo
+    return static_cast<uint8_t>(static_cast<int32_t>(r) + p.zero_point);
+}
 
 // The AVX-512 kernels below run where ops::own_kernels::available(false) says so.
 // n contiguous values.
@@ -31,5 +47,19 @@ void dequantize_avx512(const void *src, bool is_signed, float *dst, int64_t n, i
 // entries: fp32 values (dst is float *), or output bytes widened to 32 bits when bytes_out
 // (dst is uint8_t *): with AVX512-VBMI's byte permutes where the CPU has them and `vbmi`.
 void map_avx512(const uint8_t *src, const int32_t *table, void *dst, int64_t n, bool bytes_out, bool vbmi = true);
+// ipex::int8_cat_scale_shift's kernel: `pixels` rows of `channels` u8 (s8 when is_signed)
+// values, src_stride bytes apart, dequantized as dequantize_avx512 does, times scale[c] plus
+// shift[c], relu'd when `relu`, quantized with `out` into rows dst_stride bytes apart.
+struct ScaleShift {
+    bool is_signed = false;
+    int32_t zero_point = 0;
+    float scale = 1.f;                      // the input's
+    const float *channel_scale = nullptr;  // per channel, `channels` of each
+    const float *channel_shift = nullptr;
+    bool relu = false;
+    Params out;
+};
+void scale_shift_avx512(const uint8_t *src, int64_t src_stride, uint8_t *dst, int64_t dst_stride, int64_t pixels,
+                        int64_t channels, const ScaleShift &p);
 
 }  // namespace ipex::quant::quantize_kernel

@@ -92,26 +92,52 @@ void planes_to_last_avx512(const float *src, void *dst, int64_t c, int64_t plane
     }
 }
 
+namespace {
+
+// 16 stored bytes to float(q - zero_point) * scale. The integer difference is exact, its
+// conversion too (|q - zp| < 2^24): one rounding, in the product.
+inline __m512 dequantize16(__m128i bytes, bool is_signed, __m512i zp, __m512 scale) {
+    const __m512i q = is_signed ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes);
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(q, zp)), scale);
+}
+
+inline __mmask16 first_lanes(int64_t n) {
+    return n >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << n) - 1u);
+}
+
+}  // namespace
+
 void dequantize_avx512(const void *src, bool is_signed, float *dst, int64_t n, int32_t zero_point, float scale) {
     const auto *in = static_cast<const uint8_t *>(src);
     const __m512i zp = _mm512_set1_epi32(zero_point);
     const __m512 s = _mm512_set1_ps(scale);
-    auto widen = [is_signed](__m128i bytes) {
-        return is_signed ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes);
-    };
-    // The integer difference is exact, its conversion too (|q - zp| < 2^24): one rounding, in the product.
-    auto value = [&](__m128i bytes) {
-        return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(widen(bytes), zp)), s);
-    };
+    auto value = [&](__m128i bytes) { return dequantize16(bytes, is_signed, zp, s); };
     int64_t i = 0;
     for (; i + 64 <= n; i += 64)
         for (int k = 0; k < 4; ++k)
             _mm512_storeu_ps(dst + i + 16 * k,
                              value(_mm_loadu_si128(reinterpret_cast<const __m128i *>(in + i + 16 * k))));
     for (; i < n; i += 16) {
-        const int64_t left = n - i < 16 ? n - i : 16;
-        const __mmask16 m = static_cast<__mmask16>((1u << left) - 1u);
+        const __mmask16 m = first_lanes(n - i);
         _mm512_mask_storeu_ps(dst + i, m, value(_mm_maskz_loadu_epi8(m, in + i)));
+    }
+}
+
+void scale_shift_avx512(const uint8_t *src, int64_t src_stride, uint8_t *dst, int64_t dst_stride, int64_t pixels,
+                        int64_t channels, const ScaleShift &p) {
+    const __m512i zp = _mm512_set1_epi32(p.zero_point), out_zp = _mm512_set1_epi32(p.out.zero_point);
+    const __m512 s = _mm512_set1_ps(p.scale), inv = _mm512_set1_ps(p.out.inv_scale);
+    const __m512 lo = _mm512_set1_ps(p.out.lo), hi = _mm512_set1_ps(p.out.hi), zero = _mm512_setzero_ps();
+    for (int64_t px = 0; px < pixels; ++px) {
+        for (int64_t c = 0; c < channels; c += 16) {
+            const __mmask16 m = first_lanes(channels - c);
+            const __m512 x = dequantize16(_mm_maskz_loadu_epi8(m, src + px * src_stride + c), p.is_signed, zp, s);
+            // A product and a sum (no fused multiply-add), as the portable loop computes it.
+            __m512 y = _mm512_add_ps(_mm512_mul_ps(x, _mm512_maskz_loadu_ps(m, p.channel_scale + c)),
+                                     _mm512_maskz_loadu_ps(m, p.channel_shift + c));
+            if (p.relu) y = _mm512_max_ps(y, zero);
+            _mm_mask_storeu_epi8(dst + px * dst_stride + c, m, quantize16(y, inv, lo, hi, out_zp));
+        }
     }
 }
 
@@ -165,7 +191,7 @@ void map_avx512(const uint8_t *src, const int32_t *table, void *dst, int64_t n, 
     };
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) sixteen(i, static_cast<__mmask16>(0xffff));
-    if (i < n) sixteen(i, static_cast<__mmask16>((1u << (n - i)) - 1u));
+    if (i < n) sixteen(i, first_lanes(n - i));
 }
 
 }  // namespace ipex::quant::quantize_kernel

@@ -347,8 +347,9 @@ std::shared_ptr<Graph> build_norm(int64_t dim, bool training, bool relu) {
                     g->insertConstant(false)})
                    ->output();
     if (relu) y = add(*g, "aten::relu", {y})->output();
+    // Zero point 20: a relu left out would show (values below zero kept down to -20 steps).
     Value *q = add(*g, "ipex::quantize_per_tensor",
-                   {y, g->insertConstant(0.03), g->insertConstant(int64_t{0}),
+                   {y, g->insertConstant(0.03), g->insertConstant(int64_t{20}),
                     g->insertConstant(static_cast<int64_t>(at::kQUInt8))})
                    ->output();
     g->registerOutput(g->insertNode(g->createTuple({q}))->output());
