@@ -45,7 +45,7 @@ public:
     CpuCacheStats stats() const;
     size_t limit_bytes() const { return limit_; }
 
-    static constexpr size_t kDefaultMinBytes = size_t{256} << 10;
+    static constexpr size_t kDefaultMinBytes = size_t{64} << 10;
     static constexpr size_t kAlignment = 64;
 
 private:

@@ -378,6 +378,10 @@ ConvertCounts convert_static(torch::jit::Graph &graph, const std::vector<QuantOp
         counts.int8_maps = maps.int8;
         counts.fp32_maps = maps.fp32;
         torch::jit::EliminateDeadCode(graph.block());
+        const GateCounts gates = fuse_int8_gates(graph, params_of);
+        counts.int8_gate_means = gates.means;
+        counts.int8_gate_products = gates.products;
+        torch::jit::EliminateDeadCode(graph.block());
     }
     return counts;
 }

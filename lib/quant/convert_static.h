@@ -31,6 +31,8 @@ struct ConvertCounts {
     int int8_maps = 0;       // dequantize + activations + quantize as one lookup (elementwise_maps.h)
     int fp32_maps = 0;       // dequantize + activations as one lookup
     int int8_cat_norms = 0;  // [cat of] dequantize + batch norm [+ relu] + quantize as one op
+    int int8_gate_means = 0;     // a mean of a mapped int8 value read from the int8 values
+    int int8_gate_products = 0;  // a product with one, quantized, read from the int8 values
     std::vector<torch::jit::Node *> fp32_nodes;  // the kept_fp32 ops
 };
 

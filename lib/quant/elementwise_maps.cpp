@@ -2,8 +2,10 @@
 
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/csrc/jit/ir/alias_analysis.h>
 #include <torch/csrc/jit/ir/constants.h>
 
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -145,7 +147,96 @@ bool norm_scale_shift(const Node *bn, at::Tensor *scale, at::Tensor *shift) {
     return true;
 }
 
+// The constant ints of a list, also when it is built from constants by a ListConstruct.
+std::optional<std::vector<int64_t>> int_list(Value *v) {
+    if (auto list = passes::constant_int_list(v)) return list;
+    if (v->node()->kind() != c10::prim::ListConstruct) return std::nullopt;
+    std::vector<int64_t> ints;
+    for (Value *item : v->node()->inputs()) {
+        const auto i = passes::constant_int(item);
+        if (!i) return std::nullopt;
+        ints.push_back(*i);
+    }
+    return ints;
+}
+
+// The dims and keepdim of a mean over two dims that `user` takes of its first input.
+bool mean_of_two_dims(Node *user, std::vector<int64_t> *dim, bool *keepdim) {
+    if (user->kind() == c10::Symbol::aten("adaptive_avg_pool2d") && user->inputs().size() == 2) {
+        const auto size = int_list(user->input(1));
+        if (!size || *size != std::vector<int64_t>{1, 1}) return false;
+        *dim = {-2, -1};
+        *keepdim = true;
+        return true;
+    }
+    if (user->kind() != c10::Symbol::aten("mean") || user->inputs().size() != 4 ||
+        !passes::is_constant_none(user->input(3)))
+        return false;
+    const auto dims = int_list(user->input(1));
+    const auto keep = passes::constant_bool(user->input(2));
+    if (!dims || dims->size() != 2 || !keep) return false;
+    *dim = *dims;
+    *keepdim = *keep;
+    return true;
+}
+
 }  // namespace
+
+GateCounts fuse_int8_gates(Graph &graph, const std::function<const TensorQ *(Value *)> &params_of) {
+    GateCounts counts;
+    static const auto kMap = c10::Symbol::fromQualString("ipex::int8_map");
+    static const auto kDequantize = c10::Symbol::aten("dequantize");
+    static const auto kMul = c10::Symbol::aten("mul");
+    const std::vector<Node *> sources = passes::collect_nodes_of_kind(graph.block(), {kMap, kDequantize});
+    std::set<Node *> written;  // an in-place op writes the int8 value or the mapped one: the readers stay
+    {
+        torch::jit::AliasDb aliases(std::shared_ptr<Graph>(&graph, [](Graph *) {}));
+        for (Node *src : sources)
+            if (aliases.hasWriters(src->input(0)) || aliases.hasWriters(src->output())) written.insert(src);
+    }
+    for (Node *src : sources) {
+        if (written.count(src)) continue;
+        Value *x = src->input(0);
+        Value *table = nullptr;
+        if (src->kind() == kMap) {
+            if (!passes::constant_tensor(src->input(1))) continue;
+            table = src->input(1);
+        } else {
+            const TensorQ *q = src->inputs().size() == 1 ? params_of(x) : nullptr;
+            if (!q) continue;
+            torch::jit::WithInsertPoint guard(src);
+            table = graph.insertConstant(dequantized_bytes(*q));
+        }
+        const std::vector<torch::jit::Use> uses = src->output()->uses();
+        for (const auto &use : uses) {
+            Node *user = use.user;
+            std::vector<int64_t> dim;
+            bool keepdim = false;
+            double scale = 0;
+            int64_t zero_point = 0, dtype = 0;
+            torch::jit::WithInsertPoint guard(user);
+            if (use.offset == 0 && mean_of_two_dims(user, &dim, &keepdim)) {
+                Value *mean =
+                    graph.insert(c10::Symbol::fromQualString("ipex::int8_map_mean"), {x, table, dim, keepdim});
+                mean->setType(user->output()->type());
+                user->output()->replaceAllUsesWith(mean);
+                user->destroy();
+                ++counts.means;
+            } else if (user->kind() == kMul && user->inputs().size() == 2 &&
+                       user->input(1 - use.offset) != src->output() &&
+                       user->input(1 - use.offset)->type()->isSubtypeOf(*c10::TensorType::get()) &&
+                       only_quantized(user->output(), &scale, &zero_point, &dtype)) {
+                Value *gated = graph.insert(c10::Symbol::fromQualString("ipex::int8_map_gate"),
+                                            {x, table, user->input(1 - use.offset), scale, zero_point, dtype});
+                replace_quantizes(user->output(), gated);
+                user->destroy();
+                ++counts.products;
+            }
+        }
+        if (!src->output()->hasUses()) src->destroy();
+    }
+    return counts;
+}
 
 int fuse_int8_cat_norms(Graph &graph, const std::function<const TensorQ *(Value *)> &params_of) {
     int count = 0;

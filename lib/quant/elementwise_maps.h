@@ -33,4 +33,18 @@ MapCounts map_elementwise_chains(torch::jit::Graph &graph,
 int fuse_int8_cat_norms(torch::jit::Graph &graph,
                         const std::function<const TensorQ *(torch::jit::Value *)> &params_of);
 
+struct GateCounts {
+    int means = 0;     // ipex::int8_map_mean
+    int products = 0;  // ipex::int8_map_gate
+};
+
+// The readers of a value mapped from int8 (an ipex::int8_map, or a dequantize of known
+// parameters) that read it as a squeeze-excite gate does, on the int8 values instead: a mean over
+// the last two dims (adaptive_avg_pool2d to 1x1, or mean over them) becomes one
+// ipex::int8_map_mean; a product with another tensor read only by quantizes of one set of
+// parameters becomes one ipex::int8_map_gate (quant/int8_gate.cpp). The mapped value goes when
+// nothing else reads it.
+GateCounts fuse_int8_gates(torch::jit::Graph &graph,
+                           const std::function<const TensorQ *(torch::jit::Value *)> &params_of);
+
 }  // namespace ipex::quant

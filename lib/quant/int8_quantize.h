@@ -61,5 +61,25 @@ struct ScaleShift {
 };
 void scale_shift_avx512(const uint8_t *src, int64_t src_stride, uint8_t *dst, int64_t dst_stride, int64_t pixels,
                         int64_t channels, const ScaleShift &p);
+// What the bytes of ipex::int8_map_mean and ipex::int8_map_gate stand for: table[b] (256 fp32
+// values as 32-bit words), or, when `affine`, float(q - zero_point) * scale (a dequantize, the
+// same values computed instead of looked up).
+struct ByteValues {
+    const int32_t *table = nullptr;
+    bool affine = false;
+    bool is_signed = false;
+    int32_t zero_point = 0;
+    float scale = 1.f;
+};
+// ipex::int8_map_mean's kernel: sums[c] = the fp32 sum of the values of src[p * stride + c]
+// over pixels p = 0, 1, ... in that order (one add after another, as the portable loop sums),
+// for c < channels <= 64.
+void map_channel_sums_avx512(const uint8_t *src, int64_t stride, int64_t pixels, int64_t channels,
+                             const ByteValues &values, float *sums);
+// ipex::int8_map_gate's kernel: n values, dst[i] = quantize(value(src[i]) * gate) with `out`,
+// the product rounded to fp32 first. gate holds one value per channel of channels-last rows
+// (`channels` values each, n a multiple of it), or one value for all when channels is 0.
+void map_gate_avx512(const uint8_t *src, uint8_t *dst, int64_t n, int64_t channels, const float *gate,
+                     const ByteValues &values, const Params &out);
 
 }  // namespace ipex::quant::quantize_kernel

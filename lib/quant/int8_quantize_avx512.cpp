@@ -2,10 +2,21 @@
 // called only where ops::own_kernels::available(false).
 #include <immintrin.h>
 
+#include <algorithm>
+
 #include "quant/int8_quantize.h"
 
 namespace ipex::quant::quantize_kernel {
 namespace {
+
+// The low byte of each 32-bit lane, kept in a register: a store of it would otherwise fold
+// into vpmovdb's memory form, which AMD's cores run several times slower (a masked store of
+// 16 quantized bytes took 3.5x the time of the table lookup that made them).
+inline __m128i narrow_bytes(__m512i v) {
+    __m128i bytes = _mm512_cvtepi32_epi8(v);
+    __asm__("" : "+v"(bytes));
+    return bytes;
+}
 
 // 16 values to 16 integers in [lo, hi] + zero point: multiply, round half to even, clamp (NaN
 // to lo: max returns its second operand when the first is NaN), convert.
@@ -13,7 +24,7 @@ inline __m128i quantize16(__m512 x, __m512 inv, __m512 lo, __m512 hi, __m512i zp
     __m512 r = _mm512_roundscale_ps(_mm512_mul_ps(x, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     r = _mm512_min_ps(_mm512_max_ps(r, lo), hi);
     const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(r), zp);
-    return _mm512_cvtepi32_epi8(q);  // in range already: the low byte of each lane
+    return narrow_bytes(q);  // in range already: the low byte of each lane
 }
 
 }  // namespace
@@ -105,6 +116,15 @@ inline __mmask16 first_lanes(int64_t n) {
     return n >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << n) - 1u);
 }
 
+// A masked byte store only for a tail: AMD's cores run it far slower than a plain one (30% of
+// the squeeze-excite gate's time was its masked stores).
+inline void store16(uint8_t *dst, __mmask16 m, __m128i bytes) {
+    if (m == 0xffff)
+        _mm_storeu_si128(reinterpret_cast<__m128i *>(dst), bytes);
+    else
+        _mm_mask_storeu_epi8(dst, m, bytes);
+}
+
 }  // namespace
 
 void dequantize_avx512(const void *src, bool is_signed, float *dst, int64_t n, int32_t zero_point, float scale) {
@@ -136,7 +156,7 @@ void scale_shift_avx512(const uint8_t *src, int64_t src_stride, uint8_t *dst, in
             __m512 y = _mm512_add_ps(_mm512_mul_ps(x, _mm512_maskz_loadu_ps(m, p.channel_scale + c)),
                                      _mm512_maskz_loadu_ps(m, p.channel_shift + c));
             if (p.relu) y = _mm512_max_ps(y, zero);
-            _mm_mask_storeu_epi8(dst + px * dst_stride + c, m, quantize16(y, inv, lo, hi, out_zp));
+            store16(dst + px * dst_stride + c, m, quantize16(y, inv, lo, hi, out_zp));
         }
     }
 }
@@ -168,7 +188,11 @@ inline __m512i lookup16(__m512i index, const __m512i (&t)[16]) {
         const __m512i index = _mm512_maskz_loadu_epi8(m, src + i);
         const __m512i lo = _mm512_permutex2var_epi8(t[0], index, t[1]);
         const __m512i hi = _mm512_permutex2var_epi8(t[2], index, t[3]);
-        _mm512_mask_storeu_epi8(dst + i, m, _mm512_mask_blend_epi8(_mm512_movepi8_mask(index), lo, hi));
+        const __m512i bytes = _mm512_mask_blend_epi8(_mm512_movepi8_mask(index), lo, hi);
+        if (n - i >= 64)
+            _mm512_storeu_si512(dst + i, bytes);
+        else
+            _mm512_mask_storeu_epi8(dst + i, m, bytes);
     }
 }
 
@@ -185,13 +209,86 @@ void map_avx512(const uint8_t *src, const int32_t *table, void *dst, int64_t n, 
     auto sixteen = [&](int64_t i, __mmask16 m) {
         const __m512i v = lookup16(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, src + i)), t);
         if (bytes_out)
-            _mm_mask_storeu_epi8(static_cast<uint8_t *>(dst) + i, m, _mm512_cvtepi32_epi8(v));
+            store16(static_cast<uint8_t *>(dst) + i, m, narrow_bytes(v));
         else
             _mm512_mask_storeu_epi32(static_cast<int32_t *>(dst) + i, m, v);
     };
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) sixteen(i, static_cast<__mmask16>(0xffff));
     if (i < n) sixteen(i, first_lanes(n - i));
+}
+
+namespace {
+
+// The fp32 values of 16 bytes, looked up in a table held in t or computed as a dequantize.
+struct Values16 {
+    __m512i t[16];
+    __m512i zp;
+    __m512 scale;
+    bool affine, is_signed;
+
+    explicit Values16(const ByteValues &v)
+        : zp(_mm512_set1_epi32(v.zero_point)), scale(_mm512_set1_ps(v.scale)), affine(v.affine),
+          is_signed(v.is_signed) {
+        for (int k = 0; k < 16; ++k) t[k] = affine ? _mm512_setzero_si512() : _mm512_loadu_si512(v.table + 16 * k);
+    }
+    __m512 operator()(__m128i bytes) const {
+        if (affine) return dequantize16(bytes, is_signed, zp, scale);
+        return _mm512_castsi512_ps(lookup16(_mm512_cvtepu8_epi32(bytes), t));
+    }
+};
+
+}  // namespace
+
+void map_channel_sums_avx512(const uint8_t *src, int64_t stride, int64_t pixels, int64_t channels,
+                             const ByteValues &values, float *sums) {
+    const Values16 value(values);
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    const int64_t vectors = (channels + 15) / 16;
+    const __mmask16 last = first_lanes(channels - 16 * (vectors - 1));
+    for (int64_t p = 0; p < pixels; ++p) {
+        const uint8_t *row = src + p * stride;
+        for (int64_t k = 0; k < vectors; ++k) {
+            const __mmask16 m = k + 1 == vectors ? last : static_cast<__mmask16>(0xffff);
+            acc[k] = _mm512_add_ps(acc[k], value(_mm_maskz_loadu_epi8(m, row + 16 * k)));
+        }
+    }
+    for (int64_t k = 0; k < vectors; ++k)
+        _mm512_mask_storeu_ps(sums + 16 * k, k + 1 == vectors ? last : static_cast<__mmask16>(0xffff), acc[k]);
+}
+
+void map_gate_avx512(const uint8_t *src, uint8_t *dst, int64_t n, int64_t channels, const float *gate,
+                     const ByteValues &values, const Params &out) {
+    const __m512 inv = _mm512_set1_ps(out.inv_scale), lo = _mm512_set1_ps(out.lo), hi = _mm512_set1_ps(out.hi);
+    const __m512i zp = _mm512_set1_epi32(out.zero_point);
+    // Values i0 .. i0 + len, one gate for each channel's run: value(k) the fp32 value of byte k.
+    auto gated = [&](int64_t i0, int64_t len, auto &&value) {
+        int64_t c = channels ? i0 % channels : 0;  // the channel of value i
+        for (int64_t i = i0; i < i0 + len; c = 0) {
+            const int64_t run = channels ? std::min(channels - c, i0 + len - i) : len;
+            for (int64_t k = 0; k < run; k += 16) {
+                const __mmask16 m = first_lanes(run - k);
+                const __m512 g = channels ? _mm512_maskz_loadu_ps(m, gate + c + k) : _mm512_set1_ps(*gate);
+                store16(dst + i + k, m, quantize16(_mm512_mul_ps(value(i + k, m), g), inv, lo, hi, zp));
+            }
+            i += run;
+        }
+    };
+    const Values16 value(values);
+    if (values.affine)
+        return gated(0, n, [&](int64_t k, __mmask16 m) { return value(_mm_maskz_loadu_epi8(m, src + k)); });
+    // A table: looked up a block at a time first (the 16 table vectors and the quantize's
+    // constants do not fit the registers together).
+    constexpr int64_t kBlock = 1024;
+    alignas(64) float block[kBlock];
+    for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+        const int64_t len = std::min(kBlock, n - i0);
+        for (int64_t k = 0; k < len; k += 16) {
+            const __mmask16 m = first_lanes(len - k);
+            _mm512_mask_storeu_ps(block + k, m, value(_mm_maskz_loadu_epi8(m, src + i0 + k)));
+        }
+        gated(i0, len, [&](int64_t k, __mmask16 m) { return _mm512_maskz_loadu_ps(m, block + (k - i0)); });
+    }
 }
 
 }  // namespace ipex::quant::quantize_kernel

@@ -115,7 +115,8 @@ QuantizeResult quantize_model(const torch::jit::Module &model, const QConfig &co
                          {"fused_add", c.fused_add}, {"kept_fp32", c.kept_fp32}, {"bf16_ops", c.bf16_ops},
                          {"int8_passthrough", c.int8_passthrough},
                          {"activation_maps", {{"int8", c.int8_maps}, {"fp32", c.fp32_maps}}},
-                         {"int8_cat_norms", c.int8_cat_norms}};
+                         {"int8_cat_norms", c.int8_cat_norms},
+                         {"int8_gates", {{"means", c.int8_gate_means}, {"products", c.int8_gate_products}}}};
         if (options.mixed_dtype == "bf16") {
             const MixedBf16Result m = run_outside_int8_in_bf16(prepared.graph, c.fp32_nodes, !options.portable);
             result.report["mixed_bf16"] = {{"applied", m.applied}, {"compute_ops", m.compute_ops},

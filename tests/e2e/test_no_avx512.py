@@ -4,8 +4,9 @@ Haswell (AVX2, no AVX-512), so an AVX-512 instruction anywhere on the paths belo
 SIGILL. optimize (fp32 and bf16), verify, calibrate + quantize and weight-only models run
 there, and their outputs meet the same tolerances as on this machine; the weight-only
 kernels' portable path agrees with the AVX-512 one. On a machine with AVX-512, the unit tests of
-the own kernels with AVX2 builds (depthwise, grouped, interleave, pooling, norm) run there too,
-so those builds are checked whichever CPU the suite runs on."""
+the own kernels with AVX2 builds (depthwise, grouped, interleave, pooling, norm) and of the int8
+glue ops (quantize, dequantize, lookups, max pooling, cat-norm, gates) run there too, so those
+builds and portable loops are checked whichever CPU the suite runs on."""
 
 import os
 import shutil
@@ -40,14 +41,13 @@ class NoAvx512(e2e.ToolTestCase):
     def cosine(self, result: e2e.Result) -> float:
         return min(o["cosine"] for o in result.json()["outputs"])
 
-    def test_own_kernels_avx2_builds(self):
-        # Their native run takes the AVX-512 builds here; under the emulated CPU the AVX2 ones.
-        # (Only these binaries: oneDNN's own AVX2 JIT tanh/GELU comes out wrong under qemu.)
+    def emulated_unit_tests(self, folder: str, names: tuple):
+        """The unit test binaries tests/unit/FOLDER/NAME on the emulated CPU: all pass."""
         if not self.tool_json("info", "--json")["features"].get("avx512f"):
-            self.skipTest("this CPU has no AVX-512: the native unit run takes the AVX2 builds")
-        unit = os.path.join(os.environ.get("IPEX_BUILD_DIR", ""), "tests", "unit", "ops")
-        for name in ("own_kernels", "grouped_kernel", "shuffle_op", "pool_op", "norm_op", "conv_chain", "conv_trim"):
-            binary = os.path.join(unit, f"ops_{name}_test")
+            self.skipTest("this CPU has no AVX-512: the native unit run takes the AVX2 and portable paths")
+        unit = os.path.join(os.environ.get("IPEX_BUILD_DIR", ""), "tests", "unit", folder)
+        for name in names:
+            binary = os.path.join(unit, name)
             if not os.path.exists(binary):
                 self.skipTest(f"{binary} is not built (IPEX_BUILD_TESTS=ON builds it)")
             with self.subTest(binary=name):
@@ -55,6 +55,18 @@ class NoAvx512(e2e.ToolTestCase):
                                       timeout=e2e.RUN_TIMEOUT, env={**os.environ, "OMP_NUM_THREADS": "2"})
                 self.assertEqual(proc.returncode, 0, proc.stdout[-3000:] + proc.stderr[-2000:])
                 self.assertIn("[  PASSED  ]", proc.stdout)
+
+    def test_own_kernels_avx2_builds(self):
+        # Their native run takes the AVX-512 builds here; under the emulated CPU the AVX2 ones.
+        # (Only these binaries: oneDNN's own AVX2 JIT tanh/GELU comes out wrong under qemu.)
+        names = ("own_kernels", "grouped_kernel", "shuffle_op", "pool_op", "norm_op", "conv_chain", "conv_trim")
+        self.emulated_unit_tests("ops", tuple(f"ops_{n}_test" for n in names))
+
+    def test_int8_glue_ops_portable_loops(self):
+        # quantize, dequantize, the lookups, int8 max pooling, the cat-norm op and the gates
+        # against their naive references with the loops a CPU without AVX-512 runs.
+        names = ("quantize_op", "int8_map", "int8_pool", "int8_gate")
+        self.emulated_unit_tests("quant", tuple(f"quant_{n}_test" for n in names))
 
     def test_the_emulated_cpu_has_no_avx512(self):
         info = self.emulated("info", "--json").json()

@@ -353,11 +353,17 @@ class ActivationsBetweenInt8Ops(e2e.ToolTestCase):
         self.assertEqual(report["quantize"]["activation_maps"], {"int8": 1, "fp32": 2}, report["quantize"])
         self.assertEqual(report["quantize"]["int8_cat_norms"], 1, report["quantize"])
         self.assertEqual(report["quantize"]["channel_shuffles"], 1, report["quantize"])
+        # The gate's input, hardswish's fp32 lookup, is read from the int8 values by its mean and
+        # by the product with the gate; c7's output by its mean.
+        self.assertEqual(report["quantize"]["int8_gates"], {"means": 2, "products": 1}, report["quantize"])
         r = qc.stock_eval(self, model, out, test, ops_library=True)
         ops = r["ops"]
         self.assertGreater(r["cosine"], MIN_COSINE, r)
         self.assertEqual(count(ops, "ipex::int8_requantize_map"), 1, ops)
-        self.assertEqual(count(ops, "ipex::int8_map"), 2, ops)
+        self.assertEqual(count(ops, "ipex::int8_map"), 1, ops)  # the gate's sigmoid
+        self.assertEqual(count(ops, "ipex::int8_map_mean"), 2, ops)
+        self.assertEqual(count(ops, "ipex::int8_map_gate"), 1, ops)
+        self.assertEqual(count(ops, "aten::mul"), 0, ops)
         self.assertEqual(count(ops, "aten::silu", "aten::silu_", "aten::hardswish", "aten::sigmoid"), 0, ops)
         self.assertEqual(count(ops, "ipex::int8_cat_scale_shift"), 1, ops)
         self.assertEqual(count(ops, "aten::cat", "aten::batch_norm", "aten::relu", "aten::transpose"), 0, ops)
