@@ -45,7 +45,8 @@ void planes_to_last_avx512(const float *src, void *dst, int64_t c, int64_t plane
 void dequantize_avx512(const void *src, bool is_signed, float *dst, int64_t n, int32_t zero_point, float scale);
 // ipex::int8_map's kernel: dst[i] = table[src[i]] for n bytes, from a table of 256 32-bit
 // entries: fp32 values (dst is float *), or output bytes widened to 32 bits when bytes_out
-// (dst is uint8_t *): with AVX512-VBMI's byte permutes where the CPU has them and `vbmi`.
+// (dst is uint8_t *): with AVX512-VBMI's byte permutes where the CPU has them and `vbmi` (fp32
+// values as four byte planes, 64 at a time). The kernels below take `vbmi` the same way.
 void map_avx512(const uint8_t *src, const int32_t *table, void *dst, int64_t n, bool bytes_out, bool vbmi = true);
 // ipex::int8_cat_scale_shift's kernel: `pixels` rows of `channels` u8 (s8 when is_signed)
 // values, src_stride bytes apart, dequantized as dequantize_avx512 does, times scale[c] plus
@@ -75,11 +76,11 @@ struct ByteValues {
 // over pixels p = 0, 1, ... in that order (one add after another, as the portable loop sums),
 // for c < channels <= 64.
 void map_channel_sums_avx512(const uint8_t *src, int64_t stride, int64_t pixels, int64_t channels,
-                             const ByteValues &values, float *sums);
+                             const ByteValues &values, float *sums, bool vbmi = true);
 // ipex::int8_map_gate's kernel: n values, dst[i] = quantize(value(src[i]) * gate) with `out`,
 // the product rounded to fp32 first. gate holds one value per channel of channels-last rows
 // (`channels` values each, n a multiple of it), or one value for all when channels is 0.
 void map_gate_avx512(const uint8_t *src, uint8_t *dst, int64_t n, int64_t channels, const float *gate,
-                     const ByteValues &values, const Params &out);
+                     const ByteValues &values, const Params &out, bool vbmi = true);
 
 }  // namespace ipex::quant::quantize_kernel

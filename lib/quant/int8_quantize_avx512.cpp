@@ -196,14 +196,89 @@ inline __m512i lookup16(__m512i index, const __m512i (&t)[16]) {
     }
 }
 
+// A table of 256 32-bit words as four planes of 256 bytes (plane k: byte k of each word), for
+// 64 lookups at once with VBMI's byte permutes.
+struct WordPlanes {
+    __m512i plane[4][4];  // [byte][64-entry quarter]
+    __m512i order;        // the index order that makes the unpacks below give words in order
+
+    explicit WordPlanes(const int32_t *table) {
+        alignas(64) uint8_t bytes[4][256];
+        for (int b = 0; b < 256; ++b)
+            for (int k = 0; k < 4; ++k) bytes[k][b] = static_cast<uint8_t>(static_cast<uint32_t>(table[b]) >> (8 * k));
+        for (int k = 0; k < 4; ++k)
+            for (int q = 0; q < 4; ++q) plane[k][q] = _mm512_load_si512(bytes[k] + 64 * q);
+        // The unpacks put the byte at position 16 L + 4 m + d in word d of 128-bit lane L of
+        // output m; value 16 m + 4 L + d belongs there.
+        alignas(64) uint8_t lanes[64];
+        for (int l = 0; l < 4; ++l)
+            for (int m = 0; m < 4; ++m)
+                for (int d = 0; d < 4; ++d) lanes[16 * l + 4 * m + d] = static_cast<uint8_t>(16 * m + 4 * l + d);
+        order = _mm512_load_si512(lanes);
+    }
+};
+
+// The words of 64 byte indices, in order: out[m] holds those of bytes 16 m .. 16 m + 15.
+[[gnu::target("avx512vbmi")]] inline void lookup64(const WordPlanes &t, __m512i index, __m512i (&out)[4]) {
+    index = _mm512_permutexvar_epi8(t.order, index);
+    const __mmask64 high = _mm512_movepi8_mask(index);
+    __m512i r[4];
+    for (int k = 0; k < 4; ++k)
+        r[k] = _mm512_mask_blend_epi8(high, _mm512_permutex2var_epi8(t.plane[k][0], index, t.plane[k][1]),
+                                      _mm512_permutex2var_epi8(t.plane[k][2], index, t.plane[k][3]));
+    const __m512i lo01 = _mm512_unpacklo_epi8(r[0], r[1]), hi01 = _mm512_unpackhi_epi8(r[0], r[1]);
+    const __m512i lo23 = _mm512_unpacklo_epi8(r[2], r[3]), hi23 = _mm512_unpackhi_epi8(r[2], r[3]);
+    out[0] = _mm512_unpacklo_epi16(lo01, lo23);
+    out[1] = _mm512_unpackhi_epi16(lo01, lo23);
+    out[2] = _mm512_unpacklo_epi16(hi01, hi23);
+    out[3] = _mm512_unpackhi_epi16(hi01, hi23);
+}
+
+inline __mmask64 first_bytes(int64_t n) { return n >= 64 ? ~__mmask64(0) : (__mmask64(1) << n) - 1; }
+
+// dst[i] = table[src[i]] (32-bit words), 64 at a time.
+[[gnu::target("avx512vbmi")]] void map_words_vbmi(const uint8_t *src, const int32_t *table, int32_t *dst,
+                                                   int64_t n) {
+    const WordPlanes t(table);
+    for (int64_t i = 0; i < n; i += 64) {
+        __m512i words[4];
+        lookup64(t, _mm512_maskz_loadu_epi8(first_bytes(n - i), src + i), words);
+        for (int m = 0; m < 4; ++m) {
+            const int64_t left = n - i - 16 * m;
+            if (left >= 16)
+                _mm512_storeu_si512(dst + i + 16 * m, words[m]);
+            else if (left > 0)
+                _mm512_mask_storeu_epi32(dst + i + 16 * m, first_lanes(left), words[m]);
+        }
+    }
+}
+
+// map_channel_sums_avx512 with a table, 64 channels looked up at once.
+[[gnu::target("avx512vbmi")]] void channel_sums_vbmi(const uint8_t *src, int64_t stride, int64_t pixels,
+                                                      int64_t channels, const int32_t *table, float *sums) {
+    const WordPlanes t(table);
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    const __mmask64 m = first_bytes(channels);
+    for (int64_t p = 0; p < pixels; ++p) {
+        __m512i words[4];
+        lookup64(t, _mm512_maskz_loadu_epi8(m, src + p * stride), words);
+        for (int k = 0; k < 4; ++k) acc[k] = _mm512_add_ps(acc[k], _mm512_castsi512_ps(words[k]));
+    }
+    for (int k = 0; 16 * k < channels; ++k)
+        _mm512_mask_storeu_ps(sums + 16 * k, first_lanes(channels - 16 * k), acc[k]);
+}
+
+bool has_vbmi() { return __builtin_cpu_supports("avx512vbmi"); }
+
 }  // namespace
 
 void map_avx512(const uint8_t *src, const int32_t *table, void *dst, int64_t n, bool bytes_out, bool vbmi) {
-    if (bytes_out && vbmi && __builtin_cpu_supports("avx512vbmi")) {
+    if (bytes_out && vbmi && has_vbmi()) {
         uint8_t bytes[256];
         for (int i = 0; i < 256; ++i) bytes[i] = static_cast<uint8_t>(table[i]);
         return map_bytes_vbmi(src, bytes, static_cast<uint8_t *>(dst), n);
     }
+    if (!bytes_out && vbmi && has_vbmi()) return map_words_vbmi(src, table, static_cast<int32_t *>(dst), n);
     __m512i t[16];
     for (int k = 0; k < 16; ++k) t[k] = _mm512_loadu_si512(table + 16 * k);
     auto sixteen = [&](int64_t i, __mmask16 m) {
@@ -241,7 +316,9 @@ struct Values16 {
 }  // namespace
 
 void map_channel_sums_avx512(const uint8_t *src, int64_t stride, int64_t pixels, int64_t channels,
-                             const ByteValues &values, float *sums) {
+                             const ByteValues &values, float *sums, bool vbmi) {
+    if (!values.affine && vbmi && has_vbmi())
+        return channel_sums_vbmi(src, stride, pixels, channels, values.table, sums);
     const Values16 value(values);
     __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
     const int64_t vectors = (channels + 15) / 16;
@@ -258,7 +335,7 @@ void map_channel_sums_avx512(const uint8_t *src, int64_t stride, int64_t pixels,
 }
 
 void map_gate_avx512(const uint8_t *src, uint8_t *dst, int64_t n, int64_t channels, const float *gate,
-                     const ByteValues &values, const Params &out) {
+                     const ByteValues &values, const Params &out, bool vbmi) {
     const __m512 inv = _mm512_set1_ps(out.inv_scale), lo = _mm512_set1_ps(out.lo), hi = _mm512_set1_ps(out.hi);
     const __m512i zp = _mm512_set1_epi32(out.zero_point);
     // Values i0 .. i0 + len, one gate for each channel's run: value(k) the fp32 value of byte k.
@@ -274,19 +351,17 @@ void map_gate_avx512(const uint8_t *src, uint8_t *dst, int64_t n, int64_t channe
             i += run;
         }
     };
-    const Values16 value(values);
-    if (values.affine)
+    if (values.affine) {
+        const Values16 value(values);
         return gated(0, n, [&](int64_t k, __mmask16 m) { return value(_mm_maskz_loadu_epi8(m, src + k)); });
+    }
     // A table: looked up a block at a time first (the 16 table vectors and the quantize's
     // constants do not fit the registers together).
     constexpr int64_t kBlock = 1024;
     alignas(64) float block[kBlock];
     for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
         const int64_t len = std::min(kBlock, n - i0);
-        for (int64_t k = 0; k < len; k += 16) {
-            const __mmask16 m = first_lanes(len - k);
-            _mm512_mask_storeu_ps(block + k, m, value(_mm_maskz_loadu_epi8(m, src + i0 + k)));
-        }
+        map_avx512(src + i0, values.table, block, len, false, vbmi);
         gated(i0, len, [&](int64_t k, __mmask16 m) { return _mm512_maskz_loadu_ps(m, block + (k - i0)); });
     }
 }

@@ -165,44 +165,49 @@ TEST(Int8MapGate, OtherGatesAndLayoutsRunTheOps) {
     }
 }
 
-TEST(Int8MapGate, KernelAgreesWithThePortableLoopOverEveryTail) {
-    if (!ops::own_kernels::available(false)) GTEST_SKIP() << "no AVX-512 on this CPU";
-    at::manual_seed(25);
+// The gate and sum kernels on `channels`-wide rows (0: one gate for all) against loops over the
+// values each byte stands for (a random table, or a dequantize's values when affine).
+void check_kernels(bool vbmi, bool affine, int64_t channels) {
+    const std::string what = c10::str("vbmi ", vbmi, " affine ", affine, " channels ", channels);
     const at::Tensor table = at::randn({256});
     std::vector<int32_t> words(256);
     std::memcpy(words.data(), table.data_ptr<float>(), sizeof(float) * 256);
+    std::vector<float> value_of(256);  // what byte b stands for, rounded on its own
+    for (int b = 0; b < 256; ++b) value_of[b] = affine ? static_cast<float>(b - 9) * 0.04f : table[b].item<float>();
+    quantize_kernel::ByteValues v;
+    v.table = words.data();
+    v.affine = affine;
+    v.zero_point = 9;
+    v.scale = 0.04f;
     const quantize_kernel::Params p = quantize_kernel::params_for(0.01, 7, false);
-    for (bool affine : {false, true})
-        for (int64_t channels : {0, 1, 15, 16, 17, 40}) {
-            const int64_t n = channels ? channels * 37 : 1500;
-            const at::Tensor src = at::randint(0, 256, {n + 1}, at::kInt).to(at::kByte);
-            const at::Tensor gate = at::rand({std::max<int64_t>(channels, 1)});
-            quantize_kernel::ByteValues v;
-            v.table = words.data();
-            v.affine = affine;
-            v.zero_point = 9;
-            v.scale = 0.04f;
-            std::vector<uint8_t> dst(n + 1, 0xab);
-            const auto *in = src.data_ptr<uint8_t>();
-            std::vector<float> value_of(256);  // what byte b stands for, rounded on its own
-            for (int b = 0; b < 256; ++b)
-                value_of[b] = affine ? static_cast<float>(b - 9) * 0.04f : table[b].item<float>();
-            quantize_kernel::map_gate_avx512(in, dst.data(), n, channels, gate.data_ptr<float>(), v, p);
-            for (int64_t i = 0; i < n; ++i) {
-                const float g = gate[channels ? i % channels : 0].item<float>();
-                ASSERT_EQ(dst[i], quantize_kernel::quantize_value(value_of[in[i]] * g, p))
-                    << "affine " << affine << " channels " << channels << " value " << i;
-            }
-            EXPECT_EQ(dst[n], 0xab) << "written past the end";
-            std::vector<float> sums(64);
-            if (channels == 0) continue;
-            quantize_kernel::map_channel_sums_avx512(in, channels, n / channels, channels, v, sums.data());
-            for (int64_t c = 0; c < channels; ++c) {
-                float sum = 0.f;
-                for (int64_t px = 0; px < n / channels; ++px) sum += value_of[in[px * channels + c]];
-                EXPECT_EQ(sums[c], sum) << "channel " << c;
-            }
-        }
+    const int64_t n = channels ? channels * 37 : 1500;
+    const at::Tensor src = at::randint(0, 256, {n + 1}, at::kInt).to(at::kByte);
+    const at::Tensor gate = at::rand({std::max<int64_t>(channels, 1)});
+    const auto *in = src.data_ptr<uint8_t>();
+    std::vector<uint8_t> dst(n + 1, 0xab);
+    quantize_kernel::map_gate_avx512(in, dst.data(), n, channels, gate.data_ptr<float>(), v, p, vbmi);
+    for (int64_t i = 0; i < n; ++i) {
+        const float g = gate[channels ? i % channels : 0].item<float>();
+        ASSERT_EQ(dst[i], quantize_kernel::quantize_value(value_of[in[i]] * g, p)) << what << " value " << i;
+    }
+    EXPECT_EQ(dst[n], 0xab) << what << ": written past the end";
+    if (channels == 0 || channels > 64) return;
+    std::vector<float> sums(65, -1.f);
+    quantize_kernel::map_channel_sums_avx512(in, channels, n / channels, channels, v, sums.data(), vbmi);
+    for (int64_t c = 0; c < channels; ++c) {
+        float sum = 0.f;
+        for (int64_t px = 0; px < n / channels; ++px) sum += value_of[in[px * channels + c]];
+        EXPECT_EQ(sums[c], sum) << what << " channel " << c;
+    }
+    EXPECT_EQ(sums[channels], -1.f) << what << ": summed past the channels";
+}
+
+TEST(Int8MapGate, KernelsAgreeWithThePortableLoopsOverEveryTail) {
+    if (!ops::own_kernels::available(false)) GTEST_SKIP() << "no AVX-512 on this CPU";
+    at::manual_seed(25);
+    for (bool vbmi : {true, false})  // without VBMI, or on a CPU without it, the 32-bit permutes
+        for (bool affine : {false, true})
+            for (int64_t channels : {0, 1, 15, 16, 17, 40, 63, 64}) check_kernels(vbmi, affine, channels);
 }
 
 TEST(Int8MapGate, RejectsBadArguments) {

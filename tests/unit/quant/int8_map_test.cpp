@@ -98,10 +98,16 @@ TEST(Int8Map, KernelPathsAgree) {
             for (int64_t i = 0; i < n; ++i) ASSERT_EQ(out[i], table[src[i]]) << n << " " << vbmi << " " << i;
             EXPECT_EQ(out[n], 0xee) << "wrote past the end";
         }
-        std::vector<int32_t> wide(n + 1, -1);
-        quantize_kernel::map_avx512(src.data(), table.data(), wide.data(), n, false);
-        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(wide[i], table[src[i]]) << n << " " << i;
-        EXPECT_EQ(wide[n], -1) << "wrote past the end";
+        // fp32 values: every byte of each word differs from its neighbours' (the VBMI path looks
+        // each byte up in its own plane).
+        std::vector<int32_t> words(256);
+        for (uint32_t i = 0; i < 256; ++i) words[i] = static_cast<int32_t>((i * 2654435761u) ^ (i << 7));
+        for (bool vbmi : {true, false}) {
+            std::vector<int32_t> wide(n + 1, -1);
+            quantize_kernel::map_avx512(src.data(), words.data(), wide.data(), n, false, vbmi);
+            for (int64_t i = 0; i < n; ++i) ASSERT_EQ(wide[i], words[src[i]]) << n << " " << vbmi << " " << i;
+            EXPECT_EQ(wide[n], -1) << "wrote past the end";
+        }
     }
 }
 
