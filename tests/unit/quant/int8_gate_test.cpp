@@ -6,7 +6,6 @@
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <gtest/gtest.h>
-#include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 
@@ -14,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "graph_builder.h"
 #include "ops/own_kernels.h"
 #include "quant/elementwise_maps.h"
 #include "quant/int8_quantize.h"
@@ -24,6 +24,9 @@ namespace {
 using torch::jit::Graph;
 using torch::jit::Node;
 using torch::jit::Value;
+using graph_builder::add;
+using graph_builder::count;
+using graph_builder::run;
 
 at::Tensor map_mean(const at::Tensor &q, const at::Tensor &table, std::vector<int64_t> dim, bool keepdim) {
     static const auto op = c10::Dispatcher::singleton()
@@ -224,12 +227,6 @@ TEST(Int8MapGate, RejectsBadArguments) {
     EXPECT_THROW(map_mean(q, at::zeros({256}, at::kDouble), {2, 3}, true), c10::Error);
 }
 
-Node *add(Graph &g, const char *kind, std::vector<Value *> inputs) {
-    Node *n = g.insertNode(g.create(c10::Symbol::fromQualString(kind), inputs));
-    n->output()->setType(c10::TensorType::get());
-    return n;
-}
-
 Value *quantize_node(Graph &g, Value *v, double scale, int64_t zp) {
     return add(g, "ipex::quantize_per_tensor",
                {v, g.insertConstant(scale), g.insertConstant(zp), g.insertConstant(static_cast<int64_t>(at::kQUInt8))})
@@ -267,18 +264,6 @@ std::shared_ptr<Graph> squeeze_excite(Source source, Pool pool, bool s_read_else
     if (s_read_elsewhere) outputs.push_back(add(*g, "aten::neg", {s})->output());
     g->registerOutput(g->insertNode(g->createTuple(outputs))->output());
     return g;
-}
-
-std::vector<c10::IValue> run(const std::shared_ptr<Graph> &g, std::vector<c10::IValue> inputs) {
-    torch::jit::GraphFunction fn("forward", g->copy(), nullptr);
-    fn.run(inputs);
-    return inputs[0].toTupleRef().elements().vec();
-}
-
-int count(const std::shared_ptr<Graph> &g, const char *kind) {
-    int n = 0;
-    for (const Node *node : g->nodes()) n += node->kind().toQualString() == std::string(kind);
-    return n;
 }
 
 TEST(FuseInt8Gates, SqueezeExciteReadsTheInt8Values) {

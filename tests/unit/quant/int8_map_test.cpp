@@ -7,7 +7,6 @@
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <gtest/gtest.h>
-#include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 
@@ -15,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "graph_builder.h"
 #include "ops/own_kernels.h"
 #include "quant/elementwise_maps.h"
 #include "quant/int8_quantize.h"
@@ -25,6 +25,9 @@ namespace {
 using torch::jit::Graph;
 using torch::jit::Node;
 using torch::jit::Value;
+using graph_builder::add;
+using graph_builder::count;
+using graph_builder::run;
 
 at::Tensor int8_map(const at::Tensor &q, const at::Tensor &table) {
     static const auto op = c10::Dispatcher::singleton()
@@ -149,12 +152,6 @@ struct Built {
     Value *input;
 };
 
-Node *add(Graph &g, const char *kind, std::vector<Value *> inputs) {
-    Node *n = g.insertNode(g.create(c10::Symbol::fromQualString(kind), inputs));
-    n->output()->setType(c10::TensorType::get());
-    return n;
-}
-
 // x (int8) -> dequantize -> silu_ -> hardtanh(-1, 3 or an input) -> [quantize | also returned]
 Built build(bool quantized_end, bool end_read_twice, bool dequantized_read_twice, bool argument_is_input) {
     auto g = std::make_shared<Graph>();
@@ -176,18 +173,6 @@ Built build(bool quantized_end, bool end_read_twice, bool dequantized_read_twice
     if (dequantized_read_twice) outputs.push_back(dq->output());
     g->registerOutput(g->insertNode(g->createTuple(outputs))->output());
     return {g, x};
-}
-
-std::vector<c10::IValue> run(const std::shared_ptr<Graph> &g, std::vector<c10::IValue> inputs) {
-    torch::jit::GraphFunction fn("forward", g->copy(), nullptr);
-    fn.run(inputs);
-    return inputs[0].toTupleRef().elements().vec();
-}
-
-int count(const std::shared_ptr<Graph> &g, const char *kind) {
-    int n = 0;
-    for (const Node *node : g->nodes()) n += node->kind().toQualString() == std::string(kind);
-    return n;
 }
 
 void expect_same(const std::vector<c10::IValue> &got, const std::vector<c10::IValue> &want) {
