@@ -7,9 +7,8 @@
 // over the last two dims of a 4-D NCHW or channels-last tensor sums each channel one value after
 // another in fp32 and divides by the count (aten sums in another order: the same within
 // rounding); the gate rounds the product to fp32 and quantizes it as ipex::quantize_per_tensor
-// does (bit for bit). Anything else
-// (other dims, other layouts, a gate that is not one value per image and channel, a gate that
-// is not fp32) runs the ops they stand for.
+// does (bit for bit). Anything else (other dims, other layouts, a gate that is not one value per
+// image and channel, a gate that is not fp32) runs the ops they stand for.
 #include <ATen/ATen.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/Parallel.h>
