@@ -49,12 +49,9 @@ void scale_shift(const uint8_t *src, int64_t src_stride, uint8_t *dst, int64_t d
 at::Tensor int8_cat_scale_shift(const std::vector<at::Tensor> &inputs, const at::Tensor &scale, const at::Tensor &shift,
                                 bool relu, double out_scale, int64_t out_zero_point, at::ScalarType dtype) {
     IPEX_CHECK_INPUT(!inputs.empty(), kOp, ": no inputs");
-    IPEX_CHECK_INPUT(dtype == at::kQUInt8 || dtype == at::kQInt8, kOp, ": dtype must be quint8 or qint8 (got ", dtype,
-                     ")");
-    const int64_t qmin = dtype == at::kQInt8 ? -128 : 0;
-    IPEX_CHECK_INPUT(std::isfinite(out_scale) && out_scale > 0 && std::isfinite(1.0f / static_cast<float>(out_scale)) &&
-                         out_zero_point >= qmin && out_zero_point <= qmin + 255,
-                     kOp, ": output scale ", out_scale, " / zero point ", out_zero_point, " are not valid for ", dtype);
+    ipex::quant::check_q8_output(out_scale, out_zero_point, dtype, kOp);
+    IPEX_CHECK_INPUT(std::isfinite(1.0f / static_cast<float>(out_scale)), kOp, ": output scale ", out_scale,
+                     " has no fp32 inverse");
     if (std::any_of(inputs.begin(), inputs.end(), [](const at::Tensor &t) { return t.dim() != 4; })) {
         // Another rank: the same numbers from aten's ops, one after the other.
         std::vector<at::Tensor> values;

@@ -37,21 +37,6 @@ Layout layout_of(const at::Tensor &t) {
     return Layout::other;
 }
 
-at::Tensor checked_input(const at::Tensor &input, const char *op) {
-    IPEX_CHECK_INPUT(ipex::quant::is_q8_per_tensor(input), op,
-                     ": the input must be a quint8 or qint8 per-tensor quantized tensor (got ", input.toString(), ")");
-    return ipex::quant::dense(input);
-}
-
-std::vector<int32_t> table_words(const at::Tensor &table, const char *op) {
-    IPEX_CHECK_INPUT(table.dim() == 1 && table.numel() == 256 && table.scalar_type() == at::kFloat &&
-                         !table.is_quantized(),
-                     op, ": the table must hold 256 fp32 values (got ", table.toString(), " ", table.sizes(), ")");
-    std::vector<int32_t> words(256);
-    std::memcpy(words.data(), table.contiguous().data_ptr<float>(), 256 * sizeof(float));
-    return words;
-}
-
 float word_value(int32_t w) {
     float f;
     std::memcpy(&f, &w, sizeof f);
@@ -91,8 +76,8 @@ bool last_two_dims(const at::Tensor &t, at::IntArrayRef dim) {
 
 at::Tensor int8_map_mean(const at::Tensor &input, const at::Tensor &table, at::IntArrayRef dim, bool keepdim) {
     static const char *kOp = "ipex::int8_map_mean";
-    const at::Tensor src = checked_input(input, kOp);
-    const std::vector<int32_t> words = table_words(table, kOp);
+    const at::Tensor src = ipex::quant::dense_q8_input(input, kOp);
+    const std::vector<int32_t> words = ipex::quant::table_words(table, kOp);
     const Layout layout = layout_of(src);
     if (layout == Layout::other || !last_two_dims(src, dim) || src.size(2) * src.size(3) == 0)
         return at::mean(mapped(src, table), dim, keepdim);
@@ -149,13 +134,9 @@ bool per_channel_gate(const at::Tensor &gate, const at::Tensor &src, at::Tensor 
 at::Tensor int8_map_gate(const at::Tensor &input, const at::Tensor &table, const at::Tensor &gate, double scale,
                          int64_t zero_point, at::ScalarType dtype) {
     static const char *kOp = "ipex::int8_map_gate";
-    const at::Tensor src = checked_input(input, kOp);
-    const std::vector<int32_t> words = table_words(table, kOp);
-    IPEX_CHECK_INPUT(dtype == at::kQUInt8 || dtype == at::kQInt8, kOp, ": dtype must be quint8 or qint8 (got ", dtype,
-                     ")");
-    const int64_t qmin = dtype == at::kQInt8 ? -128 : 0;
-    IPEX_CHECK_INPUT(std::isfinite(scale) && scale > 0 && zero_point >= qmin && zero_point <= qmin + 255, kOp,
-                     ": scale ", scale, " / zero point ", zero_point, " are not valid for ", dtype);
+    const at::Tensor src = ipex::quant::dense_q8_input(input, kOp);
+    const std::vector<int32_t> words = ipex::quant::table_words(table, kOp);
+    ipex::quant::check_q8_output(scale, zero_point, dtype, kOp);
     const Layout layout = layout_of(src);
     at::Tensor g;
     if (layout == Layout::other || !per_channel_gate(gate, src, &g)) {

@@ -9,8 +9,6 @@
 #include <torch/library.h>
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
 #include <numeric>
 #include <vector>
 
@@ -20,18 +18,6 @@
 #include "quant/q8_tensor.h"
 
 namespace {
-
-at::Tensor dense_input(const at::Tensor &input, const char *op) {
-    IPEX_CHECK_INPUT(ipex::quant::is_q8_per_tensor(input), op,
-                     ": the input must be a quint8 or qint8 per-tensor quantized tensor (got ", input.toString(), ")");
-    return ipex::quant::dense(input);
-}
-
-void check_table(const at::Tensor &table, at::ScalarType type, const char *op) {
-    IPEX_CHECK_INPUT(table.dim() == 1 && table.numel() == 256 && table.scalar_type() == type && !table.is_quantized(),
-                     op, ": the table must hold 256 ", c10::toString(type), " values (got ", table.toString(), " ",
-                     table.sizes(), ")");
-}
 
 // dst[i] = table32[src[i]]: fp32 values, or bytes widened to 32 bits (bytes_out).
 void lookup(const at::Tensor &src, const std::vector<int32_t> &table32, void *dst, bool bytes_out) {
@@ -55,10 +41,8 @@ void lookup(const at::Tensor &src, const std::vector<int32_t> &table32, void *ds
 
 at::Tensor int8_map(const at::Tensor &input, const at::Tensor &table) {
     static const char *kOp = "ipex::int8_map";
-    const at::Tensor src = dense_input(input, kOp);
-    check_table(table, at::kFloat, kOp);
-    std::vector<int32_t> table32(256);
-    std::memcpy(table32.data(), table.contiguous().data_ptr<float>(), 256 * sizeof(float));
+    const at::Tensor src = ipex::quant::dense_q8_input(input, kOp);
+    const std::vector<int32_t> table32 = ipex::quant::table_words(table, kOp);
     at::Tensor out = at::empty_strided(src.sizes(), src.strides(), src.options().dtype(at::kFloat));
     lookup(src, table32, out.data_ptr(), false);
     return out;
@@ -67,13 +51,9 @@ at::Tensor int8_map(const at::Tensor &input, const at::Tensor &table) {
 at::Tensor int8_requantize_map(const at::Tensor &input, const at::Tensor &table, double scale, int64_t zero_point,
                                at::ScalarType dtype) {
     static const char *kOp = "ipex::int8_requantize_map";
-    const at::Tensor src = dense_input(input, kOp);
-    check_table(table, at::kByte, kOp);
-    IPEX_CHECK_INPUT(dtype == at::kQUInt8 || dtype == at::kQInt8, kOp, ": dtype must be quint8 or qint8 (got ", dtype,
-                     ")");
-    const int64_t qmin = dtype == at::kQInt8 ? -128 : 0;
-    IPEX_CHECK_INPUT(std::isfinite(scale) && scale > 0 && zero_point >= qmin && zero_point <= qmin + 255, kOp,
-                     ": scale ", scale, " / zero point ", zero_point, " are not valid for ", dtype);
+    const at::Tensor src = ipex::quant::dense_q8_input(input, kOp);
+    ipex::quant::check_table(table, at::kByte, kOp);
+    ipex::quant::check_q8_output(scale, zero_point, dtype, kOp);
     const at::Tensor bytes = table.contiguous();
     std::vector<int32_t> table32(bytes.data_ptr<uint8_t>(), bytes.data_ptr<uint8_t>() + 256);
     // A quantized tensor with src's strides: the dims in src's memory order, allocated
