@@ -44,8 +44,9 @@ float word_value(int32_t w) {
 }
 
 // The kernels' view of the table: computed as a dequantize when it holds the input's
-// dequantized bytes (a gate read from a dequantize), looked up otherwise.
-qk::ByteValues byte_values(const at::Tensor &src, const std::vector<int32_t> &words) {
+// dequantized bytes (a gate read from a dequantize), looked up otherwise (its word planes made
+// once here into `planes`, 4 x 256 bytes, not by every task).
+qk::ByteValues byte_values(const at::Tensor &src, const std::vector<int32_t> &words, std::vector<uint8_t> &planes) {
     qk::ByteValues v;
     v.table = words.data();
     v.is_signed = src.scalar_type() == at::kQInt8;
@@ -56,6 +57,11 @@ qk::ByteValues byte_values(const at::Tensor &src, const std::vector<int32_t> &wo
         const int32_t q = v.is_signed ? static_cast<int8_t>(b) : b;
         const float value = static_cast<float>(q - v.zero_point) * v.scale;
         v.affine = std::memcmp(&value, &words[b], sizeof value) == 0;
+    }
+    if (!v.affine) {
+        planes.resize(4 * 256);
+        qk::word_planes(words.data(), planes.data());
+        v.planes = planes.data();
     }
     return v;
 }
@@ -99,7 +105,8 @@ at::Tensor int8_map_mean(const at::Tensor &input, const at::Tensor &table, at::I
         constexpr int64_t kBlock = 64;  // channels summed at once
         const int64_t blocks = (c + kBlock - 1) / kBlock;
         const bool avx512 = ipex::ops::own_kernels::available(false);
-        const qk::ByteValues values = byte_values(src, words);
+        std::vector<uint8_t> planes;
+        const qk::ByteValues values = byte_values(src, words, planes);
         at::parallel_for(0, n * blocks, 1, [&](int64_t begin, int64_t end) {
             for (int64_t task = begin; task < end; ++task) {
                 const int64_t image = task / blocks, c0 = task % blocks * kBlock;
@@ -154,7 +161,8 @@ at::Tensor int8_map_gate(const at::Tensor &input, const at::Tensor &table, const
     auto *dst = static_cast<uint8_t *>(out.data_ptr());
     const float *gv = g.data_ptr<float>();
     const bool avx512 = ipex::ops::own_kernels::available(false);
-    const qk::ByteValues values = byte_values(src, words);
+    std::vector<uint8_t> planes;
+    const qk::ByteValues values = byte_values(src, words, planes);
     // A run of values with one gate (a plane), or of whole pixels (channels-last rows).
     auto run = [&](int64_t offset, int64_t count, int64_t channels, const float *gates) {
         if (avx512) return qk::map_gate_avx512(in + offset, dst + offset, count, channels, gates, values, p);

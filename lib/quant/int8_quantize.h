@@ -67,11 +67,20 @@ void scale_shift_avx512(const uint8_t *src, int64_t src_stride, uint8_t *dst, in
 // same values computed instead of looked up).
 struct ByteValues {
     const int32_t *table = nullptr;
+    // The table as word_planes gives it, for the VBMI lookups; null: the kernel makes them.
+    const uint8_t *planes = nullptr;
     bool affine = false;
     bool is_signed = false;
     int32_t zero_point = 0;
     float scale = 1.f;
 };
+// A table of 256 32-bit words as four planes of 256 bytes (plane k: byte k of each word), the
+// form the VBMI lookups read: 4 x 256 bytes at planes.
+inline void word_planes(const int32_t *table, uint8_t *planes) {
+    for (int b = 0; b < 256; ++b)
+        for (int k = 0; k < 4; ++k)
+            planes[256 * k + b] = static_cast<uint8_t>(static_cast<uint32_t>(table[b]) >> (8 * k));
+}
 // ipex::int8_map_mean's kernel: sums[c] = the fp32 sum of the values of src[p * stride + c]
 // over pixels p = 0, 1, ... in that order (one add after another, as the portable loop sums),
 // for c < channels <= 64.

@@ -196,18 +196,16 @@ inline __m512i lookup16(__m512i index, const __m512i (&t)[16]) {
     }
 }
 
-// A table of 256 32-bit words as four planes of 256 bytes (plane k: byte k of each word), for
-// 64 lookups at once with VBMI's byte permutes.
+// A table's word planes (word_planes) in registers, for 64 lookups at once with VBMI's byte
+// permutes.
 struct WordPlanes {
     __m512i plane[4][4];  // [byte][64-entry quarter]
     __m512i order;        // the index order that makes the unpacks below give words in order
 
-    explicit WordPlanes(const int32_t *table) {
-        alignas(64) uint8_t bytes[4][256];
-        for (int b = 0; b < 256; ++b)
-            for (int k = 0; k < 4; ++k) bytes[k][b] = static_cast<uint8_t>(static_cast<uint32_t>(table[b]) >> (8 * k));
+    WordPlanes() = default;
+    explicit WordPlanes(const uint8_t *planes) {
         for (int k = 0; k < 4; ++k)
-            for (int q = 0; q < 4; ++q) plane[k][q] = _mm512_load_si512(bytes[k] + 64 * q);
+            for (int q = 0; q < 4; ++q) plane[k][q] = _mm512_loadu_si512(planes + 256 * k + 64 * q);
         // The unpacks put the byte at position 16 L + 4 m + d in word d of 128-bit lane L of
         // output m; value 16 m + 4 L + d belongs there.
         alignas(64) uint8_t lanes[64];
@@ -237,9 +235,7 @@ struct WordPlanes {
 inline __mmask64 first_bytes(int64_t n) { return n >= 64 ? ~__mmask64(0) : (__mmask64(1) << n) - 1; }
 
 // dst[i] = table[src[i]] (32-bit words), 64 at a time.
-[[gnu::target("avx512vbmi")]] void map_words_vbmi(const uint8_t *src, const int32_t *table, int32_t *dst,
-                                                   int64_t n) {
-    const WordPlanes t(table);
+[[gnu::target("avx512vbmi")]] void map_words_vbmi(const WordPlanes &t, const uint8_t *src, int32_t *dst, int64_t n) {
     for (int64_t i = 0; i < n; i += 64) {
         __m512i words[4];
         lookup64(t, _mm512_maskz_loadu_epi8(first_bytes(n - i), src + i), words);
@@ -255,8 +251,7 @@ inline __mmask64 first_bytes(int64_t n) { return n >= 64 ? ~__mmask64(0) : (__mm
 
 // map_channel_sums_avx512 with a table, 64 channels looked up at once.
 [[gnu::target("avx512vbmi")]] void channel_sums_vbmi(const uint8_t *src, int64_t stride, int64_t pixels,
-                                                      int64_t channels, const int32_t *table, float *sums) {
-    const WordPlanes t(table);
+                                                      int64_t channels, const WordPlanes &t, float *sums) {
     __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
     const __mmask64 m = first_bytes(channels);
     for (int64_t p = 0; p < pixels; ++p) {
@@ -270,6 +265,14 @@ inline __mmask64 first_bytes(int64_t n) { return n >= 64 ? ~__mmask64(0) : (__mm
 
 bool has_vbmi() { return __builtin_cpu_supports("avx512vbmi"); }
 
+// The planes of `values`' table in registers: the caller's, or made here.
+WordPlanes planes_of(const ByteValues &values) {
+    if (values.planes) return WordPlanes(values.planes);
+    uint8_t planes[4 * 256];
+    word_planes(values.table, planes);
+    return WordPlanes(planes);
+}
+
 }  // namespace
 
 void map_avx512(const uint8_t *src, const int32_t *table, void *dst, int64_t n, bool bytes_out, bool vbmi) {
@@ -278,13 +281,19 @@ void map_avx512(const uint8_t *src, const int32_t *table, void *dst, int64_t n, 
         for (int i = 0; i < 256; ++i) bytes[i] = static_cast<uint8_t>(table[i]);
         return map_bytes_vbmi(src, bytes, static_cast<uint8_t *>(dst), n);
     }
-    if (!bytes_out && vbmi && has_vbmi()) return map_words_vbmi(src, table, static_cast<int32_t *>(dst), n);
+    if (!bytes_out && vbmi && has_vbmi()) {
+        ByteValues values;
+        values.table = table;
+        return map_words_vbmi(planes_of(values), src, static_cast<int32_t *>(dst), n);
+    }
     __m512i t[16];
     for (int k = 0; k < 16; ++k) t[k] = _mm512_loadu_si512(table + 16 * k);
     auto sixteen = [&](int64_t i, __mmask16 m) {
         const __m512i v = lookup16(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, src + i)), t);
         if (bytes_out)
             store16(static_cast<uint8_t *>(dst) + i, m, narrow_bytes(v));
+        else if (m == 0xffff)
+            _mm512_storeu_si512(static_cast<int32_t *>(dst) + i, v);
         else
             _mm512_mask_storeu_epi32(static_cast<int32_t *>(dst) + i, m, v);
     };
@@ -318,7 +327,7 @@ struct Values16 {
 void map_channel_sums_avx512(const uint8_t *src, int64_t stride, int64_t pixels, int64_t channels,
                              const ByteValues &values, float *sums, bool vbmi) {
     if (!values.affine && vbmi && has_vbmi())
-        return channel_sums_vbmi(src, stride, pixels, channels, values.table, sums);
+        return channel_sums_vbmi(src, stride, pixels, channels, planes_of(values), sums);
     const Values16 value(values);
     __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
     const int64_t vectors = (channels + 15) / 16;
@@ -355,13 +364,18 @@ void map_gate_avx512(const uint8_t *src, uint8_t *dst, int64_t n, int64_t channe
         const Values16 value(values);
         return gated(0, n, [&](int64_t k, __mmask16 m) { return value(_mm_maskz_loadu_epi8(m, src + k)); });
     }
-    // A table: looked up a block at a time first (the 16 table vectors and the quantize's
+    // A table: looked up a block at a time first (the table's vectors and the quantize's
     // constants do not fit the registers together).
     constexpr int64_t kBlock = 1024;
     alignas(64) float block[kBlock];
+    const bool planes = vbmi && has_vbmi();
+    const WordPlanes t = planes ? planes_of(values) : WordPlanes{};
     for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
         const int64_t len = std::min(kBlock, n - i0);
-        map_avx512(src + i0, values.table, block, len, false, vbmi);
+        if (planes)
+            map_words_vbmi(t, src + i0, reinterpret_cast<int32_t *>(block), len);
+        else
+            map_avx512(src + i0, values.table, block, len, false, false);
         gated(i0, len, [&](int64_t k, __mmask16 m) { return _mm512_maskz_loadu_ps(m, block + (k - i0)); });
     }
 }
