@@ -71,30 +71,6 @@ ComputeTypes compute_types(const std::string &dtype) {
 
 namespace {
 
-// Times `own` and `onednn` (one warm-up call each, then `runs` alternating): whether the own
-// code was faster (own_kernels::prefer_own) and the best time of each.
-struct Timed {
-    bool own;
-    double own_seconds, onednn_seconds;
-};
-Timed time_both(const std::function<void()> &own, const std::function<void()> &onednn, int runs) {
-    TORCH_CHECK(runs > 0, "ipex convolution: the kernel choice needs at least one timed run");
-    onednn();
-    own();
-    const auto seconds = [](const std::function<void()> &f) {
-        const auto start = std::chrono::steady_clock::now();
-        f();
-        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    };
-    std::vector<double> own_s(runs), onednn_s(runs);
-    for (int i = 0; i < runs; ++i) {
-        onednn_s[i] = seconds(onednn);
-        own_s[i] = seconds(own);
-    }
-    return {own_kernels::prefer_own(own_s.data(), onednn_s.data(), runs),
-            *std::min_element(own_s.begin(), own_s.end()), *std::min_element(onednn_s.begin(), onednn_s.end())};
-}
-
 // Calls alternating per shape on its first call at run time.
 constexpr int kRunTimeRuns = 3;
 
@@ -112,7 +88,7 @@ bool takes_own(const ConvolutionContext *ctx, own_kernels::Choice choice, const 
     if (recorded) return *recorded;
     if (auto hit = timed.find(key)) return hit->own;
     auto chosen = std::make_shared<TimedChoice>();
-    chosen->own = time_both(own, onednn, kRunTimeRuns).own;
+    chosen->own = own_kernels::time_both(own, onednn, kRunTimeRuns).own;
     return timed.put_if_absent(key, chosen)->own;
 }
 
@@ -279,7 +255,7 @@ ConvolutionContext::KernelChoice ConvolutionContext::choose_kernel(const std::ve
     const at::Tensor src = to_channels_last(at::randn(input_sizes), compute_types(dtype_).math);
     // Zeros: a summand when the post-ops have a sum (both kernels then read dst).
     const at::Tensor dst = zeros_channels_last(dst_sizes, compute_types(dtype_).output);
-    const Timed timed = time_both([&] { run_own(src, dst); }, [&] { execute_into(src, dst); }, runs);
+    const own_kernels::Timed timed = own_kernels::time_both([&] { run_own(src, dst); }, [&] { execute_into(src, dst); }, runs);
     record_kernel(input_sizes, timed.own);
     return {input_sizes, timed.own, timed.own_seconds * 1e3, timed.onednn_seconds * 1e3};
 }

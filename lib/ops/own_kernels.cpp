@@ -8,11 +8,13 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <memory>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "core/isa.h"
 
@@ -83,6 +85,24 @@ bool prefer_own(const double *own_seconds, const double *onednn_seconds, int run
     const double own = *std::min_element(own_seconds, own_seconds + runs);
     const double onednn = *std::min_element(onednn_seconds, onednn_seconds + runs);
     return own < onednn;
+}
+
+Timed time_both(const std::function<void()> &own, const std::function<void()> &onednn, int runs) {
+    TORCH_CHECK(runs > 0, "ipex convolution: the kernel choice needs at least one timed run");
+    onednn();
+    own();
+    const auto seconds = [](const std::function<void()> &f) {
+        const auto start = std::chrono::steady_clock::now();
+        f();
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
+    std::vector<double> own_s(runs), onednn_s(runs);
+    for (int i = 0; i < runs; ++i) {
+        onednn_s[i] = seconds(onednn);
+        own_s[i] = seconds(own);
+    }
+    return {prefer_own(own_s.data(), onednn_s.data(), runs), *std::min_element(own_s.begin(), own_s.end()),
+            *std::min_element(onednn_s.begin(), onednn_s.end())};
 }
 
 int64_t weight_pairs_size(int64_t kh, int64_t kw, int64_t c) { return 2 * kh * kw * weight_pairs_blocks(c) * 64; }

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace ipex::ops::own_kernels {
@@ -266,5 +267,13 @@ Choice choice_from_env(const char *value);  // throws (TORCH_CHECK) on another v
 
 // The timed choice: this kernel when its best time beats oneDNN's best; oneDNN on a tie.
 bool prefer_own(const double *own_seconds, const double *onednn_seconds, int runs);
+
+// Times `own` and `onednn` (one warm-up call each, then `runs` alternating): whether the own
+// code was faster (prefer_own) and the best time of each.
+struct Timed {
+    bool own;
+    double own_seconds, onednn_seconds;
+};
+Timed time_both(const std::function<void()> &own, const std::function<void()> &onednn, int runs);
 
 }  // namespace ipex::ops::own_kernels

@@ -9,10 +9,12 @@
 
 #include "core/isa.h"
 #include "ops/onednn_utils.h"
+#include "ops/own_kernels.h"
 #include "ops/op_errors.h"
 #include "ops/primitive_cache.h"
 #include "ops/state_checks.h"
 #include "ops/weight_cache.h"
+#include "quant/int8_stem.h"
 
 namespace ipex::quant {
 
@@ -27,6 +29,8 @@ struct Int8Context::Entry {
 
 struct Int8Context::Cache {
     ops::PrimitiveCache<Entry> primitives;
+    // Per input shape: whether the stem kernel was the faster (stem_ only).
+    ops::PrimitiveCache<bool> stem_choices;
     // The packed weights, shared by every shape (ops::WeightCache::prefer_packed); made at the
     // first primitive, when the plain layout is known.
     std::mutex weights_mutex;
@@ -145,6 +149,16 @@ Int8Context::Int8Context(at::Tensor weight, c10::optional<at::Tensor> bias, std:
         output_scales_.push_back(static_cast<float>(params_.in_scale * ws * factor / params_.out_scale));
     if (bias && bias->defined()) {
         bias_ = (bias->to(at::kDouble) / (s * params_.in_scale)).to(at::kFloat).contiguous();
+    }
+    const auto choice = ops::own_kernels::choice_from_env(std::getenv(ops::own_kernels::kChoiceVariable));
+    if (params_.kind == "conv2d" && !params_.sum && choice != ops::own_kernels::Choice::onednn &&
+        stem::fits(weight_.size(1), weight_.size(2), weight_.size(3), params_.groups, params_.dilation) &&
+        stem::available()) {
+        stem_ = std::make_shared<const stem::Plan>(
+            stem::make_plan(qweight_, bias_, output_scales_, params_.stride, params_.padding, params_.relu,
+                            params_.in_dtype == at::kQInt8, params_.in_zero_point, params_.out_dtype == at::kQInt8,
+                            params_.out_zero_point));
+        stem_always_ = choice == ops::own_kernels::Choice::own;
     }
 }
 
@@ -292,6 +306,36 @@ void Int8Context::execute_entry(const Entry &entry, const at::Tensor &src, const
     ops::execute(entry.primitive, entry.scratchpad, std::move(args));
 }
 
+bool Int8Context::stem_kernel_for(at::IntArrayRef input_sizes) const {
+    if (!stem_) return false;
+    if (stem_always_) return true;
+    const auto hit = cache_->stem_choices.find(input_sizes.vec());
+    return hit && *hit;
+}
+
+bool Int8Context::run_stem(const at::Tensor &src, const at::Tensor &dst) const {
+    if (!stem_ || src.dim() != 4 || !src.is_contiguous(at::MemoryFormat::ChannelsLast) ||
+        !dst.is_contiguous(at::MemoryFormat::ChannelsLast))
+        return false;
+    const auto own = [&] {
+        stem::run(*stem_, static_cast<const uint8_t *>(src.data_ptr()), src.size(0), src.size(2), src.size(3),
+                  static_cast<uint8_t *>(dst.data_ptr()), dst.size(2), dst.size(3));
+    };
+    if (!stem_always_) {
+        const ops::CacheKey key = src.sizes().vec();
+        auto hit = cache_->stem_choices.find(key);
+        if (!hit) {
+            const auto entry = entry_for(src, dst);
+            constexpr int kRuns = 3;  // as the float convolutions' run-time choice
+            const bool faster = ops::own_kernels::time_both(own, [&] { execute_entry(*entry, src, dst); }, kRuns).own;
+            hit = cache_->stem_choices.put_if_absent(key, std::make_shared<const bool>(faster));
+        }
+        if (!*hit) return false;
+    }
+    own();
+    return true;
+}
+
 at::Tensor Int8Context::run_conv(const at::Tensor &input, const c10::optional<at::Tensor> &other) const {
     at::Tensor src = input;
     if (src.dim() >= 4 && !ops::is_channels_last(src))
@@ -312,6 +356,7 @@ at::Tensor Int8Context::run_conv(const at::Tensor &input, const c10::optional<at
     } else {
         dst = empty_q8(dst_sizes, params_.out_dtype, params_.out_scale, params_.out_zero_point, true);
         if (params_.sum) copy_other(*this, other, dst);
+        if (run_stem(src, dst)) return dst;
     }
     auto entry = entry_for(src, dst);
     execute_entry(*entry, src, dst);

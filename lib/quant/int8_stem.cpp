@@ -1,0 +1,85 @@
+#include "quant/int8_stem.h"
+
+#include "core/isa.h"
+
+namespace ipex::quant::stem {
+
+namespace {
+constexpr int64_t kMaxChannels = 4;
+constexpr int64_t kMaxRowBytes = 64;  // kw x channels: at most 16 groups a kernel row
+constexpr int64_t kTileChannels = 64;
+}  // namespace
+
+bool fits(int64_t channels, int64_t kh, int64_t kw, int64_t groups, at::IntArrayRef dilation) {
+    if (groups != 1 || channels < 1 || channels > kMaxChannels || kh < 1 || kw < 1) return false;
+    if (kw * channels > kMaxRowBytes || dilation.size() != 2) return false;
+    return dilation[0] == 1 && dilation[1] == 1;
+}
+
+bool available() { return isa::avx512_vnni(); }
+
+Plan make_plan(const at::Tensor &weight, const at::Tensor &bias, const std::vector<float> &scales,
+               at::IntArrayRef stride, at::IntArrayRef padding, bool relu, bool in_s8, int64_t in_zero_point,
+               bool out_s8, int64_t out_zero_point) {
+    TORCH_CHECK(weight.dim() == 4 && weight.scalar_type() == at::kChar && weight.is_contiguous(),
+                "int8 stem kernel: the weight must be dense s8 [O, C, kh, kw]");
+    Plan p;
+    p.out_channels = weight.size(0);
+    p.channels = weight.size(1);
+    p.kh = weight.size(2);
+    p.kw = weight.size(3);
+    p.stride_h = stride[0];
+    p.stride_w = stride[1];
+    p.pad_h = padding[0];
+    p.pad_w = padding[1];
+    p.groups_per_row = (p.kw * p.channels + 3) / 4;
+    p.relu = relu;
+    p.in_s8 = in_s8;
+    p.out_s8 = out_s8;
+    p.in_zero_point = static_cast<int>(in_zero_point);
+    p.out_zero_point = static_cast<float>(out_zero_point);
+    TORCH_CHECK(static_cast<int64_t>(scales.size()) == p.out_channels, "int8 stem kernel: one scale per output");
+
+    const int64_t tiles = (p.out_channels + kTileChannels - 1) / kTileChannels;
+    const int64_t tile_bytes = p.kh * p.groups_per_row * kTileChannels * 4;
+    p.packed = at::zeros({tiles * tile_bytes}, at::TensorOptions().dtype(at::kChar));
+    int8_t *out = p.packed.data_ptr<int8_t>();
+    const int8_t *w = weight.data_ptr<int8_t>();
+    const int64_t row_taps = p.kw * p.channels;
+    for (int64_t t = 0; t < tiles; ++t) {
+        const int64_t first = t * kTileChannels;
+        const int64_t blocks = (std::min(kTileChannels, p.out_channels - first) + 15) / 16;
+        for (int64_t r = 0; r < p.kh; ++r)
+            for (int64_t g = 0; g < p.groups_per_row; ++g)
+                for (int64_t j = 0; j < blocks; ++j)
+                    for (int64_t lane = 0; lane < 16; ++lane) {
+                        const int64_t oc = first + 16 * j + lane;
+                        if (oc >= p.out_channels) continue;
+                        for (int64_t b = 0; b < 4; ++b) {
+                            const int64_t q = 4 * g + b;  // byte of the kernel row: tap q / C, channel q % C
+                            if (q >= row_taps) continue;
+                            const int64_t kx = q / p.channels, c = q % p.channels;
+                            out[t * tile_bytes + (((r * p.groups_per_row + g) * blocks + j) * 16 + lane) * 4 + b] =
+                                w[((oc * p.channels + c) * p.kh + r) * p.kw + kx];
+                        }
+                    }
+    }
+
+    // The kernel multiplies bytes shifted to u8 (s8 + 128) and subtracts the zero point's share.
+    const int64_t zp = in_zero_point + (in_s8 ? 128 : 0);
+    const int64_t padded = (p.out_channels + 15) / 16 * 16;
+    p.scale.assign(padded, 0.f);
+    p.shift.assign(padded, 0.f);
+    const at::Tensor bias_f = bias.defined() ? bias.to(at::kFloat).contiguous() : at::Tensor();
+    for (int64_t oc = 0; oc < p.out_channels; ++oc) {
+        int64_t sum = 0;
+        for (int64_t k = 0; k < p.channels * p.kh * p.kw; ++k) sum += w[oc * p.channels * p.kh * p.kw + k];
+        const double b = bias_f.defined() ? bias_f.data_ptr<float>()[oc] : 0.0;
+        p.scale[oc] = scales[oc];
+        // Folded as oneDNN does: (acc - zp x sum + bias) x scale, then the output zero point.
+        p.shift[oc] = static_cast<float>((b - static_cast<double>(zp * sum)) * scales[oc] + out_zero_point);
+    }
+    return p;
+}
+
+}  // namespace ipex::quant::stem

@@ -1,0 +1,55 @@
+// The own int8 kernel of convolutions on few input channels (a network's stem: 3 channels of an
+// image, 7x7 stride 2 in ResNet, 3x3 stride 2 in MobileNet and EfficientNet), where oneDNN 2.6
+// pads each pixel's channels to 4 and its multiplies run on a quarter of zeros. On CPUs with
+// AVX512-VNNI: each kernel row's taps are one run of kw x c bytes of a channels-last input row,
+// taken 4 bytes at a time (the last group's surplus bytes meet zero weights), so a 7x7 kernel on
+// 3 channels makes 7 x 6 groups of 4 multiplies (168 for 147 taps, where oneDNN makes 196).
+// Input rows are copied once into a ring of padded rows (the padding is the input's zero
+// point; an s8 input is shifted to u8 there, its zero point with it). The accumulator is exact
+// in int32; the epilogue is (acc + bias - zero point x the weights' sum) x scale in fp32 (one
+// multiply-add), then relu, the output zero point, rounding to nearest even and saturation, as
+// oneDNN's int8 convolutions compute it. Int8Context times it against oneDNN per input shape.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace ipex::quant::stem {
+
+// The geometry and numbers of one convolution, fixed when its context is made.
+struct Plan {
+    int64_t channels = 0, out_channels = 0, kh = 0, kw = 0;
+    int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+    int64_t groups_per_row = 0;  // ceil(kw x channels / 4): 4-byte groups of a kernel row
+    // s8 weights, [ceil(out_channels / 64)][kh][groups_per_row][blocks][16 lanes][4 bytes] with
+    // blocks = the tile's 16-channel blocks (4, fewer in the last tile), zeros past the taps.
+    at::Tensor packed;
+    // Per output channel, padded to 16 with zeros: y = acc x scale + shift.
+    std::vector<float> scale, shift;
+    bool relu = false;
+    bool in_s8 = false, out_s8 = false;
+    int in_zero_point = 0;  // as given (s8: -128..127; the kernel adds 128 to it)
+    float out_zero_point = 0;
+};
+
+// Whether the kernel computes a convolution of these parameters: 2-D, one group, at most 4
+// input channels, no dilation, every weight of a kernel row within 64 bytes.
+bool fits(int64_t channels, int64_t kh, int64_t kw, int64_t groups, at::IntArrayRef dilation);
+
+// Whether this CPU runs it (AVX512-VNNI).
+bool available();
+
+// weight: s8 values [out_channels, channels, kh, kw]; bias in accumulator units (or
+// undefined); scales per output channel (input scale x weight scale / output scale).
+Plan make_plan(const at::Tensor &weight, const at::Tensor &bias, const std::vector<float> &scales,
+               at::IntArrayRef stride, at::IntArrayRef padding, bool relu, bool in_s8, int64_t in_zero_point,
+               bool out_s8, int64_t out_zero_point);
+
+// src: n x h x w x channels bytes (channels-last, dense); dst: n x oh x ow x out_channels.
+// Call only when available().
+void run(const Plan &plan, const uint8_t *src, int64_t n, int64_t h, int64_t w, uint8_t *dst, int64_t oh,
+         int64_t ow);
+
+}  // namespace ipex::quant::stem

@@ -1,0 +1,200 @@
+// The int8 stem kernel's AVX512-VNNI loops (int8_stem.h). Built with AVX-512 and VNNI code
+// generation; run only after stem::available().
+#include <ATen/Parallel.h>
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "quant/int8_stem.h"
+
+namespace ipex::quant::stem {
+
+namespace {
+
+// Output pixels a tile of NR 16-channel blocks takes: MR x NR accumulators, NR weight vectors
+// and a broadcast in the 32 registers (fewer blocks: more pixels share each weight load).
+constexpr int kMaxMr[4] = {12, 12, 8, 6};
+constexpr int kMr = 12;
+constexpr int64_t kTileChannels = 64;
+
+struct Tile {
+    const uint8_t *const *rows;  // kh padded input rows, each at the tile's first pixel's window
+    int64_t kh, groups, step;    // step: bytes from one output pixel's window to the next
+    const int8_t *weights;       // the tile's packed weights
+    const float *scale, *shift;  // the tile's first channel's
+    bool relu, out_s8;
+    float zero_point;
+    uint8_t *dst;                // the tile's first pixel, first channel
+    int64_t dst_step;            // bytes between output pixels
+    int64_t channels;            // the tile's output channels (a tail below 64 only in the last tile)
+};
+
+// acc += the dot products of a's u8 and w's s8 quadruples. As an asm statement: GCC 12 copies
+// the accumulator before each _mm512_dpbusd_epi32 and spills a 6 x 4 tile of them to the stack.
+inline void dot_add(__m512i &acc, __m512i a, __m512i w) {
+    asm("vpdpbusd %[w], %[a], %[acc]" : [acc] "+v"(acc) : [a] "v"(a), [w] "v"(w));
+}
+
+inline __m512i broadcast32(const uint8_t *p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+
+inline __m128i to_bytes(const Tile &t, __m512i acc, __m512 scale, __m512 shift) {
+    __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), scale, shift);
+    if (t.relu) y = _mm512_max_ps(y, _mm512_set1_ps(t.zero_point));
+    const __m512i v = _mm512_cvtps_epi32(y);  // to nearest even (MXCSR's default)
+    if (t.out_s8) return _mm512_cvtsepi32_epi8(v);
+    return _mm512_cvtusepi32_epi8(_mm512_max_epi32(v, _mm512_setzero_si512()));
+}
+
+template <int MR, int NR>
+void run_tile(const Tile &t) {
+    __m512i acc[MR][NR];
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+        for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_si512();
+    const int8_t *w = t.weights;
+    for (int64_t r = 0; r < t.kh; ++r) {
+        const uint8_t *row = t.rows[r];
+        for (int64_t g = 0; g < t.groups; ++g, w += NR * 64) {
+            __m512i wv[NR];
+#pragma GCC unroll 4
+            for (int j = 0; j < NR; ++j) wv[j] = _mm512_loadu_si512(w + 64 * j);
+#pragma GCC unroll 16
+            for (int i = 0; i < MR; ++i) {
+                const __m512i a = broadcast32(row + i * t.step + 4 * g);
+#pragma GCC unroll 4
+                for (int j = 0; j < NR; ++j) dot_add(acc[i][j], a, wv[j]);
+            }
+        }
+    }
+    __m512 scale[NR], shift[NR];
+#pragma GCC unroll 4
+    for (int j = 0; j < NR; ++j) {
+        scale[j] = _mm512_loadu_ps(t.scale + 16 * j);
+        shift[j] = _mm512_loadu_ps(t.shift + 16 * j);
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+        uint8_t *out = t.dst + i * t.dst_step;
+        __m128i b[NR];
+#pragma GCC unroll 4
+        for (int j = 0; j < NR; ++j) b[j] = to_bytes(t, acc[i][j], scale[j], shift[j]);
+        if constexpr (NR == 4) {
+            if (t.channels == kTileChannels) {  // one whole 64-byte store
+                const __m256i lo = _mm256_inserti128_si256(_mm256_castsi128_si256(b[0]), b[1], 1);
+                const __m256i hi = _mm256_inserti128_si256(_mm256_castsi128_si256(b[2]), b[3], 1);
+                _mm512_storeu_si512(out, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+                continue;
+            }
+        }
+#pragma GCC unroll 4
+        for (int j = 0; j < NR; ++j) {
+            const int64_t left = t.channels - 16 * j;
+            if (left >= 16) _mm_storeu_si128(reinterpret_cast<__m128i *>(out + 16 * j), b[j]);
+            else _mm_mask_storeu_epi8(out + 16 * j, static_cast<__mmask16>((1u << left) - 1), b[j]);
+        }
+    }
+}
+
+using TileFn = void (*)(const Tile &);
+
+template <int NR, size_t... M>
+constexpr std::array<TileFn, kMr> tiles_for(std::index_sequence<M...>) {
+    return {&run_tile<std::min(static_cast<int>(M) + 1, kMaxMr[NR - 1]), NR>...};
+}
+
+const std::array<std::array<TileFn, kMr>, 4> kTiles = {
+    tiles_for<1>(std::make_index_sequence<kMr>()), tiles_for<2>(std::make_index_sequence<kMr>()),
+    tiles_for<3>(std::make_index_sequence<kMr>()), tiles_for<4>(std::make_index_sequence<kMr>())};
+
+// The padded input rows a run of output rows reads, each copied once: a ring of kh rows, each
+// (pad + w + pad) pixels and 64 bytes more (what a kernel row's last group reads past its taps).
+class RowRing {
+public:
+    RowRing(const Plan &p, int64_t h, int64_t w)
+        : p_(p), h_(h), w_(w), bytes_((w + 2 * p.pad_w) * p.channels + 64), data_(p.kh * bytes_),
+          tags_(p.kh, {-1, 0}) {
+        const int zp = p.in_zero_point + (p.in_s8 ? 128 : 0);
+        fill_ = static_cast<uint8_t>(zp);
+    }
+
+    // Row y (input coordinates, may be outside 0..h-1) of image `image`, from pixel -pad_w.
+    const uint8_t *row(const uint8_t *image, int64_t index, int64_t y) {
+        const int64_t slot = ((y % p_.kh) + p_.kh) % p_.kh;
+        uint8_t *dst = data_.data() + slot * bytes_;
+        if (tags_[slot].first == index && tags_[slot].second == y) return dst;
+        tags_[slot] = {index, y};
+        if (y < 0 || y >= h_) {
+            std::memset(dst, fill_, bytes_);
+            return dst;
+        }
+        const int64_t left = p_.pad_w * p_.channels, body = w_ * p_.channels;
+        std::memset(dst, fill_, left);
+        const uint8_t *src = image + y * body;
+        if (!p_.in_s8) {
+            std::memcpy(dst + left, src, body);
+        } else {  // s8 + 128 as u8: flip the sign bit
+            int64_t i = 0;
+            const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+            for (; i + 64 <= body; i += 64)
+                _mm512_storeu_si512(dst + left + i, _mm512_xor_si512(_mm512_loadu_si512(src + i), flip));
+            for (; i < body; ++i) dst[left + i] = static_cast<uint8_t>(src[i] ^ 0x80);
+        }
+        std::memset(dst + left + body, fill_, bytes_ - left - body);
+        return dst;
+    }
+
+private:
+    const Plan &p_;
+    int64_t h_, w_, bytes_;
+    std::vector<uint8_t> data_;
+    std::vector<std::pair<int64_t, int64_t>> tags_;  // (image, row) each slot holds
+    uint8_t fill_ = 0;
+};
+
+}  // namespace
+
+void run(const Plan &p, const uint8_t *src, int64_t n, int64_t h, int64_t w, uint8_t *dst, int64_t oh, int64_t ow) {
+    const int64_t tiles = (p.out_channels + kTileChannels - 1) / kTileChannels;
+    const int64_t tile_bytes = p.kh * p.groups_per_row * kTileChannels * 4;
+    const int64_t image_bytes = h * w * p.channels;
+    // Rows of output a task: enough that the ring's copies (kh rows per stride rows) stay small.
+    const int64_t grain = std::max<int64_t>(1, std::min<int64_t>(oh, 8));
+    at::parallel_for(0, n * oh, grain, [&](int64_t begin, int64_t end) {
+        RowRing ring(p, h, w);
+        std::vector<const uint8_t *> rows(p.kh);
+        for (int64_t index = begin; index < end; ++index) {
+            const int64_t image = index / oh, y = index % oh;
+            for (int64_t r = 0; r < p.kh; ++r)
+                rows[r] = ring.row(src + image * image_bytes, image, y * p.stride_h - p.pad_h + r);
+            std::vector<const uint8_t *> at(p.kh);
+            uint8_t *out_row = dst + index * ow * p.out_channels;
+            for (int64_t t = 0; t < tiles; ++t) {
+                const int64_t first = t * kTileChannels;
+                const int64_t channels = std::min(kTileChannels, p.out_channels - first);
+                const int nr = static_cast<int>((channels + 15) / 16);
+                Tile tile{at.data(), p.kh, p.groups_per_row, p.stride_w * p.channels,
+                          p.packed.data_ptr<int8_t>() + t * tile_bytes, p.scale.data() + first,
+                          p.shift.data() + first, p.relu, p.out_s8, p.out_zero_point, nullptr,
+                          p.out_channels, channels};
+                const int64_t most = kMaxMr[nr - 1];
+                for (int64_t x = 0; x < ow; x += most) {
+                    const int mr = static_cast<int>(std::min<int64_t>(most, ow - x));
+                    for (int64_t r = 0; r < p.kh; ++r) at[r] = rows[r] + x * tile.step;
+                    tile.dst = out_row + x * p.out_channels + first;
+                    kTiles[nr - 1][mr - 1](tile);
+                }
+            }
+        }
+    });
+}
+
+}  // namespace ipex::quant::stem
