@@ -4,6 +4,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <mutex>
 #include <sstream>
 
@@ -14,6 +15,7 @@
 #include "ops/primitive_cache.h"
 #include "ops/state_checks.h"
 #include "ops/weight_cache.h"
+#include "quant/int8_pointwise.h"
 #include "quant/int8_stem.h"
 
 namespace ipex::quant {
@@ -29,8 +31,8 @@ struct Int8Context::Entry {
 
 struct Int8Context::Cache {
     ops::PrimitiveCache<Entry> primitives;
-    // Per input shape: whether the stem kernel was the faster (stem_ only).
-    ops::PrimitiveCache<bool> stem_choices;
+    // Per input shape: whether the own kernel (stem_ or pointwise_) was the faster.
+    ops::PrimitiveCache<bool> own_choices;
     // The packed weights, shared by every shape (ops::WeightCache::prefer_packed); made at the
     // first primitive, when the plain layout is known.
     std::mutex weights_mutex;
@@ -151,14 +153,28 @@ Int8Context::Int8Context(at::Tensor weight, c10::optional<at::Tensor> bias, std:
         bias_ = (bias->to(at::kDouble) / (s * params_.in_scale)).to(at::kFloat).contiguous();
     }
     const auto choice = ops::own_kernels::choice_from_env(std::getenv(ops::own_kernels::kChoiceVariable));
-    if (params_.kind == "conv2d" && !params_.sum && choice != ops::own_kernels::Choice::onednn &&
-        stem::fits(weight_.size(1), weight_.size(2), weight_.size(3), params_.groups, params_.dilation) &&
-        stem::available()) {
-        stem_ = std::make_shared<const stem::Plan>(
-            stem::make_plan(qweight_, bias_, output_scales_, params_.stride, params_.padding, params_.relu,
-                            params_.in_dtype == at::kQInt8, params_.in_zero_point, params_.out_dtype == at::kQInt8,
-                            params_.out_zero_point));
-        stem_always_ = choice == ops::own_kernels::Choice::own;
+    if (params_.kind != "conv2d" || choice == ops::own_kernels::Choice::onednn || !stem::available()) return;
+    own_always_ = choice == ops::own_kernels::Choice::own;
+    const bool in_s8 = params_.in_dtype == at::kQInt8, out_s8 = params_.out_dtype == at::kQInt8;
+    if (!params_.sum &&
+        stem::fits(weight_.size(1), weight_.size(2), weight_.size(3), params_.groups, params_.dilation)) {
+        stem_ = std::make_shared<const stem::Plan>(stem::make_plan(qweight_, bias_, output_scales_, params_.stride,
+                                                                   params_.padding, params_.relu, in_s8,
+                                                                   params_.in_zero_point, out_s8,
+                                                                   params_.out_zero_point));
+    } else if (pointwise::fits(weight_.size(1), weight_.size(0), weight_.sizes().slice(2), params_.stride,
+                               params_.padding, params_.dilation, params_.groups, in_s8)) {
+        vnni::Epilogue e;
+        e.relu = params_.relu;
+        e.sum = params_.sum;
+        e.sum_s8 = params_.other_dtype == at::kQInt8;
+        e.sum_relu = params_.sum_relu;
+        e.out_s8 = out_s8;
+        e.sum_scale = static_cast<float>(params_.other_scale / params_.out_scale);
+        e.sum_shift = -e.sum_scale * static_cast<float>(params_.other_zero_point);
+        e.out_zero_point = static_cast<float>(params_.out_zero_point);
+        pointwise_ = std::make_shared<const pointwise::Plan>(
+            pointwise::make_plan(qweight_, bias_, output_scales_, params_.stride, params_.in_zero_point, e));
     }
 }
 
@@ -306,33 +322,47 @@ void Int8Context::execute_entry(const Entry &entry, const at::Tensor &src, const
     ops::execute(entry.primitive, entry.scratchpad, std::move(args));
 }
 
-bool Int8Context::stem_kernel_for(at::IntArrayRef input_sizes) const {
-    if (!stem_) return false;
-    if (stem_always_) return true;
-    const auto hit = cache_->stem_choices.find(input_sizes.vec());
+const char *Int8Context::own_kernel() const { return stem_ ? "stem" : pointwise_ ? "pointwise" : ""; }
+
+bool Int8Context::own_kernel_for(at::IntArrayRef input_sizes) const {
+    if (!stem_ && !pointwise_) return false;
+    if (own_always_) return true;
+    const auto hit = cache_->own_choices.find(input_sizes.vec());
     return hit && *hit;
 }
 
-bool Int8Context::run_stem(const at::Tensor &src, const at::Tensor &dst) const {
-    if (!stem_ || src.dim() != 4 || !src.is_contiguous(at::MemoryFormat::ChannelsLast) ||
+void Int8Context::run_own_kernel(const at::Tensor &src, void *dst) const {
+    const auto *in = static_cast<const uint8_t *>(src.data_ptr());
+    auto *out = static_cast<uint8_t *>(dst);
+    if (stem_) {
+        const std::vector<int64_t> o = conv_output_sizes(src.sizes());
+        stem::run(*stem_, in, src.size(0), src.size(2), src.size(3), out, o[2], o[3]);
+    } else {
+        pointwise::run(*pointwise_, in, src.size(0), src.size(2), src.size(3), out);
+    }
+}
+
+bool Int8Context::run_own(const at::Tensor &src, const at::Tensor &dst) const {
+    if ((!stem_ && !pointwise_) || src.dim() != 4 || !src.is_contiguous(at::MemoryFormat::ChannelsLast) ||
         !dst.is_contiguous(at::MemoryFormat::ChannelsLast))
         return false;
-    const auto own = [&] {
-        stem::run(*stem_, static_cast<const uint8_t *>(src.data_ptr()), src.size(0), src.size(2), src.size(3),
-                  static_cast<uint8_t *>(dst.data_ptr()), dst.size(2), dst.size(3));
-    };
-    if (!stem_always_) {
+    if (!own_always_) {
         const ops::CacheKey key = src.sizes().vec();
-        auto hit = cache_->stem_choices.find(key);
+        auto hit = cache_->own_choices.find(key);
         if (!hit) {
+            // Timed into a scratch copy: a sum's summand in dst must survive for the real run.
             const auto entry = entry_for(src, dst);
+            const at::Tensor scratch = at::empty({dst.numel()}, at::TensorOptions().dtype(at::kByte));
+            std::memcpy(scratch.data_ptr(), dst.data_ptr(), dst.numel());
             constexpr int kRuns = 3;  // as the float convolutions' run-time choice
-            const bool faster = ops::own_kernels::time_both(own, [&] { execute_entry(*entry, src, dst); }, kRuns).own;
-            hit = cache_->stem_choices.put_if_absent(key, std::make_shared<const bool>(faster));
+            const bool faster = ops::own_kernels::time_both([&] { run_own_kernel(src, scratch.data_ptr()); },
+                                                            [&] { execute_entry(*entry, src, scratch); }, kRuns)
+                                    .own;
+            hit = cache_->own_choices.put_if_absent(key, std::make_shared<const bool>(faster));
         }
         if (!*hit) return false;
     }
-    own();
+    run_own_kernel(src, dst.data_ptr());
     return true;
 }
 
@@ -356,8 +386,8 @@ at::Tensor Int8Context::run_conv(const at::Tensor &input, const c10::optional<at
     } else {
         dst = empty_q8(dst_sizes, params_.out_dtype, params_.out_scale, params_.out_zero_point, true);
         if (params_.sum) copy_other(*this, other, dst);
-        if (run_stem(src, dst)) return dst;
     }
+    if (run_own(src, dst)) return dst;
     auto entry = entry_for(src, dst);
     execute_entry(*entry, src, dst);
     return dst;

@@ -29,6 +29,9 @@ namespace ipex::quant {
 namespace stem {
 struct Plan;
 }
+namespace pointwise {
+struct Plan;
+}
 
 struct Int8Params {
     std::string kind;                 // conv1d conv2d conv3d linear
@@ -77,14 +80,15 @@ public:
     // input of another rank or channels, or one too small (what ipex::int8_graph sizes by).
     std::vector<int64_t> output_sizes(at::IntArrayRef input) const;
     at::IntArrayRef weight_sizes() const { return weight_.sizes(); }  // PyTorch's layout
-    // Whether a 2-D convolution on few input channels may run the own stem kernel
-    // (int8_stem.h) instead of oneDNN: on CPUs with AVX512-VNNI, without a sum, unless
-    // IPEX_CONV_KERNELS=0; each input shape takes the faster of the two, timed on its first
-    // call (IPEX_CONV_KERNELS=1: the own kernel always).
-    bool has_stem_kernel() const { return stem_ != nullptr; }
-    // Whether the own stem kernel runs inputs of these sizes (channels-last): as timed on
-    // their first call, or chosen by IPEX_CONV_KERNELS; false before they ran.
-    bool stem_kernel_for(at::IntArrayRef input_sizes) const;
+    // Which own kernel may run this convolution instead of oneDNN, on CPUs with AVX512-VNNI
+    // unless IPEX_CONV_KERNELS=0: "stem" (int8_stem.h: 2-D, 1-4 input channels, no sum),
+    // "pointwise" (int8_pointwise.h: 1x1, stride 1, u8 input, a multiple of 4 input and 64
+    // output channels, any post-ops), or "" (none). Each input shape takes the faster of the
+    // kernel and oneDNN, timed on its first call (IPEX_CONV_KERNELS=1: the own kernel always).
+    const char *own_kernel() const;
+    // Whether the own kernel runs inputs of these sizes (channels-last): as timed on their
+    // first call, or chosen by IPEX_CONV_KERNELS; false before they ran.
+    bool own_kernel_for(at::IntArrayRef input_sizes) const;
     // Primitives cached (one per input shape, the last 16) and packed copies of the weights.
     size_t cached_shapes() const;
     size_t packed_layouts() const;
@@ -107,9 +111,10 @@ private:
     std::vector<int64_t> conv_output_sizes(at::IntArrayRef input) const;
     at::Tensor run_conv(const at::Tensor &input, const c10::optional<at::Tensor> &other) const;
     at::Tensor run_linear(const at::Tensor &input, const c10::optional<at::Tensor> &other) const;
-    // Runs the stem kernel into dst where it is chosen for src's shape (timing both on the
-    // shape's first call); false where oneDNN is to run.
-    bool run_stem(const at::Tensor &src, const at::Tensor &dst) const;
+    // Runs the own kernel into dst where it is chosen for src's shape (timing both on the
+    // shape's first call, into a scratch copy of dst); false where oneDNN is to run.
+    bool run_own(const at::Tensor &src, const at::Tensor &dst) const;
+    void run_own_kernel(const at::Tensor &src, void *dst) const;
 
     at::Tensor weight_;      // fp32, as given
     at::Tensor qweight_;     // s8, PyTorch layout (linear: [K, N] for the matmul)
@@ -117,8 +122,9 @@ private:
     std::vector<double> weight_scales_;
     std::vector<float> output_scales_;
     Int8Params params_;
-    std::shared_ptr<const stem::Plan> stem_;  // or null
-    bool stem_always_ = false;                // IPEX_CONV_KERNELS=1
+    std::shared_ptr<const stem::Plan> stem_;            // or null
+    std::shared_ptr<const pointwise::Plan> pointwise_;  // or null (one of the two at most)
+    bool own_always_ = false;                           // IPEX_CONV_KERNELS=1
     struct Cache;
     std::shared_ptr<Cache> cache_;
 };

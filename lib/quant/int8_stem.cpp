@@ -33,11 +33,13 @@ Plan make_plan(const at::Tensor &weight, const at::Tensor &bias, const std::vect
     p.pad_h = padding[0];
     p.pad_w = padding[1];
     p.groups_per_row = (p.kw * p.channels + 3) / 4;
-    p.relu = relu;
+    vnni::Epilogue e;
+    e.relu = relu;
+    e.out_s8 = out_s8;
+    e.out_zero_point = static_cast<float>(out_zero_point);
+    p.epilogue = vnni::fold(e);
     p.in_s8 = in_s8;
-    p.out_s8 = out_s8;
     p.in_zero_point = static_cast<int>(in_zero_point);
-    p.out_zero_point = static_cast<float>(out_zero_point);
     TORCH_CHECK(static_cast<int64_t>(scales.size()) == p.out_channels, "int8 stem kernel: one scale per output");
 
     const int64_t tiles = (p.out_channels + kTileChannels - 1) / kTileChannels;
@@ -76,8 +78,8 @@ Plan make_plan(const at::Tensor &weight, const at::Tensor &bias, const std::vect
         for (int64_t k = 0; k < p.channels * p.kh * p.kw; ++k) sum += w[oc * p.channels * p.kh * p.kw + k];
         const double b = bias_f.defined() ? bias_f.data_ptr<float>()[oc] : 0.0;
         p.scale[oc] = scales[oc];
-        // Folded as oneDNN does: (acc - zp x sum + bias) x scale, then the output zero point.
-        p.shift[oc] = static_cast<float>((b - static_cast<double>(zp * sum)) * scales[oc] + out_zero_point);
+        // Folded as oneDNN does: (acc - zp x sum + bias) x scale.
+        p.shift[oc] = static_cast<float>((b - static_cast<double>(zp * sum)) * scales[oc] + p.epilogue.shift_add);
     }
     return p;
 }

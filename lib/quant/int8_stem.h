@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "quant/int8_epilogue.h"
+
 namespace ipex::quant::stem {
 
 // The geometry and numbers of one convolution, fixed when its context is made.
@@ -26,12 +28,11 @@ struct Plan {
     // s8 weights, [ceil(out_channels / 64)][kh][groups_per_row][blocks][16 lanes][4 bytes] with
     // blocks = the tile's 16-channel blocks (4, fewer in the last tile), zeros past the taps.
     at::Tensor packed;
-    // Per output channel, padded to 16 with zeros: y = acc x scale + shift.
+    // Per output channel, padded to 16 with zeros: y = acc x scale + shift, then the epilogue.
     std::vector<float> scale, shift;
-    bool relu = false;
-    bool in_s8 = false, out_s8 = false;
+    vnni::Folded epilogue;  // relu and the output's type and zero point (no sum), folded
+    bool in_s8 = false;
     int in_zero_point = 0;  // as given (s8: -128..127; the kernel adds 128 to it)
-    float out_zero_point = 0;
 };
 
 // Whether the kernel computes a convolution of these parameters: 2-D, one group, at most 4

@@ -10,10 +10,14 @@
 #include <vector>
 
 #include "quant/int8_stem.h"
+#include "quant/int8_vnni_avx512.h"
 
 namespace ipex::quant::stem {
 
 namespace {
+
+using vnni::broadcast32;
+using vnni::dot_add;
 
 // Output pixels a tile of NR 16-channel blocks takes: MR x NR accumulators, NR weight vectors
 // and a broadcast in the 32 registers (fewer blocks: more pixels share each weight load).
@@ -26,32 +30,11 @@ struct Tile {
     int64_t kh, groups, step;    // step: bytes from one output pixel's window to the next
     const int8_t *weights;       // the tile's packed weights
     const float *scale, *shift;  // the tile's first channel's
-    bool relu, out_s8;
-    float zero_point;
+    const vnni::Folded *epilogue;
     uint8_t *dst;                // the tile's first pixel, first channel
     int64_t dst_step;            // bytes between output pixels
     int64_t channels;            // the tile's output channels (a tail below 64 only in the last tile)
 };
-
-// acc += the dot products of a's u8 and w's s8 quadruples. As an asm statement: GCC 12 copies
-// the accumulator before each _mm512_dpbusd_epi32 and spills a 6 x 4 tile of them to the stack.
-inline void dot_add(__m512i &acc, __m512i a, __m512i w) {
-    asm("vpdpbusd %[w], %[a], %[acc]" : [acc] "+v"(acc) : [a] "v"(a), [w] "v"(w));
-}
-
-inline __m512i broadcast32(const uint8_t *p) {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return _mm512_set1_epi32(v);
-}
-
-inline __m128i to_bytes(const Tile &t, __m512i acc, __m512 scale, __m512 shift) {
-    __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), scale, shift);
-    if (t.relu) y = _mm512_max_ps(y, _mm512_set1_ps(t.zero_point));
-    const __m512i v = _mm512_cvtps_epi32(y);  // to nearest even (MXCSR's default)
-    if (t.out_s8) return _mm512_cvtsepi32_epi8(v);
-    return _mm512_cvtusepi32_epi8(_mm512_max_epi32(v, _mm512_setzero_si512()));
-}
 
 template <int MR, int NR>
 void run_tile(const Tile &t) {
@@ -75,6 +58,7 @@ void run_tile(const Tile &t) {
             }
         }
     }
+    const vnni::EpilogueRegs e(*t.epilogue);
     __m512 scale[NR], shift[NR];
 #pragma GCC unroll 4
     for (int j = 0; j < NR; ++j) {
@@ -86,7 +70,7 @@ void run_tile(const Tile &t) {
         uint8_t *out = t.dst + i * t.dst_step;
         __m128i b[NR];
 #pragma GCC unroll 4
-        for (int j = 0; j < NR; ++j) b[j] = to_bytes(t, acc[i][j], scale[j], shift[j]);
+        for (int j = 0; j < NR; ++j) b[j] = vnni::epilogue<false, false, false>(e, acc[i][j], scale[j], shift[j], nullptr);
         if constexpr (NR == 4) {
             if (t.channels == kTileChannels) {  // one whole 64-byte store
                 const __m256i lo = _mm256_inserti128_si256(_mm256_castsi128_si256(b[0]), b[1], 1);
@@ -183,8 +167,7 @@ void run(const Plan &p, const uint8_t *src, int64_t n, int64_t h, int64_t w, uin
                 const int nr = static_cast<int>((channels + 15) / 16);
                 Tile tile{at.data(), p.kh, p.groups_per_row, p.stride_w * p.channels,
                           p.packed.data_ptr<int8_t>() + t * tile_bytes, p.scale.data() + first,
-                          p.shift.data() + first, p.relu, p.out_s8, p.out_zero_point, nullptr,
-                          p.out_channels, channels};
+                          p.shift.data() + first, &p.epilogue, nullptr, p.out_channels, channels};
                 const int64_t most = kMaxMr[nr - 1];
                 for (int64_t x = 0; x < ow; x += most) {
                     const int mr = static_cast<int>(std::min<int64_t>(most, ow - x));

@@ -11,6 +11,7 @@
 
 #include "quant/int8_context.h"
 #include "quant/int8_stem.h"
+#include "kernels_variable.h"
 
 namespace ipex::quant {
 namespace {
@@ -140,25 +141,6 @@ TEST(Int8StemFits, WhatTheKernelTakes) {
     EXPECT_FALSE(stem::fits(3, 3, 3, 1, {1}));      // not 2-D
 }
 
-// Sets IPEX_CONV_KERNELS for one scope (the contexts read it when made).
-class KernelsVariable {
-public:
-    explicit KernelsVariable(const char *value) {
-        const char *old = std::getenv("IPEX_CONV_KERNELS");
-        had_ = old != nullptr;
-        if (had_) old_ = old;
-        setenv("IPEX_CONV_KERNELS", value, 1);
-    }
-    ~KernelsVariable() {
-        if (had_) setenv("IPEX_CONV_KERNELS", old_.c_str(), 1);
-        else unsetenv("IPEX_CONV_KERNELS");
-    }
-
-private:
-    bool had_ = false;
-    std::string old_;
-};
-
 c10::intrusive_ptr<Int8Context> stem_context(at::ScalarType in, at::ScalarType out, bool sum = false) {
     at::manual_seed(7);
     Int8Params p;
@@ -194,17 +176,17 @@ TEST_F(Int8Stem, ContextRunsItAsTheVariableSays) {
                 onednn = stem_context(in, out);
             }
             timed = stem_context(in, out);
-            EXPECT_TRUE(own->has_stem_kernel());
-            EXPECT_FALSE(onednn->has_stem_kernel());
-            EXPECT_TRUE(timed->has_stem_kernel());
+            EXPECT_TRUE(own->own_kernel() == std::string("stem"));
+            EXPECT_FALSE(onednn->own_kernel() == std::string("stem"));
+            EXPECT_TRUE(timed->own_kernel() == std::string("stem"));
             const at::Tensor x = at::randn({3, 3, 30, 34}) * 2;
             const int64_t zp = in == at::kQInt8 ? 3 : 120;
             // NCHW input: the context makes it channels-last, then runs either kernel.
             const at::Tensor qx = at::quantize_per_tensor(x, 0.02, zp, in);
             const at::Tensor a = own->run(qx, c10::nullopt), b = onednn->run(qx, c10::nullopt);
             const at::Tensor c = timed->run(qx, c10::nullopt);
-            EXPECT_TRUE(own->stem_kernel_for(qx.sizes()));
-            EXPECT_FALSE(onednn->stem_kernel_for(qx.sizes()));
+            EXPECT_TRUE(own->own_kernel_for(qx.sizes()));
+            EXPECT_FALSE(onednn->own_kernel_for(qx.sizes()));
             EXPECT_EQ(a.sizes(), b.sizes());
             EXPECT_EQ(a.scalar_type(), out);
             EXPECT_TRUE(a.is_contiguous(at::MemoryFormat::ChannelsLast));
@@ -219,14 +201,14 @@ TEST_F(Int8Stem, ContextRunsItAsTheVariableSays) {
 
 TEST_F(Int8Stem, NotForSumsNorWideInputs) {
     KernelsVariable v("1");
-    EXPECT_FALSE(stem_context(at::kQUInt8, at::kQUInt8, /*sum=*/true)->has_stem_kernel());
+    EXPECT_FALSE(stem_context(at::kQUInt8, at::kQUInt8, /*sum=*/true)->own_kernel() == std::string("stem"));
     Int8Params p;
     p.kind = "conv2d";
     p.stride = {1, 1};
     p.padding = {1, 1};
     p.dilation = {1, 1};
     const at::Tensor w = at::randn({16, 8, 3, 3});
-    EXPECT_FALSE(Int8Context(w, c10::nullopt, std::vector<double>(16, 0.01), p).has_stem_kernel());
+    EXPECT_FALSE(Int8Context(w, c10::nullopt, std::vector<double>(16, 0.01), p).own_kernel() == std::string("stem"));
 }
 
 }  // namespace

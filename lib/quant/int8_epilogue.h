@@ -1,0 +1,41 @@
+// The requantizing epilogue of the own int8 convolution kernels (int8_stem.h,
+// int8_pointwise.h): what follows the per-channel scale and shift of the int32 sums, as
+// oneDNN's int8 convolutions compute it (relu, a residual sum of another quantized tensor, relu,
+// the output zero point, rounding to nearest even, saturation).
+#pragma once
+
+namespace ipex::quant::vnni {
+
+// The numbers after the per-channel scale and shift, the same for every output of an op.
+struct Epilogue {
+    bool relu = false;      // before the sum
+    bool sum = false;       // add sum_scale x (the summand's byte - sum_zero_point)
+    bool sum_s8 = false;    // the summand's bytes are s8
+    bool sum_relu = false;  // after the sum
+    bool out_s8 = false;
+    float sum_scale = 1.f, sum_shift = 0.f;  // sum_shift = -sum_scale x sum_zero_point
+    float out_zero_point = 0.f;
+};
+
+// The epilogue with its constants folded, as the kernels compute it: y = acc x scale + shift
+// (each channel's shift plus shift_add), [relu, + add_after_relu] (relu before a sum only),
+// [+ sum_scale x the summand's byte], clamped to [lo, hi] (the output type's range less the zero
+// point, raised to the zero point by the last relu), rounded: the output byte, zero point included.
+struct Folded {
+    float shift_add = 0.f, add_after_relu = 0.f, sum_scale = 1.f, lo = 0.f, hi = 255.f;
+};
+
+inline Folded fold(const Epilogue &e) {
+    Folded f;
+    const float out_lo = e.out_s8 ? -128.f : 0.f, out_hi = e.out_s8 ? 127.f : 255.f;
+    const float constant = e.out_zero_point + (e.sum ? e.sum_shift : 0.f);
+    const bool relu_before_sum = e.sum && e.relu;
+    (relu_before_sum ? f.add_after_relu : f.shift_add) = constant;
+    const bool last_relu = e.sum ? e.sum_relu : e.relu;
+    f.lo = last_relu && e.out_zero_point > out_lo ? e.out_zero_point : out_lo;
+    f.hi = out_hi;
+    f.sum_scale = e.sum_scale;
+    return f;
+}
+
+}  // namespace ipex::quant::vnni

@@ -1,0 +1,121 @@
+// The int8 pointwise kernel's AVX512-VNNI loops (int8_pointwise.h). Built with AVX-512 and VNNI
+// code generation; run only after stem::available().
+#include <ATen/Parallel.h>
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include "quant/int8_pointwise.h"
+#include "quant/int8_vnni_avx512.h"
+
+namespace ipex::quant::pointwise {
+
+namespace {
+
+using vnni::broadcast32;
+using vnni::dot_add;
+
+constexpr int kMr = 6;  // pixels a tile: 6 x 4 accumulators, 4 weight vectors, a broadcast
+constexpr int kNr = 4;  // 16-channel blocks a tile
+constexpr int64_t kTileChannels = 64;
+constexpr int64_t kChunkTiles = 8;  // pixel tiles that share an input chunk across the channel tiles
+
+template <int MR, bool kSum, bool kReluBeforeSum, bool kSummandS8>
+void run_tile(const Plan &p, const uint8_t *const *a, const int8_t *w, const float *scale_at, const float *shift_at,
+              uint8_t *out) {
+    __m512i acc[MR][kNr];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+        for (int j = 0; j < kNr; ++j) acc[i][j] = _mm512_setzero_si512();
+    const int64_t groups = p.k / 4;
+    for (int64_t g = 0; g < groups; ++g, w += kNr * 64) {
+        __m512i wv[kNr];
+#pragma GCC unroll 4
+        for (int j = 0; j < kNr; ++j) wv[j] = _mm512_loadu_si512(w + 64 * j);
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i) {
+            const __m512i x = broadcast32(a[i] + 4 * g);
+#pragma GCC unroll 4
+            for (int j = 0; j < kNr; ++j) dot_add(acc[i][j], x, wv[j]);
+        }
+    }
+    const vnni::EpilogueRegs e(p.folded);
+    __m512 scale[kNr], shift[kNr];
+#pragma GCC unroll 4
+    for (int j = 0; j < kNr; ++j) {
+        scale[j] = _mm512_loadu_ps(scale_at + 16 * j);
+        shift[j] = _mm512_loadu_ps(shift_at + 16 * j);
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+        uint8_t *o = out + i * p.n;
+#pragma GCC unroll 4
+        for (int j = 0; j < kNr; ++j)
+            _mm_storeu_si128(reinterpret_cast<__m128i *>(o + 16 * j),
+                             vnni::epilogue<kSum, kReluBeforeSum, kSummandS8>(e, acc[i][j], scale[j], shift[j],
+                                                                              o + 16 * j));
+    }
+}
+
+using TileFn = void (*)(const Plan &, const uint8_t *const *, const int8_t *, const float *, const float *,
+                        uint8_t *);
+
+template <bool kSum, bool kRelu, bool kS8, size_t... M>
+constexpr std::array<TileFn, kMr> tiles_for(std::index_sequence<M...>) {
+    return {&run_tile<static_cast<int>(M) + 1, kSum, kRelu, kS8>...};
+}
+
+// By [sum ? 1 + 2 x relu before it + summand s8 : 0], then pixels - 1.
+constexpr std::array<std::array<TileFn, kMr>, 5> kTiles = {
+    tiles_for<false, false, false>(std::make_index_sequence<kMr>()),
+    tiles_for<true, false, false>(std::make_index_sequence<kMr>()),
+    tiles_for<true, false, true>(std::make_index_sequence<kMr>()),
+    tiles_for<true, true, false>(std::make_index_sequence<kMr>()),
+    tiles_for<true, true, true>(std::make_index_sequence<kMr>())};
+
+}  // namespace
+
+void run(const Plan &p, const uint8_t *src, int64_t images, int64_t h, int64_t w, uint8_t *dst) {
+    const int64_t oh = (h - 1) / p.stride_h + 1, ow = (w - 1) / p.stride_w + 1;
+    const int64_t m = images * oh * ow;
+    const int64_t tiles = (m + kMr - 1) / kMr;
+    const int64_t chunks = (tiles + kChunkTiles - 1) / kChunkTiles;
+    const int64_t channel_tiles = p.n / kTileChannels;
+    const int64_t tile_bytes = p.k * kTileChannels;
+    const vnni::Epilogue &e = p.epilogue;
+    const auto &tile_fns = kTiles[e.sum ? 1 + 2 * e.relu + e.sum_s8 : 0];
+    const int64_t step = p.stride_w * p.k;  // input bytes from one output pixel to the next in a row
+    // Work items: (pixel chunk, channel tile), chunk-major, so a thread's run of items shares
+    // its input chunk and few threads still split a small image.
+    at::parallel_for(0, chunks * channel_tiles, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t item = begin; item < end; ++item) {
+            const int64_t chunk = item / channel_tiles, ct = item % channel_tiles;
+            const int8_t *weights = p.packed.data_ptr<int8_t>() + ct * tile_bytes;
+            const int64_t first = ct * kTileChannels;
+            // The chunk's first output pixel as (image row, column), then each pixel's input by steps.
+            const int64_t start = chunk * kChunkTiles * kMr;
+            int64_t row = start / ow, x = start % ow;
+            const uint8_t *in_row = src + ((row / oh) * h + (row % oh) * p.stride_h) * w * p.k;
+            const int64_t stop = std::min(m, start + kChunkTiles * kMr);
+            for (int64_t pixel = start; pixel < stop; pixel += kMr) {
+                const int mr = static_cast<int>(std::min<int64_t>(kMr, stop - pixel));
+                const uint8_t *inputs[kMr];
+                for (int i = 0; i < mr; ++i) {
+                    inputs[i] = in_row + x * step;
+                    if (++x == ow) {
+                        x = 0;
+                        ++row;
+                        in_row = src + ((row / oh) * h + (row % oh) * p.stride_h) * w * p.k;
+                    }
+                }
+                tile_fns[mr - 1](p, inputs, weights, p.scale.data() + first, p.shift.data() + first,
+                                 dst + pixel * p.n + first);
+            }
+        }
+    });
+}
+
+}  // namespace ipex::quant::pointwise
