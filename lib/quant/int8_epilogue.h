@@ -19,21 +19,23 @@ struct Epilogue {
 
 // The epilogue with its constants folded, as the kernels compute it: y = acc x scale + shift
 // (each channel's shift plus shift_add), [relu, + add_after_relu] (relu before a sum only),
-// [+ sum_scale x the summand's byte], clamped to [lo, hi] (the output type's range less the zero
-// point, raised to the zero point by the last relu), rounded: the output byte, zero point included.
+// [+ sum_scale x the summand's byte], at least lo (the output type's lowest value, or the zero
+// point where a relu comes last), rounded and saturated to the output type: the output byte,
+// zero point included.
 struct Folded {
-    float shift_add = 0.f, add_after_relu = 0.f, sum_scale = 1.f, lo = 0.f, hi = 255.f;
+    float shift_add = 0.f, add_after_relu = 0.f, sum_scale = 1.f, lo = 0.f;
+    bool out_s8 = false;
 };
 
 inline Folded fold(const Epilogue &e) {
     Folded f;
-    const float out_lo = e.out_s8 ? -128.f : 0.f, out_hi = e.out_s8 ? 127.f : 255.f;
+    const float out_lo = e.out_s8 ? -128.f : 0.f;
     const float constant = e.out_zero_point + (e.sum ? e.sum_shift : 0.f);
     const bool relu_before_sum = e.sum && e.relu;
     (relu_before_sum ? f.add_after_relu : f.shift_add) = constant;
     const bool last_relu = e.sum ? e.sum_relu : e.relu;
     f.lo = last_relu && e.out_zero_point > out_lo ? e.out_zero_point : out_lo;
-    f.hi = out_hi;
+    f.out_s8 = e.out_s8;
     f.sum_scale = e.sum_scale;
     return f;
 }

@@ -27,17 +27,18 @@ inline __m512i broadcast32(const uint8_t *p) {
 
 // The folded epilogue's constants in registers, made once a tile.
 struct EpilogueRegs {
-    __m512 add_after_relu, sum_scale, lo, hi;
+    __m512 add_after_relu, sum_scale, lo;
     explicit EpilogueRegs(const Folded &f)
         : add_after_relu(_mm512_set1_ps(f.add_after_relu)), sum_scale(_mm512_set1_ps(f.sum_scale)),
-          lo(_mm512_set1_ps(f.lo)), hi(_mm512_set1_ps(f.hi)) {}
+          lo(_mm512_set1_ps(f.lo)) {}
 };
 
 // 16 outputs of the folded epilogue (Folded): the products and sums in fp32, one rounding to
-// nearest even (MXCSR's default). The bytes stay in a register (the asm statement): GCC would
-// otherwise fold the narrowing into a VPMOVDB to memory, which runs several times slower on
-// some CPUs than a store.
-template <bool kSum, bool kReluBeforeSum, bool kSummandS8>
+// nearest even (MXCSR's default), the lower bound applied in fp32 and the upper one by the
+// saturating narrowing (Folded::lo is at least the type's lowest value). The bytes stay in a
+// register (the asm statement): GCC would otherwise fold the narrowing into a VPMOV*DB to
+// memory, which runs several times slower on some CPUs than a store.
+template <bool kSum, bool kReluBeforeSum, bool kSummandS8, bool kOutS8>
 inline __m128i epilogue(const EpilogueRegs &e, __m512i acc, __m512 scale, __m512 shift, const uint8_t *summand) {
     __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), scale, shift);
     if constexpr (kSum) {
@@ -46,8 +47,8 @@ inline __m128i epilogue(const EpilogueRegs &e, __m512i acc, __m512 scale, __m512
         const __m512i wide = kSummandS8 ? _mm512_cvtepi8_epi32(r) : _mm512_cvtepu8_epi32(r);
         y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(wide), e.sum_scale, y);
     }
-    y = _mm512_min_ps(_mm512_max_ps(y, e.lo), e.hi);
-    __m128i bytes = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(y));  // in range: the low byte of each lane
+    const __m512i v = _mm512_cvtps_epi32(_mm512_max_ps(y, e.lo));
+    __m128i bytes = kOutS8 ? _mm512_cvtsepi32_epi8(v) : _mm512_cvtusepi32_epi8(v);
     asm("" : "+v"(bytes));
     return bytes;
 }
