@@ -14,6 +14,12 @@ std::vector<GraphStep> convolution_steps(const ConvChain &contexts) {
         step.run = [ctx](const at::Tensor &src, const at::Tensor *summand, bool summand_dead) {
             return summand ? ctx->run(src, *summand, summand_dead) : ctx->run(src, c10::nullopt);
         };
+        step.sums_in_place = ctx->sum_in_place();
+        if (!step.has_sum)
+            step.run_into = [ctx](const at::Tensor &src, const at::Tensor &out) {
+                ctx->run_into(src, out);
+                return out;
+            };
         steps.push_back(std::move(step));
     }
     return steps;

@@ -29,19 +29,40 @@ std::vector<int64_t> last_reads(at::IntArrayRef program, size_t steps) {
     return last;
 }
 
+// The step whose output becomes value `end` through sums written in place over a summand
+// nothing reads later (each one's summand made by the step before in the chain, inside the
+// run), where that step has no sum and can write into a given tensor; -1 for none.
+int64_t root_of(const std::vector<GraphStep> &steps, at::IntArrayRef program, const std::vector<int64_t> &last,
+                size_t begin, size_t end) {
+    int64_t k = static_cast<int64_t>(end) - 1;
+    while (k >= static_cast<int64_t>(begin)) {
+        const int64_t sum = summand_of(program, k);
+        if (sum < 0) return steps[k].run_into ? k : -1;
+        const bool dead = last[sum] == k && read_of(program, k) != sum;
+        if (!steps[k].sums_in_place || !dead || sum <= static_cast<int64_t>(begin)) return -1;
+        k = sum - 1;  // value sum is step sum - 1's output
+    }
+    return -1;
+}
+
 // Steps [begin, end) on `input` (value `begin`: the op's input or the output of step begin - 1),
 // values dropped after their last read (so the allocator hands their memory, still in cache, to
-// the next ones); value `end`.
+// the next ones); value `end`, in `into` where given and root_of names a step to write there.
 at::Tensor run_steps(const at::Tensor &input, const std::vector<GraphStep> &steps, at::IntArrayRef program,
-                     const std::vector<int64_t> &last, size_t begin, size_t end) {
+                     const std::vector<int64_t> &last, size_t begin, size_t end, const at::Tensor *into = nullptr) {
     std::vector<at::Tensor> values(steps.size() + 1);
     values[begin] = input;
+    const int64_t root = into ? root_of(steps, program, last, begin, end) : -1;
     for (size_t k = begin; k < end; ++k) {
         const at::Tensor &src = values[read_of(program, k)];
         const int64_t sum = summand_of(program, k);
         // A summand read by nothing later may take the output (never the caller's input).
         const bool dead = sum > 0 && last[sum] == static_cast<int64_t>(k) && read_of(program, k) != sum;
-        values[k + 1] = steps[k].run(src, sum >= 0 ? &values[sum] : nullptr, dead);
+        if (static_cast<int64_t>(k) == root) {
+            values[k + 1] = steps[k].run_into(src, *into);
+        } else {
+            values[k + 1] = steps[k].run(src, sum >= 0 ? &values[sum] : nullptr, dead);
+        }
         for (size_t v = begin; v <= k; ++v)
             if (last[v] == static_cast<int64_t>(k)) values[v].reset();
     }
@@ -168,9 +189,13 @@ at::Tensor run_graph_program(const char *op, const at::Tensor &input, const std:
         at::Tensor out;
         for (int64_t start = 0; start < n; start += seg.part) {
             const int64_t images = std::min(seg.part, n - start);
-            const at::Tensor y = run_steps(x.narrow(0, start, images), steps, program, last, seg.begin, seg.end);
+            // From the second part on, the batch's output exists: its slice may take the part's result.
+            const at::Tensor slice = out.defined() ? out.narrow(0, start, images) : at::Tensor();
+            const at::Tensor y = run_steps(x.narrow(0, start, images), steps, program, last, seg.begin, seg.end,
+                                           out.defined() ? &slice : nullptr);
             if (!out.defined()) out = batch_like(y, n);
-            copy_part(y, out.narrow(0, start, images));
+            if (y.data_ptr() != out.narrow(0, start, images).data_ptr() || y.strides() != out.strides())
+                copy_part(y, out.narrow(0, start, images));
         }
         x = out;
     }

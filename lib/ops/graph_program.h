@@ -13,7 +13,9 @@
 // least kGraphMinPartPixels output pixels a part in each of its steps (ResNet-50's 7x7 stage at
 // batch 16 ran 11% slower in parts of 4 images, 196 pixels each). Neighbouring pieces of the same
 // part size run together, a part at a time through all of them, the last one's output copied
-// into its slice of the batch: the activations between the steps, a ResNet stage's 256-channel
+// into its slice of the batch (or written there: where the last value is a chain of sums in
+// place over the output of one step without a sum, as in a ResNet stage, from the second part
+// on that step writes into the slice, run_into): the activations between the steps, a ResNet stage's 256-channel
 // sums of 3.2 MB per 56x56 image in fp32, go to cache and back instead of memory. Images are
 // computed independently by every step, so the values are those of the steps run one after the
 // other on the whole batch, which is also how a piece whose part is the batch runs, and an
@@ -40,6 +42,13 @@ struct GraphStep {
     // The step on `src`, adding `summand` when it has a sum; `summand_dead`: nothing reads the
     // summand later and it is not the op's input, so the output may take its memory.
     std::function<at::Tensor(const at::Tensor &src, const at::Tensor *summand, bool summand_dead)> run;
+    // Optional, for a step without a sum: the step written into the memory of `out`
+    // (channels-last and dense, of the output's sizes and element type: a part's slice of the
+    // batch's output), returned as the step's output there (a quantized output keeps the
+    // step's own scale and zero point).
+    std::function<at::Tensor(const at::Tensor &src, const at::Tensor &out)> run_into;
+    // Whether the step's sum writes its output over a summand that nothing reads later.
+    bool sums_in_place = false;
 };
 
 // Throws (caller input) unless `program` fits `steps` as above: two values per step, each read

@@ -366,11 +366,40 @@ bool Int8Context::run_own(const at::Tensor &src, const at::Tensor &dst) const {
     return true;
 }
 
-at::Tensor Int8Context::run_conv(const at::Tensor &input, const c10::optional<at::Tensor> &other) const {
+at::Tensor Int8Context::channels_last_input(const at::Tensor &input) const {
     at::Tensor src = input;
     if (src.dim() >= 4 && !ops::is_channels_last(src))
         src = src.contiguous(src.dim() == 4 ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::ChannelsLast3d);
     if (src.dim() == 3 && !ops::is_channels_last(src)) src = src.transpose(1, 2).contiguous().transpose(1, 2);
+    return src;
+}
+
+at::Tensor Int8Context::run_into(const at::Tensor &input, const at::Tensor &out) const {
+    q8_check(input, params_.in_dtype, "the input");
+    IPEX_CHECK_INPUT(params_.kind != "linear" && !params_.sum && input.dim() == 4, "ipex int8 ", params_.kind,
+                     ": run_into takes a 4-D input of a convolution without a sum");
+    IPEX_CHECK_INPUT(std::abs(input.q_scale() - params_.in_scale) <= 1e-6 * params_.in_scale &&
+                         input.q_zero_point() == params_.in_zero_point,
+                     "ipex int8 ", params_.kind, ": input quantized with scale ", input.q_scale(), " zero point ",
+                     input.q_zero_point(), ", the op was prepacked for ", params_.in_scale, " / ",
+                     params_.in_zero_point);
+    const at::Tensor src = channels_last_input(input);
+    const std::vector<int64_t> dst_sizes = conv_output_sizes(src.sizes());
+    IPEX_CHECK_INPUT(out.scalar_type() == params_.out_dtype && out.sizes() == at::IntArrayRef(dst_sizes) &&
+                         out.is_contiguous(at::MemoryFormat::ChannelsLast),
+                     "ipex int8 ", params_.kind, ": run_into needs a channels-last ",
+                     c10::toString(params_.out_dtype), " output of sizes ", at::IntArrayRef(dst_sizes), ", got ",
+                     out.toString(), " ", out.sizes());
+    at::Tensor keep = out;
+    at::Tensor dst = at::from_blob_quantized_per_tensor_affine(
+        keep.data_ptr(), keep.sizes(), keep.strides(), [keep](void *) {}, static_cast<float>(params_.out_scale),
+        params_.out_zero_point, at::TensorOptions().dtype(params_.out_dtype));
+    if (!run_own(src, dst)) execute_entry(*entry_for(src, dst), src, dst);
+    return dst;
+}
+
+at::Tensor Int8Context::run_conv(const at::Tensor &input, const c10::optional<at::Tensor> &other) const {
+    const at::Tensor src = channels_last_input(input);
     const std::vector<int64_t> dst_sizes = conv_output_sizes(src.sizes());
     at::Tensor dst;
     if (params_.sum && params_.sum_in_place && other && other->is_quantized() &&

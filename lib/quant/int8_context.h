@@ -75,6 +75,12 @@ public:
     // params.out_dtype with the output parameters.
     at::Tensor run(const at::Tensor &input, const c10::optional<at::Tensor> &other) const;
 
+    // run() of a batched 4-D input for a convolution without a sum, written into the memory of
+    // `out` (dense channels-last of the output's sizes, params.out_dtype; its scale and zero
+    // point are not read) and returned there with the output's scale and zero point. How a
+    // graph op's part writes straight into the whole batch's output.
+    at::Tensor run_into(const at::Tensor &input, const at::Tensor &out) const;
+
     const Int8Params &params() const { return params_; }
     // A convolution's output sizes for a batched input of these sizes; empty for a linear, an
     // input of another rank or channels, or one too small (what ipex::int8_graph sizes by).
@@ -110,6 +116,7 @@ private:
     void execute_entry(const Entry &entry, const at::Tensor &src, const at::Tensor &dst) const;
     std::vector<int64_t> conv_output_sizes(at::IntArrayRef input) const;
     at::Tensor run_conv(const at::Tensor &input, const c10::optional<at::Tensor> &other) const;
+    at::Tensor channels_last_input(const at::Tensor &input) const;
     at::Tensor run_linear(const at::Tensor &input, const c10::optional<at::Tensor> &other) const;
     // Runs the own kernel into dst where it is chosen for src's shape (timing both on the
     // shape's first call, into a scratch copy of dst); false where oneDNN is to run.

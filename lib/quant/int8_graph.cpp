@@ -23,6 +23,9 @@ std::vector<ipex::ops::GraphStep> int8_steps(const Int8Chain &contexts) {
             if (ctx->params().sum_in_place && !summand_dead) return ctx->run(src, summand->clone());
             return ctx->run(src, *summand);
         };
+        step.sums_in_place = ctx->params().sum_in_place;
+        if (!ctx->params().sum && ctx->params().kind == "conv2d")
+            step.run_into = [ctx](const at::Tensor &src, const at::Tensor &out) { return ctx->run_into(src, out); };
         steps.push_back(std::move(step));
     }
     return steps;

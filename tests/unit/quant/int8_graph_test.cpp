@@ -60,6 +60,33 @@ Graph blocks(int count) {
     return g;
 }
 
+// A first block whose summand is a 1x1 downsample convolution (a step without a sum, its own
+// output scale) and a second adding the first's output: the last value is a chain of sums in
+// place over the downsample's output, which from the second part of a batch on is written
+// straight into the batch's output (run_into), each value at its own scale.
+Graph downsample_blocks() {
+    const auto scaled = [](Ctx c, double out_scale, double other_scale) {
+        Int8Params p = c->params();
+        p.out_scale = out_scale;
+        p.other_scale = other_scale;
+        const at::Tensor w = at::randn(c->weight_sizes()) * 0.2;
+        std::vector<double> scales(c->weight_sizes()[0], w.abs().max().item<double>() / 127.0);
+        return c10::make_intrusive<Int8Context>(w, at::randn({c->weight_sizes()[0]}) * 0.1, scales, p);
+    };
+    Graph g;
+    g.contexts.push_back(scaled(conv(16, 32, 1, false, false), 0.07, kScale));  // value 1: downsample
+    g.contexts.push_back(conv(16, 4, 1, true, false));                          // value 2
+    g.contexts.push_back(scaled(conv(4, 32, 1, false, true), 0.09, 0.07));      // value 3: 2 + 1 in place
+    g.contexts.push_back(scaled(conv(32, 4, 1, true, false), kScale, kScale));  // value 4 (reads 3 at 0.09)
+    g.contexts.push_back(scaled(conv(4, 32, 3, false, true), 0.11, 0.09));      // value 5: 4 + 3 in place
+    g.program = {0, -1, 0, -1, 2, 1, 3, -1, 4, 3};
+    Int8Params p = g.contexts[3]->params();
+    p.in_scale = 0.09;  // it reads value 3
+    const at::Tensor w = at::randn({4, 32, 1, 1}) * 0.2;
+    g.contexts[3] = c10::make_intrusive<Int8Context>(w, c10::nullopt, std::vector<double>(4, 0.2 / 127.0), p);
+    return g;
+}
+
 Int8Chain list_of(const std::vector<Ctx> &contexts) {
     Int8Chain list;
     for (const auto &c : contexts) list.push_back(c);
@@ -103,6 +130,21 @@ TEST(Int8Graph, EveryBudgetGivesTheSequencesBits) {
         EXPECT_EQ(got.q_zero_point(), want.q_zero_point());
         EXPECT_TRUE(at::equal(got.int_repr(), want.int_repr())) << "budget " << budget;
         EXPECT_TRUE(at::equal(x.int_repr(), before)) << "the op's input was written, budget " << budget;
+    }
+}
+
+TEST(Int8Graph, SumsInPlaceOverADownsampleWriteIntoTheBatch) {
+    at::manual_seed(4);
+    const Graph g = downsample_blocks();
+    const at::Tensor x = input(5);
+    const at::Tensor want = in_sequence(x, g);
+    for (const char *budget : {"1", "30000", "0"}) {
+        ScopedBudget env(budget);
+        const at::Tensor got = int8_graph(x, list_of(g.contexts), g.program);
+        ASSERT_EQ(got.sizes(), want.sizes()) << budget;
+        EXPECT_NEAR(got.q_scale(), 0.11, 1e-8);
+        EXPECT_TRUE(at::equal(got.int_repr(), want.int_repr())) << "budget " << budget;
+        EXPECT_GT(want.int_repr().to(at::kFloat).std().item<float>(), 1.0f);
     }
 }
 
