@@ -163,7 +163,7 @@ Int8Context::Int8Context(at::Tensor weight, c10::optional<at::Tensor> bias, std:
                                                                    params_.in_zero_point, out_s8,
                                                                    params_.out_zero_point));
     } else if (pointwise::fits(weight_.size(1), weight_.size(0), weight_.sizes().slice(2), params_.stride,
-                               params_.padding, params_.dilation, params_.groups, in_s8)) {
+                               params_.padding, params_.dilation, params_.groups)) {
         vnni::Epilogue e;
         e.relu = params_.relu;
         e.sum = params_.sum;
@@ -174,7 +174,7 @@ Int8Context::Int8Context(at::Tensor weight, c10::optional<at::Tensor> bias, std:
         e.sum_shift = -e.sum_scale * static_cast<float>(params_.other_zero_point);
         e.out_zero_point = static_cast<float>(params_.out_zero_point);
         pointwise_ = std::make_shared<const pointwise::Plan>(
-            pointwise::make_plan(qweight_, bias_, output_scales_, params_.stride, params_.in_zero_point, e));
+            pointwise::make_plan(qweight_, bias_, output_scales_, params_.stride, in_s8, params_.in_zero_point, e));
     }
 }
 

@@ -88,8 +88,8 @@ public:
     at::IntArrayRef weight_sizes() const { return weight_.sizes(); }  // PyTorch's layout
     // Which own kernel may run this convolution instead of oneDNN, on CPUs with AVX512-VNNI
     // unless IPEX_CONV_KERNELS=0: "stem" (int8_stem.h: 2-D, 1-4 input channels, no sum),
-    // "pointwise" (int8_pointwise.h: 1x1, stride 1, u8 input, a multiple of 4 input and 64
-    // output channels, any post-ops), or "" (none). Each input shape takes the faster of the
+    // "pointwise" (int8_pointwise.h: 1x1, any stride, no padding, a multiple of 4 input
+    // and 64 output channels, any post-ops), or "" (none). Each input shape takes the faster of the
     // kernel and oneDNN, timed on its first call (IPEX_CONV_KERNELS=1: the own kernel always).
     const char *own_kernel() const;
     // Whether the own kernel runs inputs of these sizes (channels-last): as timed on their

@@ -7,19 +7,19 @@ constexpr int64_t kTileChannels = 64;
 }  // namespace
 
 bool fits(int64_t k, int64_t n, at::IntArrayRef kernel, at::IntArrayRef stride, at::IntArrayRef padding,
-          at::IntArrayRef dilation, int64_t groups, bool in_s8) {
+          at::IntArrayRef dilation, int64_t groups) {
     const auto all_equal = [](at::IntArrayRef v, int64_t x) {
         for (int64_t e : v)
             if (e != x) return false;
         return true;
     };
-    return !in_s8 && groups == 1 && k > 0 && k % 4 == 0 && n > 0 && n % kTileChannels == 0 && kernel.size() == 2 &&
+    return groups == 1 && k > 0 && k % 4 == 0 && n > 0 && n % kTileChannels == 0 && kernel.size() == 2 &&
            all_equal(kernel, 1) && stride.size() == 2 && stride[0] >= 1 && stride[1] >= 1 && all_equal(padding, 0) &&
            all_equal(dilation, 1);
 }
 
 Plan make_plan(const at::Tensor &weight, const at::Tensor &bias, const std::vector<float> &scales,
-               at::IntArrayRef stride, int64_t in_zero_point, const vnni::Epilogue &epilogue) {
+               at::IntArrayRef stride, bool in_s8, int64_t in_zero_point, const vnni::Epilogue &epilogue) {
     TORCH_CHECK(weight.dim() == 4 && weight.scalar_type() == at::kChar && weight.is_contiguous() &&
                     weight.size(2) == 1 && weight.size(3) == 1,
                 "int8 pointwise kernel: the weight must be dense s8 [n, k, 1, 1]");
@@ -28,6 +28,7 @@ Plan make_plan(const at::Tensor &weight, const at::Tensor &bias, const std::vect
     p.k = weight.size(1);
     p.stride_h = stride[0];
     p.stride_w = stride[1];
+    p.in_s8 = in_s8;
     p.epilogue = epilogue;
     p.folded = vnni::fold(epilogue);
     TORCH_CHECK(p.k % 4 == 0 && p.n % kTileChannels == 0 && static_cast<int64_t>(scales.size()) == p.n,
@@ -43,13 +44,14 @@ Plan make_plan(const at::Tensor &weight, const at::Tensor &bias, const std::vect
     p.scale.resize(p.n);
     p.shift.resize(p.n);
     const at::Tensor bias_f = bias.defined() ? bias.to(at::kFloat).contiguous() : at::Tensor();
+    const int64_t zp = in_zero_point + (in_s8 ? 128 : 0);  // the bytes the kernel multiplies
     for (int64_t oc = 0; oc < p.n; ++oc) {
         int64_t sum = 0;
         for (int64_t c = 0; c < p.k; ++c) sum += w[oc * p.k + c];
         const double b = bias_f.defined() ? bias_f.data_ptr<float>()[oc] : 0.0;
         p.scale[oc] = scales[oc];
         p.shift[oc] =
-            static_cast<float>((b - static_cast<double>(in_zero_point * sum)) * scales[oc] + p.folded.shift_add);
+            static_cast<float>((b - static_cast<double>(zp * sum)) * scales[oc] + p.folded.shift_add);
     }
     return p;
 }

@@ -22,7 +22,7 @@ constexpr int kNr = 4;  // 16-channel blocks a tile
 constexpr int64_t kTileChannels = 64;
 constexpr int64_t kChunkTiles = 8;  // pixel tiles that share an input chunk across the channel tiles
 
-template <int MR, bool kSum, bool kReluBeforeSum, bool kSummandS8, bool kOutS8>
+template <int MR, bool kInS8, bool kSum, bool kReluBeforeSum, bool kSummandS8, bool kOutS8>
 void run_tile(const Plan &p, const uint8_t *const *a, const int8_t *w, const float *scale_at, const float *shift_at,
               uint8_t *out) {
     __m512i acc[MR][kNr];
@@ -37,7 +37,8 @@ void run_tile(const Plan &p, const uint8_t *const *a, const int8_t *w, const flo
         for (int j = 0; j < kNr; ++j) wv[j] = _mm512_loadu_si512(w + 64 * j);
 #pragma GCC unroll 8
         for (int i = 0; i < MR; ++i) {
-            const __m512i x = broadcast32(a[i] + 4 * g);
+            __m512i x = broadcast32(a[i] + 4 * g);
+            if constexpr (kInS8) x = _mm512_xor_si512(x, _mm512_set1_epi8(static_cast<char>(0x80)));
 #pragma GCC unroll 4
             for (int j = 0; j < kNr; ++j) dot_add(acc[i][j], x, wv[j]);
         }
@@ -63,22 +64,24 @@ void run_tile(const Plan &p, const uint8_t *const *a, const int8_t *w, const flo
 using TileFn = void (*)(const Plan &, const uint8_t *const *, const int8_t *, const float *, const float *,
                         uint8_t *);
 
-template <bool kSum, bool kRelu, bool kS8, bool kOutS8, size_t... M>
+template <bool kInS8, bool kSum, bool kRelu, bool kS8, bool kOutS8, size_t... M>
 constexpr std::array<TileFn, kMr> tiles_for(std::index_sequence<M...>) {
-    return {&run_tile<static_cast<int>(M) + 1, kSum, kRelu, kS8, kOutS8>...};
+    return {&run_tile<static_cast<int>(M) + 1, kInS8, kSum, kRelu, kS8, kOutS8>...};
 }
 
-template <bool kOutS8>
-constexpr std::array<std::array<TileFn, kMr>, 5> tiles_by_epilogue() {
+using Tiles = std::array<std::array<TileFn, kMr>, 5>;
+
+template <bool kInS8, bool kOutS8>
+constexpr Tiles tiles_by_epilogue() {
     constexpr auto m = std::make_index_sequence<kMr>();
-    return {tiles_for<false, false, false, kOutS8>(m), tiles_for<true, false, false, kOutS8>(m),
-            tiles_for<true, false, true, kOutS8>(m), tiles_for<true, true, false, kOutS8>(m),
-            tiles_for<true, true, true, kOutS8>(m)};
+    return {tiles_for<kInS8, false, false, false, kOutS8>(m), tiles_for<kInS8, true, false, false, kOutS8>(m),
+            tiles_for<kInS8, true, false, true, kOutS8>(m), tiles_for<kInS8, true, true, false, kOutS8>(m),
+            tiles_for<kInS8, true, true, true, kOutS8>(m)};
 }
 
-// By output s8, then [sum ? 1 + 2 x relu before it + summand s8 : 0], then pixels - 1.
-constexpr std::array<std::array<std::array<TileFn, kMr>, 5>, 2> kTiles = {tiles_by_epilogue<false>(),
-                                                                          tiles_by_epilogue<true>()};
+// By input s8 x 2 + output s8, then [sum ? 1 + 2 x relu before it + summand s8 : 0], then pixels - 1.
+constexpr std::array<Tiles, 4> kTiles = {tiles_by_epilogue<false, false>(), tiles_by_epilogue<false, true>(),
+                                         tiles_by_epilogue<true, false>(), tiles_by_epilogue<true, true>()};
 
 }  // namespace
 
@@ -90,7 +93,7 @@ void run(const Plan &p, const uint8_t *src, int64_t images, int64_t h, int64_t w
     const int64_t channel_tiles = p.n / kTileChannels;
     const int64_t tile_bytes = p.k * kTileChannels;
     const vnni::Epilogue &e = p.epilogue;
-    const auto &tile_fns = kTiles[e.out_s8][e.sum ? 1 + 2 * e.relu + e.sum_s8 : 0];
+    const auto &tile_fns = kTiles[2 * p.in_s8 + e.out_s8][e.sum ? 1 + 2 * e.relu + e.sum_s8 : 0];
     const int64_t step = p.stride_w * p.k;  // input bytes from one output pixel to the next in a row
     // Work items: (pixel chunk, channel tile), chunk-major, so a thread's run of items shares
     // its input chunk and few threads still split a small image.

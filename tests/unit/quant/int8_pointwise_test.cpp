@@ -23,6 +23,7 @@ struct Case {
     vnni::Epilogue e;
     int64_t in_zp = 0, sum_zp = 0;
     bool bias = true;
+    bool in_s8 = false;
 };
 
 vnni::Epilogue epilogue(bool relu, bool sum, bool sum_s8, bool sum_relu, bool out_s8, float out_zp) {
@@ -43,7 +44,7 @@ void check(Case c, uint64_t seed) {
                                       << c.stride << (e.relu ? " relu" : "") << (e.sum ? " sum" : "")
                                       << (e.sum_s8 ? " s8" : "") << (e.sum_relu ? " relu" : "")
                                       << (e.out_s8 ? " ->s8" : " ->u8") << " zp " << e.out_zero_point << " in zp "
-                                      << c.in_zp);
+                                      << c.in_zp << (c.in_s8 ? " s8 input" : ""));
     at::manual_seed(seed);
     c.e.sum_shift = -c.e.sum_scale * static_cast<float>(c.sum_zp);
     const int64_t oh = (c.h - 1) / c.stride + 1, ow = (c.w - 1) / c.stride + 1, m = c.images * oh * ow;
@@ -54,7 +55,7 @@ void check(Case c, uint64_t seed) {
     std::vector<float> scales(c.n);
     const double spread = 128.0 * 128.0 * std::sqrt(static_cast<double>(c.k));
     for (int64_t q = 0; q < c.n; ++q) scales[q] = static_cast<float>((30.0 + 11 * (q % 5)) / spread);
-    const pointwise::Plan plan = pointwise::make_plan(weight, bias, scales, {c.stride, c.stride}, c.in_zp, c.e);
+    const pointwise::Plan plan = pointwise::make_plan(weight, bias, scales, {c.stride, c.stride}, c.in_s8, c.in_zp, c.e);
 
     at::Tensor dst = at::full({m * c.n + 64}, 0x5a, at::kByte);  // guard bytes past the output
     dst.narrow(0, 0, m * c.n).copy_(summand.reshape(-1));
@@ -63,10 +64,9 @@ void check(Case c, uint64_t seed) {
     // The reference: the input at (image, y x stride, x x stride) for each output pixel.
     const at::Tensor x = src.index({at::indexing::Slice(), at::indexing::Slice(0, c.h, c.stride),
                                     at::indexing::Slice(0, c.w, c.stride)})
-                             .reshape({m, c.k})
-                             .to(at::kLong) -
-                         c.in_zp;
-    const at::Tensor acc = at::matmul(x, weight.reshape({c.n, c.k}).to(at::kLong).t()).to(at::kDouble);
+                             .reshape({m, c.k});
+    const at::Tensor x_values = (c.in_s8 ? x.view(at::kChar) : x).to(at::kLong) - c.in_zp;
+    const at::Tensor acc = at::matmul(x_values, weight.reshape({c.n, c.k}).to(at::kLong).t()).to(at::kDouble);
     at::Tensor y = (acc + (c.bias ? bias.to(at::kDouble) : at::zeros({c.n}, at::kDouble))) *
                    at::tensor(std::vector<double>(scales.begin(), scales.end()), at::kDouble);
     if (e.relu) y = y.clamp_min(0);
@@ -98,6 +98,9 @@ TEST_F(Int8Pointwise, ResNetShapes) {
     check({2, 14, 14, 64, 256, 1, epilogue(false, true, false, true, false, 0)}, 1);    // widening + sum
     check({2, 14, 14, 256, 64, 1, epilogue(true, false, false, false, false, 0)}, 2);   // narrowing + relu
     check({2, 14, 14, 256, 512, 2, epilogue(false, true, false, true, false, 0)}, 3);   // downsample + sum
+    Case s8{2, 14, 14, 64, 256, 1, epilogue(false, true, true, true, true, 0)};         // s8 throughout
+    s8.in_s8 = true;
+    check(s8, 4);
 }
 
 TEST_F(Int8Pointwise, ChannelsStridesAndPixelTails) {
@@ -126,21 +129,22 @@ TEST_F(Int8Pointwise, EpiloguesTypesAndZeroPoints) {
                         c.in_zp = 9;
                         c.sum_zp = sum_s8 ? -3 : 131;
                         c.bias = (seed % 2) == 0;
+                        c.in_s8 = (seed % 3) == 0;
+                        if (c.in_s8) c.in_zp = -4;
                         check(c, seed++);
                     }
 }
 
 TEST(Int8PointwiseFits, WhatTheKernelTakes) {
     const std::vector<int64_t> one{1, 1}, zero{0, 0}, two{2, 2};
-    EXPECT_TRUE(pointwise::fits(64, 256, one, one, zero, one, 1, false));
-    EXPECT_TRUE(pointwise::fits(256, 512, one, two, zero, one, 1, false));
-    EXPECT_FALSE(pointwise::fits(64, 256, one, one, zero, one, 1, true));   // s8 input
-    EXPECT_FALSE(pointwise::fits(66, 256, one, one, zero, one, 1, false));  // k not a multiple of 4
-    EXPECT_FALSE(pointwise::fits(64, 96, one, one, zero, one, 1, false));   // n not a multiple of 64
-    EXPECT_FALSE(pointwise::fits(64, 256, std::vector<int64_t>{3, 3}, one, zero, one, 1, false));
-    EXPECT_FALSE(pointwise::fits(64, 256, one, one, std::vector<int64_t>{1, 1}, one, 1, false));  // padding
-    EXPECT_FALSE(pointwise::fits(64, 256, one, one, zero, two, 1, false));                        // dilation
-    EXPECT_FALSE(pointwise::fits(64, 256, one, one, zero, one, 2, false));                        // groups
+    EXPECT_TRUE(pointwise::fits(64, 256, one, one, zero, one, 1));
+    EXPECT_TRUE(pointwise::fits(256, 512, one, two, zero, one, 1));
+    EXPECT_FALSE(pointwise::fits(66, 256, one, one, zero, one, 1));  // k not a multiple of 4
+    EXPECT_FALSE(pointwise::fits(64, 96, one, one, zero, one, 1));   // n not a multiple of 64
+    EXPECT_FALSE(pointwise::fits(64, 256, std::vector<int64_t>{3, 3}, one, zero, one, 1));
+    EXPECT_FALSE(pointwise::fits(64, 256, one, one, std::vector<int64_t>{1, 1}, one, 1));  // padding
+    EXPECT_FALSE(pointwise::fits(64, 256, one, one, zero, two, 1));                        // dilation
+    EXPECT_FALSE(pointwise::fits(64, 256, one, one, zero, one, 2));                        // groups
 }
 
 c10::intrusive_ptr<Int8Context> sum_context(int64_t stride) {
