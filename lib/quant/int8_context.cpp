@@ -375,14 +375,9 @@ at::Tensor Int8Context::channels_last_input(const at::Tensor &input) const {
 }
 
 at::Tensor Int8Context::run_into(const at::Tensor &input, const at::Tensor &out) const {
-    q8_check(input, params_.in_dtype, "the input");
+    check_input(input);
     IPEX_CHECK_INPUT(params_.kind != "linear" && !params_.sum && input.dim() == 4, "ipex int8 ", params_.kind,
                      ": run_into takes a 4-D input of a convolution without a sum");
-    IPEX_CHECK_INPUT(std::abs(input.q_scale() - params_.in_scale) <= 1e-6 * params_.in_scale &&
-                         input.q_zero_point() == params_.in_zero_point,
-                     "ipex int8 ", params_.kind, ": input quantized with scale ", input.q_scale(), " zero point ",
-                     input.q_zero_point(), ", the op was prepacked for ", params_.in_scale, " / ",
-                     params_.in_zero_point);
     const at::Tensor src = channels_last_input(input);
     const std::vector<int64_t> dst_sizes = conv_output_sizes(src.sizes());
     IPEX_CHECK_INPUT(out.scalar_type() == params_.out_dtype && out.sizes() == at::IntArrayRef(dst_sizes) &&
@@ -436,12 +431,16 @@ at::Tensor Int8Context::run_linear(const at::Tensor &input, const c10::optional<
     return dst.reshape(out_sizes);
 }
 
-at::Tensor Int8Context::run(const at::Tensor &input, const c10::optional<at::Tensor> &other) const {
+void Int8Context::check_input(const at::Tensor &input) const {
     q8_check(input, params_.in_dtype, "the input");
     IPEX_CHECK_INPUT(std::abs(input.q_scale() - params_.in_scale) <= 1e-6 * params_.in_scale &&
                     input.q_zero_point() == params_.in_zero_point,
                 "ipex int8 ", params_.kind, ": input quantized with scale ", input.q_scale(), " zero point ",
                 input.q_zero_point(), ", the op was prepacked for ", params_.in_scale, " / ", params_.in_zero_point);
+}
+
+at::Tensor Int8Context::run(const at::Tensor &input, const c10::optional<at::Tensor> &other) const {
+    check_input(input);
     return params_.kind == "linear" ? run_linear(input, other) : run_conv(input, other);
 }
 

@@ -117,6 +117,8 @@ private:
     std::vector<int64_t> conv_output_sizes(at::IntArrayRef input) const;
     at::Tensor run_conv(const at::Tensor &input, const c10::optional<at::Tensor> &other) const;
     at::Tensor channels_last_input(const at::Tensor &input) const;
+    // Throws (caller input) unless `input` is quantized as this op's input was prepacked for.
+    void check_input(const at::Tensor &input) const;
     at::Tensor run_linear(const at::Tensor &input, const c10::optional<at::Tensor> &other) const;
     // Runs the own kernel into dst where it is chosen for src's shape (timing both on the
     // shape's first call, into a scratch copy of dst); false where oneDNN is to run.

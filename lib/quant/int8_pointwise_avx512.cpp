@@ -105,18 +105,19 @@ void run(const Plan &p, const uint8_t *src, int64_t images, int64_t h, int64_t w
             // The chunk's first output pixel as (image row, column), then each pixel's input by steps.
             const int64_t start = chunk * kChunkTiles * kMr;
             int64_t row = start / ow, x = start % ow;
-            const uint8_t *in_row = src + ((row / oh) * h + (row % oh) * p.stride_h) * w * p.k;
+            const auto row_start = [&] { return src + ((row / oh) * h + (row % oh) * p.stride_h) * w * p.k; };
+            const uint8_t *in_row = row_start();
             const int64_t stop = std::min(m, start + kChunkTiles * kMr);
             for (int64_t pixel = start; pixel < stop; pixel += kMr) {
                 const int mr = static_cast<int>(std::min<int64_t>(kMr, stop - pixel));
                 const uint8_t *inputs[kMr];
                 for (int i = 0; i < mr; ++i) {
-                    inputs[i] = in_row + x * step;
-                    if (++x == ow) {
+                    if (x == ow) {  // the next output row (only when a pixel of it is read)
                         x = 0;
                         ++row;
-                        in_row = src + ((row / oh) * h + (row % oh) * p.stride_h) * w * p.k;
+                        in_row = row_start();
                     }
+                    inputs[i] = in_row + x++ * step;
                 }
                 tile_fns[mr - 1](p, inputs, weights, p.scale.data() + first, p.shift.data() + first,
                                  dst + pixel * p.n + first);

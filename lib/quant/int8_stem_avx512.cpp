@@ -70,8 +70,11 @@ void run_tile(const Tile &t) {
         uint8_t *out = t.dst + i * t.dst_step;
         __m128i b[NR];
 #pragma GCC unroll 4
-        for (int j = 0; j < NR; ++j) b[j] = t.epilogue->out_s8 ? vnni::epilogue<false, false, false, true>(e, acc[i][j], scale[j], shift[j], nullptr)
-                                         : vnni::epilogue<false, false, false, false>(e, acc[i][j], scale[j], shift[j], nullptr);
+        for (int j = 0; j < NR; ++j) {  // no sum: the epilogue reads no summand
+            const __m512i a = acc[i][j];
+            b[j] = t.epilogue->out_s8 ? vnni::epilogue<false, false, false, true>(e, a, scale[j], shift[j], nullptr)
+                                      : vnni::epilogue<false, false, false, false>(e, a, scale[j], shift[j], nullptr);
+        }
         if constexpr (NR == 4) {
             if (t.channels == kTileChannels) {  // one whole 64-byte store
                 const __m256i lo = _mm256_inserti128_si256(_mm256_castsi128_si256(b[0]), b[1], 1);

@@ -55,7 +55,8 @@ void check(Case c, uint64_t seed) {
     std::vector<float> scales(c.n);
     const double spread = 128.0 * 128.0 * std::sqrt(static_cast<double>(c.k));
     for (int64_t q = 0; q < c.n; ++q) scales[q] = static_cast<float>((30.0 + 11 * (q % 5)) / spread);
-    const pointwise::Plan plan = pointwise::make_plan(weight, bias, scales, {c.stride, c.stride}, c.in_s8, c.in_zp, c.e);
+    const pointwise::Plan plan =
+        pointwise::make_plan(weight, bias, scales, {c.stride, c.stride}, c.in_s8, c.in_zp, c.e);
 
     at::Tensor dst = at::full({m * c.n + 64}, 0x5a, at::kByte);  // guard bytes past the output
     dst.narrow(0, 0, m * c.n).copy_(summand.reshape(-1));

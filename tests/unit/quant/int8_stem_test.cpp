@@ -44,7 +44,8 @@ at::Tensor reference(const Case &k, const at::Tensor &src, const at::Tensor &wei
                         for (int64_t s = 0; s < k.kw; ++s) {
                             const int64_t iy = y * k.sh - k.ph + r, ix = xo * k.sw - k.pw + s;
                             if (iy < 0 || iy >= k.h || ix < 0 || ix >= k.w) continue;  // the zero point: 0
-                            for (int64_t c = 0; c < k.c; ++c) acc += (value(x[i][iy][ix][c]) - k.in_zp) * wt[q][c][r][s];
+                            for (int64_t c = 0; c < k.c; ++c)
+                                acc += (value(x[i][iy][ix][c]) - k.in_zp) * wt[q][c][r][s];
                         }
                     double v = (acc + b[q]) * scales[q];
                     if (k.relu) v = std::max(v, 0.0);
