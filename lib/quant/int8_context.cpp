@@ -354,7 +354,7 @@ bool Int8Context::run_own(const at::Tensor &src, const at::Tensor &dst) const {
             const auto entry = entry_for(src, dst);
             const at::Tensor scratch = at::empty({dst.numel()}, at::TensorOptions().dtype(at::kByte));
             std::memcpy(scratch.data_ptr(), dst.data_ptr(), dst.numel());
-            constexpr int kRuns = 3;  // as the float convolutions' run-time choice
+            constexpr int kRuns = 7;
             const bool faster = ops::own_kernels::time_both([&] { run_own_kernel(src, scratch.data_ptr()); },
                                                             [&] { execute_entry(*entry, src, scratch); }, kRuns)
                                     .own;
