@@ -237,10 +237,15 @@ public:
         if (in->node()->kind() != c10::Symbol::aten("dequantize") || !int8_.count(in->node()->input(0)))
             return false;
         // With the ipex ops a 2-D max pooling runs ipex::int8_max_pool2d (int8_pool.h: aten's
-        // quantized kernel is slow where the channels are not a multiple of 32).
+        // quantized kernel is slow where the channels are not a multiple of 32), an adaptive
+        // average pooling ipex::int8_adaptive_avg_pool2d (the global pool in its own loop).
         static const c10::Symbol kMaxPool2d = c10::Symbol::aten("max_pool2d");
-        Node *copy = ipex_ops_ && node->kind() == kMaxPool2d && node->inputs().size() == 6
-                         ? g_.create(c10::Symbol::fromQualString("ipex::int8_max_pool2d"), node->inputs())
+        static const c10::Symbol kAdaptiveAvgPool2d = c10::Symbol::aten("adaptive_avg_pool2d");
+        const char *own = nullptr;
+        if (ipex_ops_ && node->kind() == kMaxPool2d && node->inputs().size() == 6) own = "ipex::int8_max_pool2d";
+        if (ipex_ops_ && node->kind() == kAdaptiveAvgPool2d && node->inputs().size() == 2)
+            own = "ipex::int8_adaptive_avg_pool2d";
+        Node *copy = own ? g_.create(c10::Symbol::fromQualString(own), node->inputs())
                          : g_.createClone(node, [](Value *v) { return v; });
         copy->replaceInput(0, in->node()->input(0));
         copy->insertBefore(node);

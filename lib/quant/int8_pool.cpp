@@ -46,7 +46,58 @@ struct Geometry {
     }
 }
 
+// Images [i0, i1) of a channels-last int8 batch: each channel's sum over its pixels, less the
+// zero point's share, times multiplier, rounded to nearest even, plus the zero point, saturated.
+[[gnu::target("avx512f,avx512bw,avx512vl")]] void global_mean_images(const uint8_t *src, uint8_t *dst, int64_t i0, int64_t i1,
+                                                            int64_t c, int64_t pixels, bool is_signed, int32_t zp,
+                                                            float multiplier) {
+    const __m512 mul = _mm512_set1_ps(multiplier);
+    const __m512i bias = _mm512_set1_epi32(static_cast<int32_t>(-zp * pixels)), zpv = _mm512_set1_epi32(zp);
+    const __m512i lo = _mm512_set1_epi32(is_signed ? -128 : 0), hi = _mm512_set1_epi32(is_signed ? 127 : 255);
+    for (int64_t img = i0; img < i1; ++img) {
+        const uint8_t *in = src + img * pixels * c;
+        for (int64_t c0 = 0; c0 < c; c0 += 16) {
+            const int64_t left = c - c0;
+            const __mmask16 m = left >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << left) - 1);
+            __m512i acc = bias;
+            for (int64_t p = 0; p < pixels; ++p) {
+                const __m128i b = _mm_maskz_loadu_epi8(m, in + p * c + c0);
+                acc = _mm512_add_epi32(acc, is_signed ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b));
+            }
+            __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(acc), mul)), zpv);
+            q = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
+            __m128i bytes = _mm512_cvtepi32_epi8(q);
+            asm("" : "+v"(bytes));  // kept in a register: a narrowing store runs slowly on some CPUs
+            if (left >= 16)
+                _mm_storeu_si128(reinterpret_cast<__m128i *>(dst + img * c + c0), bytes);
+            else
+                _mm_mask_storeu_epi8(dst + img * c + c0, m, bytes);
+        }
+    }
+}
+
 }  // namespace
+
+at::Tensor int8_adaptive_avg_pool2d(const at::Tensor &input, at::IntArrayRef output_size) {
+    const auto aten = [&] { return at::adaptive_avg_pool2d(input, output_size); };
+    if (!is_q8_per_tensor(input) || input.dim() != 4 || output_size.size() != 2 || output_size[0] != 1 ||
+        output_size[1] != 1 || !input.is_contiguous(at::MemoryFormat::ChannelsLast) || input.numel() == 0 ||
+        !ops::own_kernels::available(false))
+        return aten();
+    const int64_t n = input.size(0), c = input.size(1), pixels = input.size(2) * input.size(3);
+    // The output keeps the input's parameters, as aten's quantized pooling does.
+    at::Tensor out = at::_empty_affine_quantized({n, c, 1, 1}, input.options(), input.q_scale(),
+                                                 input.q_zero_point(), at::MemoryFormat::ChannelsLast);
+    const float multiplier = static_cast<float>(input.q_scale() / out.q_scale() / static_cast<double>(pixels));
+    const auto *src = static_cast<const uint8_t *>(input.data_ptr());
+    auto *dst = static_cast<uint8_t *>(out.data_ptr());
+    const bool is_signed = input.scalar_type() == at::kQInt8;
+    const int32_t zp = static_cast<int32_t>(input.q_zero_point());
+    at::parallel_for(0, n, 1, [&](int64_t begin, int64_t end) {
+        global_mean_images(src, dst, begin, end, c, pixels, is_signed, zp, multiplier);
+    });
+    return out;
+}
 
 at::Tensor int8_max_pool2d(const at::Tensor &input, at::IntArrayRef kernel_size, at::IntArrayRef stride,
                            at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode) {
@@ -78,4 +129,6 @@ TORCH_LIBRARY_FRAGMENT(ipex, m) {
     m.def("int8_max_pool2d(Tensor input, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
           "int[2] dilation=1, bool ceil_mode=False) -> Tensor",
           IPEX_GUARDED(ipex::quant::int8_max_pool2d));
+    m.def("int8_adaptive_avg_pool2d(Tensor input, int[2] output_size) -> Tensor",
+          IPEX_GUARDED(ipex::quant::int8_adaptive_avg_pool2d));
 }

@@ -172,6 +172,9 @@ class ResNetMixed(e2e.ToolTestCase):
         self.assertEqual(count(ops, "aten::quantize_per_tensor"), 0, ops)
         self.assertEqual(count(ops, "ipex::dequantize"), 1, ops)
         self.assertEqual(count(ops, "aten::dequantize"), 0, ops)
+        # The global pool of the int8 tensor runs its own loop.
+        self.assertEqual(count(ops, "ipex::int8_adaptive_avg_pool2d"), 1, ops)
+        self.assertEqual(count(ops, "aten::adaptive_avg_pool2d"), 0, ops)
         q["ops"] = [op for op in q["ops"] if op["id"] not in ("conv1:conv2d:0", "fc:linear:0")]
         partial = qc.write_json(self.path("partial.json"), q)
         out = self.path("mixed.pt")
