@@ -48,9 +48,9 @@ struct Geometry {
 
 // Images [i0, i1) of a channels-last int8 batch: each channel's sum over its pixels, less the
 // zero point's share, times multiplier, rounded to nearest even, plus the zero point, saturated.
-[[gnu::target("avx512f,avx512bw,avx512vl")]] void global_mean_images(const uint8_t *src, uint8_t *dst, int64_t i0, int64_t i1,
-                                                            int64_t c, int64_t pixels, bool is_signed, int32_t zp,
-                                                            float multiplier) {
+[[gnu::target("avx512f,avx512bw,avx512vl")]] void global_mean_images(const uint8_t *src, uint8_t *dst, int64_t i0,
+                                                                     int64_t i1, int64_t c, int64_t pixels,
+                                                                     bool is_signed, int32_t zp, float multiplier) {
     const __m512 mul = _mm512_set1_ps(multiplier);
     const __m512i bias = _mm512_set1_epi32(static_cast<int32_t>(-zp * pixels)), zpv = _mm512_set1_epi32(zp);
     const __m512i lo = _mm512_set1_epi32(is_signed ? -128 : 0), hi = _mm512_set1_epi32(is_signed ? 127 : 255);
@@ -85,6 +85,8 @@ at::Tensor int8_adaptive_avg_pool2d(const at::Tensor &input, at::IntArrayRef out
         !ops::own_kernels::available(false))
         return aten();
     const int64_t n = input.size(0), c = input.size(1), pixels = input.size(2) * input.size(3);
+    constexpr int64_t kMostPixels = int64_t{1} << 23;  // the int32 sums of 255 x pixels (and the zero point's)
+    if (pixels > kMostPixels) return aten();
     // The output keeps the input's parameters, as aten's quantized pooling does.
     at::Tensor out = at::_empty_affine_quantized({n, c, 1, 1}, input.options(), input.q_scale(),
                                                  input.q_zero_point(), at::MemoryFormat::ChannelsLast);
