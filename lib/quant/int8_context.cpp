@@ -331,12 +331,11 @@ bool Int8Context::own_kernel_for(at::IntArrayRef input_sizes) const {
     return hit && *hit;
 }
 
-void Int8Context::run_own_kernel(const at::Tensor &src, void *dst) const {
+void Int8Context::run_own_kernel(const at::Tensor &src, const at::Tensor &dst, void *out_bytes) const {
     const auto *in = static_cast<const uint8_t *>(src.data_ptr());
-    auto *out = static_cast<uint8_t *>(dst);
+    auto *out = static_cast<uint8_t *>(out_bytes);
     if (stem_) {
-        const std::vector<int64_t> o = conv_output_sizes(src.sizes());
-        stem::run(*stem_, in, src.size(0), src.size(2), src.size(3), out, o[2], o[3]);
+        stem::run(*stem_, in, src.size(0), src.size(2), src.size(3), out, dst.size(2), dst.size(3));
     } else {
         pointwise::run(*pointwise_, in, src.size(0), src.size(2), src.size(3), out);
     }
@@ -355,14 +354,14 @@ bool Int8Context::run_own(const at::Tensor &src, const at::Tensor &dst) const {
             const at::Tensor scratch = at::empty({dst.numel()}, at::TensorOptions().dtype(at::kByte));
             std::memcpy(scratch.data_ptr(), dst.data_ptr(), dst.numel());
             constexpr int kRuns = 7;
-            const bool faster = ops::own_kernels::time_both([&] { run_own_kernel(src, scratch.data_ptr()); },
+            const bool faster = ops::own_kernels::time_both([&] { run_own_kernel(src, dst, scratch.data_ptr()); },
                                                             [&] { execute_entry(*entry, src, scratch); }, kRuns)
                                     .own;
             hit = cache_->own_choices.put_if_absent(key, std::make_shared<const bool>(faster));
         }
         if (!*hit) return false;
     }
-    run_own_kernel(src, dst.data_ptr());
+    run_own_kernel(src, dst, dst.data_ptr());
     return true;
 }
 

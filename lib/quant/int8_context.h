@@ -123,7 +123,9 @@ private:
     // Runs the own kernel into dst where it is chosen for src's shape (timing both on the
     // shape's first call, into a scratch copy of dst); false where oneDNN is to run.
     bool run_own(const at::Tensor &src, const at::Tensor &dst) const;
-    void run_own_kernel(const at::Tensor &src, void *dst) const;
+    // The own kernel on src, written at out_bytes (dst's memory or a scratch copy of it; dst's
+    // sizes are the output's).
+    void run_own_kernel(const at::Tensor &src, const at::Tensor &dst, void *out_bytes) const;
 
     at::Tensor weight_;      // fp32, as given
     at::Tensor qweight_;     // s8, PyTorch layout (linear: [K, N] for the matmul)

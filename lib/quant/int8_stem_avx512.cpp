@@ -158,12 +158,11 @@ void run(const Plan &p, const uint8_t *src, int64_t n, int64_t h, int64_t w, uin
     const int64_t grain = std::max<int64_t>(1, std::min<int64_t>(oh, 8));
     at::parallel_for(0, n * oh, grain, [&](int64_t begin, int64_t end) {
         RowRing ring(p, h, w);
-        std::vector<const uint8_t *> rows(p.kh);
+        std::vector<const uint8_t *> rows(p.kh), at(p.kh);  // the kernel rows, and at a tile's first pixel
         for (int64_t index = begin; index < end; ++index) {
             const int64_t image = index / oh, y = index % oh;
             for (int64_t r = 0; r < p.kh; ++r)
                 rows[r] = ring.row(src + image * image_bytes, image, y * p.stride_h - p.pad_h + r);
-            std::vector<const uint8_t *> at(p.kh);
             uint8_t *out_row = dst + index * ow * p.out_channels;
             for (int64_t t = 0; t < tiles; ++t) {
                 const int64_t first = t * kTileChannels;
