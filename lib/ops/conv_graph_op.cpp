@@ -17,6 +17,7 @@ std::vector<GraphStep> convolution_steps(const ConvChain &contexts) {
         step.sums_in_place = ctx->sum_in_place();
         if (!step.has_sum)
             step.run_into = [ctx](const at::Tensor &src, const at::Tensor &out) {
+                if (out.scalar_type() != ctx->output_dtype()) return at::Tensor();  // a later sum changed it
                 ctx->run_into(src, out);
                 return out;
             };

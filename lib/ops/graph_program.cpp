@@ -58,11 +58,8 @@ at::Tensor run_steps(const at::Tensor &input, const std::vector<GraphStep> &step
         const int64_t sum = summand_of(program, k);
         // A summand read by nothing later may take the output (never the caller's input).
         const bool dead = sum > 0 && last[sum] == static_cast<int64_t>(k) && read_of(program, k) != sum;
-        if (static_cast<int64_t>(k) == root) {
-            values[k + 1] = steps[k].run_into(src, *into);
-        } else {
-            values[k + 1] = steps[k].run(src, sum >= 0 ? &values[sum] : nullptr, dead);
-        }
+        if (static_cast<int64_t>(k) == root) values[k + 1] = steps[k].run_into(src, *into);
+        if (!values[k + 1].defined()) values[k + 1] = steps[k].run(src, sum >= 0 ? &values[sum] : nullptr, dead);
         for (size_t v = begin; v <= k; ++v)
             if (last[v] == static_cast<int64_t>(k)) values[v].reset();
     }

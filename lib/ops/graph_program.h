@@ -43,9 +43,9 @@ struct GraphStep {
     // summand later and it is not the op's input, so the output may take its memory.
     std::function<at::Tensor(const at::Tensor &src, const at::Tensor *summand, bool summand_dead)> run;
     // Optional, for a step without a sum: the step written into the memory of `out`
-    // (channels-last and dense, of the output's sizes and element type: a part's slice of the
-    // batch's output), returned as the step's output there (a quantized output keeps the
-    // step's own scale and zero point).
+    // (channels-last and dense, of the output's sizes: a part's slice of the batch's output),
+    // returned as the step's output there (a quantized output keeps the step's own type, scale
+    // and zero point); undefined where the step cannot write there (then `run` runs).
     std::function<at::Tensor(const at::Tensor &src, const at::Tensor &out)> run_into;
     // Whether the step's sum writes its output over a summand that nothing reads later.
     bool sums_in_place = false;

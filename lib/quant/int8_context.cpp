@@ -379,11 +379,10 @@ at::Tensor Int8Context::run_into(const at::Tensor &input, const at::Tensor &out)
                      ": run_into takes a 4-D input of a convolution without a sum");
     const at::Tensor src = channels_last_input(input);
     const std::vector<int64_t> dst_sizes = conv_output_sizes(src.sizes());
-    IPEX_CHECK_INPUT(out.scalar_type() == params_.out_dtype && out.sizes() == at::IntArrayRef(dst_sizes) &&
-                         out.is_contiguous(at::MemoryFormat::ChannelsLast),
-                     "ipex int8 ", params_.kind, ": run_into needs a channels-last ",
-                     c10::toString(params_.out_dtype), " output of sizes ", at::IntArrayRef(dst_sizes), ", got ",
-                     out.toString(), " ", out.sizes());
+    IPEX_CHECK_INPUT((out.scalar_type() == at::kQUInt8 || out.scalar_type() == at::kQInt8) &&
+                         out.sizes() == at::IntArrayRef(dst_sizes) && out.is_contiguous(at::MemoryFormat::ChannelsLast),
+                     "ipex int8 ", params_.kind, ": run_into needs a channels-last quint8 or qint8 output of sizes ",
+                     at::IntArrayRef(dst_sizes), ", got ", out.toString(), " ", out.sizes());
     at::Tensor keep = out;
     at::Tensor dst = at::from_blob_quantized_per_tensor_affine(
         keep.data_ptr(), keep.sizes(), keep.strides(), [keep](void *) {}, static_cast<float>(params_.out_scale),

@@ -76,9 +76,10 @@ public:
     at::Tensor run(const at::Tensor &input, const c10::optional<at::Tensor> &other) const;
 
     // run() of a batched 4-D input for a convolution without a sum, written into the memory of
-    // `out` (dense channels-last of the output's sizes, params.out_dtype; its scale and zero
-    // point are not read) and returned there with the output's scale and zero point. How a
-    // graph op's part writes straight into the whole batch's output.
+    // `out` (dense channels-last of the output's sizes, quint8 or qint8; its type, scale and zero
+    // point are not read: a later sum in place may turn u8 bytes into s8 ones) and returned
+    // there with the output's type, scale and zero point. How a graph op's part writes straight
+    // into the whole batch's output.
     at::Tensor run_into(const at::Tensor &input, const at::Tensor &out) const;
 
     const Int8Params &params() const { return params_; }

@@ -63,27 +63,39 @@ Graph blocks(int count) {
 // A first block whose summand is a 1x1 downsample convolution (a step without a sum, its own
 // output scale) and a second adding the first's output: the last value is a chain of sums in
 // place over the downsample's output, which from the second part of a batch on is written
-// straight into the batch's output (run_into), each value at its own scale.
-Graph downsample_blocks() {
-    const auto scaled = [](Ctx c, double out_scale, double other_scale) {
-        Int8Params p = c->params();
-        p.out_scale = out_scale;
-        p.other_scale = other_scale;
-        const at::Tensor w = at::randn(c->weight_sizes()) * 0.2;
-        std::vector<double> scales(c->weight_sizes()[0], w.abs().max().item<double>() / 127.0);
-        return c10::make_intrusive<Int8Context>(w, at::randn({c->weight_sizes()[0]}) * 0.1, scales, p);
+// straight into the batch's output (run_into), each value at its own scale. `s8_sums`: the
+// downsample writes u8, the sums s8 over it (in place: the same bytes, another type).
+Graph downsample_blocks(bool s8_sums) {
+    const at::ScalarType sums = s8_sums ? at::kQInt8 : at::kQUInt8;
+    const auto make = [](Int8Params p, std::vector<int64_t> sizes) {
+        const at::Tensor w = at::randn(sizes) * 0.2;
+        std::vector<double> scales(sizes[0], w.abs().max().item<double>() / 127.0);
+        return c10::make_intrusive<Int8Context>(w, at::randn({sizes[0]}) * 0.1, scales, p);
     };
+    const auto params = [&](const Ctx &c, double in_scale, at::ScalarType in, double out_scale, at::ScalarType out,
+                            double other_scale, at::ScalarType other) {
+        Int8Params p = c->params();
+        p.in_scale = in_scale;
+        p.in_dtype = in;
+        p.out_scale = out_scale;
+        p.out_dtype = out;
+        p.other_scale = other_scale;
+        p.other_dtype = other;
+        if (in == at::kQInt8) p.in_zero_point = 0;
+        if (out == at::kQInt8) p.out_zero_point = 0;
+        if (other == at::kQInt8) p.other_zero_point = 0;
+        return p;
+    };
+    const at::ScalarType u8 = at::kQUInt8;
     Graph g;
-    g.contexts.push_back(scaled(conv(16, 32, 1, false, false), 0.07, kScale));  // value 1: downsample
-    g.contexts.push_back(conv(16, 4, 1, true, false));                          // value 2
-    g.contexts.push_back(scaled(conv(4, 32, 1, false, true), 0.09, 0.07));      // value 3: 2 + 1 in place
-    g.contexts.push_back(scaled(conv(32, 4, 1, true, false), kScale, kScale));  // value 4 (reads 3 at 0.09)
-    g.contexts.push_back(scaled(conv(4, 32, 3, false, true), 0.11, 0.09));      // value 5: 4 + 3 in place
+    const Ctx ds = conv(16, 32, 1, false, false), c1 = conv(16, 4, 1, true, false), c3 = conv(4, 32, 1, false, true);
+    const Ctx c4 = conv(32, 4, 1, true, false), c5 = conv(4, 32, 3, false, true);
+    g.contexts.push_back(make(params(ds, kScale, u8, 0.07, u8, kScale, u8), {32, 16, 1, 1}));   // value 1
+    g.contexts.push_back(make(params(c1, kScale, u8, kScale, u8, kScale, u8), {4, 16, 1, 1}));  // value 2
+    g.contexts.push_back(make(params(c3, kScale, u8, 0.09, sums, 0.07, u8), {32, 4, 1, 1}));   // 3: 2 + 1 in place
+    g.contexts.push_back(make(params(c4, 0.09, sums, kScale, u8, kScale, u8), {4, 32, 1, 1}));  // value 4 (reads 3)
+    g.contexts.push_back(make(params(c5, kScale, u8, 0.11, sums, 0.09, sums), {32, 4, 3, 3}));  // 5: 4 + 3 in place
     g.program = {0, -1, 0, -1, 2, 1, 3, -1, 4, 3};
-    Int8Params p = g.contexts[3]->params();
-    p.in_scale = 0.09;  // it reads value 3
-    const at::Tensor w = at::randn({4, 32, 1, 1}) * 0.2;
-    g.contexts[3] = c10::make_intrusive<Int8Context>(w, c10::nullopt, std::vector<double>(4, 0.2 / 127.0), p);
     return g;
 }
 
@@ -134,17 +146,20 @@ TEST(Int8Graph, EveryBudgetGivesTheSequencesBits) {
 }
 
 TEST(Int8Graph, SumsInPlaceOverADownsampleWriteIntoTheBatch) {
-    at::manual_seed(4);
-    const Graph g = downsample_blocks();
-    const at::Tensor x = input(5);
-    const at::Tensor want = in_sequence(x, g);
-    for (const char *budget : {"1", "30000", "0"}) {
-        ScopedBudget env(budget);
-        const at::Tensor got = int8_graph(x, list_of(g.contexts), g.program);
-        ASSERT_EQ(got.sizes(), want.sizes()) << budget;
-        EXPECT_NEAR(got.q_scale(), 0.11, 1e-8);
-        EXPECT_TRUE(at::equal(got.int_repr(), want.int_repr())) << "budget " << budget;
-        EXPECT_GT(want.int_repr().to(at::kFloat).std().item<float>(), 1.0f);
+    for (bool s8_sums : {false, true}) {
+        at::manual_seed(4);
+        const Graph g = downsample_blocks(s8_sums);
+        const at::Tensor x = input(5);
+        const at::Tensor want = in_sequence(x, g);
+        for (const char *budget : {"1", "30000", "0"}) {
+            ScopedBudget env(budget);
+            const at::Tensor got = int8_graph(x, list_of(g.contexts), g.program);
+            ASSERT_EQ(got.sizes(), want.sizes()) << budget;
+            EXPECT_EQ(got.scalar_type(), s8_sums ? at::kQInt8 : at::kQUInt8);
+            EXPECT_NEAR(got.q_scale(), 0.11, 1e-8);
+            EXPECT_TRUE(at::equal(got.int_repr(), want.int_repr())) << "budget " << budget << " s8 " << s8_sums;
+            EXPECT_GT(want.int_repr().to(at::kFloat).std().item<float>(), 1.0f);
+        }
     }
 }
 
