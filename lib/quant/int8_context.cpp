@@ -12,10 +12,12 @@
 #include "ops/onednn_utils.h"
 #include "ops/own_kernels.h"
 #include "ops/op_errors.h"
+#include "ops/pool_op.h"
 #include "ops/primitive_cache.h"
 #include "ops/state_checks.h"
 #include "ops/weight_cache.h"
 #include "quant/int8_pointwise.h"
+#include "quant/int8_pool.h"
 #include "quant/int8_stem.h"
 
 namespace ipex::quant {
@@ -341,28 +343,56 @@ void Int8Context::run_own_kernel(const at::Tensor &src, const at::Tensor &dst, v
     }
 }
 
-bool Int8Context::run_own(const at::Tensor &src, const at::Tensor &dst) const {
+bool Int8Context::own_chosen(const at::Tensor &src, const at::Tensor &dst) const {
     if ((!stem_ && !pointwise_) || src.dim() != 4 || !src.is_contiguous(at::MemoryFormat::ChannelsLast) ||
         !dst.is_contiguous(at::MemoryFormat::ChannelsLast))
         return false;
-    if (!own_always_) {
-        const ops::CacheKey key = src.sizes().vec();
-        auto hit = cache_->own_choices.find(key);
-        if (!hit) {
-            // Timed into a scratch copy: a sum's summand in dst must survive for the real run.
-            const auto entry = entry_for(src, dst);
-            const at::Tensor scratch = at::empty({dst.numel()}, at::TensorOptions().dtype(at::kByte));
-            std::memcpy(scratch.data_ptr(), dst.data_ptr(), dst.numel());
-            constexpr int kRuns = 7;
-            const bool faster = ops::own_kernels::time_both([&] { run_own_kernel(src, dst, scratch.data_ptr()); },
-                                                            [&] { execute_entry(*entry, src, scratch); }, kRuns)
-                                    .own;
-            hit = cache_->own_choices.put_if_absent(key, std::make_shared<const bool>(faster));
-        }
-        if (!*hit) return false;
+    if (own_always_) return true;
+    const ops::CacheKey key = src.sizes().vec();
+    auto hit = cache_->own_choices.find(key);
+    if (!hit) {
+        // Timed into a scratch copy: a sum's summand in dst must survive for the real run.
+        const auto entry = entry_for(src, dst);
+        const at::Tensor scratch = at::empty({dst.numel()}, at::TensorOptions().dtype(at::kByte));
+        std::memcpy(scratch.data_ptr(), dst.data_ptr(), dst.numel());
+        constexpr int kRuns = 7;
+        const bool faster = ops::own_kernels::time_both([&] { run_own_kernel(src, dst, scratch.data_ptr()); },
+                                                        [&] { execute_entry(*entry, src, scratch); }, kRuns)
+                                .own;
+        hit = cache_->own_choices.put_if_absent(key, std::make_shared<const bool>(faster));
     }
+    return *hit;
+}
+
+bool Int8Context::run_own(const at::Tensor &src, const at::Tensor &dst) const {
+    if (!own_chosen(src, dst)) return false;
     run_own_kernel(src, dst, dst.data_ptr());
     return true;
+}
+
+at::Tensor Int8Context::run_max_pooled(const at::Tensor &input, const ops::PoolWindow &win, bool ceil_mode) const {
+    if (!stem_ || input.dim() != 4 || win.kernel[0] > kMaxPoolRows || !ops::own_kernels::available(false))
+        return {};
+    check_input(input);
+    const at::Tensor src = channels_last_input(input);
+    const std::vector<int64_t> conv = conv_output_sizes(src.sizes());
+    if (conv.size() != 4 || conv[2] < 1 || conv[3] < 1) return {};
+    std::vector<int64_t> pooled = conv;
+    for (int i = 0; i < 2; ++i)
+        pooled[2 + i] = ops::pooled_size(conv[2 + i], win.kernel[i], win.stride[i], win.padding[i], win.dilation[i],
+                                         ceil_mode);
+    if (pooled[2] < 1 || pooled[3] < 1 || src.numel() == 0) return {};
+    // The choice is the convolution's alone (a new shape timed into an output of its own).
+    const auto decided = own_always_ ? nullptr : cache_->own_choices.find(src.sizes().vec());
+    const bool own = own_always_ ? true
+                     : decided   ? *decided
+                                 : own_chosen(src, empty_q8(conv, params_.out_dtype, params_.out_scale,
+                                                            params_.out_zero_point, true));
+    if (!own) return {};
+    at::Tensor out = empty_q8(pooled, params_.out_dtype, params_.out_scale, params_.out_zero_point, true);
+    stem::run_max_pooled(*stem_, static_cast<const uint8_t *>(src.data_ptr()), src.size(0), src.size(2), src.size(3),
+                         conv[2], conv[3], win, pooled[2], pooled[3], static_cast<uint8_t *>(out.data_ptr()));
+    return out;
 }
 
 at::Tensor Int8Context::channels_last_input(const at::Tensor &input) const {

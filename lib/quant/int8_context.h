@@ -22,6 +22,7 @@
 
 namespace ipex::ops {
 class WeightCache;
+struct PoolWindow;
 }
 
 namespace ipex::quant {
@@ -82,6 +83,12 @@ public:
     // into the whole batch's output.
     at::Tensor run_into(const at::Tensor &input, const at::Tensor &out) const;
 
+    // The convolution and a 2-D max pooling of its output (`win`, aten's windows and sizes) in
+    // one pass of the stem kernel (stem::run_max_pooled) where it runs the input's shape (as
+    // own_kernel_for; a new shape is timed first); undefined where it does not (then run the
+    // two ops). input: as run()'s, checked the same way.
+    at::Tensor run_max_pooled(const at::Tensor &input, const ops::PoolWindow &win, bool ceil_mode) const;
+
     const Int8Params &params() const { return params_; }
     // A convolution's output sizes for a batched input of these sizes; empty for a linear, an
     // input of another rank or channels, or one too small (what ipex::int8_graph sizes by).
@@ -121,8 +128,10 @@ private:
     // Throws (caller input) unless `input` is quantized as this op's input was prepacked for.
     void check_input(const at::Tensor &input) const;
     at::Tensor run_linear(const at::Tensor &input, const c10::optional<at::Tensor> &other) const;
-    // Runs the own kernel into dst where it is chosen for src's shape (timing both on the
-    // shape's first call, into a scratch copy of dst); false where oneDNN is to run.
+    // Whether the own kernel runs src's shape into dst (timing both on the shape's first call,
+    // into a scratch copy of dst); false where oneDNN is to run.
+    bool own_chosen(const at::Tensor &src, const at::Tensor &dst) const;
+    // The own kernel into dst where own_chosen; false where oneDNN is to run.
     bool run_own(const at::Tensor &src, const at::Tensor &dst) const;
     // The own kernel on src, written at out_bytes (dst's memory or a scratch copy of it; dst's
     // sizes are the output's).

@@ -84,7 +84,10 @@ at::Tensor int8_conv_max_pool(const at::Tensor &input, const c10::intrusive_ptr<
     IPEX_CHECK_INPUT(!ctx->params().sum && ctx->params().kind == "conv2d", kConvMaxPool,
                      ": the context must be a 2-D convolution without a sum, got ", ctx->describe());
     const std::vector<ipex::ops::GraphStep> steps =
-        int8_conv_max_pool_steps(ctx, kernel_size, stride, padding, dilation, ceil_mode);
+        int8_conv_max_pool_steps(ctx, kernel_size, stride, padding, dilation, ceil_mode);  // checks the window
+    const at::Tensor fused =
+        ctx->run_max_pooled(input, *ipex::ops::pool_window(kernel_size, stride, padding, dilation), ceil_mode);
+    if (fused.defined()) return fused;
     const int64_t program[] = {0, -1, 1, -1};
     return ipex::ops::run_graph_program(kConvMaxPool, input, steps, program);
 }

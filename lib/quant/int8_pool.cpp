@@ -4,12 +4,38 @@
 #include <immintrin.h>
 #include <torch/library.h>
 
+#include <array>
+
 #include "ops/op_errors.h"
 #include "ops/own_kernels.h"
 #include "ops/pool_op.h"
 #include "quant/q8_tensor.h"
 
 namespace ipex::quant {
+
+[[gnu::target("avx512f,avx512bw")]] void max_pool_row(const uint8_t *const *rows, int64_t count, int64_t w, int64_t c,
+                                                      const ops::PoolWindow &win, int64_t ow, bool is_signed,
+                                                      uint8_t *out) {
+    const __m512i lowest = _mm512_set1_epi8(is_signed ? -128 : 0);
+    for (int64_t x = 0; x < ow; ++x, out += c) {
+        for (int64_t c0 = 0; c0 < c; c0 += 64) {
+            const __mmask64 m = c - c0 >= 64 ? ~__mmask64(0) : (__mmask64(1) << (c - c0)) - 1;
+            __m512i best = lowest;
+            for (int64_t r = 0; r < count; ++r)
+                for (int64_t kx = 0; kx < win.kernel[1]; ++kx) {
+                    const int64_t ix = x * win.stride[1] - win.padding[1] + kx * win.dilation[1];
+                    if (ix < 0 || ix >= w) continue;
+                    const __m512i v = _mm512_maskz_loadu_epi8(m, rows[r] + ix * c + c0);
+                    best = is_signed ? _mm512_max_epi8(best, v) : _mm512_max_epu8(best, v);
+                }
+            if (c - c0 >= 64)  // a masked byte store only for the tail: far slower on AMD's cores
+                _mm512_storeu_si512(out + c0, best);
+            else
+                _mm512_mask_storeu_epi8(out + c0, m, best);
+        }
+    }
+}
+
 namespace {
 
 struct Geometry {
@@ -17,33 +43,16 @@ struct Geometry {
     ops::PoolWindow win;
 };
 
-// Output row `row` (image row / oh, output row row % oh): every output pixel's maximum over
-// the window's valid input pixels, 64 channels at a time.
-[[gnu::target("avx512f,avx512bw")]] void pool_row(const uint8_t *src, uint8_t *dst, const Geometry &g, int64_t row,
-                                                  bool is_signed) {
+// Output row `row` (image row / oh, output row row % oh) from the window's rows inside the image.
+void pool_row(const uint8_t *src, uint8_t *dst, const Geometry &g, int64_t row, bool is_signed) {
     const int64_t img = row / g.oh, y = row % g.oh;
-    const __m512i lowest = _mm512_set1_epi8(is_signed ? -128 : 0);
-    for (int64_t x = 0; x < g.ow; ++x) {
-        uint8_t *out = dst + ((img * g.oh + y) * g.ow + x) * g.c;
-        for (int64_t c0 = 0; c0 < g.c; c0 += 64) {
-            const __mmask64 m = g.c - c0 >= 64 ? ~__mmask64(0) : (__mmask64(1) << (g.c - c0)) - 1;
-            __m512i best = lowest;
-            for (int64_t ky = 0; ky < g.win.kernel[0]; ++ky) {
-                const int64_t iy = y * g.win.stride[0] - g.win.padding[0] + ky * g.win.dilation[0];
-                if (iy < 0 || iy >= g.h) continue;
-                for (int64_t kx = 0; kx < g.win.kernel[1]; ++kx) {
-                    const int64_t ix = x * g.win.stride[1] - g.win.padding[1] + kx * g.win.dilation[1];
-                    if (ix < 0 || ix >= g.w) continue;
-                    const __m512i v = _mm512_maskz_loadu_epi8(m, src + ((img * g.h + iy) * g.w + ix) * g.c + c0);
-                    best = is_signed ? _mm512_max_epi8(best, v) : _mm512_max_epu8(best, v);
-                }
-            }
-            if (g.c - c0 >= 64)  // a masked byte store only for the tail: far slower on AMD's cores
-                _mm512_storeu_si512(out + c0, best);
-            else
-                _mm512_mask_storeu_epi8(out + c0, m, best);
-        }
+    std::array<const uint8_t *, kMaxPoolRows> rows;
+    int64_t count = 0;
+    for (int64_t ky = 0; ky < g.win.kernel[0]; ++ky) {
+        const int64_t iy = y * g.win.stride[0] - g.win.padding[0] + ky * g.win.dilation[0];
+        if (iy >= 0 && iy < g.h) rows[count++] = src + (img * g.h + iy) * g.w * g.c;
     }
+    max_pool_row(rows.data(), count, g.w, g.c, g.win, g.ow, is_signed, dst + (img * g.oh + y) * g.ow * g.c);
 }
 
 // Images [i0, i1) of a channels-last int8 batch: each channel's sum over its pixels, less the
@@ -109,6 +118,7 @@ at::Tensor int8_max_pool2d(const at::Tensor &input, at::IntArrayRef kernel_size,
         return aten();
     const auto window = ops::pool_window(kernel_size, stride, padding, dilation);
     if (!window) return aten();  // aten's message for bad arguments
+    if (window->kernel[0] > kMaxPoolRows) return aten();
     Geometry g{input.size(0), input.size(1), input.size(2), input.size(3), 0, 0, *window};
     g.oh = ops::pooled_size(g.h, g.win.kernel[0], g.win.stride[0], g.win.padding[0], g.win.dilation[0], ceil_mode);
     g.ow = ops::pooled_size(g.w, g.win.kernel[1], g.win.stride[1], g.win.padding[1], g.win.dilation[1], ceil_mode);

@@ -9,7 +9,21 @@
 
 #include <ATen/ATen.h>
 
+#include "ops/pool_op.h"
+
 namespace ipex::quant {
+
+// The most window rows int8_max_pool2d's own loop takes (taller windows go to aten).
+constexpr int64_t kMaxPoolRows = 64;
+
+// One output row of a 2-D max pooling on channels-last int8 rows (a CPU with AVX-512 BW:
+// ops::own_kernels::available): rows[0 .. count) are the window's rows that lie inside the
+// input, each w pixels of c bytes; out (ow pixels of c bytes) gets each window's maximum over
+// those rows at the columns x * stride - padding + kx * dilation inside 0 .. w - 1 (win's
+// second axis), in u8 or s8 order. How int8_max_pool2d pools a row and the stem kernel pools
+// its output rows as it makes them (int8_stem.h).
+void max_pool_row(const uint8_t *const *rows, int64_t count, int64_t w, int64_t c, const ops::PoolWindow &win,
+                  int64_t ow, bool is_signed, uint8_t *out);
 
 at::Tensor int8_max_pool2d(const at::Tensor &input, at::IntArrayRef kernel_size, at::IntArrayRef stride,
                            at::IntArrayRef padding, at::IntArrayRef dilation, bool ceil_mode);

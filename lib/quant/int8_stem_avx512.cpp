@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "quant/int8_pool.h"
 #include "quant/int8_stem.h"
 #include "quant/int8_vnni_avx512.h"
 
@@ -148,37 +149,84 @@ private:
     uint8_t fill_ = 0;
 };
 
+// A thread's maker of output rows: its ring of input rows and each row's tiles.
+class RowMaker {
+public:
+    RowMaker(const Plan &p, const uint8_t *src, int64_t h, int64_t w, int64_t ow)
+        : p_(p), src_(src), image_bytes_(h * w * p.channels), ow_(ow), ring_(p, h, w), rows_(p.kh), at_(p.kh) {}
+
+    // Output row y of image `image`, written at out_row (ow pixels of out_channels bytes).
+    void make(int64_t image, int64_t y, uint8_t *out_row) {
+        const Plan &p = p_;
+        for (int64_t r = 0; r < p.kh; ++r)
+            rows_[r] = ring_.row(src_ + image * image_bytes_, image, y * p.stride_h - p.pad_h + r);
+        const int64_t tiles = (p.out_channels + kTileChannels - 1) / kTileChannels;
+        const int64_t tile_bytes = p.kh * p.groups_per_row * kTileChannels * 4;
+        for (int64_t t = 0; t < tiles; ++t) {
+            const int64_t first = t * kTileChannels;
+            const int64_t channels = std::min(kTileChannels, p.out_channels - first);
+            const int nr = static_cast<int>((channels + 15) / 16);
+            Tile tile{at_.data(), p.kh, p.groups_per_row, p.stride_w * p.channels,
+                      p.packed.data_ptr<int8_t>() + t * tile_bytes, p.scale.data() + first,
+                      p.shift.data() + first, &p.epilogue, nullptr, p.out_channels, channels};
+            const int64_t most = kMaxMr[nr - 1];
+            for (int64_t x = 0; x < ow_; x += most) {
+                const int mr = static_cast<int>(std::min<int64_t>(most, ow_ - x));
+                for (int64_t r = 0; r < p.kh; ++r) at_[r] = rows_[r] + x * tile.step;
+                tile.dst = out_row + x * p.out_channels + first;
+                kTiles[nr - 1][mr - 1](tile);
+            }
+        }
+    }
+
+private:
+    const Plan &p_;
+    const uint8_t *src_;
+    int64_t image_bytes_, ow_;
+    RowRing ring_;
+    std::vector<const uint8_t *> rows_, at_;  // the kernel rows, and at a tile's first pixel
+};
+
 }  // namespace
 
 void run(const Plan &p, const uint8_t *src, int64_t n, int64_t h, int64_t w, uint8_t *dst, int64_t oh, int64_t ow) {
-    const int64_t tiles = (p.out_channels + kTileChannels - 1) / kTileChannels;
-    const int64_t tile_bytes = p.kh * p.groups_per_row * kTileChannels * 4;
-    const int64_t image_bytes = h * w * p.channels;
     // Rows of output a task: enough that the ring's copies (kh rows per stride rows) stay small.
     const int64_t grain = std::max<int64_t>(1, std::min<int64_t>(oh, 8));
     at::parallel_for(0, n * oh, grain, [&](int64_t begin, int64_t end) {
-        RowRing ring(p, h, w);
-        std::vector<const uint8_t *> rows(p.kh), at(p.kh);  // the kernel rows, and at a tile's first pixel
+        RowMaker maker(p, src, h, w, ow);
+        for (int64_t index = begin; index < end; ++index)
+            maker.make(index / oh, index % oh, dst + index * ow * p.out_channels);
+    });
+}
+
+void run_max_pooled(const Plan &p, const uint8_t *src, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow,
+                    const ops::PoolWindow &win, int64_t poh, int64_t pow, uint8_t *dst) {
+    const int64_t row_bytes = ow * p.out_channels;
+    // The output rows one pooled row reads lie within `span` rows: a ring of span rows holds them.
+    const int64_t span = (win.kernel[0] - 1) * win.dilation[0] + 1;
+    const bool is_signed = p.epilogue.out_s8;
+    // Each thread an equal run of pooled rows (across images); only the output rows two threads'
+    // runs share are made twice.
+    at::parallel_for(0, n * poh, 1, [&](int64_t begin, int64_t end) {
+        RowMaker maker(p, src, h, w, ow);
+        std::vector<uint8_t> ring(span * row_bytes);
+        std::vector<std::pair<int64_t, int64_t>> held(span, {-1, 0});  // (image, row) each slot holds
+        std::vector<const uint8_t *> rows(win.kernel[0]);
         for (int64_t index = begin; index < end; ++index) {
-            const int64_t image = index / oh, y = index % oh;
-            for (int64_t r = 0; r < p.kh; ++r)
-                rows[r] = ring.row(src + image * image_bytes, image, y * p.stride_h - p.pad_h + r);
-            uint8_t *out_row = dst + index * ow * p.out_channels;
-            for (int64_t t = 0; t < tiles; ++t) {
-                const int64_t first = t * kTileChannels;
-                const int64_t channels = std::min(kTileChannels, p.out_channels - first);
-                const int nr = static_cast<int>((channels + 15) / 16);
-                Tile tile{at.data(), p.kh, p.groups_per_row, p.stride_w * p.channels,
-                          p.packed.data_ptr<int8_t>() + t * tile_bytes, p.scale.data() + first,
-                          p.shift.data() + first, &p.epilogue, nullptr, p.out_channels, channels};
-                const int64_t most = kMaxMr[nr - 1];
-                for (int64_t x = 0; x < ow; x += most) {
-                    const int mr = static_cast<int>(std::min<int64_t>(most, ow - x));
-                    for (int64_t r = 0; r < p.kh; ++r) at[r] = rows[r] + x * tile.step;
-                    tile.dst = out_row + x * p.out_channels + first;
-                    kTiles[nr - 1][mr - 1](tile);
+            const int64_t image = index / poh, py = index % poh;
+            int64_t count = 0;
+            for (int64_t ky = 0; ky < win.kernel[0]; ++ky) {
+                const int64_t y = py * win.stride[0] - win.padding[0] + ky * win.dilation[0];
+                if (y < 0 || y >= oh) continue;
+                const int64_t slot = y % span;
+                uint8_t *row = ring.data() + slot * row_bytes;
+                if (held[slot] != std::make_pair(image, y)) {
+                    maker.make(image, y, row);
+                    held[slot] = {image, y};
                 }
+                rows[count++] = row;
             }
+            max_pool_row(rows.data(), count, ow, p.out_channels, win, pow, is_signed, dst + index * pow * p.out_channels);
         }
     });
 }

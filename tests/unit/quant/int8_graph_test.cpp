@@ -16,6 +16,8 @@
 
 #include "quant/int8_context.h"
 #include "quant/int8_graph.h"
+#include "quant/int8_stem.h"
+#include "own_kernel_checks.h"
 
 namespace ipex::quant {
 namespace {
@@ -186,19 +188,22 @@ TEST(Int8Graph, RegisteredOpAndPrograms) {
     EXPECT_EQ(error_of(g.program), std::string());
 }
 
-// A 3-channel stride-2 7x7 convolution with relu (a ResNet stem), u8 in and out.
-Ctx stem(int64_t out) {
+// A stride-2 7x7 convolution with relu on `in` channels (3: a ResNet stem), u8 in and out unless
+// told.
+Ctx stem(int64_t out, int64_t in = 3, at::ScalarType in_dtype = at::kQUInt8, at::ScalarType out_dtype = at::kQUInt8) {
     Int8Params p;
     p.kind = "conv2d";
     p.stride = {2, 2};
     p.padding = {3, 3};
     p.dilation = {1, 1};
     p.in_scale = 0.02;
-    p.in_zero_point = 120;
+    p.in_zero_point = in_dtype == at::kQInt8 ? -5 : 120;
+    p.in_dtype = in_dtype;
     p.out_scale = kScale;
-    p.out_zero_point = 0;
+    p.out_zero_point = out_dtype == at::kQInt8 ? -20 : 0;
+    p.out_dtype = out_dtype;
     p.relu = true;
-    const at::Tensor w = at::randn({out, 3, 7, 7}) / std::sqrt(147.0);
+    const at::Tensor w = at::randn({out, in, 7, 7}) / std::sqrt(49.0 * in);
     std::vector<double> scales(out, w.abs().max().item<double>() / 127.0);
     return c10::make_intrusive<Int8Context>(w, at::randn({out}) * 0.1, scales, p);
 }
@@ -208,9 +213,15 @@ struct Pooling {
     bool ceil;
 };
 
-TEST(Int8ConvMaxPool, EveryBudgetGivesTheSequencesBits) {
+// The op's bits against the convolution's and then aten's pooling, with the convolution's kernel
+// chosen by IPEX_CONV_KERNELS (`kernels`) when the context is made.
+void expect_the_sequences_bits(const char *kernels) {
+    SCOPED_TRACE(std::string("IPEX_CONV_KERNELS=") + kernels);
     at::manual_seed(2);
-    const Ctx c = stem(16);
+    const Ctx c = [&] {
+        KernelsVariable v(kernels);
+        return stem(16);
+    }();
     const at::Tensor x = at::quantize_per_tensor(at::randn({6, 3, 96, 90}), 0.02, 120, at::kQUInt8)
                              .contiguous(at::MemoryFormat::ChannelsLast);
     const at::Tensor before = x.int_repr().clone();
@@ -246,6 +257,60 @@ TEST(Int8ConvMaxPool, EveryBudgetGivesTheSequencesBits) {
     EXPECT_TRUE(at::equal(x.int_repr(), before)) << "the op's input was written";
 }
 
+// oneDNN's convolution (the two steps a part at a time), the stem kernel (convolution and pooling
+// in one pass) and the timed choice.
+TEST(Int8ConvMaxPool, EveryBudgetGivesTheSequencesBits) {
+    for (const char *kernels : {"0", "1", "auto"}) expect_the_sequences_bits(kernels);
+}
+
+// The stem kernel's one pass against its convolution and then aten's pooling, bit for bit: u8/s8
+// in and out, 1-4 input channels, output channels below, at and past 64 (pooled 64 at a time
+// with a tail), batches the threads split inside an image (1) and across images (3), pooling
+// windows taller and shorter than their stride, dilated, padded, in ceil mode. No oneDNN
+// primitive is made: the op did not run the two steps.
+TEST(Int8ConvMaxPool, OneStemPassGivesTheSequencesBits) {
+    if (!stem::available()) GTEST_SKIP() << "this CPU has no AVX512-VNNI: the stem kernel does not run";
+    KernelsVariable v("1");
+    at::manual_seed(5);
+    const std::vector<Pooling> poolings{{{3, 3}, {2, 2}, {1, 1}, {1, 1}, false},  {{3, 3}, {2, 2}, {0, 0}, {1, 1}, true},
+                                        {{2, 3}, {1, 2}, {1, 0}, {2, 1}, false},  {{2, 2}, {3, 3}, {0, 1}, {1, 1}, true},
+                                        {{5, 1}, {1, 1}, {2, 0}, {1, 1}, false}};
+    int runs = 0;
+    for (at::ScalarType in : {at::kQUInt8, at::kQInt8})
+        for (at::ScalarType out : {at::kQUInt8, at::kQInt8})
+            for (int64_t channels : {1, 3, 4})
+                for (int64_t out_channels : {16, 64, 80}) {
+                    if ((channels != 3) + (out_channels != 64) + (in != out) > 1) continue;  // a sample
+                    const Ctx c = stem(out_channels, channels, in, out);
+                    for (int64_t batch : {1, 3}) {
+                        const at::Tensor x = at::quantize_per_tensor(at::randn({batch, channels, 37, 30}), 0.02,
+                                                                     in == at::kQInt8 ? -5 : 120, in)
+                                                 .contiguous(at::MemoryFormat::ChannelsLast);
+                        const at::Tensor before = x.int_repr().clone();
+                        const at::Tensor conv = c->run(x, c10::nullopt);
+                        for (const Pooling &pool : poolings) {
+                            const at::Tensor want =
+                                at::max_pool2d(conv, pool.kernel, pool.stride, pool.padding, pool.dilation, pool.ceil);
+                            const at::Tensor got = int8_conv_max_pool(x, c, pool.kernel, pool.stride, pool.padding,
+                                                                      pool.dilation, pool.ceil);
+                            ASSERT_EQ(got.sizes(), want.sizes());
+                            ASSERT_EQ(got.scalar_type(), out);
+                            EXPECT_EQ(got.q_zero_point(), want.q_zero_point());
+                            EXPECT_DOUBLE_EQ(got.q_scale(), want.q_scale());
+                            EXPECT_TRUE(got.is_contiguous(at::MemoryFormat::ChannelsLast));
+                            EXPECT_TRUE(at::equal(got.int_repr(), want.int_repr()))
+                                << channels << " -> " << out_channels << " channels, batch " << batch << ", kernel "
+                                << at::IntArrayRef(pool.kernel) << " stride " << at::IntArrayRef(pool.stride);
+                            ++runs;
+                        }
+                        EXPECT_TRUE(at::equal(x.int_repr(), before)) << "the op's input was written";
+                        EXPECT_GT(conv.int_repr().to(at::kFloat).std().item<double>(), 1.0);  // not a constant output
+                    }
+                    EXPECT_EQ(c->cached_shapes(), 0u) << "a oneDNN primitive ran";
+                }
+    EXPECT_GE(runs, 60);
+}
+
 // Under a budget of one image's convolution output the convolution runs an image at a time (its
 // primitive cached for a batch of 1), without one on the whole batch.
 TEST(Int8ConvMaxPool, RunsAPartOfTheBatchAtATime) {
@@ -256,6 +321,7 @@ TEST(Int8ConvMaxPool, RunsAPartOfTheBatchAtATime) {
                              .contiguous(at::MemoryFormat::ChannelsLast);
     for (const auto &[budget, cached] : std::vector<std::pair<const char *, size_t>>{{"70000", 1}, {"0", 1}}) {
         ScopedBudget env(budget);
+        KernelsVariable v("0");  // the stem kernel pools as it goes and has no parts
         const Ctx c = stem(16);
         const at::Tensor got = int8_conv_max_pool(x, c, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false);
         EXPECT_EQ(c->cached_shapes(), cached);
