@@ -18,6 +18,7 @@
 #include "ops/weight_cache.h"
 #include "quant/int8_pointwise.h"
 #include "quant/int8_pool.h"
+#include "quant/int8_quantize.h"
 #include "quant/int8_stem.h"
 
 namespace ipex::quant {
@@ -373,25 +374,48 @@ bool Int8Context::run_own(const at::Tensor &src, const at::Tensor &dst) const {
 at::Tensor Int8Context::run_max_pooled(const at::Tensor &input, const ops::PoolWindow &win, bool ceil_mode) const {
     if (!stem_ || input.dim() != 4 || win.kernel[0] > kMaxPoolRows || !ops::own_kernels::available(false))
         return {};
-    check_input(input);
-    const at::Tensor src = channels_last_input(input);
-    const std::vector<int64_t> conv = conv_output_sizes(src.sizes());
-    if (conv.size() != 4 || conv[2] < 1 || conv[3] < 1) return {};
+    const bool from_float = !input.is_quantized();
+    const bool planes = from_float && input.is_contiguous() && !input.is_contiguous(at::MemoryFormat::ChannelsLast);
+    if (from_float && (input.scalar_type() != at::kFloat ||
+                       !(planes || input.is_contiguous(at::MemoryFormat::ChannelsLast))))
+        return {};  // quantized first by the caller
+    if (!from_float) check_input(input);
+    const auto quantized = [&] {
+        const Int8Params &p = params_;
+        return from_float ? ipex::quant::quantize_per_tensor(input, p.in_scale, p.in_zero_point, p.in_dtype)
+                          : channels_last_input(input);
+    };
+    const at::Tensor src = from_float ? at::Tensor() : quantized();
+    const at::IntArrayRef sizes = input.sizes();  // channels-last or not: the logical sizes
+    if (sizes[1] != weight_.size(1)) return {};    // the caller's error
+    const std::vector<int64_t> conv = conv_output_sizes(sizes);
+    if (conv.size() != 4 || conv[2] < 1 || conv[3] < 1 || input.numel() == 0) return {};
     std::vector<int64_t> pooled = conv;
     for (int i = 0; i < 2; ++i)
         pooled[2 + i] = ops::pooled_size(conv[2 + i], win.kernel[i], win.stride[i], win.padding[i], win.dilation[i],
                                          ceil_mode);
-    if (pooled[2] < 1 || pooled[3] < 1 || src.numel() == 0) return {};
-    // The choice is the convolution's alone (a new shape timed into an output of its own).
-    const auto decided = own_always_ ? nullptr : cache_->own_choices.find(src.sizes().vec());
+    if (pooled[2] < 1 || pooled[3] < 1) return {};
+    // The choice is the convolution's alone (a new shape timed on the quantized input, into an
+    // output of its own).
+    const auto decided = own_always_ ? nullptr : cache_->own_choices.find(sizes.vec());
     const bool own = own_always_ ? true
                      : decided   ? *decided
-                                 : own_chosen(src, empty_q8(conv, params_.out_dtype, params_.out_scale,
-                                                            params_.out_zero_point, true));
+                                 : own_chosen(src.defined() ? src : quantized(),
+                                              empty_q8(conv, params_.out_dtype, params_.out_scale,
+                                                       params_.out_zero_point, true));
     if (!own) return {};
+    stem::Source from;
+    if (from_float) {
+        from.floats = input.data_ptr<float>();
+        from.planes = planes;
+        const bool s8 = params_.in_dtype == at::kQInt8;
+        from.quantize = quantize_kernel::params_for(params_.in_scale, params_.in_zero_point + (s8 ? 128 : 0), false);
+    } else {
+        from.bytes = static_cast<const uint8_t *>(src.data_ptr());
+    }
     at::Tensor out = empty_q8(pooled, params_.out_dtype, params_.out_scale, params_.out_zero_point, true);
-    stem::run_max_pooled(*stem_, static_cast<const uint8_t *>(src.data_ptr()), src.size(0), src.size(2), src.size(3),
-                         conv[2], conv[3], win, pooled[2], pooled[3], static_cast<uint8_t *>(out.data_ptr()));
+    stem::run_max_pooled(*stem_, from, sizes[0], sizes[2], sizes[3], conv[2], conv[3], win, pooled[2], pooled[3],
+                         static_cast<uint8_t *>(out.data_ptr()));
     return out;
 }
 

@@ -6,6 +6,7 @@
 #include "ops/op_errors.h"
 #include "ops/pool_op.h"
 #include "quant/int8_pool.h"
+#include "quant/int8_quantize.h"
 
 namespace ipex::quant {
 
@@ -88,8 +89,11 @@ at::Tensor int8_conv_max_pool(const at::Tensor &input, const c10::intrusive_ptr<
     const at::Tensor fused =
         ctx->run_max_pooled(input, *ipex::ops::pool_window(kernel_size, stride, padding, dilation), ceil_mode);
     if (fused.defined()) return fused;
+    const Int8Params &p = ctx->params();
+    const at::Tensor q =
+        input.is_quantized() ? input : ipex::quant::quantize_per_tensor(input, p.in_scale, p.in_zero_point, p.in_dtype);
     const int64_t program[] = {0, -1, 1, -1};
-    return ipex::ops::run_graph_program(kConvMaxPool, input, steps, program);
+    return ipex::ops::run_graph_program(kConvMaxPool, q, steps, program);
 }
 
 }  // namespace ipex::quant

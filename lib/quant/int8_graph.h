@@ -26,7 +26,11 @@ at::Tensor int8_graph(const at::Tensor &input, const Int8Chain &contexts, at::In
 // which pools quantized values as they are: the maximum commutes with the affine map), run by
 // the same program runner as [convolution, pooling], so a batch whose convolution output
 // outgrows the cache (ResNet's 16x64x112x112 stem output, 12.8 MB in u8) runs a few images at a
-// time and the pooling reads each part from cache. quantize makes it (pool_int8_convolutions).
+// time and the pooling reads each part from cache; where the stem kernel runs the convolution,
+// one pass of it makes and pools the output rows (stem::run_max_pooled). An fp32 input is
+// quantized with the input parameters ctx was built for (the bytes ipex::quantize_per_tensor
+// gives, as the rows are read where the stem kernel runs). quantize makes it
+// (pool_int8_convolutions).
 at::Tensor int8_conv_max_pool(const at::Tensor &input, const c10::intrusive_ptr<Int8Context> &ctx,
                               at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding,
                               at::IntArrayRef dilation, bool ceil_mode);

@@ -2,6 +2,7 @@
 
 #include <torch/csrc/jit/ir/constants.h>
 
+#include <cmath>
 #include <string>
 
 #include "passes/graph_utils.h"
@@ -33,23 +34,48 @@ bool is_int8_conv2d(const Node *node) {
     return ctx && ctx->isCustomClass() && ctx->toCustomClass<Int8Context>()->params().kind == "conv2d";
 }
 
+// The fp32 value `quantized` was made from where ipex::quantize_per_tensor made it for `reader`
+// alone, with the input parameters reader's context was built for; else null.
+torch::jit::Value *float_source(torch::jit::Value *quantized, const Int8Params &p) {
+    const Node *q = quantized->node();
+    if (q->kind().toQualString() != std::string("ipex::quantize_per_tensor") || quantized->uses().size() != 1)
+        return nullptr;
+    const auto scale = torch::jit::toIValue(q->input(1)), zero_point = torch::jit::toIValue(q->input(2)),
+               dtype = torch::jit::toIValue(q->input(3));
+    if (!scale || !scale->isDouble() || !zero_point || !zero_point->isInt() || !dtype || !dtype->isInt())
+        return nullptr;
+    const bool same = std::abs(scale->toDouble() - p.in_scale) <= 1e-6 * p.in_scale &&
+                      zero_point->toInt() == p.in_zero_point && dtype->toInt() == static_cast<int64_t>(p.in_dtype);
+    return same ? q->input(0) : nullptr;
+}
+
 }  // namespace
 
 passes::PassResult pool_int8_convolutions(std::shared_ptr<torch::jit::Graph> &graph) {
     passes::PassResult result;
+    int quantizes = 0;
     static const std::vector<c10::Symbol> kinds = {c10::Symbol::fromQualString("ipex::int8_op")};
     for (Node *conv : passes::collect_nodes_of_kind(graph->block(), kinds)) {
         Node *pool = nullptr;
         if (!is_int8_conv2d(conv) || !passes::pool_after(conv, "ipex::int8_max_pool2d", &pool)) continue;
-        std::vector<torch::jit::Value *> inputs{conv->input(0), conv->inputs().back()};
+        // The quantize of an fp32 input made for this convolution alone goes into the op.
+        const Int8Params &params = torch::jit::toIValue(conv->inputs().back())->toCustomClass<Int8Context>()->params();
+        torch::jit::Value *from_float = float_source(conv->input(0), params);
+        Node *quantize = from_float ? conv->input(0)->node() : nullptr;
+        std::vector<torch::jit::Value *> inputs{from_float ? from_float : conv->input(0), conv->inputs().back()};
         for (size_t i = 1; i < 6; ++i) inputs.push_back(pool->input(i));
         const std::string label = passes::node_label(conv) + "+" + passes::node_label(pool);
         Node *op = passes::replace_node(*graph, pool, "ipex::int8_conv_max_pool", inputs);
         passes::copy_origin(op, conv);
         conv->destroy();
+        if (quantize) {
+            quantize->destroy();
+            ++quantizes;
+        }
         result.modules.push_back(label);
         ++result.count;
     }
+    result.details = {{"fp32_inputs", quantizes}};
     result.changed = result.count > 0;
     return result;
 }

@@ -17,8 +17,11 @@ passes::PassResult group_int8_convolutions(std::shared_ptr<torch::jit::Graph> &g
 
 // Each int8 2-D convolution (ipex::int8_op, no sum) whose output only an ipex::int8_max_pool2d
 // (what quantize makes of aten::max_pool2d, int8_pool.h) with constant arguments reads, with
-// that pooling as one ipex::int8_conv_max_pool (int8_graph.h).
-// count: ops made; modules: "conv+pool" labels. Runs before group_int8_convolutions.
+// that pooling as one ipex::int8_conv_max_pool (int8_graph.h); where the convolution's input is an
+// ipex::quantize_per_tensor that only it reads, with the input parameters its context was built
+// for (a network's input entering int8), the op takes the fp32 value instead and the quantize
+// goes. count: ops made; modules: "conv+pool" labels; details {fp32_inputs: quantizes taken in}.
+// Runs before group_int8_convolutions.
 passes::PassResult pool_int8_convolutions(std::shared_ptr<torch::jit::Graph> &graph);
 
 // Every aten::dequantize of one tensor as ipex::dequantize (quant/int8_dequantize.cpp: the same

@@ -31,6 +31,10 @@ void planes_to_last(const float *src, uint8_t *dst, int64_t c, int64_t plane, in
 
 constexpr int64_t kGrain = 32768;  // values per task
 
+}  // namespace
+
+namespace ipex::quant {
+
 at::Tensor quantize_per_tensor(const at::Tensor &input, double scale, int64_t zero_point, at::ScalarType dtype) {
     IPEX_CHECK_INPUT(dtype == at::kQUInt8 || dtype == at::kQInt8,
                      "ipex::quantize_per_tensor: dtype must be quint8 or qint8 (got ", dtype, ")");
@@ -71,9 +75,9 @@ at::Tensor quantize_per_tensor(const at::Tensor &input, double scale, int64_t ze
     return out;
 }
 
-}  // namespace
+}  // namespace ipex::quant
 
 TORCH_LIBRARY_FRAGMENT(ipex, m) {
     m.def("quantize_per_tensor(Tensor input, float scale, int zero_point, ScalarType dtype) -> Tensor",
-          IPEX_GUARDED(quantize_per_tensor));
+          IPEX_GUARDED(ipex::quant::quantize_per_tensor));
 }

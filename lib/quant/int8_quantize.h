@@ -7,6 +7,8 @@
 // bound (libtorch's scalar loop sends them through an undefined float-to-integer conversion).
 #pragma once
 
+#include <ATen/ATen.h>
+
 #include <cmath>
 #include <cstdint>
 
@@ -93,3 +95,10 @@ void map_gate_avx512(const uint8_t *src, uint8_t *dst, int64_t n, int64_t channe
                      const ByteValues &values, const Params &out, bool vbmi = true);
 
 }  // namespace ipex::quant::quantize_kernel
+
+namespace ipex::quant {
+
+// The op itself: input's values quantized (a 4-D NCHW input written channels-last).
+at::Tensor quantize_per_tensor(const at::Tensor &input, double scale, int64_t zero_point, at::ScalarType dtype);
+
+}  // namespace ipex::quant

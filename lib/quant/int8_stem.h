@@ -18,6 +18,7 @@
 
 #include "ops/pool_op.h"
 #include "quant/int8_epilogue.h"
+#include "quant/int8_quantize.h"
 
 namespace ipex::quant::stem {
 
@@ -54,12 +55,25 @@ Plan make_plan(const at::Tensor &weight, const at::Tensor &bias, const std::vect
 void run(const Plan &plan, const uint8_t *src, int64_t n, int64_t h, int64_t w, uint8_t *dst, int64_t oh,
          int64_t ow);
 
+// The input of run_max_pooled: bytes as run() reads them, or fp32 values quantized as the rows
+// are copied into the ring (quantize_kernel's loops with `quantize`: the bytes
+// ipex::quantize_per_tensor gives, s8 ones as u8 with the zero point + 128), n x channels x h x
+// w planes (NCHW, dense) or channels-last.
+struct Source {
+    const uint8_t *bytes = nullptr;
+    const float *floats = nullptr;
+    bool planes = false;
+    quantize_kernel::Params quantize;
+};
+
 // The convolution (output oh x ow) and a 2-D max pooling of its output by `win` (aten's windows,
 // pooled sizes poh x pow, at most kMaxPoolRows window rows) in one pass: each thread makes the
 // output rows its pooled rows read into a ring of rows and pools them as they are made, so the
 // convolution's output (ResNet-50's 12.8 MB at batch 16) stays in the core's L1 and L2 instead of
-// going to memory and back. dst: n x poh x pow x out_channels. Call only when available().
-void run_max_pooled(const Plan &plan, const uint8_t *src, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow,
+// going to memory and back; an fp32 input is quantized row by row as the convolution reads it
+// (no quantized copy of the batch made first). dst: n x poh x pow x out_channels. Call only when
+// available().
+void run_max_pooled(const Plan &plan, const Source &src, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow,
                     const ops::PoolWindow &win, int64_t poh, int64_t pow, uint8_t *dst);
 
 }  // namespace ipex::quant::stem

@@ -104,45 +104,64 @@ const std::array<std::array<TileFn, kMr>, 4> kTiles = {
     tiles_for<1>(std::make_index_sequence<kMr>()), tiles_for<2>(std::make_index_sequence<kMr>()),
     tiles_for<3>(std::make_index_sequence<kMr>()), tiles_for<4>(std::make_index_sequence<kMr>())};
 
-// The padded input rows a run of output rows reads, each copied once: a ring of kh rows, each
-// (pad + w + pad) pixels and 64 bytes more (what a kernel row's last group reads past its taps).
+// The padded input rows a run of output rows reads, each copied once (fp32 ones quantized): a
+// ring of kh rows, each (pad + w + pad) pixels and 64 bytes more (what a kernel row's last group
+// reads past its taps).
 class RowRing {
 public:
-    RowRing(const Plan &p, int64_t h, int64_t w)
-        : p_(p), h_(h), w_(w), bytes_((w + 2 * p.pad_w) * p.channels + 64), data_(p.kh * bytes_),
+    RowRing(const Plan &p, const Source &src, int64_t h, int64_t w)
+        : p_(p), src_(src), h_(h), w_(w), bytes_((w + 2 * p.pad_w) * p.channels + 64), data_(p.kh * bytes_),
           tags_(p.kh, {-1, 0}) {
         const int zp = p.in_zero_point + (p.in_s8 ? 128 : 0);
         fill_ = static_cast<uint8_t>(zp);
     }
 
     // Row y (input coordinates, may be outside 0..h-1) of image `image`, from pixel -pad_w.
-    const uint8_t *row(const uint8_t *image, int64_t index, int64_t y) {
+    const uint8_t *row(int64_t image, int64_t y) {
         const int64_t slot = ((y % p_.kh) + p_.kh) % p_.kh;
         uint8_t *dst = data_.data() + slot * bytes_;
-        if (tags_[slot].first == index && tags_[slot].second == y) return dst;
-        tags_[slot] = {index, y};
+        if (tags_[slot].first == image && tags_[slot].second == y) return dst;
+        tags_[slot] = {image, y};
         if (y < 0 || y >= h_) {
             std::memset(dst, fill_, bytes_);
             return dst;
         }
         const int64_t left = p_.pad_w * p_.channels, body = w_ * p_.channels;
         std::memset(dst, fill_, left);
-        const uint8_t *src = image + y * body;
-        if (!p_.in_s8) {
-            std::memcpy(dst + left, src, body);
+        if (src_.floats && src_.planes) {
+            const int64_t plane = h_ * w_;
+            const float *at = src_.floats + image * p_.channels * plane + y * w_;
+            if (y + kAheadRows < h_)
+                for (int64_t c = 0; c < p_.channels; ++c) prefetch(at + c * plane + kAheadRows * w_, w_);
+            quantize_kernel::planes_to_last_avx512(at, dst + left, p_.channels, plane, 0, w_, src_.quantize);
+        } else if (src_.floats) {
+            const float *at = src_.floats + (image * h_ + y) * body;
+            if (y + kAheadRows < h_) prefetch(at + kAheadRows * body, body);
+            quantize_kernel::flat_avx512(at, dst + left, body, src_.quantize);
+        } else if (!p_.in_s8) {
+            std::memcpy(dst + left, src_.bytes + (image * h_ + y) * body, body);
         } else {  // s8 + 128 as u8: flip the sign bit
+            const uint8_t *from = src_.bytes + (image * h_ + y) * body;
             int64_t i = 0;
             const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
             for (; i + 64 <= body; i += 64)
-                _mm512_storeu_si512(dst + left + i, _mm512_xor_si512(_mm512_loadu_si512(src + i), flip));
-            for (; i < body; ++i) dst[left + i] = static_cast<uint8_t>(src[i] ^ 0x80);
+                _mm512_storeu_si512(dst + left + i, _mm512_xor_si512(_mm512_loadu_si512(from + i), flip));
+            for (; i < body; ++i) dst[left + i] = static_cast<uint8_t>(from[i] ^ 0x80);
         }
         std::memset(dst + left + body, fill_, bytes_ - left - body);
         return dst;
     }
 
 private:
+    // fp32 rows are read from memory (a network's input): the row kAheadRows below is asked for
+    // when one is quantized, so it is in cache when its turn comes.
+    static constexpr int64_t kAheadRows = 4;
+    static void prefetch(const float *from, int64_t values) {
+        for (int64_t i = 0; i < values; i += 16) _mm_prefetch(reinterpret_cast<const char *>(from + i), _MM_HINT_T0);
+    }
+
     const Plan &p_;
+    const Source &src_;
     int64_t h_, w_, bytes_;
     std::vector<uint8_t> data_;
     std::vector<std::pair<int64_t, int64_t>> tags_;  // (image, row) each slot holds
@@ -152,14 +171,14 @@ private:
 // A thread's maker of output rows: its ring of input rows and each row's tiles.
 class RowMaker {
 public:
-    RowMaker(const Plan &p, const uint8_t *src, int64_t h, int64_t w, int64_t ow)
-        : p_(p), src_(src), image_bytes_(h * w * p.channels), ow_(ow), ring_(p, h, w), rows_(p.kh), at_(p.kh) {}
+    RowMaker(const Plan &p, const Source &src, int64_t h, int64_t w, int64_t ow)
+        : p_(p), ow_(ow), ring_(p, src, h, w), rows_(p.kh), at_(p.kh) {}
 
     // Output row y of image `image`, written at out_row (ow pixels of out_channels bytes).
     void make(int64_t image, int64_t y, uint8_t *out_row) {
         const Plan &p = p_;
         for (int64_t r = 0; r < p.kh; ++r)
-            rows_[r] = ring_.row(src_ + image * image_bytes_, image, y * p.stride_h - p.pad_h + r);
+            rows_[r] = ring_.row(image, y * p.stride_h - p.pad_h + r);
         const int64_t tiles = (p.out_channels + kTileChannels - 1) / kTileChannels;
         const int64_t tile_bytes = p.kh * p.groups_per_row * kTileChannels * 4;
         for (int64_t t = 0; t < tiles; ++t) {
@@ -181,8 +200,7 @@ public:
 
 private:
     const Plan &p_;
-    const uint8_t *src_;
-    int64_t image_bytes_, ow_;
+    int64_t ow_;
     RowRing ring_;
     std::vector<const uint8_t *> rows_, at_;  // the kernel rows, and at a tile's first pixel
 };
@@ -192,14 +210,16 @@ private:
 void run(const Plan &p, const uint8_t *src, int64_t n, int64_t h, int64_t w, uint8_t *dst, int64_t oh, int64_t ow) {
     // Rows of output a task: enough that the ring's copies (kh rows per stride rows) stay small.
     const int64_t grain = std::max<int64_t>(1, std::min<int64_t>(oh, 8));
+    Source bytes;
+    bytes.bytes = src;
     at::parallel_for(0, n * oh, grain, [&](int64_t begin, int64_t end) {
-        RowMaker maker(p, src, h, w, ow);
+        RowMaker maker(p, bytes, h, w, ow);
         for (int64_t index = begin; index < end; ++index)
             maker.make(index / oh, index % oh, dst + index * ow * p.out_channels);
     });
 }
 
-void run_max_pooled(const Plan &p, const uint8_t *src, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow,
+void run_max_pooled(const Plan &p, const Source &src, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow,
                     const ops::PoolWindow &win, int64_t poh, int64_t pow, uint8_t *dst) {
     const int64_t row_bytes = ow * p.out_channels;
     // The output rows one pooled row reads lie within `span` rows: a ring of span rows holds them.
@@ -226,7 +246,8 @@ void run_max_pooled(const Plan &p, const uint8_t *src, int64_t n, int64_t h, int
                 }
                 rows[count++] = row;
             }
-            max_pool_row(rows.data(), count, ow, p.out_channels, win, pow, is_signed, dst + index * pow * p.out_channels);
+            uint8_t *out = dst + index * pow * p.out_channels;
+            max_pool_row(rows.data(), count, ow, p.out_channels, win, pow, is_signed, out);
         }
     });
 }

@@ -127,7 +127,8 @@ QuantizeResult quantize_model(const torch::jit::Module &model, const QConfig &co
         }
         if (!options.portable) {  // residual blocks of int8 convolutions as ipex::int8_graph ops
             const passes::PassResult pooled = pool_int8_convolutions(prepared.graph);
-            result.report["int8_conv_max_pools"] = {{"ops", pooled.count}, {"modules", pooled.modules}};
+            result.report["int8_conv_max_pools"] = {
+                {"ops", pooled.count}, {"modules", pooled.modules}, {"fp32_inputs", pooled.details["fp32_inputs"]}};
             const passes::PassResult g = group_int8_convolutions(prepared.graph);
             result.report["int8_graphs"] = {{"graphs", g.count}, {"convolutions", g.details["convolutions"]},
                                             {"sums", g.details["sums"]}, {"modules", g.modules}};

@@ -163,12 +163,16 @@ class ResNetMixed(e2e.ToolTestCase):
         model = self.copy_model("resnet18")
         data = self.copy_input("resnet18")
         q = qc.calibrate(self, model, data, self.path("q.json"))
-        # All int8: one quantize at the input, one dequantize at the logits (the rank check
-        # before adaptive_avg_pool2d reads the int8 tensor).
+        # All int8: the input quantized by the stem's conv + pool op (its quantize taken in), one
+        # dequantize at the logits (the rank check before adaptive_avg_pool2d reads the int8 tensor).
         full = self.path("full.pt")
         self.tool("quantize", model, full, "--qconfig", self.path("q.json"))
+        _, report = self.optimize(model, self.path("opt.pt"), "--qconfig", self.path("q.json"))
+        pools = report["quantize"]["int8_conv_max_pools"]
+        self.assertEqual((pools["ops"], pools["fp32_inputs"]), (1, 1), pools)
         ops = qc.stock_eval(self, model, full, data, ops_library=True)["ops"]
-        self.assertEqual(count(ops, "ipex::quantize_per_tensor"), 1, ops)
+        self.assertEqual(count(ops, "ipex::int8_conv_max_pool"), 1, ops)
+        self.assertEqual(count(ops, "ipex::quantize_per_tensor"), 0, ops)
         self.assertEqual(count(ops, "aten::quantize_per_tensor"), 0, ops)
         self.assertEqual(count(ops, "ipex::dequantize"), 1, ops)
         self.assertEqual(count(ops, "aten::dequantize"), 0, ops)

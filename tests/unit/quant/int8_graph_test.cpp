@@ -272,8 +272,8 @@ TEST(Int8ConvMaxPool, OneStemPassGivesTheSequencesBits) {
     if (!stem::available()) GTEST_SKIP() << "this CPU has no AVX512-VNNI: the stem kernel does not run";
     KernelsVariable v("1");
     at::manual_seed(5);
-    const std::vector<Pooling> poolings{{{3, 3}, {2, 2}, {1, 1}, {1, 1}, false},  {{3, 3}, {2, 2}, {0, 0}, {1, 1}, true},
-                                        {{2, 3}, {1, 2}, {1, 0}, {2, 1}, false},  {{2, 2}, {3, 3}, {0, 1}, {1, 1}, true},
+    const std::vector<Pooling> poolings{{{3, 3}, {2, 2}, {1, 1}, {1, 1}, false}, {{3, 3}, {2, 2}, {0, 0}, {1, 1}, true},
+                                        {{2, 3}, {1, 2}, {1, 0}, {2, 1}, false}, {{2, 2}, {3, 3}, {0, 1}, {1, 1}, true},
                                         {{5, 1}, {1, 1}, {2, 0}, {1, 1}, false}};
     int runs = 0;
     for (at::ScalarType in : {at::kQUInt8, at::kQInt8})
@@ -309,6 +309,44 @@ TEST(Int8ConvMaxPool, OneStemPassGivesTheSequencesBits) {
                     EXPECT_EQ(c->cached_shapes(), 0u) << "a oneDNN primitive ran";
                 }
     EXPECT_GE(runs, 60);
+}
+
+// An fp32 input (NCHW or channels-last; bf16 too) gives the bits of ipex::quantize_per_tensor with
+// the context's input parameters and then the op, by the stem kernel's pass (quantizing rows as
+// it reads them) and by oneDNN's steps; the input is not written.
+TEST(Int8ConvMaxPool, Fp32InputIsQuantizedWithTheContextsParameters) {
+    at::manual_seed(6);
+    const auto op = c10::Dispatcher::singleton().findSchemaOrThrow("ipex::quantize_per_tensor", "");
+    int runs = 0;
+    for (const char *kernels : {"1", "0"})
+        for (at::ScalarType in : {at::kQUInt8, at::kQInt8}) {
+            if (std::string(kernels) == "1" && !stem::available()) continue;
+            const Ctx c = [&] {
+                KernelsVariable v(kernels);
+                return stem(64, 3, in, at::kQUInt8);
+            }();
+            const Int8Params &p = c->params();
+            for (int64_t batch : {1, 3}) {
+                const at::Tensor planes = at::randn({batch, 3, 45, 38}) * 3;
+                for (const at::Tensor &x : {planes, planes.contiguous(at::MemoryFormat::ChannelsLast),
+                                            planes.to(at::kBFloat16)}) {
+                    const at::Tensor before = x.clone();
+                    std::vector<c10::IValue> stack{x, p.in_scale, p.in_zero_point, static_cast<int64_t>(p.in_dtype)};
+                    op.callBoxed(&stack);
+                    const at::Tensor want =
+                        int8_conv_max_pool(stack[0].toTensor(), c, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false);
+                    const at::Tensor got = int8_conv_max_pool(x, c, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false);
+                    ASSERT_EQ(got.sizes(), want.sizes());
+                    EXPECT_EQ(got.scalar_type(), want.scalar_type());
+                    EXPECT_TRUE(at::equal(got.int_repr(), want.int_repr()))
+                        << "IPEX_CONV_KERNELS=" << kernels << " " << x.scalar_type() << " batch " << batch;
+                    EXPECT_TRUE(at::equal(x, before)) << "the op's input was written";
+                    ++runs;
+                }
+            }
+            if (std::string(kernels) == "1") EXPECT_EQ(c->cached_shapes(), 0u) << "a oneDNN primitive ran";
+        }
+    EXPECT_GE(runs, 12);
 }
 
 // Under a budget of one image's convolution output the convolution runs an image at a time (its
@@ -360,6 +398,11 @@ TEST(Int8ConvMaxPool, RegisteredOpAndErrors) {
     EXPECT_NE(error_of(c, {3, 3}, {1, 1}, x.slice(1, 0, 2)).find("input has 2 channels, expected 3"),
               std::string::npos);
     EXPECT_EQ(error_of(c, {3, 3}, {1, 1}, x), std::string());
+    // An input neither quantized nor float: the quantize's message.
+    EXPECT_NE(error_of(c, {3, 3}, {1, 1}, x.int_repr().to(at::kLong)).find("must be a float tensor"),
+              std::string::npos);
+    EXPECT_NE(error_of(c, {3, 3}, {1, 1}, at::randn({2, 2, 20, 20})).find("input has 2 channels, expected 3"),
+              std::string::npos);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // pool_int8_convolutions (quant/int8_grouping.h) on graphs of ipex::int8_op nodes: an int8
 // convolution whose output only an ipex::int8_max_pool2d with constant arguments reads becomes one
-// ipex::int8_conv_max_pool with the same output bits; a convolution read twice, a sum, a linear,
+// ipex::int8_conv_max_pool with the same output bits (taking in the quantize of an fp32 input made
+// for it alone); a convolution read twice, a sum, a linear,
 // a pooling with an argument that is not a constant stay as they are. dequantize_edges makes
 // every aten::dequantize of one tensor an ipex::dequantize and leaves the list overload.
 #include <ATen/ATen.h>
@@ -84,6 +85,45 @@ TEST(PoolInt8Convolutions, ConvolutionAndItsPoolingBecomeOneOp) {
     ASSERT_EQ(got.sizes(), want.sizes());
     EXPECT_TRUE(at::equal(got.int_repr(), want.int_repr()));
     ASSERT_EQ(r.modules.size(), 1u);
+}
+
+// fp32 x -> ipex::quantize_per_tensor(x, scale, 0, quint8) [-> also returned] -> the graph above.
+std::shared_ptr<Graph> build_from_float(double scale, bool quantized_read_twice) {
+    auto g = build("conv2d", false, false, false);
+    Value *x = g->inputs()[0];
+    Node *conv = x->uses()[0].user;
+    torch::jit::WithInsertPoint guard(conv);
+    Value *q = g->insert(c10::Symbol::fromQualString("ipex::quantize_per_tensor"),
+                         {x, scale, int64_t{0}, static_cast<int64_t>(at::kQUInt8)});
+    conv->replaceInput(0, q);
+    if (quantized_read_twice) g->registerOutput(q);
+    return g;
+}
+
+// The quantize of the network's input made for the convolution alone goes into the op, which
+// quantizes as it did: the same bits.
+TEST(PoolInt8Convolutions, TakesTheQuantizeOfAnFp32Input) {
+    at::manual_seed(2);
+    auto g = build_from_float(0.05, false);
+    const at::Tensor x = at::randn({2, 3, 40, 36});
+    const at::Tensor want = run(g, {x})[0].toTensor();
+    EXPECT_EQ(count(g, "ipex::quantize_per_tensor"), 1);
+    const passes::PassResult r = pool_int8_convolutions(g);
+    EXPECT_EQ(r.count, 1);
+    EXPECT_EQ(r.details["fp32_inputs"], 1);
+    EXPECT_EQ(count(g, "ipex::quantize_per_tensor"), 0);
+    EXPECT_EQ(count(g, "ipex::int8_conv_max_pool"), 1);
+    const at::Tensor got = run(g, {x})[0].toTensor();
+    ASSERT_EQ(got.sizes(), want.sizes());
+    EXPECT_TRUE(at::equal(got.int_repr(), want.int_repr()));
+    // Kept: a quantize read elsewhere too, or one with other parameters than the context's input.
+    for (const auto &[scale, twice] : std::vector<std::pair<double, bool>>{{0.05, true}, {0.06, false}}) {
+        auto kept = build_from_float(scale, twice);
+        const passes::PassResult k = pool_int8_convolutions(kept);
+        EXPECT_EQ(k.count, 1);
+        EXPECT_EQ(k.details["fp32_inputs"], 0);
+        EXPECT_EQ(count(kept, "ipex::quantize_per_tensor"), 1) << scale << " " << twice;
+    }
 }
 
 TEST(PoolInt8Convolutions, LeavesWhatItCannotTake) {
