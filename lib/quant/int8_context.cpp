@@ -30,6 +30,10 @@ struct Int8Context::Entry {
     dnnl::primitive primitive;
     memory::desc src, weights, dst, bias, scratchpad;
     ops::WeightCache::Packed packed;  // the weights in this primitive's layout
+    // The arguments every call passes the same (weights, bias, zero points), made once: a call
+    // adds its source and destination (a call made them all, 3.6 us of a 1-pixel convolution).
+    at::Tensor zero_points;  // s32 [source's, destination's]
+    std::unordered_map<int, memory> constant_args;
 };
 
 struct Int8Context::Cache {
@@ -50,14 +54,8 @@ memory::desc any_desc(const std::vector<int64_t> &dims, memory::data_type type) 
     return memory::desc(ops::to_dims(dims), type, memory::format_tag::any);
 }
 
-at::Tensor zero_point_tensor(int64_t zp) { return at::full({1}, static_cast<int32_t>(zp), at::kInt); }
-
 memory::data_type dnnl_type(at::ScalarType t) {
     return t == at::kQInt8 ? memory::data_type::s8 : memory::data_type::u8;
-}
-
-memory zero_point_memory(const at::Tensor &zp) {
-    return memory(memory::desc({1}, memory::data_type::s32, memory::format_tag::x), cpu_engine(), zp.data_ptr());
 }
 
 dnnl::primitive_attr make_attr(const Int8Params &p, const std::vector<float> &scales) {
@@ -308,20 +306,25 @@ std::shared_ptr<const Int8Context::Entry> Int8Context::entry_for(const at::Tenso
         entry->bias = bias_md;
     }
     entry->src = src_md;
+    entry->zero_points = at::tensor({static_cast<int32_t>(params_.in_zero_point),
+                                     static_cast<int32_t>(params_.out_zero_point)}, at::kInt);
+    const auto zero_point = [&](int i) {
+        return memory(memory::desc({1}, memory::data_type::s32, memory::format_tag::x), cpu_engine(),
+                      entry->zero_points.data_ptr<int32_t>() + i);
+    };
+    auto &args = entry->constant_args;
+    args.emplace(DNNL_ARG_WEIGHTS, entry->packed.memory);
+    if (params_.in_zero_point != 0) args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zero_point(0));
+    if (params_.out_zero_point != 0) args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, zero_point(1));
+    if (bias_.defined()) args.emplace(DNNL_ARG_BIAS, memory(entry->bias, cpu_engine(), bias_.data_ptr()));
     cache_->primitives.put(key, entry);
     return entry;
 }
 
 void Int8Context::execute_entry(const Entry &entry, const at::Tensor &src, const at::Tensor &dst) const {
-    const at::Tensor src_zp = zero_point_tensor(params_.in_zero_point);
-    const at::Tensor dst_zp = zero_point_tensor(params_.out_zero_point);
-    std::unordered_map<int, memory> args{
-        {DNNL_ARG_SRC, memory(entry.src, cpu_engine(), src.data_ptr())},
-        {DNNL_ARG_WEIGHTS, entry.packed.memory},
-        {DNNL_ARG_DST, memory(entry.dst, cpu_engine(), dst.data_ptr())}};
-    if (params_.in_zero_point != 0) args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zero_point_memory(src_zp));
-    if (params_.out_zero_point != 0) args.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, zero_point_memory(dst_zp));
-    if (bias_.defined()) args.emplace(DNNL_ARG_BIAS, memory(entry.bias, cpu_engine(), bias_.data_ptr()));
+    std::unordered_map<int, memory> args = entry.constant_args;
+    args.emplace(DNNL_ARG_SRC, memory(entry.src, cpu_engine(), src.data_ptr()));
+    args.emplace(DNNL_ARG_DST, memory(entry.dst, cpu_engine(), dst.data_ptr()));
     ops::execute(entry.primitive, entry.scratchpad, std::move(args));
 }
 
