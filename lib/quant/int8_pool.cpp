@@ -4,7 +4,9 @@
 #include <immintrin.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <array>
+#include <vector>
 
 #include "ops/op_errors.h"
 #include "ops/own_kernels.h"
@@ -13,21 +15,56 @@
 
 namespace ipex::quant {
 
+namespace {
+
+// The maximum of `count` rows at byte `at` (the lanes of m).
+[[gnu::target("avx512f,avx512bw")]] inline __m512i max_at(const uint8_t *const *rows, int64_t count, int64_t at,
+                                                         __mmask64 m, bool is_signed) {
+    __m512i best = _mm512_maskz_loadu_epi8(m, rows[0] + at);
+    for (int64_t r = 1; r < count; ++r) {
+        const __m512i v = _mm512_maskz_loadu_epi8(m, rows[r] + at);
+        best = is_signed ? _mm512_max_epi8(best, v) : _mm512_max_epu8(best, v);
+    }
+    return best;
+}
+
+// The maximum of `count` rows of `bytes` bytes each, at out.
+[[gnu::target("avx512f,avx512bw")]] void max_of_rows(const uint8_t *const *rows, int64_t count, int64_t bytes,
+                                                     bool is_signed, uint8_t *out) {
+    int64_t i = 0;
+    for (; i + 64 <= bytes; i += 64) _mm512_storeu_si512(out + i, max_at(rows, count, i, ~__mmask64(0), is_signed));
+    if (i < bytes) {
+        const __mmask64 m = (__mmask64(1) << (bytes - i)) - 1;
+        _mm512_mask_storeu_epi8(out + i, m, max_at(rows, count, i, m, is_signed));
+    }
+}
+
+}  // namespace
+
 [[gnu::target("avx512f,avx512bw")]] void max_pool_row(const uint8_t *const *rows, int64_t count, int64_t w, int64_t c,
                                                       const ops::PoolWindow &win, int64_t ow, bool is_signed,
                                                       uint8_t *out) {
+    // The rows' maximum first (one row to read across), then each window's along it.
+    thread_local std::vector<uint8_t> column_max;
+    const uint8_t *line = rows[0];
+    if (count > 1) {
+        column_max.resize(static_cast<size_t>(w * c));
+        max_of_rows(rows, count, w * c, is_signed, column_max.data());
+        line = column_max.data();
+    }
     const __m512i lowest = _mm512_set1_epi8(is_signed ? -128 : 0);
     for (int64_t x = 0; x < ow; ++x, out += c) {
+        // The window's columns inside the row: kx from first to last.
+        const int64_t x0 = x * win.stride[1] - win.padding[1];
+        const int64_t first = x0 >= 0 ? 0 : (-x0 + win.dilation[1] - 1) / win.dilation[1];
+        const int64_t last = std::min(win.kernel[1], (w - 1 - x0) / win.dilation[1] + 1);
         for (int64_t c0 = 0; c0 < c; c0 += 64) {
             const __mmask64 m = c - c0 >= 64 ? ~__mmask64(0) : (__mmask64(1) << (c - c0)) - 1;
             __m512i best = lowest;
-            for (int64_t r = 0; r < count; ++r)
-                for (int64_t kx = 0; kx < win.kernel[1]; ++kx) {
-                    const int64_t ix = x * win.stride[1] - win.padding[1] + kx * win.dilation[1];
-                    if (ix < 0 || ix >= w) continue;
-                    const __m512i v = _mm512_maskz_loadu_epi8(m, rows[r] + ix * c + c0);
-                    best = is_signed ? _mm512_max_epi8(best, v) : _mm512_max_epu8(best, v);
-                }
+            for (int64_t kx = first; kx < last; ++kx) {
+                const __m512i v = _mm512_maskz_loadu_epi8(m, line + (x0 + kx * win.dilation[1]) * c + c0);
+                best = is_signed ? _mm512_max_epi8(best, v) : _mm512_max_epu8(best, v);
+            }
             if (c - c0 >= 64)  // a masked byte store only for the tail: far slower on AMD's cores
                 _mm512_storeu_si512(out + c0, best);
             else

@@ -26,7 +26,12 @@ TEST(Int8MaxPool2d, MatchesAtenOverChannelsGeometriesAndTypes) {
                                               {{2, 2}, {}, {0, 0}, {1, 1}, false},
                                               {{3, 3}, {2, 2}, {0, 0}, {1, 1}, true},
                                               {{3, 2}, {1, 2}, {1, 0}, {2, 1}, false},
-                                              {{5, 5}, {3, 3}, {2, 2}, {1, 1}, true}};
+                                              {{5, 5}, {3, 3}, {2, 2}, {1, 1}, true},
+                                              // dilated across the row with padding: windows whose
+                                              // first columns lie left of it
+                                              {{3, 3}, {2, 1}, {1, 1}, {2, 2}, false},
+                                              {{2, 3}, {1, 1}, {1, 1}, {1, 3}, true},
+                                              {{1, 1}, {2, 2}, {0, 0}, {1, 1}, false}};  // one row
     for (int64_t c : {1, 3, 24, 63, 64, 65, 116})
         for (at::ScalarType dtype : {at::kQUInt8, at::kQInt8})
             for (const Geometry &g : geometries) {
