@@ -46,7 +46,7 @@ namespace {
                                                       uint8_t *out) {
     // The rows' maximum first (one row to read across), then each window's along it.
     thread_local std::vector<uint8_t> column_max;
-    const uint8_t *line = rows[0];
+    const uint8_t *line = count > 0 ? rows[0] : nullptr;  // none: aten's sizes leave no empty window
     if (count > 1) {
         column_max.resize(static_cast<size_t>(w * c));
         max_of_rows(rows, count, w * c, is_signed, column_max.data());
@@ -57,7 +57,7 @@ namespace {
         // The window's columns inside the row: kx from first to last.
         const int64_t x0 = x * win.stride[1] - win.padding[1];
         const int64_t first = x0 >= 0 ? 0 : (-x0 + win.dilation[1] - 1) / win.dilation[1];
-        const int64_t last = std::min(win.kernel[1], (w - 1 - x0) / win.dilation[1] + 1);
+        const int64_t last = !line || x0 > w - 1 ? 0 : std::min(win.kernel[1], (w - 1 - x0) / win.dilation[1] + 1);
         for (int64_t c0 = 0; c0 < c; c0 += 64) {
             const __mmask64 m = c - c0 >= 64 ? ~__mmask64(0) : (__mmask64(1) << (c - c0)) - 1;
             __m512i best = lowest;
