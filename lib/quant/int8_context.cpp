@@ -17,7 +17,6 @@
 #include "ops/state_checks.h"
 #include "ops/weight_cache.h"
 #include "quant/int8_pointwise.h"
-#include "quant/int8_pool.h"
 #include "quant/int8_quantize.h"
 #include "quant/int8_stem.h"
 
@@ -261,8 +260,8 @@ std::shared_ptr<const Int8Context::Entry> Int8Context::entry_for(const at::Tenso
         const int64_t k = qweight_.size(0), n = qweight_.size(1);
         const memory::desc w_any = any_desc({k, n}, memory::data_type::s8);
         const memory::desc dst_md = q8_desc(dst);
-        const memory::desc bias2 = bias_.defined() ? memory::desc({1, n}, memory::data_type::f32, memory::format_tag::ab)
-                                                   : memory::desc();
+        const memory::desc bias2 =
+            bias_.defined() ? memory::desc({1, n}, memory::data_type::f32, memory::format_tag::ab) : memory::desc();
         const auto weights = packed_weights(memory::desc({k, n}, memory::data_type::s8, memory::format_tag::ab));
         const auto pd = weights->prefer_packed(w_any, [&](const memory::desc &w) {
             return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src_md, w, bias2, dst_md), attr, cpu_engine());
@@ -375,8 +374,7 @@ bool Int8Context::run_own(const at::Tensor &src, const at::Tensor &dst) const {
 }
 
 at::Tensor Int8Context::run_max_pooled(const at::Tensor &input, const ops::PoolWindow &win, bool ceil_mode) const {
-    if (!stem_ || input.dim() != 4 || win.kernel[0] > kMaxPoolRows || !ops::own_kernels::available(false))
-        return {};
+    if (!stem_ || input.dim() != 4 || !ops::own_kernels::available(false)) return {};
     const bool from_float = !input.is_quantized();
     const bool planes = from_float && input.is_contiguous() && !input.is_contiguous(at::MemoryFormat::ChannelsLast);
     if (from_float && (input.scalar_type() != at::kFloat ||
@@ -399,13 +397,14 @@ at::Tensor Int8Context::run_max_pooled(const at::Tensor &input, const ops::PoolW
                                          ceil_mode);
     if (pooled[2] < 1 || pooled[3] < 1) return {};
     // The choice is the convolution's alone (a new shape timed on the quantized input, into an
-    // output of its own).
-    const auto decided = own_always_ ? nullptr : cache_->own_choices.find(sizes.vec());
-    const bool own = own_always_ ? true
-                     : decided   ? *decided
-                                 : own_chosen(src.defined() ? src : quantized(),
-                                              empty_q8(conv, params_.out_dtype, params_.out_scale,
-                                                       params_.out_zero_point, true));
+    // output of its own, made only then).
+    bool own = own_always_;
+    if (!own) {
+        const auto decided = cache_->own_choices.find(sizes.vec());
+        own = decided ? *decided
+                      : own_chosen(src.defined() ? src : quantized(),
+                                   empty_q8(conv, params_.out_dtype, params_.out_scale, params_.out_zero_point, true));
+    }
     if (!own) return {};
     stem::Source from;
     if (from_float) {

@@ -38,22 +38,30 @@ at::Tensor int8_graph(const at::Tensor &input, const Int8Chain &contexts, at::In
 
 namespace {
 constexpr const char *kConvMaxPool = "ipex::int8_conv_max_pool";
+
+// The pooling's window; throws (caller input) for arguments aten's pooling would reject.
+ipex::ops::PoolWindow checked_window(at::IntArrayRef kernel_size, at::IntArrayRef stride, at::IntArrayRef padding,
+                                     at::IntArrayRef dilation) {
+    const auto window = ipex::ops::pool_window(kernel_size, stride, padding, dilation);
+    IPEX_CHECK_INPUT(window, kConvMaxPool,
+                     ": kernel_size must have 1 or 2 values, stride, padding and dilation too (stride may be empty), "
+                     "each above 0, padding at most half the kernel; got kernel_size ", kernel_size, ", stride ",
+                     stride, ", padding ", padding, ", dilation ", dilation);
+    return *window;
+}
+
 }  // namespace
 
 std::vector<ipex::ops::GraphStep> int8_conv_max_pool_steps(const c10::intrusive_ptr<Int8Context> &ctx,
                                                            at::IntArrayRef kernel_size, at::IntArrayRef stride,
                                                            at::IntArrayRef padding, at::IntArrayRef dilation,
                                                            bool ceil_mode) {
-    const auto window = ipex::ops::pool_window(kernel_size, stride, padding, dilation);
-    IPEX_CHECK_INPUT(window, kConvMaxPool,
-                     ": kernel_size must have 1 or 2 values, stride, padding and dilation too (stride may be empty), "
-                     "each above 0, padding at most half the kernel; got kernel_size ", kernel_size, ", stride ",
-                     stride, ", padding ", padding, ", dilation ", dilation);
+    const ipex::ops::PoolWindow window = checked_window(kernel_size, stride, padding, dilation);
     // aten's quantized pooling reads two values of each list: the window's.
-    const std::vector<int64_t> k(window->kernel.begin(), window->kernel.end());
-    const std::vector<int64_t> s(window->stride.begin(), window->stride.end());
-    const std::vector<int64_t> p(window->padding.begin(), window->padding.end());
-    const std::vector<int64_t> d(window->dilation.begin(), window->dilation.end());
+    const std::vector<int64_t> k(window.kernel.begin(), window.kernel.end());
+    const std::vector<int64_t> s(window.stride.begin(), window.stride.end());
+    const std::vector<int64_t> p(window.padding.begin(), window.padding.end());
+    const std::vector<int64_t> d(window.dilation.begin(), window.dilation.end());
     std::vector<ipex::ops::GraphStep> steps = int8_steps(Int8Chain({ctx}));
     ipex::ops::GraphStep pool;
     pool.output_sizes = [=](const std::vector<int64_t> &in) -> std::vector<int64_t> {
@@ -84,16 +92,15 @@ at::Tensor int8_conv_max_pool(const at::Tensor &input, const c10::intrusive_ptr<
                               at::IntArrayRef dilation, bool ceil_mode) {
     IPEX_CHECK_INPUT(!ctx->params().sum && ctx->params().kind == "conv2d", kConvMaxPool,
                      ": the context must be a 2-D convolution without a sum, got ", ctx->describe());
-    const std::vector<ipex::ops::GraphStep> steps =
-        int8_conv_max_pool_steps(ctx, kernel_size, stride, padding, dilation, ceil_mode);  // checks the window
     const at::Tensor fused =
-        ctx->run_max_pooled(input, *ipex::ops::pool_window(kernel_size, stride, padding, dilation), ceil_mode);
+        ctx->run_max_pooled(input, checked_window(kernel_size, stride, padding, dilation), ceil_mode);
     if (fused.defined()) return fused;
     const Int8Params &p = ctx->params();
     const at::Tensor q =
         input.is_quantized() ? input : ipex::quant::quantize_per_tensor(input, p.in_scale, p.in_zero_point, p.in_dtype);
     const int64_t program[] = {0, -1, 1, -1};
-    return ipex::ops::run_graph_program(kConvMaxPool, q, steps, program);
+    return ipex::ops::run_graph_program(
+        kConvMaxPool, q, int8_conv_max_pool_steps(ctx, kernel_size, stride, padding, dilation, ceil_mode), program);
 }
 
 }  // namespace ipex::quant

@@ -67,7 +67,7 @@ struct Source {
 };
 
 // The convolution (output oh x ow) and a 2-D max pooling of its output by `win` (aten's windows,
-// pooled sizes poh x pow, at most kMaxPoolRows window rows) in one pass: each thread makes the
+// pooled sizes poh x pow) in one pass: each thread makes the
 // output rows its pooled rows read into a ring of rows and pools them as they are made, so the
 // convolution's output (ResNet-50's 12.8 MB at batch 16) stays in the core's L1 and L2 instead of
 // going to memory and back; an fp32 input is quantized row by row as the convolution reads it
