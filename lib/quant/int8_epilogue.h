@@ -4,6 +4,10 @@
 // the output zero point, rounding to nearest even, saturation).
 #pragma once
 
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
 namespace ipex::quant::vnni {
 
 // The numbers after the per-channel scale and shift, the same for every output of an op.
@@ -25,6 +29,11 @@ struct Epilogue {
 struct Folded {
     float shift_add = 0.f, add_after_relu = 0.f, sum_scale = 1.f, lo = 0.f;
     bool out_s8 = false;
+    // Every y the epilogue can meet lies below 2^31 (set by the plan from its scales, shifts and
+    // the largest accumulator: in_int32_range), so its conversion to int32 cannot overflow and
+    // the int32 -> int16 -> 8-bit saturating packs give the output bytes; otherwise the kernels
+    // clamp y to the type's top in fp32 first.
+    bool in_int32 = false;
 };
 
 inline Folded fold(const Epilogue &e) {
@@ -38,6 +47,18 @@ inline Folded fold(const Epilogue &e) {
     f.out_s8 = e.out_s8;
     f.sum_scale = e.sum_scale;
     return f;
+}
+
+// Whether every y of the folded epilogue stays below 2^31 when each accumulator is at most
+// acc_bound in magnitude: y = acc x scale + shift per channel, [max(y, 0) + add_after_relu],
+// [+ sum_scale x a byte], with room for fp32's rounding of each step.
+inline bool in_int32_range(const Folded &f, double acc_bound, const std::vector<float> &scale,
+                           const std::vector<float> &shift) {
+    double top = 0.0;
+    for (size_t c = 0; c < scale.size() && c < shift.size(); ++c)
+        top = std::max(top, std::abs(static_cast<double>(scale[c])) * acc_bound + static_cast<double>(shift[c]));
+    top += std::abs(static_cast<double>(f.add_after_relu)) + std::abs(static_cast<double>(f.sum_scale)) * 255.0;
+    return std::isfinite(top) && top * (1.0 + 1e-5) + 1.0 < 2147483520.0;  // the largest fp32 below 2^31
 }
 
 }  // namespace ipex::quant::vnni

@@ -53,6 +53,7 @@ Plan make_plan(const at::Tensor &weight, const at::Tensor &bias, const std::vect
         p.shift[oc] =
             static_cast<float>((b - static_cast<double>(zp * sum)) * scales[oc] + p.folded.shift_add);
     }
+    p.folded.in_int32 = vnni::in_int32_range(p.folded, static_cast<double>(p.k) * 255.0 * 128.0, p.scale, p.shift);
     return p;
 }
 

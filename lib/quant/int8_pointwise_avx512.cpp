@@ -50,6 +50,16 @@ void run_tile(const Plan &p, const uint8_t *const *a, const int8_t *w, const flo
         scale[j] = _mm512_loadu_ps(scale_at + 16 * j);
         shift[j] = _mm512_loadu_ps(shift_at + 16 * j);
     }
+    if (e.in_int32) {
+        const __m512i lo = vnni::lo_bytes(p.folded);
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; ++i) {
+            uint8_t *o = out + i * p.n;
+            _mm512_storeu_si512(o, vnni::epilogue64<kSum, kReluBeforeSum, kSummandS8, kOutS8>(e, acc[i], scale, shift,
+                                                                                              o, lo));
+        }
+        return;
+    }
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
         uint8_t *o = out + i * p.n;

@@ -81,6 +81,8 @@ Plan make_plan(const at::Tensor &weight, const at::Tensor &bias, const std::vect
         // Folded as oneDNN does: (acc - zp x sum + bias) x scale.
         p.shift[oc] = static_cast<float>((b - static_cast<double>(zp * sum)) * scales[oc] + p.epilogue.shift_add);
     }
+    const double taps = static_cast<double>(p.kh * p.groups_per_row * 4);  // the padding bytes meet zero weights
+    p.epilogue.in_int32 = vnni::in_int32_range(p.epilogue, taps * 255.0 * 128.0, p.scale, p.shift);
     return p;
 }
 

@@ -66,6 +66,21 @@ void run_tile(const Tile &t) {
         scale[j] = _mm512_loadu_ps(t.scale + 16 * j);
         shift[j] = _mm512_loadu_ps(t.shift + 16 * j);
     }
+    if constexpr (NR == 4) {
+        if (t.channels == kTileChannels && e.in_int32) {  // one whole 64-byte store a pixel
+            const __m512i lo = vnni::lo_bytes(*t.epilogue);
+#pragma GCC unroll 16
+            for (int i = 0; i < MR; ++i) {
+                uint8_t *out = t.dst + i * t.dst_step;
+                _mm512_storeu_si512(out, t.epilogue->out_s8
+                                             ? vnni::epilogue64<false, false, false, true>(e, acc[i], scale, shift,
+                                                                                           nullptr, lo)
+                                             : vnni::epilogue64<false, false, false, false>(e, acc[i], scale, shift,
+                                                                                            nullptr, lo));
+            }
+            return;
+        }
+    }
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
         uint8_t *out = t.dst + i * t.dst_step;

@@ -24,6 +24,7 @@ struct Case {
     int64_t in_zp = 0, sum_zp = 0;
     bool bias = true;
     bool in_s8 = false;
+    double gain = 1.0;  // on every scale: 1e9 puts outputs far past 2^31 before the narrowing
 };
 
 vnni::Epilogue epilogue(bool relu, bool sum, bool sum_s8, bool sum_relu, bool out_s8, float out_zp) {
@@ -54,9 +55,10 @@ void check(Case c, uint64_t seed) {
     const at::Tensor summand = at::randint(0, 256, {m, c.n}, at::kByte);
     std::vector<float> scales(c.n);
     const double spread = 128.0 * 128.0 * std::sqrt(static_cast<double>(c.k));
-    for (int64_t q = 0; q < c.n; ++q) scales[q] = static_cast<float>((30.0 + 11 * (q % 5)) / spread);
+    for (int64_t q = 0; q < c.n; ++q) scales[q] = static_cast<float>(c.gain * (30.0 + 11 * (q % 5)) / spread);
     const pointwise::Plan plan =
         pointwise::make_plan(weight, bias, scales, {c.stride, c.stride}, c.in_s8, c.in_zp, c.e);
+    EXPECT_EQ(plan.folded.in_int32, c.gain < 1e3);  // the packs' narrowing only where y stays below 2^31
 
     at::Tensor dst = at::full({m * c.n + 64}, 0x5a, at::kByte);  // guard bytes past the output
     dst.narrow(0, 0, m * c.n).copy_(summand.reshape(-1));
@@ -129,6 +131,18 @@ TEST_F(Int8Pointwise, EpiloguesTypesAndZeroPoints) {
                         if (c.in_s8) c.in_zp = -4;
                         check(c, seed++);
                     }
+}
+
+// Scales so large that y passes 2^31 (where the int32 conversion overflows): every output still
+// saturates to the type's top or bottom, with and without a sum, u8 and s8.
+TEST_F(Int8Pointwise, OutputsPast2To31Saturate) {
+    uint64_t seed = 300;
+    for (bool sum : {false, true})
+        for (bool out_s8 : {false, true}) {
+            Case c{2, 5, 7, 64, 128, 1, epilogue(false, sum, false, sum, out_s8, out_s8 ? 3.f : 100.f)};
+            c.gain = 1e9;
+            check(c, seed++);
+        }
 }
 
 TEST(Int8PointwiseFits, WhatTheKernelTakes) {

@@ -20,6 +20,7 @@ struct Case {
     int64_t n, c, h, w, oc, kh, kw, sh, sw, ph, pw;
     bool in_s8 = false, out_s8 = false, relu = true, bias = true;
     int64_t in_zp = 0, out_zp = 0;
+    double gain = 1.0;  // on every scale: 1e9 puts outputs far past 2^31 before the narrowing
 };
 
 int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p) { return (in + 2 * p - k) / s + 1; }
@@ -68,9 +69,10 @@ void check(const Case &k, uint64_t seed) {
     // Scales that put the outputs across the output range, some channels saturating.
     std::vector<float> scales(k.oc);
     const double spread = 128.0 * 128.0 * std::sqrt(static_cast<double>(k.c * k.kh * k.kw));
-    for (int64_t q = 0; q < k.oc; ++q) scales[q] = static_cast<float>((40.0 + 13 * (q % 7)) / spread);
+    for (int64_t q = 0; q < k.oc; ++q) scales[q] = static_cast<float>(k.gain * (40.0 + 13 * (q % 7)) / spread);
     const stem::Plan plan = stem::make_plan(weight, bias, scales, {k.sh, k.sw}, {k.ph, k.pw}, k.relu, k.in_s8,
                                             k.in_zp, k.out_s8, k.out_zp);
+    EXPECT_EQ(plan.epilogue.in_int32, k.gain < 1e3);  // the packs' narrowing only where y stays below 2^31
     const int64_t oh = out_size(k.h, k.kh, k.sh, k.ph), ow = out_size(k.w, k.kw, k.sw, k.pw);
     // One guard byte past the output: the kernel writes no byte outside it.
     at::Tensor dst = at::full({k.n * oh * ow * k.oc + 64}, 0x5a, at::kByte);
@@ -120,10 +122,23 @@ TEST_F(Int8Stem, SignedTypesZeroPointsRelu) {
     for (bool in_s8 : {false, true})
         for (bool out_s8 : {false, true})
             for (bool relu : {false, true})
-                for (bool bias : {false, true}) {
-                    const int64_t in_zp = in_s8 ? -5 : 131, out_zp = out_s8 ? (relu ? -20 : 3) : (relu ? 0 : 100);
-                    check({2, 3, 19, 41, 40, 5, 5, 2, 2, 2, 2, in_s8, out_s8, relu, bias, in_zp, out_zp}, seed++);
-                }
+                for (bool bias : {false, true})
+                    for (int64_t oc : {40, 64}) {  // a tail tile; whole 64-channel tiles (their own epilogue)
+                        const int64_t in_zp = in_s8 ? -5 : 131, out_zp = out_s8 ? (relu ? -20 : 3) : (relu ? 12 : 100);
+                        check({2, 3, 19, 41, oc, 5, 5, 2, 2, 2, 2, in_s8, out_s8, relu, bias, in_zp, out_zp}, seed++);
+                    }
+}
+
+// Scales so large that y passes 2^31 (where the int32 conversion overflows): every output still
+// saturates to the type's top or bottom, on whole 64-channel tiles and on a tail.
+TEST_F(Int8Stem, OutputsPast2To31Saturate) {
+    uint64_t seed = 300;
+    for (bool out_s8 : {false, true})
+        for (int64_t oc : {40, 64}) {
+            Case k{2, 3, 19, 41, oc, 5, 5, 2, 2, 2, 2, false, out_s8, false, true, 131, out_s8 ? 3 : 100};
+            k.gain = 1e9;
+            check(k, seed++);
+        }
 }
 
 TEST(Int8StemFits, WhatTheKernelTakes) {
