@@ -2,6 +2,8 @@
 
 #include "core/isa.h"
 
+#include <utility>
+
 namespace ipex::quant::stem {
 
 namespace {
@@ -33,6 +35,16 @@ Plan make_plan(const at::Tensor &weight, const at::Tensor &bias, const std::vect
     p.pad_h = padding[0];
     p.pad_w = padding[1];
     p.groups_per_row = (p.kw * p.channels + 3) / 4;
+    const int64_t row_taps = p.kw * p.channels;
+    const int64_t last = row_taps - 4 * (p.groups_per_row - 1);  // taps in a row's last group: 1-4
+    if (last <= 2 && p.kh > 1) {
+        p.tail_bytes = last;
+        p.rows_per_tail = 4 / last;
+        p.tail_groups = (p.kh + p.rows_per_tail - 1) / p.rows_per_tail;
+        p.row_groups = p.groups_per_row - 1;
+    } else {
+        p.row_groups = p.groups_per_row;
+    }
     vnni::Epilogue e;
     e.relu = relu;
     e.out_s8 = out_s8;
@@ -43,28 +55,33 @@ Plan make_plan(const at::Tensor &weight, const at::Tensor &bias, const std::vect
     TORCH_CHECK(static_cast<int64_t>(scales.size()) == p.out_channels, "int8 stem kernel: one scale per output");
 
     const int64_t tiles = (p.out_channels + kTileChannels - 1) / kTileChannels;
-    const int64_t tile_bytes = p.kh * p.groups_per_row * kTileChannels * 4;
+    const int64_t groups = p.kh * p.row_groups + p.tail_groups;
+    const int64_t tile_bytes = groups * kTileChannels * 4;
     p.packed = at::zeros({tiles * tile_bytes}, at::TensorOptions().dtype(at::kChar));
     int8_t *out = p.packed.data_ptr<int8_t>();
     const int8_t *w = weight.data_ptr<int8_t>();
-    const int64_t row_taps = p.kw * p.channels;
+    // Group g's byte b: kernel row and byte of that row (tap q / C, channel q % C), or -1 (zero).
+    const auto tap_of = [&](int64_t g, int64_t b) -> std::pair<int64_t, int64_t> {
+        if (g < p.kh * p.row_groups) return {g / p.row_groups, 4 * (g % p.row_groups) + b};
+        const int64_t r = (g - p.kh * p.row_groups) * p.rows_per_tail + b / p.tail_bytes;
+        return {r < p.kh ? r : -1, 4 * p.row_groups + b % p.tail_bytes};
+    };
     for (int64_t t = 0; t < tiles; ++t) {
         const int64_t first = t * kTileChannels;
         const int64_t blocks = (std::min(kTileChannels, p.out_channels - first) + 15) / 16;
-        for (int64_t r = 0; r < p.kh; ++r)
-            for (int64_t g = 0; g < p.groups_per_row; ++g)
-                for (int64_t j = 0; j < blocks; ++j)
-                    for (int64_t lane = 0; lane < 16; ++lane) {
-                        const int64_t oc = first + 16 * j + lane;
-                        if (oc >= p.out_channels) continue;
-                        for (int64_t b = 0; b < 4; ++b) {
-                            const int64_t q = 4 * g + b;  // byte of the kernel row: tap q / C, channel q % C
-                            if (q >= row_taps) continue;
-                            const int64_t kx = q / p.channels, c = q % p.channels;
-                            out[t * tile_bytes + (((r * p.groups_per_row + g) * blocks + j) * 16 + lane) * 4 + b] =
-                                w[((oc * p.channels + c) * p.kh + r) * p.kw + kx];
-                        }
+        for (int64_t g = 0; g < groups; ++g)
+            for (int64_t j = 0; j < blocks; ++j)
+                for (int64_t lane = 0; lane < 16; ++lane) {
+                    const int64_t oc = first + 16 * j + lane;
+                    if (oc >= p.out_channels) continue;
+                    for (int64_t b = 0; b < 4; ++b) {
+                        const auto [r, q] = tap_of(g, b);
+                        if (r < 0 || q >= row_taps) continue;
+                        const int64_t kx = q / p.channels, c = q % p.channels;
+                        out[t * tile_bytes + ((g * blocks + j) * 16 + lane) * 4 + b] =
+                            w[((oc * p.channels + c) * p.kh + r) * p.kw + kx];
                     }
+                }
     }
 
     // The kernel multiplies bytes shifted to u8 (s8 + 128) and subtracts the zero point's share.
@@ -81,7 +98,7 @@ Plan make_plan(const at::Tensor &weight, const at::Tensor &bias, const std::vect
         // Folded as oneDNN does: (acc - zp x sum + bias) x scale.
         p.shift[oc] = static_cast<float>((b - static_cast<double>(zp * sum)) * scales[oc] + p.epilogue.shift_add);
     }
-    const double taps = static_cast<double>(p.kh * p.groups_per_row * 4);  // the padding bytes meet zero weights
+    const double taps = static_cast<double>(4 * groups);  // the padding bytes meet zero weights
     p.epilogue.in_int32 = vnni::in_int32_range(p.epilogue, taps * 255.0 * 128.0, p.scale, p.shift);
     return p;
 }

@@ -2,9 +2,10 @@
 // image, 7x7 stride 2 in ResNet, 3x3 stride 2 in MobileNet and EfficientNet), where oneDNN 2.6
 // pads each pixel's channels to 4 and its multiplies run on a quarter of zeros. On CPUs with
 // AVX512-VNNI: each kernel row's taps are one run of kw x c bytes of a channels-last input row,
-// taken 4 bytes at a time (the last group's surplus bytes meet zero weights), so a 7x7 kernel on
-// 3 channels makes 7 x 6 groups of 4 multiplies (168 for 147 taps, where oneDNN makes 196).
-// Input rows are copied once into a ring of padded rows (the padding is the input's zero
+// taken 4 bytes at a time (the last group's surplus bytes meet zero weights), and where a row's
+// last group holds one or two taps the last groups of several rows are merged into one (Plan::
+// tail_groups), so a 7x7 kernel on 3 channels makes 7 x 5 + 2 groups of 4 multiplies (148 for
+// 147 taps, where oneDNN makes 196; 168 without the merge). Input rows are copied once into a ring of padded rows (the padding is the input's zero
 // point; an s8 input is shifted to u8 there, its zero point with it). The accumulator is exact
 // in int32; the epilogue is (acc + bias - zero point x the weights' sum) x scale in fp32 (one
 // multiply-add), then relu, the output zero point, rounding to nearest even and saturation, as
@@ -27,8 +28,15 @@ struct Plan {
     int64_t channels = 0, out_channels = 0, kh = 0, kw = 0;
     int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
     int64_t groups_per_row = 0;  // ceil(kw x channels / 4): 4-byte groups of a kernel row
-    // s8 weights, [ceil(out_channels / 64)][kh][groups_per_row][blocks][16 lanes][4 bytes] with
-    // blocks = the tile's 16-channel blocks (4, fewer in the last tile), zeros past the taps.
+    // Where a kernel row's last group holds 1 or 2 taps (tail_bytes; 7 x 3 = 21 bytes: 1), the
+    // last groups of rows_per_tail = 4 / tail_bytes rows are one group (tail_groups of them): a
+    // 7x7 kernel on 3 channels makes 7 x 5 + 2 = 37 groups instead of 42, a 3x3 one 3 x 2 + 1 =
+    // 7 instead of 9. Each row then reads its first row_groups groups in place; the tails come
+    // from a buffer the kernel makes a row of output at a time. No merge: row_groups =
+    // groups_per_row, tail_groups = 0.
+    int64_t row_groups = 0, tail_bytes = 0, rows_per_tail = 1, tail_groups = 0;
+    // s8 weights, [ceil(out_channels / 64)][kh x row_groups + tail_groups][blocks][16 lanes][4 bytes]
+    // with blocks = the tile's 16-channel blocks (4, fewer in the last tile), zeros past the taps.
     at::Tensor packed;
     // Per output channel, padded to 16 with zeros: y = acc x scale + shift, then the epilogue.
     std::vector<float> scale, shift;

@@ -28,7 +28,9 @@ constexpr int64_t kTileChannels = 64;
 
 struct Tile {
     const uint8_t *const *rows;  // kh padded input rows, each at the tile's first pixel's window
-    int64_t kh, groups, step;    // step: bytes from one output pixel's window to the next
+    int64_t kh, groups, step;    // groups read in place a row; step: bytes from one output pixel's window to the next
+    const uint8_t *tails;        // the merged tail groups' words at the tile's first pixel (Plan::tail_groups)
+    int64_t tail_groups, tail_plane;  // bytes from one tail group's words to the next
     const int8_t *weights;       // the tile's packed weights
     const float *scale, *shift;  // the tile's first channel's
     const vnni::Folded *epilogue;
@@ -57,6 +59,18 @@ void run_tile(const Tile &t) {
 #pragma GCC unroll 4
                 for (int j = 0; j < NR; ++j) dot_add(acc[i][j], a, wv[j]);
             }
+        }
+    }
+    for (int64_t g = 0; g < t.tail_groups; ++g, w += NR * 64) {
+        __m512i wv[NR];
+#pragma GCC unroll 4
+        for (int j = 0; j < NR; ++j) wv[j] = _mm512_loadu_si512(w + 64 * j);
+        const uint8_t *words = t.tails + g * t.tail_plane;
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; ++i) {
+            const __m512i a = broadcast32(words + 4 * i);
+#pragma GCC unroll 4
+            for (int j = 0; j < NR; ++j) dot_add(acc[i][j], a, wv[j]);
         }
     }
     const vnni::EpilogueRegs e(*t.epilogue);
@@ -124,22 +138,46 @@ const std::array<std::array<TileFn, kMr>, 4> kTiles = {
 // reads past its taps).
 class RowRing {
 public:
-    RowRing(const Plan &p, const Source &src, int64_t h, int64_t w)
-        : p_(p), src_(src), h_(h), w_(w), bytes_((w + 2 * p.pad_w) * p.channels + 64), data_(p.kh * bytes_),
-          tags_(p.kh, {-1, 0}) {
+    RowRing(const Plan &p, const Source &src, int64_t h, int64_t w, int64_t ow)
+        : p_(p), src_(src), h_(h), w_(w), ow_(ow), bytes_((w + 2 * p.pad_w) * p.channels + 64), data_(p.kh * bytes_),
+          tail_bytes_((ow + kTailPad) * p.tail_bytes), tails_(p.kh * tail_bytes_), tags_(p.kh, {-1, 0}) {
         const int zp = p.in_zero_point + (p.in_s8 ? 128 : 0);
         fill_ = static_cast<uint8_t>(zp);
     }
 
     // Row y (input coordinates, may be outside 0..h-1) of image `image`, from pixel -pad_w.
     const uint8_t *row(int64_t image, int64_t y) {
-        const int64_t slot = ((y % p_.kh) + p_.kh) % p_.kh;
+        const int64_t slot = slot_of(y);
         uint8_t *dst = data_.data() + slot * bytes_;
         if (tags_[slot].first == image && tags_[slot].second == y) return dst;
         tags_[slot] = {image, y};
+        fill(image, y, dst);
+        if (p_.tail_groups) {  // the row's tail bytes of each output pixel's window, in pixel order
+            uint8_t *tail = tails_.data() + slot * tail_bytes_;
+            const int64_t step = p_.stride_w * p_.channels, at = 4 * p_.row_groups, n = p_.tail_bytes;
+            const uint8_t *from = dst + at;
+            if (n == 1) {
+                for (int64_t x = 0; x < ow_; ++x) tail[x] = from[x * step];
+            } else {
+                for (int64_t x = 0; x < ow_; ++x) std::memcpy(tail + 2 * x, from + x * step, 2);
+            }
+        }
+        return dst;
+    }
+
+    // The tail bytes of row y (row() called for it last): Plan::tail_bytes an output pixel,
+    // kTailPad pixels' worth past ow (unset: their words are never read).
+    const uint8_t *tails(int64_t y) const { return tails_.data() + slot_of(y) * tail_bytes_; }
+
+    static constexpr int64_t kTailPad = 16;
+
+private:
+    int64_t slot_of(int64_t y) const { return ((y % p_.kh) + p_.kh) % p_.kh; }
+
+    void fill(int64_t image, int64_t y, uint8_t *dst) {
         if (y < 0 || y >= h_) {
             std::memset(dst, fill_, bytes_);
-            return dst;
+            return;
         }
         const int64_t left = p_.pad_w * p_.channels, body = w_ * p_.channels;
         std::memset(dst, fill_, left);
@@ -164,10 +202,8 @@ public:
             for (; i < body; ++i) dst[left + i] = static_cast<uint8_t>(from[i] ^ 0x80);
         }
         std::memset(dst + left + body, fill_, bytes_ - left - body);
-        return dst;
     }
 
-private:
     // fp32 rows are read from memory (a network's input): the row kAheadRows below is asked for
     // when one is quantized, so it is in cache when its turn comes.
     static constexpr int64_t kAheadRows = 4;
@@ -177,8 +213,10 @@ private:
 
     const Plan &p_;
     const Source &src_;
-    int64_t h_, w_, bytes_;
+    int64_t h_, w_, ow_, bytes_;
     std::vector<uint8_t> data_;
+    int64_t tail_bytes_;
+    std::vector<uint8_t> tails_;
     std::vector<std::pair<int64_t, int64_t>> tags_;  // (image, row) each slot holds
     uint8_t fill_ = 0;
 };
@@ -187,26 +225,30 @@ private:
 class RowMaker {
 public:
     RowMaker(const Plan &p, const Source &src, int64_t h, int64_t w, int64_t ow)
-        : p_(p), ow_(ow), ring_(p, src, h, w), rows_(p.kh), at_(p.kh) {}
+        : p_(p), ow_(ow), ring_(p, src, h, w, ow), rows_(p.kh), at_(p.kh),
+          plane_(4 * (ow + RowRing::kTailPad)), words_(p.tail_groups * plane_),
+          zeros_((ow + RowRing::kTailPad) * p.tail_bytes) {}
 
     // Output row y of image `image`, written at out_row (ow pixels of out_channels bytes).
     void make(int64_t image, int64_t y, uint8_t *out_row) {
         const Plan &p = p_;
         for (int64_t r = 0; r < p.kh; ++r)
             rows_[r] = ring_.row(image, y * p.stride_h - p.pad_h + r);
+        if (p.tail_groups) merge_tails(y * p.stride_h - p.pad_h);
         const int64_t tiles = (p.out_channels + kTileChannels - 1) / kTileChannels;
-        const int64_t tile_bytes = p.kh * p.groups_per_row * kTileChannels * 4;
+        const int64_t tile_bytes = (p.kh * p.row_groups + p.tail_groups) * kTileChannels * 4;
         for (int64_t t = 0; t < tiles; ++t) {
             const int64_t first = t * kTileChannels;
             const int64_t channels = std::min(kTileChannels, p.out_channels - first);
             const int nr = static_cast<int>((channels + 15) / 16);
-            Tile tile{at_.data(), p.kh, p.groups_per_row, p.stride_w * p.channels,
+            Tile tile{at_.data(), p.kh, p.row_groups, p.stride_w * p.channels, nullptr, p.tail_groups, plane_,
                       p.packed.data_ptr<int8_t>() + t * tile_bytes, p.scale.data() + first,
                       p.shift.data() + first, &p.epilogue, nullptr, p.out_channels, channels};
             const int64_t most = kMaxMr[nr - 1];
             for (int64_t x = 0; x < ow_; x += most) {
                 const int mr = static_cast<int>(std::min<int64_t>(most, ow_ - x));
                 for (int64_t r = 0; r < p.kh; ++r) at_[r] = rows_[r] + x * tile.step;
+                tile.tails = words_.data() + 4 * x;
                 tile.dst = out_row + x * p.out_channels + first;
                 kTiles[nr - 1][mr - 1](tile);
             }
@@ -214,10 +256,50 @@ public:
     }
 
 private:
+    // The merged tail groups' words of every output pixel of the row whose window starts at
+    // input row y0: group g's word of pixel x at g x plane_ + 4x, its bytes the tails of rows
+    // g x rows_per_tail on (zeros past the kernel's last row), 16 pixels at a time.
+    void merge_tails(int64_t y0) {
+        const Plan &p = p_;
+        const int64_t per = p.rows_per_tail;
+        for (int64_t g = 0; g < p.tail_groups; ++g) {
+            const uint8_t *s[4];
+            for (int64_t k = 0; k < per; ++k) {
+                const int64_t r = g * per + k;
+                s[k] = r < p.kh ? ring_.tails(y0 + r) : zeros_.data();
+            }
+            uint8_t *out = words_.data() + g * plane_;
+            const auto load = [](const uint8_t *from, int64_t at) {
+                return _mm_loadu_si128(reinterpret_cast<const __m128i *>(from + at));
+            };
+            if (per == 4) {  // a byte of each of 4 rows: 16 pixels from 16 bytes of each
+                for (int64_t x = 0; x < ow_; x += 16) {
+                    const __m128i a = load(s[0], x), b = load(s[1], x), c = load(s[2], x), d = load(s[3], x);
+                    const __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
+                    const __m128i cd_lo = _mm_unpacklo_epi8(c, d), cd_hi = _mm_unpackhi_epi8(c, d);
+                    auto *o = reinterpret_cast<__m128i *>(out + 4 * x);
+                    _mm_storeu_si128(o, _mm_unpacklo_epi16(ab_lo, cd_lo));
+                    _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(ab_lo, cd_lo));
+                    _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(ab_hi, cd_hi));
+                    _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(ab_hi, cd_hi));
+                }
+            } else {  // two bytes of each of 2 rows: 8 pixels from 16 bytes of each
+                for (int64_t x = 0; x < ow_; x += 8) {
+                    const __m128i a = load(s[0], 2 * x), b = load(s[1], 2 * x);
+                    auto *o = reinterpret_cast<__m128i *>(out + 4 * x);
+                    _mm_storeu_si128(o, _mm_unpacklo_epi16(a, b));
+                    _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(a, b));
+                }
+            }
+        }
+    }
+
     const Plan &p_;
     int64_t ow_;
     RowRing ring_;
     std::vector<const uint8_t *> rows_, at_;  // the kernel rows, and at a tile's first pixel
+    int64_t plane_;                           // bytes of one tail group's words
+    std::vector<uint8_t> words_, zeros_;  // zeros_: the tails of rows past the kernel's last
 };
 
 }  // namespace

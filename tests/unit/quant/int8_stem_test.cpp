@@ -141,6 +141,23 @@ TEST_F(Int8Stem, OutputsPast2To31Saturate) {
         }
 }
 
+// The rows' last groups merged where they hold 1 or 2 taps: the groups a pixel's window makes.
+TEST(Int8StemPlan, MergesRowTailsOfOneOrTwoTaps) {
+    const auto groups = [](int64_t c, int64_t kh, int64_t kw) {
+        const at::Tensor weight = at::ones({16, c, kh, kw}, at::kChar);
+        const stem::Plan p = stem::make_plan(weight, at::Tensor(), std::vector<float>(16, 0.01f), {2, 2},
+                                             {kh / 2, kw / 2}, true, false, 0, false, 0);
+        EXPECT_EQ(p.packed.numel(), (p.kh * p.row_groups + p.tail_groups) * 64 * 4);
+        return std::vector<int64_t>{p.row_groups, p.tail_bytes, p.rows_per_tail, p.tail_groups};
+    };
+    EXPECT_EQ(groups(3, 7, 7), (std::vector<int64_t>{5, 1, 4, 2}));  // 21 bytes a row: 37 groups, not 42
+    EXPECT_EQ(groups(3, 3, 3), (std::vector<int64_t>{2, 1, 4, 1}));  // 9 bytes a row: 7 groups, not 9
+    EXPECT_EQ(groups(2, 7, 3), (std::vector<int64_t>{1, 2, 2, 4}));  // 6 bytes a row: two rows' tails a group
+    EXPECT_EQ(groups(3, 5, 5), (std::vector<int64_t>{4, 0, 1, 0}));  // 15 bytes: 3 taps in the last group
+    EXPECT_EQ(groups(4, 3, 3), (std::vector<int64_t>{3, 0, 1, 0}));  // whole groups
+    EXPECT_EQ(groups(3, 1, 7), (std::vector<int64_t>{6, 0, 1, 0}));  // one row: nothing to merge with
+}
+
 TEST(Int8StemFits, WhatTheKernelTakes) {
     EXPECT_TRUE(stem::fits(3, 7, 7, 1, {1, 1}));
     EXPECT_TRUE(stem::fits(4, 3, 16, 1, {1, 1}));
