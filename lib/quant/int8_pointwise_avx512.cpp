@@ -104,28 +104,35 @@ void run(const Plan &p, const uint8_t *src, int64_t images, int64_t h, int64_t w
     const vnni::Epilogue &e = p.epilogue;
     const auto &tile_fns = kTiles[2 * p.in_s8 + e.out_s8][e.sum ? 1 + 2 * e.relu + e.sum_s8 : 0];
     const int64_t step = p.stride_w * p.k;  // input bytes from one output pixel to the next in a row
-    // Output pixel tiles [first, last) (the last may be short) at channel tile ct.
-    const auto run_chunk = [&](int64_t first, int64_t last, int64_t ct) {
-        const int8_t *weights = p.packed.data_ptr<int8_t>() + ct * tile_bytes;
-        const int64_t channel = ct * kTileChannels;
-        // The first output pixel as (image row, column), then each pixel's input by steps.
+    // The input of each output pixel of tiles [first, last) (the last may be short), found once
+    // for every channel tile that reads them: by steps along a row, a division only at the first.
+    const auto chunk_inputs = [&](int64_t first, int64_t last, const uint8_t **inputs) {
         const int64_t start = first * kMr, stop = std::min(m, last * kMr);
+        if (p.stride_h == 1 && p.stride_w == 1) {  // dense: pixel q reads src + q x k
+            for (int64_t q = start; q < stop; ++q) inputs[q - start] = src + q * p.k;
+            return stop - start;
+        }
         int64_t row = start / ow, x = start % ow;
         const auto row_start = [&] { return src + ((row / oh) * h + (row % oh) * p.stride_h) * w * p.k; };
         const uint8_t *in_row = row_start();
-        for (int64_t pixel = start; pixel < stop; pixel += kMr) {
-            const int mr = static_cast<int>(std::min<int64_t>(kMr, stop - pixel));
-            const uint8_t *inputs[kMr];
-            for (int i = 0; i < mr; ++i) {
-                if (x == ow) {  // the next output row (only when a pixel of it is read)
-                    x = 0;
-                    ++row;
-                    in_row = row_start();
-                }
-                inputs[i] = in_row + x++ * step;
+        for (int64_t q = start; q < stop; ++q) {
+            if (x == ow) {  // the next output row (only when a pixel of it is read)
+                x = 0;
+                ++row;
+                in_row = row_start();
             }
-            tile_fns[mr - 1](p, inputs, weights, p.scale.data() + channel, p.shift.data() + channel,
-                             dst + pixel * p.n + channel);
+            inputs[q - start] = in_row + x++ * step;
+        }
+        return stop - start;
+    };
+    // The chunk's tiles at channel tile ct, from the first pixel `start`.
+    const auto run_chunk = [&](int64_t start, int64_t pixels, const uint8_t *const *inputs, int64_t ct) {
+        const int8_t *weights = p.packed.data_ptr<int8_t>() + ct * tile_bytes;
+        const int64_t channel = ct * kTileChannels;
+        const float *scale = p.scale.data() + channel, *shift = p.shift.data() + channel;
+        for (int64_t i = 0; i < pixels; i += kMr) {
+            const int mr = static_cast<int>(std::min<int64_t>(kMr, pixels - i));
+            tile_fns[mr - 1](p, inputs + i, weights, scale, shift, dst + (start + i) * p.n + channel);
         }
     };
     // Each thread takes an equal share of the pixel tiles (a contiguous run: the pixels the
@@ -138,8 +145,11 @@ void run(const Plan &p, const uint8_t *src, int64_t images, int64_t h, int64_t w
     at::parallel_for(0, threads, 1, [&](int64_t first_thread, int64_t last_thread) {
         for (int64_t t = first_thread; t < last_thread; ++t) {
             const int64_t end = tiles * (t + 1) / threads;
-            for (int64_t tile = tiles * t / threads; tile < end; tile += kChunkTiles)
-                for (int64_t ct = 0; ct < channel_tiles; ++ct) run_chunk(tile, std::min(end, tile + kChunkTiles), ct);
+            const uint8_t *inputs[kChunkTiles * kMr];
+            for (int64_t tile = tiles * t / threads; tile < end; tile += kChunkTiles) {
+                const int64_t pixels = chunk_inputs(tile, std::min(end, tile + kChunkTiles), inputs);
+                for (int64_t ct = 0; ct < channel_tiles; ++ct) run_chunk(tile * kMr, pixels, inputs, ct);
+            }
         }
     });
 }
