@@ -5,11 +5,12 @@
 // taken 4 bytes at a time (the last group's surplus bytes meet zero weights), and where a row's
 // last group holds one or two taps the last groups of several rows are merged into one (Plan::
 // tail_groups), so a 7x7 kernel on 3 channels makes 7 x 5 + 2 groups of 4 multiplies (148 for
-// 147 taps, where oneDNN makes 196; 168 without the merge). Input rows are copied once into a ring of padded rows (the padding is the input's zero
-// point; an s8 input is shifted to u8 there, its zero point with it). The accumulator is exact
-// in int32; the epilogue is (acc + bias - zero point x the weights' sum) x scale in fp32 (one
-// multiply-add), then relu, the output zero point, rounding to nearest even and saturation, as
-// oneDNN's int8 convolutions compute it. Int8Context times it against oneDNN per input shape.
+// 147 taps, where oneDNN makes 196; 168 without the merge). Input rows are copied once into a
+// ring of padded rows (the padding is the input's zero point; an s8 input is shifted to u8
+// there, its zero point with it). The accumulator is exact in int32; the epilogue is (acc +
+// bias - zero point x the weights' sum) x scale in fp32 (one multiply-add), then relu, the
+// output zero point, rounding to nearest even and saturation, as oneDNN's int8 convolutions
+// compute it. Int8Context times it against oneDNN per input shape.
 #pragma once
 
 #include <ATen/ATen.h>
