@@ -248,7 +248,7 @@ public:
             for (int64_t x = 0; x < ow_; x += most) {
                 const int mr = static_cast<int>(std::min<int64_t>(most, ow_ - x));
                 for (int64_t r = 0; r < p.kh; ++r) at_[r] = rows_[r] + x * tile.step;
-                tile.tails = words_.data() + 4 * x;
+                if (p.tail_groups) tile.tails = words_.data() + 4 * x;
                 tile.dst = out_row + x * p.out_channels + first;
                 kTiles[nr - 1][mr - 1](tile);
             }

@@ -74,9 +74,11 @@ inline __m512i epilogue64(const EpilogueRegs &e, const __m512i *acc, const __m51
                           const uint8_t *summand, __m512i lo_bytes) {
     __m512i v[4];
 #pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j)
-        v[j] = _mm512_cvtps_epi32(
-            scaled<kSum, kReluBeforeSum, kSummandS8>(e, acc[j], scale[j], shift[j], summand + 16 * j));
+    for (int j = 0; j < 4; ++j) {
+        const uint8_t *block = nullptr;  // no summand without a sum (nor an offset from null)
+        if constexpr (kSum) block = summand + 16 * j;
+        v[j] = _mm512_cvtps_epi32(scaled<kSum, kReluBeforeSum, kSummandS8>(e, acc[j], scale[j], shift[j], block));
+    }
     const __m512i words01 = _mm512_packs_epi32(v[0], v[1]), words23 = _mm512_packs_epi32(v[2], v[3]);
     // Lane l of the packed bytes holds dwords l (block 0), l (block 1) ...: put the blocks back in order.
     const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
