@@ -100,13 +100,14 @@ TEST(IpexContiguous, RegisteredOp) {
     EXPECT_TRUE(got.equal(x.contiguous()));
 }
 
-// Pixel counts of one block, of several with a tail, of a 224x224 image; values over a wide
+// Pixel counts of one block, of several with a tail, of a 224x224 image, and 3 images of 625
+// blocks (2 threads split them inside an image); values over a wide
 // range with signed zeros and infinities (no subnormals: VCVTNEPS2BF16 reads them as zero),
 // bit-equal to aten's values; a NaN stays a NaN.
 TEST(ToChannelsLast, ThreePlanesMatchAten) {
     at::manual_seed(3);
     const std::vector<std::vector<int64_t>> shapes = {{1, 3, 1, 1}, {1, 3, 4, 4}, {2, 3, 5, 7}, {3, 3, 17, 1},
-                                                      {2, 3, 224, 224}};
+                                                      {2, 3, 224, 224}, {3, 3, 100, 100}};
     for (const auto &sizes : shapes) {
         at::Tensor x = at::randn(sizes) * at::exp(at::randn(sizes) * 8);
         x.view(-1)[0] = -0.f;
