@@ -94,24 +94,24 @@ bool holds(const T *p, int64_t begin, int64_t end, T value) {
 }
 
 // Whether a dense fp32 or bf16 tensor holds the lowest finite value of its dtype (compared
-// as bits: the one pattern of that value in either dtype), counted in parallel.
+// as bits: the one pattern of that value in either dtype), its chunks checked in parallel.
 bool has_lowest(const at::Tensor &t) {
     const int64_t n = t.numel();
     constexpr int64_t kGrain = 1 << 16;
-    const auto count = [&](auto *p, auto lowest) {
+    const auto chunks_holding = [&](auto *p, auto lowest) {
         return at::parallel_reduce(
             0, n, kGrain, int64_t{0},
-            [&](int64_t begin, int64_t end, int64_t hits) { return hits + holds(p, begin, end, lowest); },
+            [&](int64_t begin, int64_t end, int64_t found) { return found + holds(p, begin, end, lowest); },
             [](int64_t a, int64_t b) { return a + b; });
     };
     if (t.scalar_type() == at::kFloat) {
         const float lowest = std::numeric_limits<float>::lowest();
         uint32_t bits;
         std::memcpy(&bits, &lowest, sizeof bits);
-        return count(reinterpret_cast<const uint32_t *>(t.data_ptr<float>()), bits) > 0;
+        return chunks_holding(reinterpret_cast<const uint32_t *>(t.data_ptr<float>()), bits) > 0;
     }
     constexpr uint16_t kLowestBf16 = 0xff7f;
-    return count(reinterpret_cast<const uint16_t *>(t.data_ptr<at::BFloat16>()), kLowestBf16) > 0;
+    return chunks_holding(reinterpret_cast<const uint16_t *>(t.data_ptr<at::BFloat16>()), kLowestBf16) > 0;
 }
 
 }  // namespace

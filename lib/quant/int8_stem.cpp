@@ -34,16 +34,15 @@ Plan make_plan(const at::Tensor &weight, const at::Tensor &bias, const std::vect
     p.stride_w = stride[1];
     p.pad_h = padding[0];
     p.pad_w = padding[1];
-    p.groups_per_row = (p.kw * p.channels + 3) / 4;
-    const int64_t row_taps = p.kw * p.channels;
-    const int64_t last = row_taps - 4 * (p.groups_per_row - 1);  // taps in a row's last group: 1-4
+    const int64_t row_taps = p.kw * p.channels, groups_per_row = (row_taps + 3) / 4;
+    const int64_t last = row_taps - 4 * (groups_per_row - 1);  // taps in a row's last group: 1-4
     if (last <= 2 && p.kh > 1) {
         p.tail_bytes = last;
         p.rows_per_tail = 4 / last;
         p.tail_groups = (p.kh + p.rows_per_tail - 1) / p.rows_per_tail;
-        p.row_groups = p.groups_per_row - 1;
+        p.row_groups = groups_per_row - 1;
     } else {
-        p.row_groups = p.groups_per_row;
+        p.row_groups = groups_per_row;
     }
     vnni::Epilogue e;
     e.relu = relu;
@@ -55,8 +54,7 @@ Plan make_plan(const at::Tensor &weight, const at::Tensor &bias, const std::vect
     TORCH_CHECK(static_cast<int64_t>(scales.size()) == p.out_channels, "int8 stem kernel: one scale per output");
 
     const int64_t tiles = (p.out_channels + kTileChannels - 1) / kTileChannels;
-    const int64_t groups = p.kh * p.row_groups + p.tail_groups;
-    const int64_t tile_bytes = groups * kTileChannels * 4;
+    const int64_t groups = p.groups(), tile_bytes = groups * kTileChannels * 4;
     p.packed = at::zeros({tiles * tile_bytes}, at::TensorOptions().dtype(at::kChar));
     int8_t *out = p.packed.data_ptr<int8_t>();
     const int8_t *w = weight.data_ptr<int8_t>();

@@ -28,15 +28,17 @@ namespace ipex::quant::stem {
 struct Plan {
     int64_t channels = 0, out_channels = 0, kh = 0, kw = 0;
     int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
-    int64_t groups_per_row = 0;  // ceil(kw x channels / 4): 4-byte groups of a kernel row
-    // Where a kernel row's last group holds 1 or 2 taps (tail_bytes; 7 x 3 = 21 bytes: 1), the
+    // A kernel row's kw x channels taps make ceil(kw x channels / 4) groups of 4 bytes. Where
+    // the row's last group holds 1 or 2 taps (tail_bytes; 7 x 3 = 21 bytes: 1), the
     // last groups of rows_per_tail = 4 / tail_bytes rows are one group (tail_groups of them): a
     // 7x7 kernel on 3 channels makes 7 x 5 + 2 = 37 groups instead of 42, a 3x3 one 3 x 2 + 1 =
     // 7 instead of 9. Each row then reads its first row_groups groups in place; the tails come
-    // from a buffer the kernel makes a row of output at a time. No merge: row_groups =
-    // groups_per_row, tail_groups = 0.
+    // from a buffer the kernel makes a row of output at a time. No merge: row_groups = all of a
+    // row's groups, tail_groups = 0.
     int64_t row_groups = 0, tail_bytes = 0, rows_per_tail = 1, tail_groups = 0;
-    // s8 weights, [ceil(out_channels / 64)][kh x row_groups + tail_groups][blocks][16 lanes][4 bytes]
+    // The groups a pixel's window makes: each tile's packed weights hold groups() x 64 x 4 bytes.
+    int64_t groups() const { return kh * row_groups + tail_groups; }
+    // s8 weights, [ceil(out_channels / 64)][groups()][blocks][16 lanes][4 bytes]
     // with blocks = the tile's 16-channel blocks (4, fewer in the last tile), zeros past the taps.
     at::Tensor packed;
     // Per output channel, padded to 16 with zeros: y = acc x scale + shift, then the epilogue.

@@ -236,7 +236,7 @@ public:
             rows_[r] = ring_.row(image, y * p.stride_h - p.pad_h + r);
         if (p.tail_groups) merge_tails(y * p.stride_h - p.pad_h);
         const int64_t tiles = (p.out_channels + kTileChannels - 1) / kTileChannels;
-        const int64_t tile_bytes = (p.kh * p.row_groups + p.tail_groups) * kTileChannels * 4;
+        const int64_t tile_bytes = p.groups() * kTileChannels * 4;
         for (int64_t t = 0; t < tiles; ++t) {
             const int64_t first = t * kTileChannels;
             const int64_t channels = std::min(kTileChannels, p.out_channels - first);

@@ -147,7 +147,7 @@ TEST(Int8StemPlan, MergesRowTailsOfOneOrTwoTaps) {
         const at::Tensor weight = at::ones({16, c, kh, kw}, at::kChar);
         const stem::Plan p = stem::make_plan(weight, at::Tensor(), std::vector<float>(16, 0.01f), {2, 2},
                                              {kh / 2, kw / 2}, true, false, 0, false, 0);
-        EXPECT_EQ(p.packed.numel(), (p.kh * p.row_groups + p.tail_groups) * 64 * 4);
+        EXPECT_EQ(p.packed.numel(), p.groups() * 64 * 4);
         return std::vector<int64_t>{p.row_groups, p.tail_bytes, p.rows_per_tail, p.tail_groups};
     };
     EXPECT_EQ(groups(3, 7, 7), (std::vector<int64_t>{5, 1, 4, 2}));  // 21 bytes a row: 37 groups, not 42
