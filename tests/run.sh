@@ -10,9 +10,12 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${IPEX_BUILD_DIR:-$root/build}"
 jobs="${IPEX_JOBS:-$(nproc)}"
 
+# The builds need disk: say how much there is, so a full disk is seen for what it is.
+free_gb="$(df -Pk "$(dirname "$build")" | awk 'NR == 2 { printf "%.1f", $4 / 1048576 }')"
+echo "tests/run.sh: ${free_gb} GB free where the builds go (the suite's two builds take about 4 GB)"
 bash "$root/.ci/deps"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DIPEX_BUILD_TESTS=ON -DIPEX_BUILD_BENCH=ON \
-  -DIPEX_DISCOVER_GTESTS=OFF
+  -DIPEX_DISCOVER_GTESTS=OFF -DIPEX_TESTS_SHARED=ON
 cmake --build "$build" -j "$jobs"
 if [ $# -eq 0 ]; then
   # Everything but the GoogleTest cases through ctest (fixtures first), then each GoogleTest
