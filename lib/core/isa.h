@@ -89,4 +89,13 @@ inline int64_t l2_cache_bytes() {
     return bytes;
 }
 
+// The last-level cache's bytes (the L3's, sysconf), 32 MiB when the system does not say.
+inline int64_t l3_cache_bytes() {
+    static const int64_t bytes = [] {
+        const long size = sysconf(_SC_LEVEL3_CACHE_SIZE);
+        return size > 0 ? static_cast<int64_t>(size) : int64_t{32} << 20;
+    }();
+    return bytes;
+}
+
 }  // namespace ipex::isa

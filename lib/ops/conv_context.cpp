@@ -78,7 +78,7 @@ constexpr int kRunTimeRuns = 3;
 // else as timed on the shape's first call.
 bool takes_own(const ConvolutionContext *ctx, own_kernels::Choice choice, const bool *recorded,
                TimedChoices &timed, const CacheKey &key, const std::function<void()> &own,
-               const std::function<void()> &onednn) {
+               const std::function<void()> &onednn, const std::function<void()> &before) {
     if (choice == own_kernels::Choice::own) return true;
     if (KernelShapeLog *log = KernelShapeLog::active()) {
         log->add(ctx, key);
@@ -87,7 +87,7 @@ bool takes_own(const ConvolutionContext *ctx, own_kernels::Choice choice, const 
     if (recorded) return *recorded;
     if (auto hit = timed.find(key)) return hit->own;
     auto chosen = std::make_shared<TimedChoice>();
-    chosen->own = own_kernels::time_both(own, onednn, kRunTimeRuns).own;
+    chosen->own = own_kernels::time_both(own, onednn, kRunTimeRuns, before).own;
     return timed.put_if_absent(key, chosen)->own;
 }
 
@@ -142,7 +142,8 @@ ConvolutionContext::ConvolutionContext(at::Tensor weight, c10::optional<at::Tens
     const bool own_always = (depthwise_ && depthwise_->choice == own_kernels::Choice::own) ||
                             (pointwise_ && pointwise_->choice == own_kernels::Choice::own) ||
                             (grouped_ && grouped_->choice == own_kernels::Choice::own) ||
-                            (winograd_ && winograd_->choice == own_kernels::Choice::own);
+                            (winograd_ && winograd_->choice == own_kernels::Choice::own) ||
+                            (stem_ && stem_->choice == own_kernels::Choice::own);
     if (hint_fits && !own_always)
         entry_for(hint, types.output, output_sizes(hint));
 }
@@ -152,8 +153,9 @@ bool ConvolutionContext::own_for(const at::Tensor &src, const std::vector<int64_
                             : pointwise_ ? static_cast<const OwnChoice *>(pointwise_.get())
                             : grouped_   ? static_cast<const OwnChoice *>(grouped_.get())
                             : winograd_  ? static_cast<const OwnChoice *>(winograd_.get())
+                            : stem_      ? static_cast<const OwnChoice *>(stem_.get())
                                          : static_cast<const OwnChoice *>(split_.get());
-    if (!plan || ((depthwise_ || pointwise_ || grouped_ || winograd_) && src.dim() != 4)) return false;
+    if (!plan || ((depthwise_ || pointwise_ || grouped_ || winograd_ || stem_) && src.dim() != 4)) return false;
     if (winograd_ && !winograd_takes(src.sizes().vec())) return false;
     const CacheKey key = src.sizes().vec();
     const at::ScalarType type = compute_types(dtype_).output;
@@ -163,12 +165,18 @@ bool ConvolutionContext::own_for(const at::Tensor &src, const std::vector<int64_
     const auto output = [&] {
         return sum ? zeros_channels_last(dst_sizes, type) : empty_channels_last(dst_sizes, type);
     };
+    // A stem reading fp32 planes: oneDNN's side converts them as run() does, and each call
+    // starts from empty caches, as a network's input does.
+    const bool planes = stem_reads(src);
+    const at::ScalarType math = compute_types(dtype_).math;
     return takes_own(
         this, plan->choice, recorded_for(key), *plan->timed, key, [&] { run_own(src, output()); },
-        [&] { execute_into(src, output()); });
+        [&] { execute_into(planes ? to_channels_last(src, math) : src, output()); },
+        planes ? std::function<void()>(own_kernels::evict_caches) : std::function<void()>());
 }
 
 void ConvolutionContext::run_own(const at::Tensor &src, const at::Tensor &dst) const {
+    if (stem_) return run_stem(src, dst);
     if (depthwise_) return run_depthwise(src, dst);
     if (pointwise_) return run_pointwise(src, dst);
     if (grouped_) return run_grouped(src, dst);
@@ -251,10 +259,15 @@ ConvolutionContext::KernelChoice ConvolutionContext::choose_kernel(const std::ve
         record_kernel(input_sizes, false);
         return {input_sizes, false, 0, 0};
     }
-    const at::Tensor src = to_channels_last(at::randn(input_sizes), compute_types(dtype_).math);
+    // A stem is timed from fp32 planes, each call from empty caches (own_for).
+    const at::ScalarType math = compute_types(dtype_).math;
+    const at::Tensor input = at::randn(input_sizes);
+    const at::Tensor src = stem_ ? input : to_channels_last(input, math);
     // Zeros: a summand when the post-ops have a sum (both kernels then read dst).
     const at::Tensor dst = zeros_channels_last(dst_sizes, compute_types(dtype_).output);
-    const own_kernels::Timed timed = own_kernels::time_both([&] { run_own(src, dst); }, [&] { execute_into(src, dst); }, runs);
+    const own_kernels::Timed timed = own_kernels::time_both(
+        [&] { run_own(src, dst); }, [&] { execute_into(stem_ ? to_channels_last(src, math) : src, dst); }, runs,
+        stem_ ? std::function<void()>(own_kernels::evict_caches) : std::function<void()>());
     record_kernel(input_sizes, timed.own);
     return {input_sizes, timed.own, timed.own_seconds * 1e3, timed.onednn_seconds * 1e3};
 }
@@ -408,6 +421,11 @@ at::Tensor ConvolutionContext::run(const at::Tensor &input, const c10::optional<
     if (const auto trimmed = trimmed_for(x.sizes())) return trimmed->run(input, other, may_write_other);
 
     const ComputeTypes types = compute_types(dtype_);
+    if (stem_reads(x) && own_for(x, dst_sizes)) {  // the network's fp32 planes, read as they are
+        const at::Tensor y = empty_channels_last(dst_sizes, types.output);
+        run_stem(x, y);
+        return unbatched ? y.squeeze(0) : y;
+    }
     const at::Tensor src = to_channels_last(x, types.math);
     const int sum_at = tensor_post_op(post_ops_);
     if (sum_at < 0 && own_for(src, dst_sizes)) {
@@ -468,6 +486,7 @@ void ConvolutionContext::run_into(const at::Tensor &input, const at::Tensor &out
                     is_channels_last(out),
                 "ipex convolution: cannot write ", describe(), "'s output ", at::IntArrayRef(dst_sizes), " into a ",
                 out.scalar_type(), " tensor of shape ", out.sizes());
+    if (stem_reads(input) && own_for(input, dst_sizes)) return run_stem(input, out);
     const at::Tensor src = to_channels_last(input, types.math);
     if (own_for(src, dst_sizes))
         run_own(src, out);

@@ -142,7 +142,7 @@ public:
     // on its first call; IPEX_CONV_KERNELS=0 or 1 overrides both.
     bool has_kernel_choice() const {
         return depthwise_ != nullptr || pointwise_ != nullptr || grouped_ != nullptr || winograd_ != nullptr ||
-               split_ != nullptr;
+               split_ != nullptr || stem_ != nullptr;
     }
     struct KernelChoice {
         std::vector<int64_t> input_sizes;
@@ -178,6 +178,7 @@ public:
     // Whether 4-D inputs may run the own grouped kernel (16, 32, ... outputs per group, or groups
     // of 2, 4 or 8 outputs taken 16 outputs at a time; one group only in fp32 without AVX-512).
     bool has_grouped_kernel() const { return grouped_ != nullptr; }
+    bool has_stem_kernel() const { return stem_ != nullptr; }
     // Bytes of the grouped kernel's own packed weight: 0 until the kernel first runs (or is timed).
     size_t grouped_weight_bytes() const;
     // Whether 4-D inputs may run oneDNN's Winograd convolution (3x3, fp32, stride and dilation
@@ -211,6 +212,7 @@ private:
     void plan_grouped();
     void plan_winograd();  // conv_winograd.cpp
     void plan_split();
+    void plan_stem();
     // The own kernels and the split write src's convolution (channels-last, math dtype) into dst
     // (channels-last, dense, the output dtype).
     void run_depthwise(const at::Tensor &src, const at::Tensor &dst) const;
@@ -219,12 +221,17 @@ private:
     void execute_into(const at::Tensor &src, const at::Tensor &dst) const;
     void run_pointwise(const at::Tensor &src, const at::Tensor &dst) const;
     void run_grouped(const at::Tensor &src, const at::Tensor &dst) const;
+    // src: fp32 planes (dense NCHW, the network's input as it comes) or channels-last bf16.
+    void run_stem(const at::Tensor &src, const at::Tensor &dst) const;
+    // Whether x is what run_stem reads without a conversion first: fp32 planes.
+    bool stem_reads(const at::Tensor &x) const;
     // dst holds the summand when the post-ops have a sum.
     void run_winograd(const at::Tensor &src, const at::Tensor &dst) const;
     // The convolution without its trailing activation, then the activation in place.
     void run_split(const at::Tensor &src, const at::Tensor &dst) const;
-    // Whether the own kernel this context has (depthwise, pointwise, grouped, Winograd or split; at most one)
-    // runs src's shape (times both on a shape's first call), and that kernel.
+    // Whether the own kernel this context has (depthwise, pointwise, grouped, Winograd, split or
+    // stem; at most one) runs src's shape (times both on a shape's first call), and that kernel.
+    // src is channels-last in the math dtype, or for a stem fp32 planes as well (stem_reads).
     bool own_for(const at::Tensor &src, const std::vector<int64_t> &dst_sizes) const;
     void run_own(const at::Tensor &src, const at::Tensor &dst) const;
     // A copy to change (post-ops, dtype): its own primitive cache, no recorded kernel choice.
@@ -252,6 +259,8 @@ private:
     std::shared_ptr<const Winograd> winograd_;
     struct Split;  // the convolution without its trailing activation, and that activation
     std::shared_ptr<const Split> split_;
+    struct Stem;  // the own stem kernel's plan (own_stem.h)
+    std::shared_ptr<const Stem> stem_;
     std::vector<std::pair<std::vector<int64_t>, bool>> recorded_;  // input shape -> own kernel
     struct TrimCache;  // trimmed_for's contexts per input spatial size
     // A new cache, or null where no input size can cut a tap (trimmed_for then takes no lock).

@@ -109,6 +109,15 @@ std::optional<own_kernels::Choice> own_choice(const ComputeTypes &types, bool (*
 }
 
 void ConvolutionContext::plan_kernels() {
+    plan_stem();
+    if (stem_) {  // the one own kernel of a stem
+        depthwise_.reset();
+        pointwise_.reset();
+        grouped_.reset();
+        winograd_.reset();
+        split_.reset();
+        return;
+    }
     plan_depthwise();
     plan_pointwise();
     plan_grouped();
@@ -292,6 +301,44 @@ void ConvolutionContext::plan_split() {
 void ConvolutionContext::run_split(const at::Tensor &src, const at::Tensor &dst) const {
     split_->head->execute_into(src, dst);
     own_kernels::run_post_ops(split_->activation, dst.data_ptr(), dst.numel());
+}
+
+void ConvolutionContext::plan_stem() {
+    stem_.reset();
+    const ComputeTypes types = compute_types(dtype_);
+    const auto &p = params_;
+    if (types.math != at::kBFloat16 || p.transposed || spatial_dims() != 2 || tensor_post_op(post_ops_) >= 0 ||
+        post_ops_.size() > own_kernels::Problem::kMaxPostOps ||
+        !own_stem::fits(in_channels(), weight_.size(2), weight_.size(3), p.groups, p.dilation))
+        return;
+    const auto choice = own_choice(types, [](bool bf16) { return bf16 && own_stem::available(); });
+    if (!choice) return;
+    own_kernels::Problem activation;
+    if (!add_post_ops(post_ops_, 0, &activation)) return;
+    auto plan = std::make_shared<Stem>();
+    plan->choice = *choice;
+    plan->plan = own_stem::make_plan(weight_, bias_.defined() ? bias_bf16_.to(at::kFloat) : at::Tensor(), p.stride,
+                                     p.padding, activation);
+    stem_ = plan;
+}
+
+bool ConvolutionContext::stem_reads(const at::Tensor &x) const {
+    return stem_ && x.dim() == 4 && x.scalar_type() == at::kFloat && x.is_contiguous();
+}
+
+void ConvolutionContext::run_stem(const at::Tensor &src, const at::Tensor &dst) const {
+    own_stem::Source from;
+    if (stem_reads(src)) {
+        from.planes = src.data_ptr<float>();
+    } else {
+        TORCH_CHECK(src.scalar_type() == at::kBFloat16 && is_channels_last(src),
+                    "ipex convolution: the stem kernel reads fp32 planes or channels-last bf16");
+        from.bf16_last = reinterpret_cast<const uint16_t *>(src.data_ptr<at::BFloat16>());
+    }
+    TORCH_CHECK(dst.scalar_type() == at::kBFloat16 && is_channels_last(dst),
+                "ipex convolution: the stem kernel writes channels-last bf16");
+    own_stem::run(stem_->plan, from, src.size(0), src.size(2), src.size(3), dst.size(2), dst.size(3),
+                  reinterpret_cast<uint16_t *>(dst.data_ptr<at::BFloat16>()));
 }
 
 }  // namespace ipex::ops

@@ -13,6 +13,7 @@
 
 #include "ops/conv_context.h"
 #include "ops/own_kernels.h"
+#include "ops/own_stem.h"
 #include "ops/primitive_cache.h"
 
 namespace ipex::ops {
@@ -107,5 +108,13 @@ struct ConvolutionContext::Split : OwnChoice {
     own_kernels::Problem activation;         // its post-ops and output dtype only
 };
 
+
+// The own bf16 kernel of a convolution on 1-4 input channels (own_stem.h): a network's stem,
+// which reads the network's fp32 planes itself. Its choice is timed from fp32 planes with the
+// caches emptied before each call (the input of a network's first layer comes from memory),
+// oneDNN's side with the conversion to its channels-last bf16 input counted.
+struct ConvolutionContext::Stem : OwnChoice {
+    own_stem::Plan plan;
+};
 
 }  // namespace ipex::ops

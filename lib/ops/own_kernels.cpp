@@ -12,6 +12,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -87,11 +88,13 @@ bool prefer_own(const double *own_seconds, const double *onednn_seconds, int run
     return own < onednn;
 }
 
-Timed time_both(const std::function<void()> &own, const std::function<void()> &onednn, int runs) {
+Timed time_both(const std::function<void()> &own, const std::function<void()> &onednn, int runs,
+                const std::function<void()> &before) {
     TORCH_CHECK(runs > 0, "ipex convolution: the kernel choice needs at least one timed run");
     onednn();
     own();
-    const auto seconds = [](const std::function<void()> &f) {
+    const auto seconds = [&](const std::function<void()> &f) {
+        if (before) before();
         const auto start = std::chrono::steady_clock::now();
         f();
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -103,6 +106,16 @@ Timed time_both(const std::function<void()> &own, const std::function<void()> &o
     }
     return {prefer_own(own_s.data(), onednn_s.data(), runs), *std::min_element(own_s.begin(), own_s.end()),
             *std::min_element(onednn_s.begin(), onednn_s.end())};
+}
+
+void evict_caches() {
+    static std::mutex mutex;
+    static std::vector<uint8_t> buffer;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (buffer.empty()) buffer.resize(static_cast<size_t>(2 * isa::l3_cache_bytes()));
+    at::parallel_for(0, static_cast<int64_t>(buffer.size()), int64_t{1} << 20, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; i += 64) buffer[i] = static_cast<uint8_t>(buffer[i] + 1);
+    });
 }
 
 int64_t weight_pairs_size(int64_t kh, int64_t kw, int64_t c) { return 2 * kh * kw * weight_pairs_blocks(c) * 64; }

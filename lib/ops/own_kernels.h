@@ -269,11 +269,17 @@ Choice choice_from_env(const char *value);  // throws (TORCH_CHECK) on another v
 bool prefer_own(const double *own_seconds, const double *onednn_seconds, int runs);
 
 // Times `own` and `onednn` (one warm-up call each, then `runs` alternating): whether the own
-// code was faster (prefer_own) and the best time of each.
+// code was faster (prefer_own) and the best time of each. `before`, when given, is called
+// before every timed call and not timed (evict_caches: a call whose input comes from memory).
 struct Timed {
     bool own;
     double own_seconds, onednn_seconds;
 };
-Timed time_both(const std::function<void()> &own, const std::function<void()> &onednn, int runs);
+Timed time_both(const std::function<void()> &own, const std::function<void()> &onednn, int runs,
+                const std::function<void()> &before = {});
+
+// Writes over a buffer twice the last-level cache (held for the process's life): what the caches
+// held before is gone, as a network's input is when its first convolution reads it.
+void evict_caches();
 
 }  // namespace ipex::ops::own_kernels

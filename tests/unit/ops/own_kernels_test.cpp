@@ -661,11 +661,11 @@ TEST(RecordedKernelChoice, ChooseKernelTimesBothAndRecords) {
         EXPECT_THROW(ctx.choose_kernel({0, c.shape_a[1], 14, 14}, 2), c10::Error) << c.name;
         EXPECT_THROW(ctx.choose_kernel(c.shape_a, 0), c10::Error) << c.name;
     }
-    // A convolution without an own kernel has nothing to choose.
-    ConvolutionContext plain(at::randn({8, 4, 3, 3}), c10::nullopt, params({1, 1}, {1, 1}, {1, 1}, 1), "bf16",
+    // A convolution without an own kernel has nothing to choose (5 input channels: no stem).
+    ConvolutionContext plain(at::randn({8, 5, 3, 3}), c10::nullopt, params({1, 1}, {1, 1}, {1, 1}, 1), "bf16",
                              {{"relu"}}, false, {});
     EXPECT_FALSE(plain.has_kernel_choice());
-    EXPECT_THROW(plain.choose_kernel({1, 4, 8, 8}, 2), c10::Error);
+    EXPECT_THROW(plain.choose_kernel({1, 5, 8, 8}, 2), c10::Error);
 }
 
 TEST(RecordedKernelChoice, ShapeLogSeesShapesAndRunsOneDnn) {

@@ -1,0 +1,71 @@
+#include "ops/own_stem.h"
+
+#include <algorithm>
+
+#include "core/isa.h"
+
+namespace ipex::ops::own_stem {
+
+namespace {
+constexpr int64_t kMaxKernel = 16;
+}  // namespace
+
+bool fits(int64_t channels, int64_t kh, int64_t kw, int64_t groups, at::IntArrayRef dilation) {
+    // 1x1 kernels are the pointwise kernel's (own_kernels.h).
+    if (groups != 1 || channels < 1 || channels > kPixelValues || kh < 1 || kw < 1 || kh * kw < 2) return false;
+    if (kh > kMaxKernel || kw > kMaxKernel || dilation.size() != 2) return false;
+    return dilation[0] == 1 && dilation[1] == 1;
+}
+
+bool available() { return isa::avx512_bf16(); }
+
+Plan make_plan(const at::Tensor &weight, const at::Tensor &bias, at::IntArrayRef stride, at::IntArrayRef padding,
+               const own_kernels::Problem &activation) {
+    TORCH_CHECK(weight.dim() == 4 && weight.is_floating_point(), "own stem kernel: the weight must be [O, C, kh, kw]");
+    TORCH_CHECK(stride.size() == 2 && padding.size() == 2, "own stem kernel: 2-D stride and padding");
+    Plan p;
+    p.out_channels = weight.size(0);
+    p.channels = weight.size(1);
+    p.kh = weight.size(2);
+    p.kw = weight.size(3);
+    p.stride_h = stride[0];
+    p.stride_w = stride[1];
+    p.pad_h = padding[0];
+    p.pad_w = padding[1];
+    p.activation = activation;
+    TORCH_CHECK(fits(p.channels, p.kh, p.kw, 1, {1, 1}), "own stem kernel: ", p.channels, " channels, ", p.kh, "x",
+                p.kw, " kernel");
+
+    const at::Tensor w = weight.to(at::kBFloat16).contiguous();
+    const auto *values = reinterpret_cast<const uint16_t *>(w.data_ptr<at::BFloat16>());
+    const int64_t tiles = (p.out_channels + kTileChannels - 1) / kTileChannels;
+    const int64_t pairs = 2 * p.kw;
+    p.packed = at::zeros({tiles * p.tile_values()}, at::kShort);
+    auto *out = reinterpret_cast<uint16_t *>(p.packed.data_ptr<int16_t>());
+    for (int64_t t = 0; t < tiles; ++t) {
+        const int64_t first = t * kTileChannels;
+        const int64_t blocks = (std::min(kTileChannels, p.out_channels - first) + 15) / 16;
+        uint16_t *tile = out + t * p.tile_values();
+        for (int64_t r = 0; r < p.kh; ++r)
+            for (int64_t q = 0; q < pairs; ++q)
+                for (int64_t b = 0; b < blocks; ++b)
+                    for (int64_t lane = 0; lane < 16; ++lane) {
+                        const int64_t oc = first + 16 * b + lane;
+                        if (oc >= p.out_channels) continue;
+                        for (int64_t half = 0; half < 2; ++half) {
+                            const int64_t c = 2 * (q % 2) + half, kx = q / 2;
+                            if (c >= p.channels) continue;
+                            tile[(((r * pairs + q) * blocks + b) * 16 + lane) * 2 + half] =
+                                values[((oc * p.channels + c) * p.kh + r) * p.kw + kx];
+                        }
+                    }
+    }
+    p.bias.assign(tiles * kTileChannels, 0.f);
+    if (bias.defined()) {
+        const at::Tensor b = bias.to(at::kFloat).contiguous();
+        std::copy(b.data_ptr<float>(), b.data_ptr<float>() + p.out_channels, p.bias.begin());
+    }
+    return p;
+}
+
+}  // namespace ipex::ops::own_stem

@@ -1,0 +1,65 @@
+// The own bf16 kernel of convolutions on few input channels (a network's stem: an image's 3
+// channels, 3x3 stride 2 in MobileNet, EfficientNet, RegNet, ShuffleNet and SqueezeNet, 7x7 in
+// ResNet and DenseNet, 4x4 stride 4 in ConvNeXt). oneDNN 2.6 runs the 3x3 ones at 25-50% of the
+// bf16 peak, from a channels-last bf16 copy of the batch that a pass of its own made first from
+// the network's fp32 planes: the batch crossed memory three times before the first multiply.
+// Here each thread converts the input rows its output rows read into a ring of padded rows as it
+// goes (fp32 planes read once, no converted copy of the batch), each pixel's channels padded to
+// 4 with zeros: a kernel row's taps are then 2 x kw pairs of bf16 in a row of the ring, and each
+// VDPBF16PS multiplies whole pairs (on 3 channels a quarter of the products meet the zero
+// channel; no product meets a value that is neither a tap nor a zero the ring holds). Sums in
+// fp32 from the bias, the post-ops on them, rounded to bf16 once: oneDNN's bf16 convolution's
+// arithmetic up to the order of the additions. ConvolutionContext times it against oneDNN per
+// input shape (the conversion counted on oneDNN's side, as run() makes it).
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "ops/own_kernels.h"
+
+namespace ipex::ops::own_stem {
+
+constexpr int64_t kPixelValues = 4;  // a ring pixel: the channels, then zeros
+constexpr int64_t kTileChannels = 64;
+
+// The geometry and packed numbers of one convolution, fixed when its context is made.
+struct Plan {
+    int64_t channels = 0, out_channels = 0, kh = 0, kw = 0;
+    int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+    // bf16 weights (as int16): for each tile of 64 output channels, [kh][2 x kw pairs][blocks]
+    // [16 lanes][2], blocks its 16-channel blocks (4, fewer in the last tile), tile_values()
+    // apart; pair p of a kernel row holds pixel p / 2's channels 2 (p % 2) and 2 (p % 2) + 1,
+    // zeros past `channels` and past out_channels.
+    at::Tensor packed;
+    int64_t tile_values() const { return kh * 2 * kw * 4 * 32; }
+    std::vector<float> bias;          // per output channel, zeros up to a multiple of 64
+    own_kernels::Problem activation;  // its post_ops / num_post_ops only
+};
+
+// Whether the kernel computes a convolution of these parameters: 2-D, one group, 1-4 input
+// channels, no dilation, kernels of 2 taps up to 16x16 (a 1x1 one is the pointwise kernel's).
+bool fits(int64_t channels, int64_t kh, int64_t kw, int64_t groups, at::IntArrayRef dilation);
+
+// Whether this CPU runs it (AVX512-BF16).
+bool available();
+
+// weight: [out_channels, channels, kh, kw] of any floating dtype (its bf16 values are used);
+// bias: fp32 per output channel, or undefined; post-ops in `activation` (own_kernels.h).
+Plan make_plan(const at::Tensor &weight, const at::Tensor &bias, at::IntArrayRef stride, at::IntArrayRef padding,
+               const own_kernels::Problem &activation);
+
+// The input: fp32 planes (n x channels x h x w, dense NCHW) or channels-last bf16 (n x h x w x
+// channels, dense); one of them.
+struct Source {
+    const float *planes = nullptr;
+    const uint16_t *bf16_last = nullptr;
+};
+
+// dst: n x oh x ow x out_channels bf16, dense. Call only when available().
+void run(const Plan &plan, const Source &src, int64_t n, int64_t h, int64_t w, int64_t oh, int64_t ow,
+         uint16_t *dst);
+
+}  // namespace ipex::ops::own_stem
