@@ -109,6 +109,7 @@ inline __attribute__((always_inline)) void apply_block(const Problem &p, __m512 
         const Eltwise e = p.post_ops[i];
         const auto each = [&](Act act) __attribute__((always_inline)) {
             const Eltwise known{act, e.alpha, e.beta};
+#pragma GCC unroll 32
             for (int u = 0; u < kCount; ++u) v[u] = apply_op<kBf16Out>(known, v[u]);
         };
         switch (e.act) {

@@ -4,10 +4,12 @@
 // bf16 peak, from a channels-last bf16 copy of the batch that a pass of its own made first from
 // the network's fp32 planes: the batch crossed memory three times before the first multiply.
 // Here each thread converts the input rows its output rows read into a ring of padded rows as it
-// goes (fp32 planes read once, no converted copy of the batch), each pixel's channels padded to
-// 4 with zeros: a kernel row's taps are then 2 x kw pairs of bf16 in a row of the ring, and each
-// VDPBF16PS multiplies whole pairs (on 3 channels a quarter of the products meet the zero
-// channel; no product meets a value that is neither a tap nor a zero the ring holds). Sums in
+// goes (fp32 planes read once, no converted copy of the batch). A kernel row's taps are kw x
+// channels consecutive values of a ring row: their pairs are read in place, and where the count
+// is odd (3x3 or 7x7 on 3 channels) each row's last value (its tail) is copied out and the tails
+// of two rows make one pair, so a 3x3 kernel on 3 channels takes 3 x 4 + 2 = 14 VDPBF16PS pairs
+// (13.5 would hold its 27 taps) and a 7x7 one 7 x 10 + 4 = 74. No product meets a value that is
+// neither a tap nor a zero the kernel wrote (the padding, the pair after an odd row's tail). Sums in
 // fp32 from the bias, the post-ops on them, rounded to bf16 once: oneDNN's bf16 convolution's
 // arithmetic up to the order of the additions. ConvolutionContext times it against oneDNN per
 // input shape (the conversion counted on oneDNN's side, as run() makes it).
@@ -22,19 +24,25 @@
 
 namespace ipex::ops::own_stem {
 
-constexpr int64_t kPixelValues = 4;  // a ring pixel: the channels, then zeros
+constexpr int64_t kMaxChannels = 4;
 constexpr int64_t kTileChannels = 64;
 
 // The geometry and packed numbers of one convolution, fixed when its context is made.
 struct Plan {
     int64_t channels = 0, out_channels = 0, kh = 0, kw = 0;
     int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
-    // bf16 weights (as int16): for each tile of 64 output channels, [kh][2 x kw pairs][blocks]
-    // [16 lanes][2], blocks its 16-channel blocks (4, fewer in the last tile), tile_values()
-    // apart; pair p of a kernel row holds pixel p / 2's channels 2 (p % 2) and 2 (p % 2) + 1,
-    // zeros past `channels` and past out_channels.
+    // A kernel row's values (kw pixels of `channels`), the pairs read in place, and the pairs the
+    // rows' tails make (rows 2g and 2g + 1, a zero after the last row where kh is odd).
+    int64_t row_values() const { return kw * channels; }
+    int64_t row_pairs() const { return row_values() / 2; }
+    int64_t tail_groups() const { return row_values() % 2 != 0 ? (kh + 1) / 2 : 0; }
+    int64_t pairs() const { return kh * row_pairs() + tail_groups(); }
+    // bf16 weights (as int16): for each tile of 64 output channels, [pairs()][blocks][16 lanes]
+    // [2], blocks its 16-channel blocks (4, fewer in the last tile), tile_values() apart: first
+    // [kh][row_pairs()], pair q of a row holding its values 2q and 2q + 1 (value v: pixel v /
+    // channels, channel v % channels), then the tail groups; zeros past out_channels.
     at::Tensor packed;
-    int64_t tile_values() const { return kh * 2 * kw * 4 * 32; }
+    int64_t tile_values() const { return pairs() * 4 * 32; }
     std::vector<float> bias;          // per output channel, zeros up to a multiple of 64
     own_kernels::Problem activation;  // its post_ops / num_post_ops only
 };

@@ -89,6 +89,24 @@ at::Tensor reference(const StemCase &c, const Built &b, const at::Tensor &x, con
                               post);
 }
 
+// A kernel row's pairs read in place and the pairs the odd rows' tails make.
+TEST(StemPlan, PairsOfKernelRowsAndTheirTails) {
+    const auto plan = [](int64_t c, int64_t kh, int64_t kw) {
+        return own_stem::make_plan(at::randn({8, c, kh, kw}), at::Tensor(), {1, 1}, {0, 0}, own_kernels::Problem{});
+    };
+    struct Want {
+        int64_t c, kh, kw, row_pairs, tail_groups;
+    };
+    for (const Want &w : {Want{3, 3, 3, 4, 2}, Want{3, 7, 7, 10, 4}, Want{3, 4, 4, 6, 0}, Want{1, 3, 3, 1, 2},
+                          Want{2, 5, 5, 5, 0}, Want{3, 1, 3, 4, 1}, Want{4, 2, 2, 4, 0}, Want{1, 2, 1, 0, 1}}) {
+        const own_stem::Plan p = plan(w.c, w.kh, w.kw);
+        EXPECT_EQ(p.row_pairs(), w.row_pairs) << w.c << " " << w.kh << "x" << w.kw;
+        EXPECT_EQ(p.tail_groups(), w.tail_groups) << w.c << " " << w.kh << "x" << w.kw;
+        EXPECT_EQ(p.pairs(), w.kh * w.row_pairs + w.tail_groups);
+        EXPECT_EQ(p.packed.numel(), p.pairs() * 4 * 32);  // one tile of 8 channels
+    }
+}
+
 class StemKernel : public ::testing::Test {
 protected:
     void SetUp() override {
