@@ -13,6 +13,12 @@ namespace ipex::ops::avx512 {
 
 constexpr int64_t kLanes = 16;  // fp32 lanes of a vector
 
+// Asks for the cache lines of `values` fp32 values from `from` on: a network's input, read
+// from memory a few rows before its turn (the stem kernels).
+static inline void prefetch_floats(const float *from, int64_t values) {
+    for (int64_t i = 0; i < values; i += kLanes) _mm_prefetch(reinterpret_cast<const char *>(from + i), _MM_HINT_T0);
+}
+
 // The first n lanes (all 16 from n >= 16 on).
 static inline __mmask16 tail_mask(int64_t n) {
     return n >= kLanes ? __mmask16(0xffff) : static_cast<__mmask16>((1u << n) - 1u);

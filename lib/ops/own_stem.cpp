@@ -20,19 +20,24 @@ bool fits(int64_t channels, int64_t kh, int64_t kw, int64_t groups, at::IntArray
 
 bool available() { return isa::avx512_bf16(); }
 
+void Geometry::set(at::IntArrayRef weight_sizes, at::IntArrayRef stride, at::IntArrayRef padding) {
+    TORCH_CHECK(weight_sizes.size() == 4 && stride.size() == 2 && padding.size() == 2,
+                "stem kernel: a 4-D weight, 2-D stride and padding");
+    out_channels = weight_sizes[0];
+    channels = weight_sizes[1];
+    kh = weight_sizes[2];
+    kw = weight_sizes[3];
+    stride_h = stride[0];
+    stride_w = stride[1];
+    pad_h = padding[0];
+    pad_w = padding[1];
+}
+
 Plan make_plan(const at::Tensor &weight, const at::Tensor &bias, at::IntArrayRef stride, at::IntArrayRef padding,
                const own_kernels::Problem &activation) {
-    TORCH_CHECK(weight.dim() == 4 && weight.is_floating_point(), "own stem kernel: the weight must be [O, C, kh, kw]");
-    TORCH_CHECK(stride.size() == 2 && padding.size() == 2, "own stem kernel: 2-D stride and padding");
+    TORCH_CHECK(weight.is_floating_point(), "own stem kernel: a floating-point weight");
     Plan p;
-    p.out_channels = weight.size(0);
-    p.channels = weight.size(1);
-    p.kh = weight.size(2);
-    p.kw = weight.size(3);
-    p.stride_h = stride[0];
-    p.stride_w = stride[1];
-    p.pad_h = padding[0];
-    p.pad_w = padding[1];
+    p.set(weight.sizes(), stride, padding);
     p.activation = activation;
     TORCH_CHECK(fits(p.channels, p.kh, p.kw, 1, {1, 1}), "own stem kernel: ", p.channels, " channels, ", p.kh, "x",
                 p.kw, " kernel");

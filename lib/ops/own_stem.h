@@ -27,10 +27,16 @@ namespace ipex::ops::own_stem {
 constexpr int64_t kMaxChannels = 4;
 constexpr int64_t kTileChannels = 64;
 
-// The geometry and packed numbers of one convolution, fixed when its context is made.
-struct Plan {
+// A stem convolution's geometry, from its weight's sizes [O, C, kh, kw], 2-D stride and
+// padding (this kernel's and the int8 one's, quant/int8_stem.h).
+struct Geometry {
     int64_t channels = 0, out_channels = 0, kh = 0, kw = 0;
     int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+    void set(at::IntArrayRef weight_sizes, at::IntArrayRef stride, at::IntArrayRef padding);
+};
+
+// The geometry and packed numbers of one convolution, fixed when its context is made.
+struct Plan : Geometry {
     // A kernel row's values (kw pixels of `channels`), the pairs read in place, and the pairs the
     // rows' tails make (rows 2g and 2g + 1, a zero after the last row where kh is odd).
     int64_t row_values() const { return kw * channels; }

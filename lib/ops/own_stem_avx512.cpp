@@ -149,7 +149,7 @@ private:
         const int64_t plane = h_ * w_, c = p_.channels;
         const float *at = src_.planes + image * c * plane + y * w_;
         if (y + kAheadRows < h_)
-            for (int64_t k = 0; k < c; ++k) prefetch(at + k * plane + kAheadRows * w_, w_);
+            for (int64_t k = 0; k < c; ++k) avx512::prefetch_floats(at + k * plane + kAheadRows * w_, w_);
         for (int64_t x = 0; x < w_; x += 16) {
             const int64_t n = std::min<int64_t>(16, w_ - x);
             const __mmask16 m = n == 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << n) - 1);
@@ -171,9 +171,6 @@ private:
     // fp32 rows are read from memory (a network's input): the row kAheadRows below is asked for
     // when one is converted, so it is in cache when its turn comes.
     static constexpr int64_t kAheadRows = 4;
-    static void prefetch(const float *from, int64_t values) {
-        for (int64_t i = 0; i < values; i += 16) _mm_prefetch(reinterpret_cast<const char *>(from + i), _MM_HINT_T0);
-    }
 
     const Plan &p_;
     const Source &src_;
@@ -240,9 +237,10 @@ private:
             const uint16_t *second = 2 * g + 1 < p.kh ? ring_.tails(y0 + 2 * g + 1) : zeros_.data();
             uint32_t *out = pairs_.data() + g * plane_;
             for (int64_t x = 0; x < ow_; x += 16) {
-                const __m512i a = _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(first + x)));
-                const __m512i b =
-                    _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(second + x)));
+                const auto *a16 = reinterpret_cast<const __m256i *>(first + x);
+                const auto *b16 = reinterpret_cast<const __m256i *>(second + x);
+                const __m512i a = _mm512_castsi256_si512(_mm256_loadu_si256(a16));
+                const __m512i b = _mm512_castsi256_si512(_mm256_loadu_si256(b16));
                 _mm512_storeu_si512(out + x, _mm512_permutex2var_epi16(a, lo, b));
             }
         }

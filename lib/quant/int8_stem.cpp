@@ -26,14 +26,7 @@ Plan make_plan(const at::Tensor &weight, const at::Tensor &bias, const std::vect
     TORCH_CHECK(weight.dim() == 4 && weight.scalar_type() == at::kChar && weight.is_contiguous(),
                 "int8 stem kernel: the weight must be dense s8 [O, C, kh, kw]");
     Plan p;
-    p.out_channels = weight.size(0);
-    p.channels = weight.size(1);
-    p.kh = weight.size(2);
-    p.kw = weight.size(3);
-    p.stride_h = stride[0];
-    p.stride_w = stride[1];
-    p.pad_h = padding[0];
-    p.pad_w = padding[1];
+    p.set(weight.sizes(), stride, padding);
     const int64_t row_taps = p.kw * p.channels, groups_per_row = (row_taps + 3) / 4;
     const int64_t last = row_taps - 4 * (groups_per_row - 1);  // taps in a row's last group: 1-4
     if (last <= 2 && p.kh > 1) {

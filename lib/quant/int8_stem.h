@@ -18,16 +18,15 @@
 #include <cstdint>
 #include <vector>
 
+#include "ops/own_stem.h"
 #include "ops/pool_op.h"
 #include "quant/int8_epilogue.h"
 #include "quant/int8_quantize.h"
 
 namespace ipex::quant::stem {
 
-// The geometry and numbers of one convolution, fixed when its context is made.
-struct Plan {
-    int64_t channels = 0, out_channels = 0, kh = 0, kw = 0;
-    int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+// The geometry (ops/own_stem.h) and numbers of one convolution, fixed when its context is made.
+struct Plan : ops::own_stem::Geometry {
     // A kernel row's kw x channels taps make ceil(kw x channels / 4) groups of 4 bytes. Where
     // the row's last group holds 1 or 2 taps (tail_bytes; 7 x 3 = 21 bytes: 1), the
     // last groups of rows_per_tail = 4 / tail_bytes rows are one group (tail_groups of them): a

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "ops/avx512_math.h"
 #include "quant/int8_pool.h"
 #include "quant/int8_stem.h"
 #include "quant/int8_vnni_avx512.h"
@@ -185,11 +186,12 @@ private:
             const int64_t plane = h_ * w_;
             const float *at = src_.floats + image * p_.channels * plane + y * w_;
             if (y + kAheadRows < h_)
-                for (int64_t c = 0; c < p_.channels; ++c) prefetch(at + c * plane + kAheadRows * w_, w_);
+                for (int64_t c = 0; c < p_.channels; ++c)
+                    ops::avx512::prefetch_floats(at + c * plane + kAheadRows * w_, w_);
             quantize_kernel::planes_to_last_avx512(at, dst + left, p_.channels, plane, 0, w_, src_.quantize);
         } else if (src_.floats) {
             const float *at = src_.floats + (image * h_ + y) * body;
-            if (y + kAheadRows < h_) prefetch(at + kAheadRows * body, body);
+            if (y + kAheadRows < h_) ops::avx512::prefetch_floats(at + kAheadRows * body, body);
             quantize_kernel::flat_avx512(at, dst + left, body, src_.quantize);
         } else if (!p_.in_s8) {
             std::memcpy(dst + left, src_.bytes + (image * h_ + y) * body, body);
@@ -207,9 +209,6 @@ private:
     // fp32 rows are read from memory (a network's input): the row kAheadRows below is asked for
     // when one is quantized, so it is in cache when its turn comes.
     static constexpr int64_t kAheadRows = 4;
-    static void prefetch(const float *from, int64_t values) {
-        for (int64_t i = 0; i < values; i += 16) _mm_prefetch(reinterpret_cast<const char *>(from + i), _MM_HINT_T0);
-    }
 
     const Plan &p_;
     const Source &src_;

@@ -18,6 +18,7 @@
 namespace ipex::ops {
 namespace {
 
+using testing::expect_within_rounding;
 using testing::KernelChoice;
 using testing::reference_post_ops;
 
@@ -107,21 +108,6 @@ bool dense_planned(const std::string &dtype) {
     return dtype == "fp32" && own_kernels::grouped_available(false) && !own_kernels::available(false);
 }
 
-// |got - want| within the dtype's bound for every element: bf16, the output rounding (2^-9
-// relative) plus fp32 sums of bf16 products; fp32, sums of up to 48 * 49 products. `roundings`:
-// 2 when want was rounded to the dtype too.
-void expect_close(const at::Tensor &got, const at::Tensor &want, const std::string &dtype, const std::string &what,
-                  double roundings = 1) {
-    ASSERT_EQ(got.sizes(), want.sizes()) << what;
-    const at::Tensor g = got.to(at::kDouble), w = want.to(at::kDouble);
-    const double scale = std::max(w.abs().max().item<double>(), 1e-12);
-    const double rel = (dtype == "bf16" ? 1.0 / 256 : 1e-5) * roundings, abs = dtype == "bf16" ? 1e-4 : 1e-5;
-    const at::Tensor excess = (g - w).abs() - (w.abs() * rel + abs * scale);
-    EXPECT_LE(excess.max().item<double>(), 0.0) << what << ": max error " << (g - w).abs().max().item<double>()
-                                                << " at scale " << scale;
-    EXPECT_FALSE(g.isnan().any().item<bool>()) << what;
-}
-
 struct Built {
     at::Tensor weight, bias;
     std::unique_ptr<ConvolutionContext> ctx;
@@ -151,7 +137,7 @@ void check_case(const GroupedCase &c, const std::string &dtype, const PostOps &p
     EXPECT_TRUE(testing::channels_last(got)) << what;
     const at::Tensor want =
         reference_post_ops(testing::reference_conv(x.to(at::kDouble), b.weight, b.bias, params_of(c)), post);
-    expect_close(got, want, dtype, what);
+    expect_within_rounding(got, want, dtype, what);
 }
 
 class GroupedKernel : public ::testing::TestWithParam<std::string> {
@@ -186,7 +172,7 @@ TEST_P(GroupedKernel, TileWalkForLargeWeightsOverFewPixels) {
         EXPECT_TRUE(own_kernels::grouped_walks_tiles(geometry_of(c))) << describe(c, "fp32", {});
         check_case(c, "fp32", {{"relu"}});
     }
-    // Post-ops that keep the sums' scale (expect_close's bound follows the output's scale, and a
+    // Post-ops that keep the sums' scale (expect_within_rounding's bound follows the output's scale, and a
     // clip would hide sums of 4608 products about 20 times larger).
     check_case(tile_walk_cases()[2], "fp32", {{"leaky_relu", 0.1}, {"hardswish"}});
     check_case(tile_walk_cases()[1], "fp32", {});
@@ -219,7 +205,7 @@ TEST_P(GroupedKernel, ResidualSumInTheAvx2Build) {
         testing::expect_sum_into_copy_and_in_place(
             *b.ctx, x, conv, post, what,
             [&](const at::Tensor &got, const at::Tensor &want, const std::string &about) {
-                expect_close(got, want, dtype, about);
+                expect_within_rounding(got, want, dtype, about);
             });
     }
     EXPECT_FALSE(build(dense_cases()[0], dtype, {{"relu"}, {"sum", 1.0}}).ctx->has_grouped_kernel());
@@ -271,8 +257,8 @@ TEST_P(GroupedKernel, OtherInputLayoutsAndUnbatched) {
     const at::Tensor x = at::randn({1, 64, c.h, c.w});
     const at::Tensor want = testing::reference_conv(x.to(b.weight.scalar_type()).to(at::kDouble), b.weight, b.bias,
                                                     params_of(c));
-    expect_close(b.ctx->run(x, c10::nullopt), want, GetParam(), "NCHW fp32 input");
-    expect_close(b.ctx->run(x.squeeze(0), c10::nullopt), want.squeeze(0), GetParam(), "unbatched");
+    expect_within_rounding(b.ctx->run(x, c10::nullopt), want, GetParam(), "NCHW fp32 input");
+    expect_within_rounding(b.ctx->run(x.squeeze(0), c10::nullopt), want.squeeze(0), GetParam(), "unbatched");
 }
 
 // The kernel and oneDNN give the same convolution within the dtype's bound of each other.
@@ -288,7 +274,7 @@ TEST_P(GroupedKernel, AgreesWithOneDnn) {
         ASSERT_EQ(b.ctx->has_grouped_kernel(), own == 1);
         results[own] = b.ctx->run(x, c10::nullopt);
     }
-    expect_close(results[1], results[0].to(at::kDouble), GetParam(), "own vs oneDNN", 2);
+    expect_within_rounding(results[1], results[0].to(at::kDouble), GetParam(), "own vs oneDNN", 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, GroupedKernel, ::testing::Values("fp32", "bf16"));
@@ -368,7 +354,7 @@ TEST(GroupedKernelScope, TimedChoiceIsKeptPerShape) {
     const at::Tensor first = b.ctx->run(x, c10::nullopt);
     for (int i = 0; i < 3; ++i) EXPECT_TRUE(b.ctx->run(x, c10::nullopt).equal(first));
     const at::Tensor want = at::relu(testing::reference_conv(x.to(at::kDouble), b.weight, b.bias, params_of(c)));
-    expect_close(first, want, "bf16", "timed");
+    expect_within_rounding(first, want, "bf16", "timed");
 }
 
 // The kernel's own copy of the weight is made on its first run: a convolution whose shapes all
@@ -393,7 +379,7 @@ TEST(GroupedKernelScope, WeightIsPackedOnlyWhenTheKernelRuns) {
     const at::Tensor got = b.ctx->run(x, c10::nullopt);
     EXPECT_EQ(b.ctx->grouped_weight_bytes(), static_cast<size_t>(b.weight.numel()) * 2);
     const at::Tensor ref = at::relu(testing::reference_conv(x.to(at::kDouble), b.weight, b.bias, params_of(c)));
-    expect_close(got, ref, "bf16", "recorded own");
+    expect_within_rounding(got, ref, "bf16", "recorded own");
 }
 
 }  // namespace

@@ -76,6 +76,21 @@ inline void expect_close(const at::Tensor &got, const at::Tensor &want, const st
     }
 }
 
+// |got - want| within the dtype's bound for every element, and no NaN: bf16, the output
+// rounding (2^-9 relative) plus fp32 sums of bf16 products (1/256 of the value and 1e-4 of the
+// output's largest); fp32, 1e-5 of both. `roundings`: 2 when want was rounded to the dtype too.
+inline void expect_within_rounding(const at::Tensor &got, const at::Tensor &want, const std::string &dtype,
+                                   const std::string &what, double roundings = 1) {
+    ASSERT_EQ(got.sizes(), want.sizes()) << what;
+    const at::Tensor g = got.to(at::kDouble), w = want.to(at::kDouble);
+    const double scale = std::max(w.abs().max().item<double>(), 1e-12);
+    const double rel = (dtype == "bf16" ? 1.0 / 256 : 1e-5) * roundings, abs = dtype == "bf16" ? 1e-4 : 1e-5;
+    const at::Tensor excess = (g - w).abs() - (w.abs() * rel + abs * scale);
+    EXPECT_LE(excess.max().item<double>(), 0.0) << what << ": max error " << (g - w).abs().max().item<double>()
+                                                << " at scale " << scale;
+    EXPECT_FALSE(g.isnan().any().item<bool>()) << what;
+}
+
 // The dtype the op returns for a context dtype (before promotion by a tensor post-op).
 inline at::ScalarType output_type(const std::string &dtype) {
     return dtype == "bf16" ? at::kBFloat16 : at::kFloat;

@@ -18,6 +18,7 @@
 namespace ipex::ops {
 namespace {
 
+using testing::expect_within_rounding;
 using testing::KernelChoice;
 using testing::reference_post_ops;
 
@@ -53,18 +54,6 @@ std::vector<StemCase> cases() {
         {1, 3, 1, 1, 1, 3, 3, {1, 1}, {1, 1}, true},        // one pixel, one output channel
         {1, 3, 32, 5, 64, 1, 3, {1, 3}, {0, 1}, true},      // one kernel row, stride 3 across
     };
-}
-
-// |got - want| within the output's bf16 rounding plus fp32 sums of bf16 products (2^-8 of the
-// value, 1e-4 of the output's scale); NaN nowhere.
-void expect_close(const at::Tensor &got, const at::Tensor &want, const std::string &what) {
-    ASSERT_EQ(got.sizes(), want.sizes()) << what;
-    const at::Tensor g = got.to(at::kDouble), w = want.to(at::kDouble);
-    const double scale = std::max(w.abs().max().item<double>(), 1e-12);
-    const at::Tensor excess = (g - w).abs() - (w.abs() / 256 + 1e-4 * scale);
-    EXPECT_LE(excess.max().item<double>(), 0.0) << what << ": max error " << (g - w).abs().max().item<double>()
-                                                << " at scale " << scale;
-    EXPECT_FALSE(g.isnan().any().item<bool>()) << what;
 }
 
 struct Built {
@@ -130,7 +119,7 @@ TEST_F(StemKernel, MatchesTheFp64ReferenceFromPlanesAndChannelsLast) {
             const at::Tensor planes = b.ctx->run(x, c10::nullopt);
             EXPECT_EQ(planes.scalar_type(), at::kBFloat16) << what;
             EXPECT_TRUE(testing::channels_last(planes)) << what;
-            expect_close(planes, reference(c, b, x, post), what);
+            expect_within_rounding(planes, reference(c, b, x, post), "bf16", what);
             // The same bf16 values channels-last: the same sums in the same order.
             const at::Tensor last = b.ctx->run(testing::as_channels_last(x.to(at::kBFloat16)), c10::nullopt);
             EXPECT_TRUE(last.equal(planes)) << what;
@@ -213,7 +202,7 @@ TEST_F(StemKernel, ChoiceTimedFromPlanesAndRecorded) {
     EXPECT_EQ(b.ctx->recorded_kernels()[0].second, chosen.own);
     const at::Tensor x = at::randn({c.n, c.c, c.h, c.w});
     const at::Tensor want = reference(c, b, x, {{"hardswish"}});
-    expect_close(b.ctx->run(x, c10::nullopt), want, "recorded");
+    expect_within_rounding(b.ctx->run(x, c10::nullopt), want, "bf16", "recorded");
     for (const char *kernels : {"0", "1"}) {
         KernelChoice env(kernels);
         const Built forced = {b.weight, b.bias,
@@ -221,7 +210,8 @@ TEST_F(StemKernel, ChoiceTimedFromPlanesAndRecorded) {
                                                                    PostOps{{"hardswish"}}, false,
                                                                    std::vector<int64_t>{})};
         EXPECT_EQ(forced.ctx->has_stem_kernel(), std::string(kernels) == "1");
-        expect_close(forced.ctx->run(x, c10::nullopt), want, std::string("IPEX_CONV_KERNELS=") + kernels);
+        expect_within_rounding(forced.ctx->run(x, c10::nullopt), want, "bf16",
+                               std::string("IPEX_CONV_KERNELS=") + kernels);
     }
 }
 
