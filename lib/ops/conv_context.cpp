@@ -169,10 +169,11 @@ bool ConvolutionContext::own_for(const at::Tensor &src, const std::vector<int64_
     // starts from empty caches, as a network's input does.
     const bool planes = stem_reads(src);
     const at::ScalarType math = compute_types(dtype_).math;
+    own_kernels::CacheEvictor evict;  // its buffer made only if a timing runs
     return takes_own(
         this, plan->choice, recorded_for(key), *plan->timed, key, [&] { run_own(src, output()); },
         [&] { execute_into(planes ? to_channels_last(src, math) : src, output()); },
-        planes ? std::function<void()>(own_kernels::evict_caches) : std::function<void()>());
+        planes ? std::function<void()>([&] { evict(); }) : std::function<void()>());
 }
 
 void ConvolutionContext::run_own(const at::Tensor &src, const at::Tensor &dst) const {
@@ -265,9 +266,10 @@ ConvolutionContext::KernelChoice ConvolutionContext::choose_kernel(const std::ve
     const at::Tensor src = stem_ ? input : to_channels_last(input, math);
     // Zeros: a summand when the post-ops have a sum (both kernels then read dst).
     const at::Tensor dst = zeros_channels_last(dst_sizes, compute_types(dtype_).output);
+    own_kernels::CacheEvictor evict;
     const own_kernels::Timed timed = own_kernels::time_both(
         [&] { run_own(src, dst); }, [&] { execute_into(stem_ ? to_channels_last(src, math) : src, dst); }, runs,
-        stem_ ? std::function<void()>(own_kernels::evict_caches) : std::function<void()>());
+        stem_ ? std::function<void()>([&] { evict(); }) : std::function<void()>());
     record_kernel(input_sizes, timed.own);
     return {input_sizes, timed.own, timed.own_seconds * 1e3, timed.onednn_seconds * 1e3};
 }

@@ -12,7 +12,6 @@
 #include <cmath>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -108,13 +107,11 @@ Timed time_both(const std::function<void()> &own, const std::function<void()> &o
             *std::min_element(onednn_s.begin(), onednn_s.end())};
 }
 
-void evict_caches() {
-    static std::mutex mutex;
-    static std::vector<uint8_t> buffer;
-    std::lock_guard<std::mutex> lock(mutex);
-    if (buffer.empty()) buffer.resize(static_cast<size_t>(2 * isa::l3_cache_bytes()));
-    at::parallel_for(0, static_cast<int64_t>(buffer.size()), int64_t{1} << 20, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; i += 64) buffer[i] = static_cast<uint8_t>(buffer[i] + 1);
+void CacheEvictor::operator()() {
+    if (buffer_.empty()) buffer_.resize(static_cast<size_t>(2 * isa::l3_cache_bytes()));
+    uint8_t *data = buffer_.data();
+    at::parallel_for(0, static_cast<int64_t>(buffer_.size()), int64_t{1} << 20, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; i += 64) data[i] = static_cast<uint8_t>(data[i] + 1);
     });
 }
 

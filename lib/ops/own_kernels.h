@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace ipex::ops::own_kernels {
 
@@ -270,7 +271,7 @@ bool prefer_own(const double *own_seconds, const double *onednn_seconds, int run
 
 // Times `own` and `onednn` (one warm-up call each, then `runs` alternating): whether the own
 // code was faster (prefer_own) and the best time of each. `before`, when given, is called
-// before every timed call and not timed (evict_caches: a call whose input comes from memory).
+// before every timed call and not timed (a CacheEvictor: a call whose input comes from memory).
 struct Timed {
     bool own;
     double own_seconds, onednn_seconds;
@@ -278,8 +279,15 @@ struct Timed {
 Timed time_both(const std::function<void()> &own, const std::function<void()> &onednn, int runs,
                 const std::function<void()> &before = {});
 
-// Writes over a buffer twice the last-level cache (held for the process's life): what the caches
-// held before is gone, as a network's input is when its first convolution reads it.
-void evict_caches();
+// Each call writes over a buffer twice the last-level cache (made on the first call, freed with
+// the object): what the caches held before is gone, as a network's input is when its first
+// convolution reads it. A timed choice's `before` (time_both).
+class CacheEvictor {
+public:
+    void operator()();
+
+private:
+    std::vector<uint8_t> buffer_;
+};
 
 }  // namespace ipex::ops::own_kernels

@@ -189,7 +189,7 @@ TEST_F(StemKernel, LeavesOtherConvolutionsToOthers) {
     EXPECT_TRUE(own_stem::fits(3, 16, 16, 1, {1, 1}));
 }
 
-// The choice is timed from fp32 planes (each call after evict_caches) and recorded; both
+// The choice is timed from fp32 planes (each call after a CacheEvictor's) and recorded; both
 // kernels give the reference's values and the recorded one runs.
 TEST_F(StemKernel, ChoiceTimedFromPlanesAndRecorded) {
     const StemCase c{2, 3, 32, 20, 24, 3, 3, {2, 2}, {1, 1}, true};
