@@ -423,14 +423,17 @@ at::Tensor ConvolutionContext::run(const at::Tensor &input, const c10::optional<
     if (const auto trimmed = trimmed_for(x.sizes())) return trimmed->run(input, other, may_write_other);
 
     const ComputeTypes types = compute_types(dtype_);
-    if (stem_reads(x) && own_for(x, dst_sizes)) {  // the network's fp32 planes, read as they are
+    // The network's fp32 planes, read as they are by the stem kernel, or converted for oneDNN
+    // (the choice is the shape's either way: asked once).
+    const bool planes = stem_reads(x);
+    if (planes && own_for(x, dst_sizes)) {
         const at::Tensor y = empty_channels_last(dst_sizes, types.output);
         run_stem(x, y);
         return unbatched ? y.squeeze(0) : y;
     }
     const at::Tensor src = to_channels_last(x, types.math);
     const int sum_at = tensor_post_op(post_ops_);
-    if (sum_at < 0 && own_for(src, dst_sizes)) {
+    if (sum_at < 0 && !planes && own_for(src, dst_sizes)) {
         const at::Tensor y = empty_channels_last(dst_sizes, types.output);
         run_own(src, y);
         return unbatched ? y.squeeze(0) : y;
@@ -488,9 +491,10 @@ void ConvolutionContext::run_into(const at::Tensor &input, const at::Tensor &out
                     is_channels_last(out),
                 "ipex convolution: cannot write ", describe(), "'s output ", at::IntArrayRef(dst_sizes), " into a ",
                 out.scalar_type(), " tensor of shape ", out.sizes());
-    if (stem_reads(input) && own_for(input, dst_sizes)) return run_stem(input, out);
+    const bool planes = stem_reads(input);  // as in run()
+    if (planes && own_for(input, dst_sizes)) return run_stem(input, out);
     const at::Tensor src = to_channels_last(input, types.math);
-    if (own_for(src, dst_sizes))
+    if (!planes && own_for(src, dst_sizes))
         run_own(src, out);
     else
         execute_into(src, out);

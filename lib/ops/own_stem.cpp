@@ -44,35 +44,17 @@ Plan make_plan(const at::Tensor &weight, const at::Tensor &bias, at::IntArrayRef
 
     const at::Tensor w = weight.to(at::kBFloat16).contiguous();
     const auto *values = reinterpret_cast<const uint16_t *>(w.data_ptr<at::BFloat16>());
-    const int64_t tiles = (p.out_channels + kTileChannels - 1) / kTileChannels;
     const int64_t row_pairs = p.row_pairs();
-    p.packed = at::zeros({tiles * p.tile_values()}, at::kShort);
-    auto *out = reinterpret_cast<uint16_t *>(p.packed.data_ptr<int16_t>());
+    p.packed = at::zeros({p.tiles() * p.tile_values()}, at::kShort);
     // Pair g's value `half`: kernel row and value of that row, or row -1 (a zero).
     const auto tap_of = [&](int64_t g, int64_t half) -> std::pair<int64_t, int64_t> {
         if (g < p.kh * row_pairs) return {g / row_pairs, 2 * (g % row_pairs) + half};
         const int64_t r = 2 * (g - p.kh * row_pairs) + half;  // a tail group: rows 2t and 2t + 1
         return {r < p.kh ? r : -1, p.row_values() - 1};
     };
-    for (int64_t t = 0; t < tiles; ++t) {
-        const int64_t first = t * kTileChannels;
-        const int64_t blocks = (std::min(kTileChannels, p.out_channels - first) + 15) / 16;
-        uint16_t *tile = out + t * p.tile_values();
-        for (int64_t g = 0; g < p.pairs(); ++g)
-            for (int64_t b = 0; b < blocks; ++b)
-                for (int64_t lane = 0; lane < 16; ++lane) {
-                    const int64_t oc = first + 16 * b + lane;
-                    if (oc >= p.out_channels) continue;
-                    for (int64_t half = 0; half < 2; ++half) {
-                        const auto [r, v] = tap_of(g, half);
-                        if (r < 0) continue;
-                        const int64_t kx = v / p.channels, c = v % p.channels;
-                        tile[((g * blocks + b) * 16 + lane) * 2 + half] =
-                            values[((oc * p.channels + c) * p.kh + r) * p.kw + kx];
-                    }
-                }
-    }
-    p.bias.assign(tiles * kTileChannels, 0.f);
+    pack_tiles(p, p.pairs(), 2, p.tile_values(), tap_of, values,
+               reinterpret_cast<uint16_t *>(p.packed.data_ptr<int16_t>()));
+    p.bias.assign(p.tiles() * kTileChannels, 0.f);
     if (bias.defined()) {
         const at::Tensor b = bias.to(at::kFloat).contiguous();
         std::copy(b.data_ptr<float>(), b.data_ptr<float>() + p.out_channels, p.bias.begin());

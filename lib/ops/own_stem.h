@@ -17,7 +17,10 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "ops/own_kernels.h"
@@ -33,6 +36,55 @@ struct Geometry {
     int64_t channels = 0, out_channels = 0, kh = 0, kw = 0;
     int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
     void set(at::IntArrayRef weight_sizes, at::IntArrayRef stride, at::IntArrayRef padding);
+    int64_t tiles() const { return (out_channels + kTileChannels - 1) / kTileChannels; }
+};
+
+// The weight packed as both stem kernels read it: for each tile of kTileChannels output
+// channels (tile_values elements apart), group g (< groups), 16-channel block of the tile,
+// lane and element e of a group (per_group of them: bf16 pairs, VNNI's 4 bytes), the weight
+// tap_of(g, e) = {kernel row, value of that row (pixel v / channels, channel v % channels)}
+// names; a row of -1 leaves a zero. weight: [out_channels, channels, kh, kw] dense; out zeroed.
+template <class T, class TapOf>
+void pack_tiles(const Geometry &p, int64_t groups, int64_t per_group, int64_t tile_values, const TapOf &tap_of,
+                const T *weight, T *out) {
+    for (int64_t t = 0; t < p.tiles(); ++t) {
+        const int64_t first = t * kTileChannels;
+        const int64_t blocks = (std::min(kTileChannels, p.out_channels - first) + 15) / 16;
+        T *tile = out + t * tile_values;
+        for (int64_t g = 0; g < groups; ++g)
+            for (int64_t b = 0; b < blocks; ++b)
+                for (int64_t lane = 0; lane < 16 && first + 16 * b + lane < p.out_channels; ++lane) {
+                    const int64_t oc = first + 16 * b + lane;
+                    for (int64_t e = 0; e < per_group; ++e) {
+                        const auto [r, v] = tap_of(g, e);
+                        if (r < 0) continue;
+                        const int64_t kx = v / p.channels, c = v % p.channels;
+                        tile[((g * blocks + b) * 16 + lane) * per_group + e] =
+                            weight[((oc * p.channels + c) * p.kh + r) * p.kw + kx];
+                    }
+                }
+    }
+}
+
+// Output pixels a tile of NR 16-channel blocks takes in both stem kernels: MR x NR sums, NR
+// weight vectors and a broadcast in the 32 registers (fewer blocks: more pixels share each
+// weight load).
+constexpr int kMaxMr[4] = {12, 12, 8, 6};
+constexpr int kMr = 12;
+
+// A stem kernel's tile functions: table()[nr - 1][mr - 1] is Kernel<MR, nr>::run with MR = mr
+// up to the most nr blocks take (kMaxMr). Each kernel file instantiates it with its own Tile.
+template <class Tile, template <int, int> class Kernel>
+struct TileTable {
+    using Fn = void (*)(const Tile &);
+    template <int NR, size_t... M>
+    static constexpr std::array<Fn, kMr> row(std::index_sequence<M...>) {
+        return {&Kernel<std::min(static_cast<int>(M) + 1, kMaxMr[NR - 1]), NR>::run...};
+    }
+    static constexpr std::array<std::array<Fn, kMr>, 4> table() {
+        return {row<1>(std::make_index_sequence<kMr>()), row<2>(std::make_index_sequence<kMr>()),
+                row<3>(std::make_index_sequence<kMr>()), row<4>(std::make_index_sequence<kMr>())};
+    }
 };
 
 // The geometry and packed numbers of one convolution, fixed when its context is made.

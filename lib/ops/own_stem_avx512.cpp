@@ -16,11 +16,6 @@ namespace ipex::ops::own_stem {
 
 namespace {
 
-// Output pixels a tile of NR 16-channel blocks takes: MR x NR sums, NR weight vectors and a
-// broadcast in the 32 registers (fewer blocks: more pixels share each weight load).
-constexpr int kMaxMr[4] = {12, 12, 8, 6};
-constexpr int kMr = 12;
-
 // The pairs a tile multiplies: for each pair of the window (the kernel rows' pairs, then the
 // tail groups'), where output pixel 0's pair is and how far the next pixel's is. One loop over
 // them all keeps the sums in registers (a loop per kernel row stored and reloaded all 24 between
@@ -68,22 +63,16 @@ void run_tile(const Tile &t) {
     for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
         for (int j = 0; j < NR; ++j) {
-            const int64_t left = t.channels - 16 * j;
-            const __mmask16 m = left >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << left) - 1);
-            avx512::store_bf16(t.dst + i * t.dst_step + 16 * j, m, acc[i * NR + j]);
+            avx512::store_bf16(t.dst + i * t.dst_step + 16 * j, avx512::tail_mask(t.channels - 16 * j),
+                               acc[i * NR + j]);
         }
 }
 
-using TileFn = void (*)(const Tile &);
-
-template <int NR, size_t... M>
-constexpr std::array<TileFn, kMr> tiles_for(std::index_sequence<M...>) {
-    return {&run_tile<std::min(static_cast<int>(M) + 1, kMaxMr[NR - 1]), NR>...};
-}
-
-const std::array<std::array<TileFn, kMr>, 4> kTiles = {
-    tiles_for<1>(std::make_index_sequence<kMr>()), tiles_for<2>(std::make_index_sequence<kMr>()),
-    tiles_for<3>(std::make_index_sequence<kMr>()), tiles_for<4>(std::make_index_sequence<kMr>())};
+template <int MR, int NR>
+struct TileKernel {
+    static void run(const Tile &t) { run_tile<MR, NR>(t); }
+};
+const auto kTiles = TileTable<Tile, TileKernel>::table();
 
 // Word j of output vector v of 16 pixels of c channels (word 32 v + j: pixel (32 v + j) / c,
 // channel (32 v + j) % c), from [c0 | c1] (indices 0-31) and [c2 | c3] (32-63), each channel's
@@ -152,7 +141,7 @@ private:
             for (int64_t k = 0; k < c; ++k) avx512::prefetch_floats(at + k * plane + kAheadRows * w_, w_);
         for (int64_t x = 0; x < w_; x += 16) {
             const int64_t n = std::min<int64_t>(16, w_ - x);
-            const __mmask16 m = n == 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << n) - 1);
+            const __mmask16 m = avx512::tail_mask(n);
             __m256i v[4];
             for (int64_t k = 0; k < 4; ++k)
                 v[k] = k < c ? avx512::fp32_to_bf16(_mm512_maskz_loadu_ps(m, at + k * plane + x))
@@ -186,27 +175,25 @@ private:
 class RowMaker {
 public:
     RowMaker(const Plan &p, const Source &src, int64_t h, int64_t w, int64_t ow)
-        : p_(p), ow_(ow), ring_(p, src, h, w, ow), src_(p.pairs()), stride_(p.pairs()),
-          plane_(ow + RowRing::kTailPad), pairs_(p.tail_groups() * plane_), zeros_(plane_) {}
+        : p_(p), ow_(ow), ring_(p, src, h, w, ow), src_(p.pairs()), stride_(p.pairs(), p.stride_w * p.channels),
+          plane_(ow + RowRing::kTailPad), pairs_(p.tail_groups() * plane_), zeros_(plane_) {
+        // The tail groups' pairs are one a pixel (2 values); the rows' in place, the stride's pixels apart.
+        for (int64_t k = 0; k < p.tail_groups(); ++k) {
+            stride_[p.kh * p.row_pairs() + k] = 2;
+            src_[p.kh * p.row_pairs() + k] = reinterpret_cast<const uint16_t *>(pairs_.data() + k * plane_);
+        }
+    }
 
     // Output row y of image `image`, written at out_row (ow pixels of out_channels values).
     void make(int64_t image, int64_t y, uint16_t *out_row) {
         const Plan &p = p_;
-        const int64_t y0 = y * p.stride_h - p.pad_h, step = p.stride_w * p.channels;
-        int64_t g = 0;
-        for (int64_t r = 0; r < p.kh; ++r) {
+        const int64_t y0 = y * p.stride_h - p.pad_h;
+        for (int64_t r = 0, g = 0; r < p.kh; ++r) {
             const uint16_t *row = ring_.row(image, y0 + r);
-            for (int64_t q = 0; q < p.row_pairs(); ++q, ++g) {
-                src_[g] = row + 2 * q;
-                stride_[g] = step;
-            }
+            for (int64_t q = 0; q < p.row_pairs(); ++q) src_[g++] = row + 2 * q;
         }
         if (p.tail_groups()) merge_tails(y0);
-        for (int64_t k = 0; k < p.tail_groups(); ++k, ++g) {
-            src_[g] = reinterpret_cast<const uint16_t *>(pairs_.data() + k * plane_);
-            stride_[g] = 2;
-        }
-        const int64_t tiles = (p.out_channels + kTileChannels - 1) / kTileChannels;
+        const int64_t tiles = p.tiles();
         const auto *packed = reinterpret_cast<const uint16_t *>(p.packed.data_ptr<int16_t>());
         for (int64_t t = 0; t < tiles; ++t) {
             const int64_t first = t * kTileChannels;
@@ -249,8 +236,8 @@ private:
     const Plan &p_;
     int64_t ow_;
     RowRing ring_;
-    std::vector<const uint16_t *> src_;  // Tile::src and Tile::stride of the row being made
-    std::vector<int64_t> stride_;
+    std::vector<const uint16_t *> src_;  // Tile::src of the row being made (the tail groups' fixed)
+    std::vector<int64_t> stride_;        // Tile::stride
     int64_t plane_;  // pairs of one tail group
     std::vector<uint32_t> pairs_;
     std::vector<uint16_t> zeros_;  // the tails of a row past the kernel's last

@@ -7,9 +7,9 @@
 namespace ipex::quant::stem {
 
 namespace {
-constexpr int64_t kMaxChannels = 4;
+using ops::own_stem::kMaxChannels;
+using ops::own_stem::kTileChannels;
 constexpr int64_t kMaxRowBytes = 64;  // kw x channels: at most 16 groups a kernel row
-constexpr int64_t kTileChannels = 64;
 }  // namespace
 
 bool fits(int64_t channels, int64_t kh, int64_t kw, int64_t groups, at::IntArrayRef dilation) {
@@ -46,34 +46,19 @@ Plan make_plan(const at::Tensor &weight, const at::Tensor &bias, const std::vect
     p.in_zero_point = static_cast<int>(in_zero_point);
     TORCH_CHECK(static_cast<int64_t>(scales.size()) == p.out_channels, "int8 stem kernel: one scale per output");
 
-    const int64_t tiles = (p.out_channels + kTileChannels - 1) / kTileChannels;
     const int64_t groups = p.groups(), tile_bytes = groups * kTileChannels * 4;
-    p.packed = at::zeros({tiles * tile_bytes}, at::TensorOptions().dtype(at::kChar));
-    int8_t *out = p.packed.data_ptr<int8_t>();
+    p.packed = at::zeros({p.tiles() * tile_bytes}, at::TensorOptions().dtype(at::kChar));
     const int8_t *w = weight.data_ptr<int8_t>();
     // Group g's byte b: kernel row and byte of that row (tap q / C, channel q % C), or -1 (zero).
     const auto tap_of = [&](int64_t g, int64_t b) -> std::pair<int64_t, int64_t> {
-        if (g < p.kh * p.row_groups) return {g / p.row_groups, 4 * (g % p.row_groups) + b};
+        if (g < p.kh * p.row_groups) {
+            const int64_t q = 4 * (g % p.row_groups) + b;
+            return {q < row_taps ? g / p.row_groups : -1, q};
+        }
         const int64_t r = (g - p.kh * p.row_groups) * p.rows_per_tail + b / p.tail_bytes;
         return {r < p.kh ? r : -1, 4 * p.row_groups + b % p.tail_bytes};
     };
-    for (int64_t t = 0; t < tiles; ++t) {
-        const int64_t first = t * kTileChannels;
-        const int64_t blocks = (std::min(kTileChannels, p.out_channels - first) + 15) / 16;
-        for (int64_t g = 0; g < groups; ++g)
-            for (int64_t j = 0; j < blocks; ++j)
-                for (int64_t lane = 0; lane < 16; ++lane) {
-                    const int64_t oc = first + 16 * j + lane;
-                    if (oc >= p.out_channels) continue;
-                    for (int64_t b = 0; b < 4; ++b) {
-                        const auto [r, q] = tap_of(g, b);
-                        if (r < 0 || q >= row_taps) continue;
-                        const int64_t kx = q / p.channels, c = q % p.channels;
-                        out[t * tile_bytes + ((g * blocks + j) * 16 + lane) * 4 + b] =
-                            w[((oc * p.channels + c) * p.kh + r) * p.kw + kx];
-                    }
-                }
-    }
+    ops::own_stem::pack_tiles(p, groups, 4, tile_bytes, tap_of, w, p.packed.data_ptr<int8_t>());
 
     // The kernel multiplies bytes shifted to u8 (s8 + 128) and subtracts the zero point's share.
     const int64_t zp = in_zero_point + (in_s8 ? 128 : 0);

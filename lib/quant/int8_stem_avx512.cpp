@@ -21,11 +21,8 @@ namespace {
 using vnni::broadcast32;
 using vnni::dot_add;
 
-// Output pixels a tile of NR 16-channel blocks takes: MR x NR accumulators, NR weight vectors
-// and a broadcast in the 32 registers (fewer blocks: more pixels share each weight load).
-constexpr int kMaxMr[4] = {12, 12, 8, 6};
-constexpr int kMr = 12;
-constexpr int64_t kTileChannels = 64;
+using ops::own_stem::kMaxMr;
+using ops::own_stem::kTileChannels;
 
 struct Tile {
     const uint8_t *const *rows;  // kh padded input rows, each at the tile's first pixel's window
@@ -123,16 +120,11 @@ void run_tile(const Tile &t) {
     }
 }
 
-using TileFn = void (*)(const Tile &);
-
-template <int NR, size_t... M>
-constexpr std::array<TileFn, kMr> tiles_for(std::index_sequence<M...>) {
-    return {&run_tile<std::min(static_cast<int>(M) + 1, kMaxMr[NR - 1]), NR>...};
-}
-
-const std::array<std::array<TileFn, kMr>, 4> kTiles = {
-    tiles_for<1>(std::make_index_sequence<kMr>()), tiles_for<2>(std::make_index_sequence<kMr>()),
-    tiles_for<3>(std::make_index_sequence<kMr>()), tiles_for<4>(std::make_index_sequence<kMr>())};
+template <int MR, int NR>
+struct TileKernel {
+    static void run(const Tile &t) { run_tile<MR, NR>(t); }
+};
+const auto kTiles = ops::own_stem::TileTable<Tile, TileKernel>::table();
 
 // The padded input rows a run of output rows reads, each copied once (fp32 ones quantized): a
 // ring of kh rows, each (pad + w + pad) pixels and 64 bytes more (what a kernel row's last group
