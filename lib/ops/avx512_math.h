@@ -26,9 +26,12 @@ static inline __mmask16 tail_mask(int64_t n) {
 
 // exp(x) for 16 lanes: 2^n * e^f with n = round(x log2 e), |f| <= ln2 / 2, a degree-6 Taylor
 // polynomial for e^f (within 2.8 ulp of exp over [-87, 0]). x at or below about -104 (-inf
-// included) gives exactly 0: attention relies on it for hidden and vanishing scores.
+// included) gives exactly 0: attention relies on it for hidden and vanishing scores. A NaN x
+// gives NaN (the clamp takes x second: max returns its second operand when either is NaN), as
+// std::exp does, so a NaN score makes its softmax row NaN as aten's does. x = +inf gives NaN
+// (inf - inf in f): callers pass x <= 0 (scores less their max) or clamp x first (sigmoid).
 static inline __m512 exp16(__m512 x) {
-    x = _mm512_max_ps(x, _mm512_set1_ps(-120.f));
+    x = _mm512_max_ps(_mm512_set1_ps(-120.f), x);
     const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 f = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);

@@ -13,9 +13,12 @@ namespace {
 
 // exp(x) for 8 lanes: 2^n * e^f with n = round(x log2 e), |f| <= ln2 / 2, a degree-6 Taylor
 // polynomial for e^f (the AVX-512 kernels' exp16, with 2^n built in the exponent bits). x is
-// clamped to [-87, 88], where 2^n is a normal float: below, e^x reads as e^-87 (1.6e-38).
+// clamped to [-87, 89]: below, e^x reads as e^-87 (1.6e-38); from 88.38 on n is 128, whose
+// exponent bits are +inf's, so e^x is +inf (a little early: fp32's exp overflows at 88.72).
+// A NaN x gives NaN: the clamps take x second (x86's max and min return the second operand
+// when either is NaN), and p is NaN whatever 2^n reads.
 inline __m256 exp8(__m256 x) {
-    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.f)), _mm256_set1_ps(88.f));
+    x = _mm256_min_ps(_mm256_set1_ps(89.f), _mm256_max_ps(_mm256_set1_ps(-87.f), x));
     const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m256 f = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
@@ -31,24 +34,26 @@ inline __m256 exp8(__m256 x) {
     return _mm256_mul_ps(p, _mm256_castsi256_ps(two_n));
 }
 
-// 1 / (1 + exp(-x)) for 8 lanes; NaN stays NaN (the clamp in exp8 would hide it).
+// 1 / (1 + exp(-x)) for 8 lanes, with aten's values at NaN and the infinities: NaN stays NaN
+// (exp8 keeps it), sigmoid(-inf) = 1 / (1 + inf) = 0 exactly (so SiLU's x * sigmoid(x) is NaN
+// there, as aten's x / (1 + exp(-x)) is), sigmoid(+inf) = 1.
 inline __m256 sigmoid8(__m256 x) {
     const __m256 one = _mm256_set1_ps(1.f);
-    const __m256 s = _mm256_div_ps(one, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), x))));
-    return _mm256_blendv_ps(s, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+    return _mm256_div_ps(one, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), x))));
 }
 
-// One post-op of kind kAct on one vector.
+// One post-op of kind kAct on one vector, NaN in, NaN out, as aten's ops: each max or min
+// takes v as its second operand, leaky_relu scales only the lanes below 0 (ordered compare).
 template <Act kAct>
 inline __m256 apply(const Eltwise &e, __m256 v) {
     const __m256 zero = _mm256_setzero_ps();
-    if constexpr (kAct == Act::relu) return _mm256_max_ps(v, zero);
+    if constexpr (kAct == Act::relu) return _mm256_max_ps(zero, v);
     if constexpr (kAct == Act::leaky_relu)
         return _mm256_blendv_ps(v, _mm256_mul_ps(v, _mm256_set1_ps(e.alpha)), _mm256_cmp_ps(v, zero, _CMP_LT_OQ));
     if constexpr (kAct == Act::clip)
-        return _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(e.alpha)), _mm256_set1_ps(e.beta));
+        return _mm256_min_ps(_mm256_set1_ps(e.beta), _mm256_max_ps(_mm256_set1_ps(e.alpha), v));
     if constexpr (kAct == Act::hardswish) {
-        const __m256 t = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, _mm256_set1_ps(3.f)), zero), _mm256_set1_ps(6.f));
+        const __m256 t = _mm256_min_ps(_mm256_set1_ps(6.f), _mm256_max_ps(zero, _mm256_add_ps(v, _mm256_set1_ps(3.f))));
         return _mm256_mul_ps(_mm256_mul_ps(v, t), _mm256_set1_ps(1.f / 6.f));
     }
     if constexpr (kAct == Act::sigmoid) return sigmoid8(v);

@@ -44,11 +44,12 @@ void store(void *base, int64_t i, __mmask16 m, __m512 v) {
     }
 }
 
-// 1 / (1 + exp(-x)), NaN where x is NaN (as aten's sigmoid). For a bf16 output: 1 / (1 + 2^t),
+// 1 / (1 + exp(-x)) of finite x. For a bf16 output: 1 / (1 + 2^t),
 // t = -x log2(e) held in [-126, 115] (x >= kSigmoidLowest as below), 2^t as 2^floor(t) times
 // a cubic in t - floor(t) (7.5e-5 relative on [0, 1)) and the 14-bit reciprocal: within
 // 1.5e-4 relative against bf16's half spacing of 2e-3. For fp32, exp16 and a refined
-// reciprocal (2^-28 relative). The clamps turn a NaN into a bound: it is put back at the end.
+// reciprocal (2^-28 relative). The clamps turn a NaN or an infinity into a bound: sigmoid()
+// puts them right.
 template <bool kBf16Out>
 __m512 sigmoid_of_numbers(__m512 x) {
     const __m512 one = _mm512_set1_ps(1.f);
@@ -69,26 +70,36 @@ __m512 sigmoid_of_numbers(__m512 x) {
     return _mm512_mul_ps(r, _mm512_fnmadd_ps(d, r, _mm512_set1_ps(2.f)));
 }
 
+// VFIXUPIMMPS's table for sigmoid (4 bits per class of x, the classes from QNaN = 0 to positive
+// = 7): a NaN x gives x (quieted), -inf gives +0, +inf gives +1, any other keeps the value.
+constexpr int32_t kSigmoidSpecials = 0x00A80022;
+
+// aten's sigmoid: sigmoid_of_numbers with the values of NaN and the infinities put in by one
+// VFIXUPIMMPS. A NaN stays NaN and sigmoid(-inf) is exactly 0, so SiLU's x * sigmoid(x) is NaN
+// at -inf as aten's x / (1 + exp(-x)) is.
 template <bool kBf16Out>
 __m512 sigmoid(__m512 x) {
-    return _mm512_mask_mov_ps(sigmoid_of_numbers<kBf16Out>(x), _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
+    return _mm512_fixupimm_ps(sigmoid_of_numbers<kBf16Out>(x), x, _mm512_set1_epi32(kSigmoidSpecials), 0);
 }
 
-// One post-op on one vector.
+// One post-op on one vector, NaN in, NaN out, as aten's ops: each max or min takes v as its
+// second operand (x86's max and min return the second operand when either is NaN), leaky_relu
+// scales only the lanes below 0, sigmoid fixes NaN up (above). An infinity gives what aten's
+// formula gives: hardswish(-inf) = -inf * 0 = NaN, leaky_relu(-inf) with slope 0 the same.
 template <bool kBf16Out>
 inline __attribute__((always_inline)) __m512 apply_op(const Eltwise &e, __m512 v) {
     switch (e.act) {
-        case Act::relu: return _mm512_max_ps(v, _mm512_setzero_ps());
+        case Act::relu: return _mm512_max_ps(_mm512_setzero_ps(), v);
         case Act::leaky_relu: {
             const __mmask16 negative = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
             return _mm512_mask_mul_ps(v, negative, v, _mm512_set1_ps(e.alpha));
         }
-        case Act::clip: return _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(e.alpha)), _mm512_set1_ps(e.beta));
+        case Act::clip: return _mm512_min_ps(_mm512_set1_ps(e.beta), _mm512_max_ps(_mm512_set1_ps(e.alpha), v));
         case Act::sigmoid: return sigmoid<kBf16Out>(v);
         case Act::silu: return _mm512_mul_ps(v, sigmoid<kBf16Out>(v));
         case Act::hardswish: {
-            const __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(v, _mm512_set1_ps(3.f)), _mm512_setzero_ps()),
-                                           _mm512_set1_ps(6.f));
+            const __m512 t = _mm512_min_ps(_mm512_set1_ps(6.f),
+                                           _mm512_max_ps(_mm512_setzero_ps(), _mm512_add_ps(v, _mm512_set1_ps(3.f))));
             return _mm512_mul_ps(_mm512_mul_ps(v, t), _mm512_set1_ps(1.f / 6.f));
         }
     }

@@ -23,7 +23,8 @@ using Window = GroupedWindow<float, kPixels>;
 // pixels, written from dst element `out` on (the block's pixels are consecutive in dst; with
 // p.sum, the summand read from there is added to the sums first, scaled). kRelu:
 // the post-ops are one ReLU, applied to the sums in their registers before the store (a max
-// each; 1.05-1.25x on RegNet's grouped layers); any other post-ops run on the stored tile.
+// each, the sum second so that NaN stays NaN; 1.05-1.25x on RegNet's grouped layers); any
+// other post-ops run on the stored tile.
 // (The tile loop stays in this function: GCC kept the sums in memory through the products
 // when one tile was a function of its own.)
 template <int kCount, bool kRelu>
@@ -62,7 +63,7 @@ void block(const Grouped &p, const Window &win, int64_t out, int64_t first_tile,
         }
         if (kRelu) {
             const __m256 zero = _mm256_setzero_ps();
-            for (int j = 0; j < kCount; ++j) lo[j] = _mm256_max_ps(lo[j], zero), hi[j] = _mm256_max_ps(hi[j], zero);
+            for (int j = 0; j < kCount; ++j) lo[j] = _mm256_max_ps(zero, lo[j]), hi[j] = _mm256_max_ps(zero, hi[j]);
         }
         for (int j = 0; j < kCount; ++j) {
             _mm256_storeu_ps(dst + j * c_out + o, lo[j]);

@@ -41,7 +41,7 @@ void scale_shift(const uint8_t *src, int64_t src_stride, uint8_t *dst, int64_t d
             const int32_t q = p.is_signed ? static_cast<int8_t>(byte) : byte;
             const float x = static_cast<float>(q - p.zero_point) * p.scale;
             float y = x * p.channel_scale[c] + p.channel_shift[c];
-            if (p.relu) y = std::max(y, 0.f);
+            if (p.relu) y = std::max(y, 0.f);  // NaN stays NaN (std::max returns its first unless a < b)
             dst[px * dst_stride + c] = qk::quantize_value(y, p.out);
         }
 }

@@ -171,7 +171,9 @@ void scale_shift_avx512(const uint8_t *src, int64_t src_stride, uint8_t *dst, in
             // A product and a sum (no fused multiply-add), as the portable loop computes it.
             __m512 y = _mm512_add_ps(_mm512_mul_ps(x, _mm512_maskz_loadu_ps(m, p.channel_scale + c)),
                                      _mm512_maskz_loadu_ps(m, p.channel_shift + c));
-            if (p.relu) y = _mm512_max_ps(y, zero);
+            // y second: a NaN stays NaN through the ReLU (as in the portable loop and aten's
+            // relu), and quantize16 then gives it the type's lowest value, ReLU or not.
+            if (p.relu) y = _mm512_max_ps(zero, y);
             store16(dst + px * dst_stride + c, m, quantize16(y, inv, lo, hi, out_zp));
         }
     }

@@ -35,7 +35,12 @@ struct EpilogueRegs {
 };
 
 // y of the folded epilogue before the bounds: the scale and shift, [relu, + add_after_relu],
-// [+ sum_scale x the summand's byte].
+// [+ sum_scale x the summand's byte]. y is NaN only where a channel's scale or shift is (the
+// sums are integers). The output is a byte, which has no NaN; these kernels give what oneDNN's
+// int8 convolutions give: the ReLU before a sum takes a NaN y to 0 (max's second operand), so
+// the output is the summand's part alone; any other NaN reaches the bounds, where max(y, lo)
+// gives lo (the type's lowest value, or the zero point after a last ReLU), and epilogue64's
+// conversion gives the integer indefinite, packed to the lowest value, then lo.
 template <bool kSum, bool kReluBeforeSum, bool kSummandS8>
 inline __m512 scaled(const EpilogueRegs &e, __m512i acc, __m512 scale, __m512 shift, const uint8_t *summand) {
     __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), scale, shift);

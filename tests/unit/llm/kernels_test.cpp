@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "llm/attention.h"
@@ -64,6 +65,35 @@ TEST(LlmKernels, SoftmaxRowsMatchPortable) {
                     for (int64_t i = n; i < lds; ++i) EXPECT_EQ(s1[r * lds + i], s2[r * lds + i]);  // untouched
                 }
             }
+}
+
+// NaN through the decoder's exp kernels as through aten's ops: a NaN score makes its row of
+// probabilities NaN in both softmaxes (the vectorized exp keeps NaN) and leaves the other rows
+// as they were; silu_mul is aten's silu(gate) * up, NaN where that is (silu(-inf) among them).
+TEST(LlmKernels, NanThroughSoftmaxAndSiluMul) {
+    const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+    const int64_t rows = 3, n = 37, lds = 40;
+    auto scores = random_vec(static_cast<size_t>(rows * lds), 9);
+    scores[1 * lds + 20] = nan;
+    const at::Tensor want = at::softmax(at::tensor(scores).view({rows, lds}).narrow(1, 0, n) * 0.125, 1);
+    for (bool vectorized : {false, true}) {
+        if (vectorized && !kernels::avx512_ok()) continue;
+        auto s = scores;
+        (vectorized ? kernels::softmax_rows_avx512 : kernels::softmax_rows_ref)(s.data(), rows, lds, n, 0.125f);
+        const at::Tensor got = at::tensor(s).view({rows, lds}).narrow(1, 0, n);
+        EXPECT_TRUE(got.isnan().equal(want.isnan())) << (vectorized ? "avx512" : "portable");
+        EXPECT_TRUE(got[1].isnan().all().item<bool>());
+        for (int64_t r : {0, 2}) EXPECT_TRUE(at::allclose(got[r], want[r], 1e-5, 1e-7)) << r;
+    }
+    const int64_t inter = 8;
+    const std::vector<float> gu = {nan, inf, -inf, 0.f, -3.f, 2.f, -100.f, 100.f,  // gates
+                                   1.f, 2.f, 3.f, inf, 0.5f, nan, -1.f, -inf};     // ups
+    std::vector<float> out(inter);
+    kernels::silu_mul(gu.data(), out.data(), 1, inter);
+    const at::Tensor g = at::tensor(gu).narrow(0, 0, inter), u = at::tensor(gu).narrow(0, inter, inter);
+    const at::Tensor expected = at::silu(g) * u, result = at::tensor(out);
+    EXPECT_TRUE(result.isnan().equal(expected.isnan())) << result << expected;
+    EXPECT_TRUE(at::allclose(result, expected, 1e-6, 1e-30, /*equal_nan=*/true)) << result << expected;
 }
 
 TEST(LlmKernels, RmsNormAndAddRmsNorm) {

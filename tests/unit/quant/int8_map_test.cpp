@@ -11,6 +11,7 @@
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -304,6 +305,35 @@ TEST(Int8CatScaleShift, MatchesTheOpsItStandsFor) {
                                    cat_scale_shift_reference(flat, scale.narrow(0, 0, 8), shift.narrow(0, 0, 8), relu,
                                                              0.02, zp, out_type),
                                    what + " 2-D");
+        }
+}
+
+// A NaN shift makes its channel's affine NaN: the ReLU keeps it NaN (as aten's relu does) and
+// the quantization gives it the type's lowest value, as aten's quantize_per_tensor does, with
+// or without the ReLU and in the AVX-512 kernel as in the portable loop.
+TEST(Int8CatScaleShift, NanShiftGivesTheLowestValue) {
+    at::manual_seed(13);
+    const std::vector<at::Tensor> inputs = {
+        at::quantize_per_tensor(at::randn({2, 20, 3, 5}), 0.04, 100, at::kQUInt8),
+        at::quantize_per_tensor(at::randn({2, 17, 3, 5}), 0.03, -7, at::kQInt8)};
+    const at::Tensor scale = at::rand({37}) + 0.5;
+    at::Tensor shift = at::randn({37}) * 0.2;
+    for (int64_t c : {0, 18, 36}) shift[c] = std::numeric_limits<float>::quiet_NaN();
+    for (bool relu : {true, false})
+        for (at::ScalarType out_type : {at::kQUInt8, at::kQInt8}) {
+            const int64_t zp = out_type == at::kQInt8 ? 5 : 3;  // above the lowest value: a ReLU's floor shows
+            const std::string what = std::string(relu ? "relu " : "") + c10::toString(out_type);
+            const at::Tensor got = cat_scale_shift(inputs, scale, shift, relu, 0.02, zp, out_type);
+            const at::Tensor want = cat_scale_shift_reference(inputs, scale, shift, relu, 0.02, zp, out_type);
+            const int lowest = out_type == at::kQInt8 ? -128 : 0;
+            const auto all_lowest = [&](const at::Tensor &q, int64_t c) {
+                return q.int_repr().select(1, c).to(at::kInt).eq(lowest).all().item<bool>();
+            };
+            for (int64_t c : {0, 18, 36}) {
+                EXPECT_TRUE(all_lowest(got, c)) << what << " " << c;
+                EXPECT_TRUE(all_lowest(want, c)) << what << " aten, " << c;
+            }
+            expect_within_one_step(got, want, what);
         }
 }
 
