@@ -57,8 +57,21 @@ void add_llm_load_options(CLI::App &sub, LlmLoadArgs &a) {
                    "activations of weight-only layers: auto (bf16 where the CPU has AVX512-BF16 and --dtype is bf16), fp32, bf16, int8")
         ->check(CLI::IsMember({"auto", "fp32", "bf16", "int8"}))
         ->capture_default_str();
-    sub.add_option("--threads", a.threads, "intra-op threads (default: OMP_NUM_THREADS, else the physical cores this process may run on)")
-        ->check(CLI::PositiveNumber);
+    sub.add_option("--threads", a.threads,
+                   "intra-op threads, " + llm::range_text(llm::counts::threads) +
+                       " (default: OMP_NUM_THREADS, else the physical cores this process may run on)")
+        ->check(CLI::PositiveNumber);  // 0 stands for "not given"; the upper bound is checked with the others
+}
+
+void check_llm_load_args(const LlmLoadArgs &args) {
+    if (args.threads != 0) llm::check_count("--threads", args.threads, llm::counts::threads);
+}
+
+CLI::Option *add_allow_long_context(CLI::App &sub, bool &flag, const std::string &prefix) {
+    return sub.add_flag("--allow-long-context", flag,
+                        prefix + "let the positions a run needs go past what the model declares (config.json's "
+                                 "max_position_embeddings, times a linear rope_scaling factor) up to " +
+                            std::to_string(llm::kMaxPositions) + "; its output there may not be meaningful");
 }
 
 std::shared_ptr<const llm::Model> load_llm(const std::string &dir, const LlmLoadArgs &args) {
@@ -70,12 +83,16 @@ std::shared_ptr<const llm::Model> load_llm(const std::string &dir, const LlmLoad
 
 void add_llm_bench_options(CLI::App &sub, LlmBenchArgs &a) {
     auto *llm = sub.add_flag("--llm", a.enabled, "MODEL is a Hugging Face decoder directory: time prefill and decode");
-    sub.add_option("--input-tokens", a.input_tokens, "--llm: prompt tokens per sequence (random ids)")
-        ->check(CLI::PositiveNumber)->capture_default_str()->needs(llm);
-    sub.add_option("--output-tokens", a.output_tokens, "--llm: generated tokens per sequence")
-        ->check(CLI::PositiveNumber)->capture_default_str()->needs(llm);
-    sub.add_option("--batch", a.batch, "--llm: sequences generated together")
-        ->check(CLI::PositiveNumber)->capture_default_str()->needs(llm);
+    sub.add_option("--input-tokens", a.input_tokens,
+                   "--llm: prompt tokens per sequence (random ids), " + llm::range_text(llm::counts::input_tokens) +
+                       "; N + M must be within the positions the model declares")
+        ->capture_default_str()->needs(llm);
+    sub.add_option("--output-tokens", a.output_tokens,
+                   "--llm: generated tokens per sequence, " + llm::range_text(llm::counts::output_tokens))
+        ->capture_default_str()->needs(llm);
+    sub.add_option("--batch", a.batch, "--llm: sequences generated together, " + llm::range_text(llm::counts::batch))
+        ->capture_default_str()->needs(llm);
+    add_allow_long_context(sub, a.allow_long_context, "--llm: ")->needs(llm);
     sub.add_option("--bandwidth-gbs", a.bandwidth_gbs,
                    "--llm: memory read bandwidth for the weight-streaming floor next-token latency is reported against "
                    "(default: measured at start-up on the run's threads)")
@@ -111,6 +128,17 @@ std::string fmt(double v, int precision = 2) {
 
 int run_llm_bench(const std::string &dir, const LlmBenchArgs &a, int64_t iterations, const std::string &json,
                   uint64_t seed) {
+    llm::LlmBenchOptions o;
+    o.input_tokens = a.input_tokens;
+    o.output_tokens = a.output_tokens;
+    o.batch = a.batch;
+    o.iterations = iterations;
+    o.warmup = a.warmup;
+    o.seed = seed;
+    o.allow_long_context = a.allow_long_context;
+    // The request against the model's config before anything is measured, allocated or loaded.
+    check_llm_load_args(a.load);
+    llm::check_bench_llm(llm::read_config(dir), o);
     if (!json.empty() && json != "-") check_output_path(json, {});
     // The limits the figures are compared with: measured here, with this run's threads, before the
     // weights take memory (explicit values override).
@@ -136,13 +164,6 @@ int run_llm_bench(const std::string &dir, const LlmBenchArgs &a, int64_t iterati
     limits_json["bandwidth_gbs"] = bandwidth_gbs;
     limits_json["bandwidth_source"] = a.bandwidth_gbs > 0 ? "given" : "measured";
     const auto model = load_llm(dir, a.load);
-    llm::LlmBenchOptions o;
-    o.input_tokens = a.input_tokens;
-    o.output_tokens = a.output_tokens;
-    o.batch = a.batch;
-    o.iterations = iterations;
-    o.warmup = a.warmup;
-    o.seed = seed;
     const llm::LlmBenchResult r = llm::bench_llm(model, o);
     const double floor_ms =
         bandwidth_gbs > 0 ? static_cast<double>(r.weight_bytes_per_token) / (bandwidth_gbs * 1e6) : 0;
@@ -161,6 +182,7 @@ int run_llm_bench(const std::string &dir, const LlmBenchArgs &a, int64_t iterati
         {"prefill_gflops", r.prefill_gflops},
         {"weight_bytes_per_token", r.weight_bytes_per_token},
         {"kv_cache_bytes", r.kv_cache_bytes},
+        {"non_finite_logits", r.non_finite_logits},
         {"peak_rss_bytes", r.peak_rss_bytes},
         {"limits", limits_json},
     };

@@ -22,6 +22,11 @@ struct LlmLoadArgs {
 };
 
 void add_llm_load_options(CLI::App &sub, LlmLoadArgs &args);
+// Exit 2 unless the counts among them (--threads) lie in their ranges; nothing is read.
+void check_llm_load_args(const LlmLoadArgs &args);
+// --allow-long-context, the one override of the positions a model declares (generate,
+// bench --llm, perplexity); `prefix` starts the help text ("--llm: " for bench).
+CLI::Option *add_allow_long_context(CLI::App &sub, bool &flag, const std::string &prefix = "");
 // Loads MODEL_DIR and sets the threads (--threads, else ipex-tool's default).
 std::shared_ptr<const llm::Model> load_llm(const std::string &dir, const LlmLoadArgs &args);
 
@@ -30,6 +35,7 @@ struct LlmBenchArgs {
     bool enabled = false;
     int64_t input_tokens = 32, output_tokens = 32, batch = 1;
     int64_t warmup = 1;
+    bool allow_long_context = false;
     double bandwidth_gbs = 0, peak_gflops = 0;
     LlmLoadArgs load;
 };

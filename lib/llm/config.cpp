@@ -110,8 +110,29 @@ RopeScaling parse_rope_scaling(const json &j, const std::string &source) {
             int_field(*it, "original_max_position_embeddings", 1, kMaxPositions, 8192, source);
         if (r.high_freq_factor <= r.low_freq_factor)
             fail(source, "rope_scaling.high_freq_factor must exceed low_freq_factor");
+    } else {
+        r.original_max_position_embeddings =
+            int_field(*it, "original_max_position_embeddings", 0, kMaxPositions, 0, source);
     }
     return r;
+}
+
+// ModelConfig::position_limit and its source (config.h says which figure counts).
+void set_position_limit(ModelConfig &c, bool stated, const std::string &source) {
+    const int64_t mpe = c.max_position_embeddings;
+    const RopeScaling &r = c.rope_scaling;
+    std::string what = "max_position_embeddings " + std::to_string(mpe);
+    c.position_limit = mpe;
+    const bool extended_already = r.original_max_position_embeddings > 0 && r.original_max_position_embeddings < mpe;
+    if (r.type == "linear" && r.factor > 1 && !extended_already) {
+        const double scaled = std::floor(static_cast<double>(mpe) * r.factor);
+        c.position_limit = scaled >= static_cast<double>(kMaxPositions) ? kMaxPositions : static_cast<int64_t>(scaled);
+        std::string factor = std::to_string(r.factor);  // "4.000000" -> "4"
+        factor.erase(factor.find_last_not_of('0') + 1);
+        if (factor.back() == '.') factor.pop_back();
+        what += " x rope_scaling.factor " + factor + " (linear) = " + std::to_string(c.position_limit);
+    }
+    c.position_limit_source = what + " (" + source + (stated ? "" : ", which does not state it: the default") + ")";
 }
 
 }  // namespace
@@ -163,6 +184,7 @@ ModelConfig parse_config(const std::string &text, const std::string &source) {
     c.rms_norm_eps = number_field(j, "rms_norm_eps", 0, 1, 1e-6, source);
     c.rope_theta = number_field(j, "rope_theta", 1, 1e12, 10000.0, source);
     c.rope_scaling = parse_rope_scaling(j, source);
+    set_position_limit(c, j.contains("max_position_embeddings") && !j["max_position_embeddings"].is_null(), source);
     c.tie_word_embeddings = bool_field(j, "tie_word_embeddings", false, source);
     if (c.family == "qwen2") {
         c.attention_bias = true;

@@ -28,6 +28,7 @@ struct RopeScaling {
     double factor = 1.0;
     double low_freq_factor = 1.0;
     double high_freq_factor = 4.0;
+    // llama3: default 8192. linear: 0 when the config does not state it.
     int64_t original_max_position_embeddings = 8192;
 };
 
@@ -42,6 +43,14 @@ struct ModelConfig {
     int64_t head_dim = 0;
     int64_t vocab_size = 0;
     int64_t max_position_embeddings = 0;
+    // Positions the model declares it handles, and where that figure comes from (for
+    // messages): max_position_embeddings, which for rope_scaling llama3 is already the
+    // extended length (Hugging Face writes it so); for rope_scaling linear with a factor > 1
+    // it is the original length times the factor, unless rope_scaling states an
+    // original_max_position_embeddings below max_position_embeddings (then that is already
+    // the extended one). Runs stop here unless the user passes --allow-long-context.
+    int64_t position_limit = 0;
+    std::string position_limit_source;  // "max_position_embeddings 512 (DIR/config.json)"
     double rms_norm_eps = 1e-6;
     double rope_theta = 10000.0;
     RopeScaling rope_scaling;

@@ -77,7 +77,10 @@ struct Logits {
 
 class Session {
 public:
-    Session(std::shared_ptr<const Model> model, int64_t batch, int64_t max_length);
+    // Exit 2 when batch is outside [1, kMaxBatch], when max_length is past the positions the
+    // model declares (ModelConfig::position_limit; up to kMaxPositions with
+    // allow_long_context) or when the cache would not fit in the machine's memory.
+    Session(std::shared_ptr<const Model> model, int64_t batch, int64_t max_length, bool allow_long_context = false);
 
     // Appends tokens[b] to sequence b (b < batch; empty lists leave a sequence as it is).
     // Returns the logits of each sequence's last new position, [batch] rows (rows of

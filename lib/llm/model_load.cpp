@@ -10,6 +10,7 @@
 #include "core/errors.h"
 #include "core/isa.h"
 #include "core/log.h"
+#include "llm/limits.h"
 #include "llm/model.h"
 #include "ops/ops.h"
 #include "woq/import_checkpoint.h"
@@ -169,6 +170,7 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
     m->dir_ = dir;
     m->config_ = read_config(dir);
     m->generation_ = read_generation_defaults(dir, m->config_);
+    check_generation_ids(m->generation_, m->config_, dir + "/generation_config.json");
     const ModelConfig &c = m->config_;
     Loader loader(dir, c);
     if (loader.any_quantized() && options.woq_bits != 0)

@@ -4,19 +4,35 @@
 #include <cmath>
 
 #include "core/errors.h"
+#include "llm/limits.h"
 
 namespace ipex::llm {
 
+void check_sampling(const SamplingOptions &options) {
+    if (!options.greedy && !(options.temperature > 0 && std::isfinite(options.temperature)))
+        throw_usage("--temperature must be a number > 0, got " + std::to_string(options.temperature));
+    check_count("--top-k", options.top_k, counts::top_k);
+    if (!(options.top_p > 0 && options.top_p <= 1))
+        throw_usage("--top-p must be in (0, 1], got " + std::to_string(options.top_p));
+    if (!(options.repetition_penalty > 0 && std::isfinite(options.repetition_penalty)))
+        throw_usage("--repetition-penalty must be a number > 0, got " + std::to_string(options.repetition_penalty));
+}
+
+bool all_finite(const float *logits, int64_t n) {
+    for (int64_t i = 0; i < n; ++i)
+        if (!std::isfinite(logits[i])) return false;
+    return true;
+}
+
 Sampler::Sampler(const SamplingOptions &options, int64_t vocab)
-    : options_(options), vocab_(vocab), rng_(options.seed), work_(static_cast<size_t>(vocab)),
-      order_(static_cast<size_t>(vocab)) {
-    if (!options.greedy && !(options.temperature > 0)) throw_usage("--temperature must be > 0");
-    if (options.top_k < 0) throw_usage("--top-k must be >= 0");
-    if (!(options.top_p > 0 && options.top_p <= 1)) throw_usage("--top-p must be in (0, 1]");
-    if (!(options.repetition_penalty > 0)) throw_usage("--repetition-penalty must be > 0");
+    : options_(options), vocab_(vocab), rng_(options.seed) {
+    check_sampling(options);
+    work_.resize(static_cast<size_t>(vocab));
+    order_.resize(static_cast<size_t>(vocab));
 }
 
 int32_t Sampler::next(const float *logits, const std::vector<int32_t> &history) {
+    if (!all_finite(logits, vocab_)) return kNoToken;
     std::copy(logits, logits + vocab_, work_.begin());
     if (options_.repetition_penalty != 1.0) {
         const float r = static_cast<float>(options_.repetition_penalty);

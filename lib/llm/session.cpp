@@ -5,17 +5,19 @@
 #include <cmath>
 
 #include "core/errors.h"
+#include "llm/limits.h"
 #include "llm/model.h"
 
 namespace ipex::llm {
 
-Session::Session(std::shared_ptr<const Model> model, int64_t batch, int64_t max_length)
+Session::Session(std::shared_ptr<const Model> model, int64_t batch, int64_t max_length, bool allow_long_context)
     : model_(std::move(model)), batch_(batch), max_length_(max_length) {
     const ModelConfig &c = model_->config();
-    if (batch < 1 || batch > 4096) throw_usage("batch must be in [1, 4096], got " + std::to_string(batch));
-    if (max_length < 1 || max_length > kMaxPositions)
-        throw_usage("--max-length must be in [1, " + std::to_string(kMaxPositions) + "], got " +
-                    std::to_string(max_length));
+    check_count("a session's batch", batch, counts::batch);
+    check_count("a session's max_length", max_length, {1, kMaxPositions});
+    check_positions(c, max_length, "the session (max_length)", allow_long_context);
+    check_run_memory(c, {batch, max_length, 0, 0}, model_->cache_type() == kernels::CacheType::f32 ? 4 : 2,
+                     "a session of " + std::to_string(batch) + " x " + std::to_string(max_length) + " positions");
     cache_ = KvCache(model_->cache_type(), c.num_layers, batch, c.num_kv_heads, c.head_dim, max_length);
     lengths_.assign(static_cast<size_t>(batch), 0);
     const size_t half = static_cast<size_t>(c.head_dim / 2);
@@ -51,6 +53,9 @@ Logits Session::prefill(const std::vector<std::vector<int32_t>> &tokens, bool al
         }
     }
     if (ids.empty()) throw_usage("nothing to prefill: every prompt is empty");
+    const int64_t n = static_cast<int64_t>(ids.size());
+    check_run_memory(model_->config(), {0, 0, n, static_cast<int64_t>(rows.size())}, 0,
+                     "a prefill of " + std::to_string(n) + " tokens");
     return forward(ids, rows, false);
 }
 

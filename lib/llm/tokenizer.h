@@ -32,7 +32,15 @@ public:
     // The bytes token `id` contributes to decoded text (first: at the start of the text).
     std::string piece(int32_t id, bool first, bool skip_special = true) const;
 
-    int64_t vocab_size() const { return static_cast<int64_t>(tokens_.size()); }
+    int64_t vocab_size() const { return static_cast<int64_t>(tokens_.size()); }  // highest id + 1
+    // The token of an id below vocab_size() as the file writes it ("" for an id it leaves out).
+    const std::string &token(int32_t id) const { return tokens_.at(static_cast<size_t>(id)); }
+    // Whether the id comes from added_tokens (else from model.vocab).
+    bool is_added(int32_t id) const {
+        for (const auto &a : added_)
+            if (a.second == id) return true;
+        return false;
+    }
     int32_t id_of(const std::string &token) const;  // -1 when absent
     bool is_special(int32_t id) const;
     const std::string &kind() const { return kind_; }  // "byte-level" | "sentencepiece"
