@@ -66,6 +66,8 @@ run_fuzzer() {
   # Allocations the loader makes for damaged length fields are capped inside fuzz_model
   # (std::bad_alloc above 256 MiB, as a real machine answers an absurd request).
   [ "$name" = model ] && extra=(-detect_leaks=0)
+  # The JSON readers share one dictionary: nesting, the fields they look up, numbers at bounds.
+  case "$name" in json|qconfig|tokenizer|llm_config|safetensors) extra+=(-dict="$root/tests/fuzz/json.dict") ;; esac
   mkdir -p "$work/$name"
   if "$bin" -max_total_time="$fuzz_seconds" -rss_limit_mb=4096 -timeout=30 -print_final_stats=1 "${extra[@]}" \
       -artifact_prefix="$work/$name/crash-" "$work/$name" "${seeds[$name]}" > "$work/$name.log" 2>&1; then

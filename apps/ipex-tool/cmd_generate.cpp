@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "core/bounded_file.h"
 #include "core/errors.h"
 #include "llm/config.h"
 #include "llm/generate.h"
@@ -55,7 +56,7 @@ std::vector<int32_t> parse_ids(const std::string &text) {
 }
 
 std::string read_prompt_file(const std::string &path) {
-    std::string text = llm::read_small_file(path, kMaxPromptBytes);
+    std::string text = read_bounded_file(path, kMaxPromptBytes, "prompt file");
     std::vector<char32_t> check;
     if (!llm::unicode::decode_utf8(text, &check))
         throw_bad_input("'" + path + "' is not valid UTF-8 text (convert it, e.g. with iconv -t UTF-8)");

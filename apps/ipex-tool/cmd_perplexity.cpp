@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "core/bounded_file.h"
 #include "core/errors.h"
 #include "llm/config.h"
 #include "llm/generate.h"
@@ -34,7 +35,7 @@ int run_perplexity(const PerplexityArgs &a) {
     if (a.stride) llm::check_count("--stride", *a.stride, llm::counts::stride);
     if (a.max_ppl && !(*a.max_ppl > 0)) throw_usage("--max-ppl must be a number > 0, got " + std::to_string(*a.max_ppl));
     check_llm_load_args(a.load);
-    const std::string text = llm::read_small_file(a.text, kMaxTextBytes);
+    const std::string text = read_bounded_file(a.text, kMaxTextBytes, "--text file");
     std::vector<char32_t> check;
     if (!llm::unicode::decode_utf8(text, &check)) throw_bad_input("'" + a.text + "' is not valid UTF-8 text");
     const llm::ModelConfig config = llm::read_config(a.model);

@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <csignal>
 #include <cstring>
 #include <fstream>
@@ -22,6 +24,7 @@ constexpr size_t kMaxTempFiles = 16;
 char g_temp_paths[kMaxTempFiles][4096];
 volatile sig_atomic_t g_temp_used[kMaxTempFiles];
 std::once_flag g_handlers_once;
+bool g_stdout_closed = false;
 
 void on_fatal_signal(int sig) {
     for (size_t i = 0; i < kMaxTempFiles; ++i)
@@ -80,7 +83,10 @@ void throw_write_failed(const std::string &dst, const std::string &reason) {
 }
 
 OutputFile::OutputFile(const std::string &tmp, const std::string &dst) : dst_(dst) {
-    fd_ = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    // tmp == dst for a device or FIFO written in place (write_atomically): no O_CREAT, so a
+    // device that vanished in between is not recreated as a file.
+    const int create = tmp == dst && output_target(dst) == OutputTarget::in_place ? 0 : O_CREAT | O_TRUNC;
+    fd_ = open(tmp.c_str(), O_WRONLY | create | O_CLOEXEC, 0600);
     if (fd_ < 0) throw_write_failed(dst_, std::strerror(errno));
 }
 
@@ -125,12 +131,36 @@ void check_input_file(const std::string &path, const std::string &what) {
         throw_bad_input(what + " '" + path + "': " + std::strerror(errno));
 }
 
+OutputTarget output_target(const std::string &dst) {
+    struct stat st {};
+    if (stat(dst.c_str(), &st) != 0) return OutputTarget::new_file;
+    if (S_ISDIR(st.st_mode)) return OutputTarget::refused;
+    // Terminals, /dev/null, pipes and FIFOs, and whatever /dev and /proc name (/dev/stdout is a
+    // link to the process's own descriptor, which a rename would detach from the shell's file).
+    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return OutputTarget::in_place;
+    if (S_ISREG(st.st_mode))
+        return dst.rfind("/dev/", 0) == 0 || dst.rfind("/proc/", 0) == 0 ? OutputTarget::in_place
+                                                                          : OutputTarget::regular;
+    return OutputTarget::refused;  // block devices, sockets
+}
+
 void check_output_path(const std::string &dst, const std::vector<std::string> &inputs) {
     if (dst.empty()) throw_usage("output path is empty");
     struct stat st {};
-    if (stat(dst.c_str(), &st) == 0) {
-        if (S_ISDIR(st.st_mode))
-            throw_usage("output '" + dst + "' is a directory; give a file name");
+    const bool exists = stat(dst.c_str(), &st) == 0;
+    switch (output_target(dst)) {
+        case OutputTarget::refused:
+            if (S_ISDIR(st.st_mode)) throw_usage("output '" + dst + "' is a directory; give a file name");
+            throw_usage("output '" + dst + "' is neither a regular file nor a character device or FIFO; "
+                        "give a file name");
+        case OutputTarget::in_place:
+            if (access(dst.c_str(), W_OK) != 0) throw_write_failed(dst, std::strerror(errno));
+            if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return;  // nothing to compare with the inputs
+            break;
+        case OutputTarget::regular:
+        case OutputTarget::new_file: break;
+    }
+    if (exists) {
         for (const auto &in : inputs) {
             struct stat in_st {};
             if (stat(in.c_str(), &in_st) == 0 && in_st.st_dev == st.st_dev &&
@@ -139,7 +169,8 @@ void check_output_path(const std::string &dst, const std::vector<std::string> &i
                             "'; write to a new file");
         }
     }
-    const std::string dir = parent_dir(dst);
+    if (output_target(dst) == OutputTarget::in_place) return;
+    const std::string dir = parent_dir(absolute_path(dst));
     struct stat dir_st {};
     if (stat(dir.c_str(), &dir_st) != 0 || !S_ISDIR(dir_st.st_mode))
         throw_usage("cannot write '" + dst + "': directory '" + dir +
@@ -147,13 +178,25 @@ void check_output_path(const std::string &dst, const std::vector<std::string> &i
     if (access(dir.c_str(), W_OK) != 0)
         throw_usage("cannot write '" + dst + "': directory '" + dir +
                     "' is not writable");
-    if (stat(dst.c_str(), &st) == 0 && access(dst.c_str(), W_OK) != 0)
+    if (exists && access(dst.c_str(), W_OK) != 0)
         throw_usage("cannot write '" + dst + "': file is not writable");
 }
 
-void write_atomically(const std::string &dst,
+void write_atomically(const std::string &dst_path,
                       const std::function<void(const std::string &tmp)> &writer) {
+    switch (output_target(dst_path)) {
+        case OutputTarget::refused: check_output_path(dst_path, {}); break;  // throws its message
+        case OutputTarget::in_place:
+            // Nothing to rename onto: the writer writes the device or pipe itself, and a failed
+            // run never removes it.
+            writer(dst_path);
+            return;
+        case OutputTarget::regular:
+        case OutputTarget::new_file: break;
+    }
     install_handlers();
+    // A symbolic link to a regular file keeps being a link: the file it names is replaced.
+    const std::string dst = absolute_path(dst_path);
     const std::string dir = parent_dir(dst);
     // "<stem>.ipex-tmpXXXXXX": PyTorch names a saved archive's root folder after the file
     // name up to its extension, so the stem must survive.
@@ -164,8 +207,8 @@ void write_atomically(const std::string &dst,
     buf.push_back('\0');
     int fd = mkstemp(buf.data());
     if (fd < 0)
-        throw_write_failed(dst, std::string("cannot create a temporary file in '") + dir + "': " +
-                                    std::strerror(errno));
+        throw_write_failed(dst_path, std::string("cannot create a temporary file in '") + dir + "': " +
+                                         std::strerror(errno));
     close(fd);
     const std::string tmp(buf.data());
     const int slot = register_temp(tmp);
@@ -176,7 +219,7 @@ void write_atomically(const std::string &dst,
         umask(mask);
         chmod(tmp.c_str(), 0666 & ~mask);
         if (rename(tmp.c_str(), dst.c_str()) != 0)
-            throw_write_failed(dst, std::strerror(errno));
+            throw_write_failed(dst_path, std::strerror(errno));
     } catch (...) {
         unlink(tmp.c_str());
         unregister_temp(slot);
@@ -185,10 +228,37 @@ void write_atomically(const std::string &dst,
     unregister_temp(slot);
 }
 
+void guard_standard_streams() {
+    for (int fd = 0; fd <= 2; ++fd) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+        const int opened = open(fd == 1 ? "/dev/full" : "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+        if (opened >= 0 && opened != fd) {  // a lower descriptor was closed too: it takes the lowest
+            dup2(opened, fd);
+            close(opened);
+        }
+        if (fd == 1) g_stdout_closed = true;
+    }
+}
+
+void check_stdout() {
+    std::cout.flush();
+    errno = 0;
+    const bool flush_failed = std::fflush(stdout) != 0;
+    const int err = errno;
+    if (!flush_failed && !std::ferror(stdout) && std::cout.good()) return;
+    std::clearerr(stdout);  // reported once
+    std::cout.clear();
+    const std::string reason = g_stdout_closed ? "it is closed"
+                               : err != 0     ? std::strerror(err)
+                                              : "a write failed";
+    throw_usage("cannot write standard output: " + reason + "; the output is lost (redirect it to a file "
+                "with room, or use --json FILE where the command has it)");
+}
+
 void write_text_atomically(const std::string &dst, const std::string &text) {
     if (dst == "-") {
         std::cout << text;
-        std::cout.flush();
+        check_stdout();
         return;
     }
     check_output_path(dst, {});

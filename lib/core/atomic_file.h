@@ -16,6 +16,14 @@ std::string absolute_path(const std::string &path);
 // Throws (exit 3) unless `path` names a readable, non-empty regular file.
 void check_input_file(const std::string &path, const std::string &what);
 
+// Where an output goes. A new name or an existing regular file gets the atomic write (temporary file
+// + rename; a symbolic link to a regular file stays a link and its file is replaced); a character
+// device or FIFO (/dev/null, a terminal, a pipe), and any existing path under /dev or /proc
+// (/dev/stdout), is written in place and never replaced or removed; a directory, block device or
+// socket is refused (exit 2).
+enum class OutputTarget { new_file, regular, in_place, refused };
+OutputTarget output_target(const std::string &dst);
+
 // Throws (exit 2/3) unless `dst` can be created: its directory exists and is writable,
 // it is not a directory, and it is not the same file as any of `inputs`.
 void check_output_path(const std::string &dst, const std::vector<std::string> &inputs);
@@ -42,11 +50,20 @@ private:
 };
 
 // Calls writer(tmp) with a fresh temporary path in dst's directory, then renames tmp
-// to dst. On any exception (or SIGINT/SIGTERM) the temporary file is removed.
+// to dst. On any exception (or SIGINT/SIGTERM) the temporary file is removed. An in-place target
+// (output_target) is passed to the writer as it is.
 void write_atomically(const std::string &dst,
                       const std::function<void(const std::string &tmp)> &writer);
 
-// Convenience: write text ("-" means stdout, written directly).
+// Convenience: write text ("-" means stdout, written directly and checked).
 void write_text_atomically(const std::string &dst, const std::string &text);
+
+// Standard streams. guard_standard_streams(), first thing in a binary: a closed descriptor 0, 1
+// or 2 is opened on a device (stdout on /dev/full, so writes fail and are reported) so that no
+// file the tool opens takes its number and receives text meant for the terminal.
+// check_stdout(): flushes std::cout and stdout; exit 2 "cannot write standard output" when any
+// write to it failed (a full disk, a closed stdout, /dev/full), so a result is never lost silently.
+void guard_standard_streams();
+void check_stdout();
 
 }  // namespace ipex

@@ -4,6 +4,7 @@
 
 #include <iostream>
 
+#include "core/atomic_file.h"
 #include "core/log.h"
 
 namespace ipex {
@@ -94,8 +95,11 @@ void rethrow_run_error(const std::exception &e, const std::string &rejected, con
 int run_guarded(const std::string &program, int (*fn)(int, char **), int argc,
                 char **argv) {
     log::set_program(program);
+    guard_standard_streams();
     try {
-        return fn(argc, argv);
+        const int code = fn(argc, argv);
+        check_stdout();
+        return code;
     } catch (const Error &e) {
         std::cerr << program << ": error: " << e.what() << "\n";
         return static_cast<int>(e.code());

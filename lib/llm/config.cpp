@@ -5,10 +5,10 @@
 #include <sys/stat.h>
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
+#include "core/bounded_file.h"
 #include "core/errors.h"
+#include "core/json_io.h"
 
 namespace ipex::llm {
 namespace {
@@ -20,7 +20,7 @@ using json = nlohmann::json;
 }
 
 json parse_object(const std::string &text, const std::string &source) {
-    return parse_json_object(text, source, kMaxConfigBytes);
+    return ipex::parse_json_object(text, source);
 }
 
 // An integer field in [lo, hi]; `fallback` when absent or null (required when fallback < lo).
@@ -137,18 +137,6 @@ void set_position_limit(ModelConfig &c, bool stated, const std::string &source) 
 
 }  // namespace
 
-nlohmann::json parse_json_object(const std::string &text, const std::string &source, size_t max_bytes) {
-    if (text.size() > max_bytes) fail(source, "larger than " + std::to_string(max_bytes >> 20) + " MiB");
-    json j;
-    try {
-        j = json::parse(text);
-    } catch (const json::exception &e) {
-        fail(source, std::string("not valid JSON (") + e.what() + ")");
-    }
-    if (!j.is_object()) fail(source, "not a JSON object");
-    return j;
-}
-
 const std::vector<std::string> &supported_architectures() {
     static const std::vector<std::string> list = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM"};
     return list;
@@ -207,18 +195,6 @@ ModelConfig parse_config(const std::string &text, const std::string &source) {
     return c;
 }
 
-std::string read_small_file(const std::string &path, size_t limit) {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) throw_bad_input("cannot read '" + path + "'");
-    if (static_cast<uint64_t>(st.st_size) > limit)
-        throw_bad_input("'" + path + "' is larger than " + std::to_string(limit >> 20) + " MiB");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw_bad_input("cannot open '" + path + "'");
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
 ModelConfig read_config(const std::string &dir) {
     const std::string path = dir + "/config.json";
     struct stat st {};
@@ -226,7 +202,7 @@ ModelConfig read_config(const std::string &dir) {
         throw_bad_input("'" + dir + "' is not a directory (expected a Hugging Face model directory)");
     if (::stat(path.c_str(), &st) != 0)
         throw_bad_input("'" + dir + "' has no config.json (expected a Hugging Face model directory)");
-    return parse_config(read_small_file(path, kMaxConfigBytes), path);
+    return parse_config(read_bounded_file(path, kMaxConfigBytes, "config.json"), path);
 }
 
 GenerationDefaults parse_generation_config(const std::string &text, const std::string &source) {
@@ -246,7 +222,7 @@ GenerationDefaults read_generation_defaults(const std::string &dir, const ModelC
     const std::string path = dir + "/generation_config.json";
     struct stat st {};
     GenerationDefaults g;
-    if (::stat(path.c_str(), &st) == 0) g = parse_generation_config(read_small_file(path, kMaxConfigBytes), path);
+    if (::stat(path.c_str(), &st) == 0) g = parse_generation_config(read_bounded_file(path, kMaxConfigBytes, "generation_config.json"), path);
     if (g.eos_token_ids.empty()) g.eos_token_ids = config.eos_token_ids;
     if (g.bos_token_id < 0) g.bos_token_id = config.bos_token_id;
     return g;

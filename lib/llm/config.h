@@ -83,8 +83,6 @@ struct GenerationDefaults {
 const std::vector<std::string> &supported_architectures();
 
 // Parses config.json text; `source` names the file in messages.
-// A JSON object read from `text` (at most max_bytes), or exit 3 naming `source`.
-nlohmann::json parse_json_object(const std::string &text, const std::string &source, size_t max_bytes);
 ModelConfig parse_config(const std::string &text, const std::string &source);
 // Reads <dir>/config.json.
 ModelConfig read_config(const std::string &dir);
@@ -92,8 +90,5 @@ ModelConfig read_config(const std::string &dir);
 GenerationDefaults parse_generation_config(const std::string &text, const std::string &source);
 // <dir>/generation_config.json when present, else defaults from the model config.
 GenerationDefaults read_generation_defaults(const std::string &dir, const ModelConfig &config);
-
-// Reads a whole small file (exit 3 when unreadable or larger than `limit` bytes).
-std::string read_small_file(const std::string &path, size_t limit);
 
 }  // namespace ipex::llm

@@ -3,9 +3,12 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <deque>
 #include <queue>
 
+#include "core/bounded_file.h"
 #include "core/errors.h"
+#include "core/json_io.h"
 #include "llm/config.h"
 
 namespace ipex::llm {
@@ -79,11 +82,11 @@ std::string pattern_string(const json &j, const std::string &source, const std::
 
 Tokenizer Tokenizer::load(const std::string &dir) {
     const std::string path = dir + "/tokenizer.json";
-    return parse(read_small_file(path, kMaxTokenizerBytes), path);
+    return parse(read_bounded_file(path, kMaxTokenizerBytes, "tokenizer.json"), path);
 }
 
 Tokenizer Tokenizer::parse(const std::string &text, const std::string &source) {
-    json j = parse_json_object(text, source, kMaxTokenizerBytes);
+    json j = parse_json_object(text, source);
     Tokenizer t;
     const auto model = j.find("model");
     if (model == j.end()) fail(source, "field 'model' is missing");
@@ -141,15 +144,15 @@ Tokenizer Tokenizer::parse(const std::string &text, const std::string &source) {
     t.special_.resize(t.tokens_.size());
 
     // normalizer
-    std::vector<json> stack;
-    if (j.contains("normalizer") && !j["normalizer"].is_null()) stack.push_back(j["normalizer"]);
+    std::deque<const json *> stack;  // pointers into j: no subtree is copied
+    if (j.contains("normalizer") && !j["normalizer"].is_null()) stack.push_back(&j["normalizer"]);
     while (!stack.empty()) {
-        const json n = stack.front();
-        stack.erase(stack.begin());
+        const json &n = *stack.front();
+        stack.pop_front();
         const std::string type = type_of(n, source, "normalizer");
         if (type == "Sequence") {
             if (!n.contains("normalizers") || !n["normalizers"].is_array()) fail(source, "'normalizer.normalizers' must be a list");
-            for (const auto &x : n["normalizers"]) stack.push_back(x);
+            for (const auto &x : n["normalizers"]) stack.push_back(&x);
         } else if (type == "Prepend") {
             t.normalizer_prepend_ = str(n, "prepend", source, "normalizer");
         } else if (type == "Replace") {
@@ -163,15 +166,15 @@ Tokenizer Tokenizer::parse(const std::string &text, const std::string &source) {
         }
     }
     // pre-tokenizer
-    if (j.contains("pre_tokenizer") && !j["pre_tokenizer"].is_null()) stack.push_back(j["pre_tokenizer"]);
+    if (j.contains("pre_tokenizer") && !j["pre_tokenizer"].is_null()) stack.push_back(&j["pre_tokenizer"]);
     while (!stack.empty()) {
-        const json p = stack.front();
-        stack.erase(stack.begin());
+        const json &p = *stack.front();
+        stack.pop_front();
         const std::string type = type_of(p, source, "pre_tokenizer");
         if (type == "Sequence") {
             if (!p.contains("pretokenizers") || !p["pretokenizers"].is_array())
                 fail(source, "'pre_tokenizer.pretokenizers' must be a list");
-            for (const auto &x : p["pretokenizers"]) stack.push_back(x);
+            for (const auto &x : p["pretokenizers"]) stack.push_back(&x);
         } else if (type == "ByteLevel") {
             t.byte_level_ = true;
             t.add_prefix_space_ = flag(p, "add_prefix_space", false);
@@ -199,14 +202,14 @@ Tokenizer Tokenizer::parse(const std::string &text, const std::string &source) {
     t.kind_ = t.byte_level_ ? "byte-level" : "sentencepiece";
 
     // post-processor: the tokens around a single sequence.
-    if (j.contains("post_processor") && !j["post_processor"].is_null()) stack.push_back(j["post_processor"]);
+    if (j.contains("post_processor") && !j["post_processor"].is_null()) stack.push_back(&j["post_processor"]);
     while (!stack.empty()) {
-        const json p = stack.front();
-        stack.erase(stack.begin());
+        const json &p = *stack.front();
+        stack.pop_front();
         const std::string type = type_of(p, source, "post_processor");
         if (type == "Sequence") {
             if (!p.contains("processors") || !p["processors"].is_array()) fail(source, "'post_processor.processors' must be a list");
-            for (const auto &x : p["processors"]) stack.push_back(x);
+            for (const auto &x : p["processors"]) stack.push_back(&x);
         } else if (type == "TemplateProcessing") {
             if (!p.contains("single") || !p["single"].is_array()) fail(source, "'post_processor.single' must be a list");
             bool after = false;
@@ -227,14 +230,14 @@ Tokenizer Tokenizer::parse(const std::string &text, const std::string &source) {
         }
     }
     // decoder: only the leading-space strip needs configuring; the rest follows the kind.
-    if (j.contains("decoder") && !j["decoder"].is_null()) stack.push_back(j["decoder"]);
+    if (j.contains("decoder") && !j["decoder"].is_null()) stack.push_back(&j["decoder"]);
     while (!stack.empty()) {
-        const json d = stack.front();
-        stack.erase(stack.begin());
+        const json &d = *stack.front();
+        stack.pop_front();
         const std::string type = type_of(d, source, "decoder");
         if (type == "Sequence") {
             if (!d.contains("decoders") || !d["decoders"].is_array()) fail(source, "'decoder.decoders' must be a list");
-            for (const auto &x : d["decoders"]) stack.push_back(x);
+            for (const auto &x : d["decoders"]) stack.push_back(&x);
         } else if (type == "Strip") {
             const auto it = d.find("start");
             if (it != d.end() && it->is_number_integer()) t.strip_leading_ = static_cast<int>(std::clamp<int64_t>(it->get<int64_t>(), 0, 16));

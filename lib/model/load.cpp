@@ -17,6 +17,7 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/json_io.h"
 #include "model/zip_check.h"
 
 namespace ipex::model {
@@ -208,9 +209,9 @@ LoadedModel load_model(const std::string &path) {
     }
     if (!extra[kMetadataFile].empty()) {
         try {
-            out.metadata = nlohmann::json::parse(extra[kMetadataFile]);
-        } catch (const nlohmann::json::exception &) {
-            out.metadata.reset();  // foreign or damaged record: treat as a plain model
+            out.metadata = parse_json(extra[kMetadataFile], path + " (" + kMetadataFile + ")");
+        } catch (const Error &) {
+            out.metadata.reset();  // foreign, damaged or too deeply nested record: treat as a plain model
         }
     }
     struct stat st {};

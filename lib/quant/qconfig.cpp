@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "core/atomic_file.h"
+#include "core/bounded_file.h"
 #include "core/errors.h"
 #include "quant/json_reader.h"
 
@@ -153,12 +154,7 @@ const OpConfig *QConfig::find(const std::string &id) const {
 }
 
 QConfig parse_qconfig(const std::string &text, const std::string &where) {
-    json j;
-    try {
-        j = json::parse(text);
-    } catch (const json::exception &e) {
-        throw_bad_input(where + ": not valid JSON (" + detail::json_error_text(e) + "); a qconfig is the JSON file 'ipex-tool calibrate' writes");
-    }
+    const json j = parse_json(text, where, "a qconfig is the JSON file 'ipex-tool calibrate' writes");
     const Reader r(j, where, "");
     QConfig config;
     const std::string format = r.str("format");
@@ -198,15 +194,7 @@ QConfig parse_qconfig(const std::string &text, const std::string &where) {
 
 QConfig load_qconfig(const std::string &path) {
     check_input_file(path, "qconfig");
-    struct stat st {};
-    if (stat(path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) > kMaxQConfigBytes)
-        throw_bad_input(path + ": " + std::to_string(st.st_size) + " bytes is larger than a qconfig may be (" +
-                        std::to_string(kMaxQConfigBytes >> 20) + " MiB)");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw_bad_input(path + ": cannot read the qconfig");
-    std::stringstream buf;
-    buf << in.rdbuf();
-    return parse_qconfig(buf.str(), path);
+    return parse_qconfig(read_bounded_file(path, kMaxQConfigBytes, "qconfig"), path);
 }
 
 json qconfig_to_json(const QConfig &config) {

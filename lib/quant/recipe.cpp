@@ -4,13 +4,14 @@
 #include <sstream>
 
 #include "core/atomic_file.h"
+#include "core/bounded_file.h"
 #include "core/errors.h"
 #include "quant/json_reader.h"
 
 namespace ipex::quant {
 namespace {
 constexpr const char *kRecipeHint = "see recipes/int8-default.json for the format";
-constexpr std::streamsize kMaxRecipeBytes = 1 << 20;
+constexpr uint64_t kMaxRecipeBytes = uint64_t(1) << 20;
 }  // namespace
 
 Recipe default_recipe() {
@@ -34,12 +35,7 @@ nlohmann::json recipe_to_json(const Recipe &recipe) {
 }
 
 Recipe parse_recipe(const std::string &text, const std::string &where) {
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::exception &e) {
-        throw_bad_input(where + ": not valid JSON (" + detail::json_error_text(e) + "); " + kRecipeHint);
-    }
+    const nlohmann::json j = parse_json(text, where, kRecipeHint);
     const detail::Reader r(j, where, "", kRecipeHint);
     if (r.str("format") != kRecipeFormat) r.fail("format", std::string("must be '") + kRecipeFormat + "'");
     if (r.integer("version") != 1) r.fail("version", "must be 1");
@@ -66,12 +62,7 @@ Recipe parse_recipe(const std::string &text, const std::string &where) {
 
 Recipe load_recipe(const std::string &path) {
     check_input_file(path, "recipe");
-    std::ifstream in(path, std::ios::binary);
-    std::string text(static_cast<size_t>(kMaxRecipeBytes) + 1, '\0');
-    in.read(text.data(), kMaxRecipeBytes + 1);
-    if (in.gcount() > kMaxRecipeBytes) throw_bad_input(path + ": a recipe is at most 1 MiB");
-    text.resize(static_cast<size_t>(in.gcount()));
-    return parse_recipe(text, path);
+    return parse_recipe(read_bounded_file(path, kMaxRecipeBytes, "recipe"), path);
 }
 
 }  // namespace ipex::quant

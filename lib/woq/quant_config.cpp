@@ -6,18 +6,20 @@
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
-#include <sstream>
 
+#include "core/bounded_file.h"
 #include "core/errors.h"
+#include "core/json_io.h"
 
 namespace ipex::woq {
 namespace {
 
 constexpr size_t kMaxConfigBytes = size_t(4) << 20;
 
+constexpr const char *kHint = "fix the file, or pass the setting on the command line";
+
 [[noreturn]] void fail(const std::string &source, const std::string &what) {
-    throw_bad_input("'" + source + "': " + what + " (fix the file, or pass the setting on the command line)");
+    throw_bad_input("'" + source + "': " + what + " (" + kHint + ")");
 }
 
 std::string lower(std::string s) {
@@ -69,14 +71,7 @@ std::string string_field(const nlohmann::json &j, std::initializer_list<const ch
 }  // namespace
 
 QuantConfig parse_quant_config(const std::string &text, const std::string &source) {
-    if (text.size() > kMaxConfigBytes) fail(source, "larger than 4 MiB");
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::exception &e) {
-        fail(source, std::string("not valid JSON (") + e.what() + ")");
-    }
-    if (!j.is_object()) fail(source, "not a JSON object");
+    nlohmann::json j = parse_json_object(text, source, kHint);
     QuantConfig c;
     c.source = source;
     if (j.contains("quantization_config")) {
@@ -110,12 +105,7 @@ std::optional<QuantConfig> detect_quant_config(const std::string &dir) {
         const std::string path = dir + "/" + name;
         struct stat st {};
         if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-        if (static_cast<uint64_t>(st.st_size) > kMaxConfigBytes) fail(path, "larger than 4 MiB");
-        std::ifstream in(path, std::ios::binary);
-        if (!in) throw_bad_input("cannot read '" + path + "'");
-        std::ostringstream ss;
-        ss << in.rdbuf();
-        QuantConfig c = parse_quant_config(ss.str(), path);
+        QuantConfig c = parse_quant_config(read_bounded_file(path, kMaxConfigBytes, name), path);
         // AutoGPTQ's file states no method: it is GPTQ by name.
         if (c.method.empty() && c.bits != 0 && std::string(name) == "quantize_config.json") c.method = "gptq";
         if (!c.method.empty() || c.bits != 0) return c;

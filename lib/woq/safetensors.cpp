@@ -16,7 +16,9 @@
 #include <sstream>
 
 #include "core/atomic_file.h"
+#include "core/bounded_file.h"
 #include "core/errors.h"
+#include "core/json_io.h"
 
 namespace ipex::woq {
 namespace {
@@ -116,13 +118,7 @@ SafetensorsHeader parse_safetensors_header(const uint8_t *data, size_t size, con
     if (header_len > kMaxSafetensorsHeader) fail(name, "header longer than 100 MiB");
     if (header_len < 2) fail(name, "header is too short to hold a JSON object");
     const char *text = reinterpret_cast<const char *>(data + 8);
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(text, text + header_len);
-    } catch (const nlohmann::json::exception &e) {
-        fail(name, std::string("header is not valid JSON (") + e.what() + ")");
-    }
-    if (!j.is_object()) fail(name, "header is not a JSON object");
+    const nlohmann::json j = parse_json_object(std::string_view(text, header_len), name + " (its JSON header)");
 
     SafetensorsHeader header;
     header.data_start = 8 + header_len;
@@ -210,16 +206,6 @@ at::Tensor SafetensorsFile::tensor(const std::string &name) const {
 
 namespace {
 
-std::string read_small_file(const std::string &path, uint64_t limit) {
-    check_input_file(path, "checkpoint index");
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    std::string s = ss.str();
-    if (s.size() > limit) throw_bad_input("checkpoint index '" + path + "' is larger than 64 MiB");
-    return s;
-}
-
 bool is_directory(const std::string &path) {
     struct stat st {};
     return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
@@ -241,6 +227,25 @@ std::string dirname_of(const std::string &path) {
 }
 
 }  // namespace
+
+std::map<std::string, std::string> parse_checkpoint_index(const std::string &text, const std::string &source) {
+    const nlohmann::json j = parse_json_object(text, source);
+    const auto map = j.find("weight_map");
+    if (map == j.end() || !map->is_object()) throw_bad_input("checkpoint index '" + source + "' has no 'weight_map' object");
+    std::map<std::string, std::string> out;
+    for (const auto &[tensor, file] : map->items()) {
+        if (!file.is_string())
+            throw_bad_input("checkpoint index '" + source + "': weight_map entry '" + tensor.substr(0, 64) +
+                            "' is not a file name");
+        const std::string shard = file.get<std::string>();
+        if (shard.empty() || shard.find('/') != std::string::npos || shard == "." || shard == "..")
+            throw_bad_input("checkpoint index '" + source + "': shard '" + shard.substr(0, 64) +
+                            "' must be a file name in the index's directory");
+        out.emplace(tensor, shard);
+    }
+    if (out.empty()) throw_bad_input("checkpoint index '" + source + "' lists no tensors");
+    return out;
+}
 
 Checkpoint::Checkpoint(const std::string &path) {
     std::string index_path, single;
@@ -277,23 +282,10 @@ Checkpoint::Checkpoint(const std::string &path) {
         return;
     }
 
-    const std::string text = read_small_file(index_path, kMaxIndexBytes);
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::exception &e) {
-        throw_bad_input("checkpoint index '" + index_path + "' is not valid JSON (" + e.what() + ")");
-    }
-    if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
-        throw_bad_input("checkpoint index '" + index_path + "' has no 'weight_map' object");
+    const std::map<std::string, std::string> weight_map =
+        parse_checkpoint_index(read_bounded_file(index_path, kMaxIndexBytes, "checkpoint index"), index_path);
     std::map<std::string, size_t> shard_of_file;
-    for (const auto &[tensor, file] : j["weight_map"].items()) {
-        if (!file.is_string())
-            throw_bad_input("checkpoint index '" + index_path + "': weight_map entry '" + tensor + "' is not a file name");
-        const std::string shard = file.get<std::string>();
-        if (shard.empty() || shard.find('/') != std::string::npos || shard == "." || shard == "..")
-            throw_bad_input("checkpoint index '" + index_path + "': shard '" + shard.substr(0, 64) +
-                            "' must be a file name in the index's directory");
+    for (const auto &[tensor, shard] : weight_map) {
         auto it = shard_of_file.find(shard);
         if (it == shard_of_file.end()) {
             files_.push_back(std::make_unique<SafetensorsFile>(dir_ + "/" + shard));
@@ -304,14 +296,13 @@ Checkpoint::Checkpoint(const std::string &path) {
                             "', which does not hold it");
         where_[tensor] = it->second;
     }
-    if (files_.empty()) throw_bad_input("checkpoint index '" + index_path + "' lists no tensors");
     // Tensors a shard holds but the index does not list are still readable; a name in two
     // shards is ambiguous.
     for (size_t f = 0; f < files_.size(); ++f)
         for (const auto &t : files_[f]->header().tensors) {
             const auto it = where_.find(t.name);
             if (it == where_.end()) where_[t.name] = f;
-            else if (it->second != f && !j["weight_map"].contains(t.name))
+            else if (it->second != f && !weight_map.count(t.name))
                 throw_bad_input("tensor '" + t.name + "' appears in two shards ('" + files_[it->second]->path() +
                                 "' and '" + files_[f]->path() + "')");
         }

@@ -69,6 +69,10 @@ private:
 
 // A checkpoint: one .safetensors file, a model.safetensors.index.json, or a directory holding
 // either. Tensor names are unique over all shards.
+// model.safetensors.index.json's weight_map: tensor name -> shard file name (a plain name in the
+// index's directory). Exit 3 naming `source` for anything else, or an empty map.
+std::map<std::string, std::string> parse_checkpoint_index(const std::string &text, const std::string &source);
+
 class Checkpoint {
 public:
     explicit Checkpoint(const std::string &path);

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/errors.h"
+#include "core/json_io.h"
 #include "core/tensor_spec.h"
 #include "woq/safetensors.h"
 #include "woq/woq_layout.h"
@@ -130,26 +131,22 @@ nlohmann::json layer_json(const WoqLayer &l) {
             {"bias", l.bias.defined()}};
 }
 
-[[noreturn]] void fail(const Checkpoint &file, const std::string &what) {
-    throw_bad_input("weight-only checkpoint '" + file.files().front()->path() + "': " + what +
-                    " (write it again with 'ipex-tool import')");
+constexpr const char *kRewriteHint = "write it again with 'ipex-tool import'";
+
+std::string checkpoint_name(const Checkpoint &file) {
+    return "weight-only checkpoint '" + file.files().front()->path() + "'";
 }
 
+[[noreturn]] void fail(const Checkpoint &file, const std::string &what) {
+    throw_bad_input(checkpoint_name(file) + ": " + what + " (" + kRewriteHint + ")");
+}
+
+// A metadata entry parsed (depth-limited, like every JSON the tool reads).
 nlohmann::json metadata_json(const Checkpoint &file, const char *key) {
     const auto &m = file.metadata();
     const auto it = m.find(key);
     if (it == m.end()) fail(file, std::string("metadata has no '") + key + "'");
-    try {
-        return nlohmann::json::parse(it->second);
-    } catch (const nlohmann::json::exception &) {
-        fail(file, std::string("metadata '") + key + "' is not valid JSON");
-    }
-}
-
-int64_t get_int(const Checkpoint &file, const nlohmann::json &j, const char *key, const std::string &layer) {
-    if (!j.contains(key) || !j[key].is_number_integer())
-        fail(file, "layer '" + layer + "' has no integer '" + key + "'");
-    return j[key].get<int64_t>();
+    return parse_json(it->second, file.files().front()->path() + " metadata '" + key + "'", kRewriteHint);
 }
 
 at::Tensor expect_tensor(const Checkpoint &file, const std::string &name, at::ScalarType type,
@@ -203,20 +200,23 @@ WoqCheckpoint read_woq_checkpoint(const Checkpoint &file) {
     out.source = metadata_json(file, "source");
     if (!layers.is_array()) fail(file, "metadata 'layers' is not a list");
     if (!full.is_array()) fail(file, "metadata 'full_precision' is not a list");
-    for (const auto &f : full)
-        if (f.is_string()) out.full_precision.push_back(f.get<std::string>());
+    for (const auto &f : full) {
+        if (!f.is_string()) fail(file, "metadata 'full_precision' holds " + json_type_name(f) + ", not a module name");
+        out.full_precision.push_back(f.get<std::string>());
+    }
     std::set<std::string> expected_tensors;
-    for (const auto &j : layers) {
-        if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) fail(file, "a layer entry has no name");
+    for (size_t i = 0; i < layers.size(); ++i) {
+        const JsonReader j(layers[i], checkpoint_name(file), "metadata layers[" + std::to_string(i) + "]",
+                           kRewriteHint);
         WoqLayer l;
-        l.name = j["name"].get<std::string>();
-        l.in_features = get_int(file, j, "in_features", l.name);
-        l.out_features = get_int(file, j, "out_features", l.name);
-        l.bits = static_cast<int>(get_int(file, j, "bits", l.name));
-        l.group_size = get_int(file, j, "group_size", l.name);
-        l.source_group_size = get_int(file, j, "source_group_size", l.name);
-        l.act_order = j.value("act_order", false);
-        const bool has_bias = j.value("bias", false);
+        l.name = j.str("name");
+        l.in_features = j.integer("in_features");
+        l.out_features = j.integer("out_features");
+        l.bits = static_cast<int>(j.integer("bits", 0, 64));
+        l.group_size = j.integer("group_size");
+        l.source_group_size = j.integer("source_group_size");
+        l.act_order = j.boolean_or("act_order", false);
+        const bool has_bias = j.boolean_or("bias", false);
         if (l.bits != 4 && l.bits != 8) fail(file, "layer '" + l.name + "' has bits " + std::to_string(l.bits));
         if (l.in_features <= 0 || l.out_features <= 0 || l.in_features > (int64_t(1) << 24) ||
             l.out_features > (int64_t(1) << 24))

@@ -1,4 +1,5 @@
-// Fuzz target: the safetensors header parser and the quantization-config parser must turn any
+// Fuzz target: the safetensors header parser, the sharded checkpoint's index parser and the
+// quantization-config parser must turn any
 // byte string into a validated header/config or a bad-input (or unsupported) error, never a
 // crash or an offset outside the buffer.
 #include <cstddef>
@@ -19,6 +20,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             for (const int64_t d : t.shape) numel *= static_cast<uint64_t>(d);
             if (numel * ipex::woq::safetensors_dtype_size(t.dtype) != t.end - t.begin) __builtin_trap();
         }
+    } catch (const ipex::Error &e) {
+        if (e.code() != ipex::ExitCode::bad_input) __builtin_trap();
+    }
+    try {
+        const auto map = ipex::woq::parse_checkpoint_index(std::string(reinterpret_cast<const char *>(data), size),
+                                                           "model.safetensors.index.json");
+        for (const auto &[tensor, shard] : map)
+            if (shard.empty() || shard.find('/') != std::string::npos || shard == "." || shard == "..") __builtin_trap();
     } catch (const ipex::Error &e) {
         if (e.code() != ipex::ExitCode::bad_input) __builtin_trap();
     }
