@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,12 @@ void add_options(CLI::App &app, ipex::launch::LaunchOptions &o) {
             ->default_str(default_name);
     };
 
+    // Count options: set only when given, so an explicit 0 is refused (check_counts), never
+    // taken for "not given".
+    const auto count = [&app](const std::string &flag, std::optional<int> &target, const std::string &help) {
+        return app.add_option_function<int>(flag, [&target](const int &v) { target = v; }, help)->type_name("N");
+    };
+
     const std::string topo = "Topology (default: this machine)";
     app.add_option("--topology", o.topology_xml, "Plan for the machine in this hwloc XML file (lstopo --of xml); needs --dry-run")
         ->group(topo)->type_name("FILE");
@@ -67,10 +74,10 @@ void add_options(CLI::App &app, ipex::launch::LaunchOptions &o) {
         ->group(topo)->type_name("DESC");
 
     const std::string part = "Partitioning";
-    app.add_option("--ninstances", o.ninstances, "Number of instances (default: 1, or as many as --ncores-per-instance allows)")
-        ->group(part)->type_name("N");
-    app.add_option("--ncores-per-instance", o.ncores_per_instance, "Cores per instance; 0 = even split, leftovers unused; -1 = even split, leftovers to the first instances")
-        ->group(part)->type_name("N")->default_str("0");
+    count("--ninstances", o.ninstances, "Number of instances, 1 or more (default: 1, or as many as --ncores-per-instance allows)")
+        ->group(part);
+    count("--ncores-per-instance", o.ncores_per_instance, "Cores per instance, 1 or more; 0 = even split, leftovers unused; -1 = even split, leftovers to the first instances")
+        ->group(part)->default_str("0");
     app.add_option("--instance-idx", o.instance_idx, "Run only these instances of the plan, e.g. 0,2-3")
         ->group(part)->type_name("LIST");
     choice("--strategy", o.strategy, strategy_names(), "close",
@@ -123,9 +130,9 @@ void add_options(CLI::App &app, ipex::launch::LaunchOptions &o) {
     app.add_flag("-v,--verbose", o.verbose, "Say more about what is done")->group(out);
 
     const std::string multi = "Multi-node (through Open MPI or MPICH)";
-    app.add_option("--nnodes", o.nnodes, "Run on this many hosts, the first ones of --hostfile (default: all of them)")
-        ->group(multi)->type_name("N");
-    app.add_option("--nprocs-per-node", o.nprocs_per_node, "Ranks on each host; its cores are split among them (default: one per NUMA node)")
+    count("--nnodes", o.nnodes, "Run on this many hosts, 1 or more, the first ones of --hostfile (default: all of them)")
+        ->group(multi);
+    count("--nprocs-per-node", o.nprocs_per_node, "Ranks on each host, 1 or more; its cores are split among them (default: one per NUMA node)")
         ->group(multi)->type_name("P");
     app.add_option("--hostfile", o.hostfile, "Hosts, one a line: HOST, HOST slots=N or HOST:N; ipex-launch runs on the first")
         ->group(multi)->type_name("FILE");

@@ -9,22 +9,18 @@
 #include <sstream>
 
 #include "launch/diagnostics.h"
+#include "launch/host_name.h"
 
 namespace ipex::launch {
 namespace {
 
 constexpr const char *kSyntax = "a line is HOST, HOST slots=N or HOST:N";
 
-bool is_host_char(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-           c == '.' || c == '_';
-}
-
-// Text safe to quote in a message: at most 40 characters, control bytes as '?'.
-std::string shown(const std::string &text) {
-    std::string out;
-    for (char c : text.substr(0, 40)) out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
-    return text.size() > 40 ? out + "..." : out;
+// Host names compare without case, as DNS compares them.
+std::string lowered(std::string text) {
+    for (char &c : text)
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    return text;
 }
 
 class LineError {
@@ -82,35 +78,34 @@ std::vector<HostEntry> parse_hostfile(const std::string &text, const std::string
         HostEntry host;
         host.line = lineno;
         host.name = fields[0];
+        if (host.name.find(':') != host.name.rfind(':') || host.name.front() == '[')
+            err.fail("'" + shown_host(host.name) + "' looks like an IPv6 address, which a hostfile cannot hold (':' "
+                     "separates the slots); give the host a name (/etc/hosts) and list that");
         if (const size_t colon = host.name.find(':'); colon != std::string::npos) {
-            host.slots = parse_slots(host.name.substr(colon + 1), "'" + shown(host.name) + "'", err);
+            host.slots = parse_slots(host.name.substr(colon + 1), "'" + shown_host(host.name) + "'", err);
             host.name.erase(colon);
         }
         if (host.name.empty()) err.fail("no host name before ':'; " + std::string(kSyntax));
-        if (host.name.size() > kMaxHostName)
-            err.fail("host name longer than " + std::to_string(kMaxHostName) + " characters");
-        for (char c : host.name)
-            if (!is_host_char(c))
-                err.fail("'" + shown(host.name) + "' is not a host name or IPv4 address (letters, digits, "
-                         "'-', '.', '_')");
+        if (const std::string why = host_name_problem(host.name, false); !why.empty())
+            err.fail("host '" + shown_host(host.name) + "' " + why + "; " + kHostNameRule);
         for (size_t i = 1; i < fields.size(); ++i) {
             const std::string &f = fields[i];
             const size_t eq = f.find('=');
             const std::string key = f.substr(0, eq);
             if (eq == std::string::npos || (key != "slots" && key != "max_slots" && key != "max-slots"))
-                err.fail("unknown field '" + shown(f) + "'; " + kSyntax);
-            const int value = parse_slots(f.substr(eq + 1), shown(f), err);
+                err.fail("unknown field '" + shown_host(f) + "'; " + kSyntax);
+            const int value = parse_slots(f.substr(eq + 1), shown_host(f), err);
             if (key == "slots") {
                 if (host.slots != 0) err.fail("slots given twice for " + host.name);
                 host.slots = value;
             }
         }
-        if (auto it = first_line.find(host.name); it != first_line.end())
+        if (auto it = first_line.find(lowered(host.name)); it != first_line.end())
             err.fail("host " + host.name + " is listed again (first on line " + std::to_string(it->second) +
                      "); list each host once, with slots=N for its ranks");
         if (hosts.size() == kMaxHostfileHosts)
             err.fail("more than " + std::to_string(kMaxHostfileHosts) + " hosts");
-        first_line[host.name] = lineno;
+        first_line[lowered(host.name)] = lineno;
         hosts.push_back(std::move(host));
     }
     if (hosts.empty())

@@ -3,8 +3,9 @@
 //   node0 slots=2             Open MPI style (max_slots=N is accepted and ignored)
 //   node1:2                   MPICH style
 //   10.0.0.3                  no slot count
-// Host names are DNS names or IPv4 addresses. A host may appear once. Every size is
-// bounded before use (line length, host count, slots), so any text is safe to parse.
+// Hosts follow host_name.h (RFC 1123 names or IPv4 addresses; no IPv6, whose ':' this
+// syntax gives the slots). A host may appear once. Every size is bounded before use (line
+// length, host count, slots), so any text is safe to parse.
 #pragma once
 
 #include <string>
@@ -16,7 +17,6 @@ constexpr size_t kMaxHostfileLine = 4096;    // characters in one line
 constexpr size_t kMaxHostfileHosts = 65536;  // hosts in one file
 constexpr size_t kMaxHostfileBytes = 16u << 20;
 constexpr int kMaxHostSlots = 4096;          // slots of one host
-constexpr size_t kMaxHostName = 253;         // longest DNS name
 
 struct HostEntry {
     std::string name;
@@ -25,7 +25,8 @@ struct HostEntry {
 };
 
 // Parses hostfile text; `source` names the file in errors. Throws Error(bad_input)
-// naming the source, the line and what is wrong; an empty host list is an error too.
+// naming the source, the line and what is wrong (for a host name: the name and the rule
+// it breaks); an empty host list is an error too.
 std::vector<HostEntry> parse_hostfile(const std::string &text, const std::string &source);
 
 // Reads and parses `path`. Throws Error(bad_input) when it cannot be read.

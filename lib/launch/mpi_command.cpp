@@ -4,6 +4,7 @@
 
 #include "launch/command.h"
 #include "launch/diagnostics.h"
+#include "launch/host_name.h"
 #include "launch/runner.h"
 
 namespace ipex::launch {
@@ -50,6 +51,11 @@ std::string mpi_not_found(MpiKind wanted) {
 }
 
 std::vector<std::string> build_mpi_command(const MpiCommandRequest &req) {
+    // The hostfile parser and --master-addr check every name (host_name.h); one that got
+    // here without it would be read by mpirun or ssh as whatever it looks like.
+    for (const auto &h : req.hosts)
+        if (const std::string why = host_name_problem(h, false); !why.empty())
+            fail_internal("host '" + shown_host(h) + "' " + why + ", and reached the MPI command line unchecked");
     const std::string ppn = std::to_string(req.nprocs_per_node);
     std::string host_list;
     for (const auto &h : req.hosts) host_list += (host_list.empty() ? "" : ",") + h + ":" + ppn;
@@ -68,8 +74,9 @@ std::vector<std::string> build_mpi_command(const MpiCommandRequest &req) {
         argv.insert(argv.end(), {"--host", host_list, "-np", np, "--map-by", "ppr:" + ppn + ":node",
                                  "--bind-to", "none"});
         if (req.as_root) argv.push_back("--allow-run-as-root");
-        // Open MPI stops a job with SIGTERM and then SIGKILL after odls_base_sigkill_timeout
-        // (1 s by default): too short for a rank's handler on a busy host. Ranks get the grace
+        // When Open MPI ends a job itself (a rank failed, or the launcher could not reach a
+        // rank with a signal) it sends SIGCONT, waits odls_base_sigkill_timeout (1 s by
+        // default), sends SIGTERM, waits as long again and sends SIGKILL. Ranks get the grace
         // ipex-launch gives its own instances after a timeout, unless the extra parameters set it.
         if (std::find(req.extra.begin(), req.extra.end(), kOpenMpiKillTimeoutParam) == req.extra.end())
             argv.insert(argv.end(), {"--mca", kOpenMpiKillTimeoutParam,

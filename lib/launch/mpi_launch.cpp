@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "launch/diagnostics.h"
 #include "launch/host_check.h"
@@ -17,7 +19,6 @@
 namespace ipex::launch {
 namespace {
 
-constexpr int kProbeTimeoutMs = 3000;
 // After mpirun ends, how long rank connections may still deliver output.
 constexpr double kDrainSeconds = 5.0;
 
@@ -40,51 +41,99 @@ std::string where(const MultiNodePlan &plan, const HostEntry &h) {
 
 }  // namespace
 
-std::vector<HostCheckProblem> check_hosts(const MultiNodePlan &plan, bool probe, int probe_timeout_ms) {
-    std::vector<HostCheckProblem> problems;
+std::string HostCheckReport::error_message() const {
+    if (problems.empty()) return "";
+    std::string tail;
+    const size_t others = problems.size() - 1 + more_failed;
+    const size_t above = problems.size() - 1;
+    if (others > 0)
+        tail += std::to_string(others) + " more failed" +
+                (above == 0 ? "" : above == others ? " (listed above)" : " (" + std::to_string(above) + " listed above)");
+    if (not_checked > 0)
+        tail += (tail.empty() ? "" : ", and ") + std::to_string(not_checked) + " more not checked (" + stopped_because + ")";
+    return problems.front().message + (tail.empty() ? "" : "; " + tail);
+}
+
+HostCheckReport check_hosts(const MultiNodePlan &plan, bool probe, const HostCheckLimits &limits,
+                            HostResolver resolve, HostProber prober) {
     const HostEntry &first = plan.hosts.front();
+    std::vector<HostQuery> queries{{plan.master_addr, false}, {first.name, false}};
+    for (size_t i = 1; i < plan.hosts.size(); ++i) queries.push_back({plan.hosts[i].name, probe});
+    const auto status = check_host_list(queries, limits, std::move(resolve), std::move(prober));
+
+    HostCheckReport report;
+    auto &problems = report.problems;
     const bool master_is_first = plan.master_addr == first.name;
-    if (!is_local_host(plan.master_addr)) {
-        const std::string mine = joined(local_addresses());
+    char seconds[32];
+    std::snprintf(seconds, sizeof(seconds), "%g", limits.deadline_ms / 1000.0);
+    // Why a host that must be this machine is not, or nullopt when it is.
+    const auto not_here = [&](const HostStatus &st) -> std::optional<std::string> {
+        const std::string mine = "this machine's addresses: " + joined(local_addresses());
+        switch (st.state) {
+        case HostState::local: return std::nullopt;
+        case HostState::unresolved: return "it does not resolve; " + mine;
+        case HostState::unfinished:
+        case HostState::not_checked: return std::string("it did not resolve within the ") + seconds + " s host check";
+        default: return mine;
+        }
+    };
+    if (const auto why = not_here(status[0])) {
         if (master_is_first && !plan.hostfile.empty())
-            problems.push_back({ExitCode::usage,
-                                "the first host of " + where(plan, first) + ", " + first.name +
-                                    ", is not this machine (its addresses: " + mine +
-                                    "); rank 0 runs where ipex-launch runs and is the master address: "
-                                    "run ipex-launch on " + first.name + " or list this machine first"});
+            problems.push_back({ExitCode::usage, "the first host of " + where(plan, first) + ", " + first.name +
+                                                     ", is not this machine (" + *why + "); rank 0 runs where "
+                                                     "ipex-launch runs and is the master address: run ipex-launch on " +
+                                                     first.name + " or list this machine first"});
         else
             problems.push_back({ExitCode::usage, "--master-addr " + plan.master_addr +
-                                                     " is not an address of this machine (its addresses: " + mine +
+                                                     " is not an address of this machine (" + *why +
                                                      "); rank 0 runs here and torch.distributed listens on "
                                                      "MASTER_ADDR: pass one of them"});
-    } else if (!master_is_first && !is_local_host(first.name)) {
+    } else if (const auto why_first = not_here(status[1]); why_first && !master_is_first) {
         problems.push_back({ExitCode::usage, "rank 0 runs on the first host of " + where(plan, first) + ", " +
-                                                 first.name + ", which is not this machine; run ipex-launch there "
-                                                 "or list this machine first"});
+                                                 first.name + ", which is not this machine (" + *why_first +
+                                                 "); run ipex-launch there or list this machine first"});
     }
-    if (!probe) return problems;
-    std::vector<std::string> remote;
-    std::vector<const HostEntry *> entries;
-    for (size_t i = 1; i < plan.hosts.size(); ++i) {
-        if (is_local_host(plan.hosts[i].name)) continue;
-        remote.push_back(plan.hosts[i].name);
-        entries.push_back(&plan.hosts[i]);
-    }
-    const auto probes = probe_hosts(remote, kProbePort, probe_timeout_ms);
-    for (size_t i = 0; i < probes.size(); ++i) {
-        const auto &p = probes[i];
-        if (p.reachable) continue;
-        if (!p.resolved)
-            problems.push_back({ExitCode::bad_input, where(plan, *entries[i]) + ": host " + p.host +
+    size_t listed = 0;
+    for (size_t i = 2; i < status.size(); ++i) {
+        const HostStatus &st = status[i];
+        const HostEntry &h = plan.hosts[i - 1];
+        if (st.state == HostState::not_checked) ++report.not_checked;
+        if (!st.failed()) continue;
+        if (listed == static_cast<size_t>(std::max(1, limits.max_failures))) {
+            ++report.more_failed;
+            continue;
+        }
+        ++listed;
+        if (st.state == HostState::unresolved)
+            problems.push_back({ExitCode::bad_input, where(plan, h) + ": host " + h.name +
                                                          " does not resolve (check the name, or write its address)"});
+        else if (st.state == HostState::unfinished)
+            problems.push_back({ExitCode::bad_input, where(plan, h) + ": host " + h.name + " gave no answer within the " +
+                                                         seconds + " s host check (resolving or TCP port " +
+                                                         std::to_string(limits.port) + "); check the name and that "
+                                                         "it is up, or pass --skip-host-check"});
         else
             problems.push_back({ExitCode::bad_input,
-                                where(plan, *entries[i]) + ": host " + p.host + " does not answer (TCP port " +
-                                    std::to_string(kProbePort) + ": " + p.error +
+                                where(plan, h) + ": host " + h.name + " does not answer (TCP port " +
+                                    std::to_string(limits.port) + ": " + st.error +
                                     "); check that it is up and reachable, or pass --skip-host-check if the MPI "
                                     "launcher reaches it another way"});
     }
-    return problems;
+    report.stopped_because = "the host check stops after " + std::to_string(limits.max_failures) +
+                             " failed hosts or " + seconds + " s";
+    if (listed == 0 && report.not_checked > 0) {  // out of time between two hosts: none failed
+        size_t first_unchecked = 2;
+        while (status[first_unchecked].state != HostState::not_checked) ++first_unchecked;
+        const HostEntry &h = plan.hosts[first_unchecked - 1];
+        problems.push_back({ExitCode::bad_input, "--hostfile " + plan.hostfile + ": the host check reached only " +
+                                                     std::to_string(plan.hosts.size() - 1 - report.not_checked) +
+                                                     " of the " + std::to_string(plan.hosts.size() - 1) +
+                                                     " other hosts in " + seconds + " s (first not checked: line " +
+                                                     std::to_string(h.line) + ", " + h.name +
+                                                     "); pass --skip-host-check for a hostfile this long"});
+        report.not_checked = 0;
+    }
+    return report;
 }
 
 int run_multi_node(const LaunchOptions &opts) {
@@ -106,10 +155,10 @@ int run_multi_node(const LaunchOptions &opts) {
         std::cout << (opts.json ? multi_node_plan_json(plan).dump(2) + "\n" : multi_node_plan_text(plan));
         return 0;
     }
-    const auto problems = check_hosts(plan, !opts.skip_host_check, kProbeTimeoutMs);
-    if (!problems.empty()) {
-        for (size_t i = 1; i < problems.size(); ++i) diag::warn(problems[i].message);
-        throw Error(problems.front().code, problems.front().message);
+    const HostCheckReport checked = check_hosts(plan, !opts.skip_host_check);
+    if (!checked.problems.empty()) {
+        for (size_t i = 1; i < checked.problems.size(); ++i) diag::warn(checked.problems[i].message);
+        throw Error(checked.problems.front().code, checked.error_message());
     }
     if (!plan.mpi_found) fail_unsupported(mpi_not_found(opts.mpi));
     if (!opts.log_dir.empty()) make_dirs(opts.log_dir);
@@ -135,6 +184,11 @@ int run_multi_node(const LaunchOptions &opts) {
     RunSettings settings;
     settings.stdout_to_stderr = true;  // mpirun's own messages; the ranks' output comes by the report channel
     settings.timeout_seconds = opts.timeout_seconds;
+    // Signals (and --timeout) reach the ranks over their report connections, at once on
+    // every host; mpirun gets them only for ranks not connected (yet), since Open MPI passes a
+    // SIGTERM on after its kill timer and sends SIGKILL one timer later.
+    settings.deliver_signal = [&collector](int sig) { return collector.signal_ranks(sig); };
+    settings.signal_targets = "the ranks";
     diag::verbose("running " + std::to_string(plan.world_size) + " ranks through " + shell_join(plan.mpi_command));
     const InstanceOutcome mpirun_outcome = run_instances({mpirun}, settings).front();
     std::vector<RankResult> ranks = collector.finish(kDrainSeconds);

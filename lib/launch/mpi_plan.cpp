@@ -65,8 +65,8 @@ void add_rank_variables(InstanceEnv &env, const RankIdentity &id, const std::str
 LaunchOptions host_options(const LaunchOptions &opts, int nprocs_per_node) {
     LaunchOptions host = opts;
     host.ninstances = nprocs_per_node;
-    host.nnodes = 0;
-    host.nprocs_per_node = 0;
+    host.nnodes.reset();
+    host.nprocs_per_node.reset();
     host.hostfile.clear();
     host.master_addr.clear();
     host.master_port = 29500;
@@ -104,8 +104,8 @@ std::vector<std::string> rank_exec_command(const LaunchOptions &opts, const std:
     auto flag = [&argv](const char *name, bool on) {
         if (on) argv.emplace_back(name);
     };
-    value("--ncores-per-instance", std::to_string(opts.ncores_per_instance),
-          std::to_string(defaults.ncores_per_instance));
+    if (opts.ncores_per_instance)
+        argv.insert(argv.end(), {"--ncores-per-instance", std::to_string(*opts.ncores_per_instance)});
     value("--strategy", name_of(strategy_names(), opts.strategy), "close");
     flag("--bind-numa-node", opts.bind_numa_node);
     flag("--use-logical-cores", opts.use_logical_cores);
@@ -140,14 +140,13 @@ MultiNodePlan make_multi_node_plan(const LaunchOptions &opts, const Topology &to
     validate_multi_node(opts);
     MultiNodePlan plan;
     plan.hostfile = opts.hostfile;
-    plan.nnodes = opts.nnodes > 0 ? opts.nnodes : static_cast<int>(hosts.size());
+    plan.nnodes = opts.nnodes.value_or(static_cast<int>(hosts.size()));
     if (plan.nnodes > static_cast<int>(hosts.size()))
         fail_usage("--nnodes " + std::to_string(plan.nnodes) + ": " +
                    (opts.hostfile.empty() ? std::string("no --hostfile") : "--hostfile " + opts.hostfile) +
                    " lists only " + std::to_string(hosts.size()) + " host(s); add hosts or lower --nnodes");
     plan.hosts.assign(hosts.begin(), hosts.begin() + plan.nnodes);
-    plan.nprocs_per_node = opts.nprocs_per_node > 0 ? opts.nprocs_per_node
-                                                    : static_cast<int>(topo.numa_nodes.size());
+    plan.nprocs_per_node = opts.nprocs_per_node.value_or(static_cast<int>(topo.numa_nodes.size()));
     for (const auto &h : plan.hosts)
         if (h.slots != 0 && h.slots < plan.nprocs_per_node)
             fail_usage("--nprocs-per-node " + std::to_string(plan.nprocs_per_node) + ": host " + h.name +

@@ -1,6 +1,7 @@
 #include "launch/options.h"
 
 #include "launch/diagnostics.h"
+#include "launch/host_name.h"
 #include "launch/id_list.h"
 #include "launch/isa_check.h"
 
@@ -35,7 +36,32 @@ const std::map<std::string, OmpRuntime> &omp_runtime_names() {
     return names;
 }
 
+const std::vector<CountOption> &count_options() {
+    static const std::vector<CountOption> options{
+        {"--ninstances", &LaunchOptions::ninstances, {}, "1, or as many as --ncores-per-instance allows"},
+        {"--ncores-per-instance",
+         &LaunchOptions::ncores_per_instance,
+         {{0, "even split, leftovers unused"}, {-1, "even split, leftovers to the first instances"}},
+         "0, an even split with the leftovers unused"},
+        {"--nnodes", &LaunchOptions::nnodes, {}, "every host of --hostfile"},
+        {"--nprocs-per-node", &LaunchOptions::nprocs_per_node, {}, "one rank per NUMA node"}};
+    return options;
+}
+
+void check_counts(const LaunchOptions &opts) {
+    for (const auto &c : count_options()) {
+        const std::optional<int> &value = opts.*c.field;
+        if (!value || *value >= 1 || c.modes.count(*value)) continue;
+        std::string takes = "a whole number of 1 or more";
+        for (auto it = c.modes.rbegin(); it != c.modes.rend(); ++it)
+            takes += ", or " + std::to_string(it->first) + " (" + it->second + ")";
+        fail_usage(std::string(c.flag) + " " + std::to_string(*value) + ": takes " + takes +
+                   "; leave it out for the default (" + c.when_left_out + ")");
+    }
+}
+
 void validate(const LaunchOptions &opts) {
+    check_counts(opts);
     if (!opts.topology_xml.empty() && !opts.synthetic.empty())
         fail_usage("--topology and --synthetic both describe the machine; use one of them");
     if ((!opts.topology_xml.empty() || !opts.synthetic.empty()) && !opts.dry_run)
@@ -58,6 +84,7 @@ void validate(const LaunchOptions &opts) {
 }
 
 void validate_multi_node(const LaunchOptions &opts) {
+    check_counts(opts);
     const bool multi = opts.multi_node() || opts.rank_exec;
     const std::pair<bool, const char *> needs_multi[] = {
         {!opts.master_addr.empty(), "--master-addr"},
@@ -70,16 +97,16 @@ void validate_multi_node(const LaunchOptions &opts) {
             fail_usage(std::string(flag) + " is for multi-node runs; add --nnodes N --hostfile FILE "
                                            "(or --nprocs-per-node P for one host)");
     if (!multi) return;
-    if (opts.nnodes < 0) fail_usage("--nnodes " + std::to_string(opts.nnodes) + ": must be 1 or more");
-    if (opts.nprocs_per_node < 0)
-        fail_usage("--nprocs-per-node " + std::to_string(opts.nprocs_per_node) +
-                   ": must be 1 or more (0: one rank per NUMA node)");
-    if (opts.nnodes > 1 && opts.hostfile.empty())
-        fail_usage("--nnodes " + std::to_string(opts.nnodes) + " needs --hostfile FILE naming the hosts");
+    if (opts.nnodes.value_or(1) > 1 && opts.hostfile.empty())
+        fail_usage("--nnodes " + std::to_string(*opts.nnodes) + " needs --hostfile FILE naming the hosts");
+    if (!opts.master_addr.empty())
+        if (const std::string why = host_name_problem(opts.master_addr, true); !why.empty())
+            fail_usage("--master-addr '" + shown_host(opts.master_addr) + "' " + why +
+                       "; pass a host name, an IPv4 or an IPv6 address of this machine");
     if (opts.master_port < 1 || opts.master_port > 65535)
         fail_usage("--master-port " + std::to_string(opts.master_port) + ": must be a TCP port (1-65535)");
     const std::pair<bool, const char *> single_only[] = {
-        {opts.ninstances != 0, "--ninstances"},
+        {opts.ninstances.has_value(), "--ninstances"},
         {!opts.instance_idx.empty(), "--instance-idx"},
         {opts.latency_mode, "--latency-mode"},
         {opts.throughput_mode, "--throughput-mode"}};

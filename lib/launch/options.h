@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,9 +19,9 @@ struct LaunchOptions {
     std::string topology_xml;  // --topology FILE.xml
     std::string synthetic;     // --synthetic "package:2 numa:1 core:28 pu:2"
 
-    // Partitioning.
-    int ninstances = 0;
-    int ncores_per_instance = 0;
+    // Partitioning. The count options are empty when not given (count_options() checks them).
+    std::optional<int> ninstances;
+    std::optional<int> ncores_per_instance;
     std::string instance_idx;  // list text, "" for all
     Strategy strategy = Strategy::close;
     bool bind_numa_node = false;
@@ -55,8 +56,8 @@ struct LaunchOptions {
     bool verbose = false;
 
     // Multi-node runs through an MPI process manager (any of the first three turns it on).
-    int nnodes = 0;           // 0: every host of the hostfile (1 without one)
-    int nprocs_per_node = 0;  // 0: one rank per NUMA node
+    std::optional<int> nnodes;           // not given: every host of the hostfile (1 without one)
+    std::optional<int> nprocs_per_node;  // not given: one rank per NUMA node
     std::string hostfile;
     std::string master_addr;  // "": the first host (127.0.0.1 without a hostfile)
     int master_port = 29500;
@@ -69,7 +70,7 @@ struct LaunchOptions {
     std::string report_to;   // ADDR:PORT:TOKEN of the launcher's report listener
     std::string rank_hosts;  // host names in rank order, comma-separated (for labels)
 
-    bool multi_node() const { return nnodes != 0 || nprocs_per_node != 0 || !hostfile.empty(); }
+    bool multi_node() const { return nnodes || nprocs_per_node || !hostfile.empty(); }
 };
 
 // Choice names as written on the command line (the man page lists the same).
@@ -85,10 +86,26 @@ std::string name_of(const std::map<std::string, E> &names, E value) {
     return "?";
 }
 
-// Cross-option checks that do not need the topology. Throws Error(usage).
+// The count options, one rule for all: a count given on the command line is a whole number
+// of 1 or more (leaving the option out picks the default); `modes` are the other values an
+// option takes with a meaning of their own (--ncores-per-instance's 0 and -1, as in IPEX).
+struct CountOption {
+    const char *flag;
+    std::optional<int> LaunchOptions::*field;
+    std::map<int, std::string> modes;  // value -> what it means
+    std::string when_left_out;         // the default, for the message
+};
+const std::vector<CountOption> &count_options();
+
+// Throws Error(usage) naming the flag, the value and what it takes, for the first count
+// option given with a value the rule above refuses.
+void check_counts(const LaunchOptions &opts);
+
+// Cross-option checks that do not need the topology (check_counts included). Throws Error(usage).
 void validate(const LaunchOptions &opts);
 
-// The multi-node options against each other and the single-host ones. Throws Error(usage).
+// The multi-node options against each other and the single-host ones (check_counts and
+// the host-name rule of --master-addr included). Throws Error(usage).
 void validate_multi_node(const LaunchOptions &opts);
 
 // The partitioning part of the options, lists parsed. Throws Error(usage).

@@ -29,21 +29,16 @@ void check_conflicts(const PartitionRequest &req) {
     for (const auto &[on, flag] : {std::pair{req.latency_mode, "--latency-mode"},
                                    std::pair{req.throughput_mode, "--throughput-mode"}}) {
         if (!on) continue;
-        if (req.ninstances != 0)
+        if (req.ninstances)
             fail_usage(std::string(flag) + " sets the number of instances; drop --ninstances");
-        if (req.ncores_per_instance != 0)
+        if (req.ncores_per_instance)
             fail_usage(std::string(flag) +
                         " sets the cores per instance; drop --ncores-per-instance");
     }
     if (req.cores_list && req.cpus_list)
         fail_usage("--cores-list and --cpus-list both choose the CPUs; use one of them");
-    if (req.ninstances < 0)
-        fail_usage("--ninstances " + std::to_string(req.ninstances) +
-                    ": must be 1 or more (0 lets the other options decide)");
-    if (req.ncores_per_instance < -1)
-        fail_usage("--ncores-per-instance " + std::to_string(req.ncores_per_instance) +
-                    ": use a positive count, 0 (even split) or -1 (even split, leftovers "
-                    "to the first instances)");
+    if (req.ninstances.value_or(1) < 1 || req.ncores_per_instance.value_or(0) < -1)
+        fail_internal("partition: counts outside the ranges check_counts enforces");
 }
 
 std::string describe_pool(const std::vector<NodeSlots> &nodes, const std::string &unit) {
@@ -275,8 +270,8 @@ Partition partition(const Topology &topo, const PartitionRequest &req) {
         for (const auto &node : nodes) assignment.push_back(node.slots);
         ninst = static_cast<int>(nodes.size());
     } else {
-        int n = req.ncores_per_instance;
-        ninst = req.ninstances;
+        int n = req.ncores_per_instance.value_or(0);
+        ninst = req.ninstances.value_or(0);
         const bool bind = req.bind_numa_node;
         if (req.latency_mode) {
             n = kLatencyCoresPerInstance;

@@ -17,9 +17,10 @@ namespace ipex::launch {
 enum class Strategy { close, scatter };
 
 struct PartitionRequest {
-    int ninstances = 0;           // 0: derived from the other options (1 by default)
-    int ncores_per_instance = 0;  // >0 exact; 0 even split, leftovers unused;
-                                  // -1 even split, leftovers to the first instances
+    // Empty when not given. Their ranges are the options' (check_counts in options.h).
+    std::optional<int> ninstances;           // empty: derived from the other options (1 by default)
+    std::optional<int> ncores_per_instance;  // >0 exact; 0 or empty even split, leftovers unused;
+                                             // -1 even split, leftovers to the first instances
     Strategy strategy = Strategy::close;
     bool bind_numa_node = false;  // an instance never spans NUMA nodes
     bool use_logical_cores = false;

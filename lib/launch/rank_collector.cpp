@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "launch/diagnostics.h"
@@ -55,6 +56,13 @@ struct RankCollector::State {
     int stop_pipe[2] = {-1, -1};
     std::atomic<double> grace_seconds{0};
     std::thread thread;
+    // What signal_ranks() needs, shared with the thread and held only for a moment: each
+    // rank's open connection (-1: none) and whether its status came. A connection is
+    // closed under the lock, so a signal never goes to a closed or reused descriptor.
+    std::mutex signal_mutex;
+    std::vector<int> rank_fds;
+    std::vector<bool> rank_done;
+    void close_connection(const Connection &c);
 
     void run();
     void accept_all();
@@ -114,6 +122,10 @@ void RankCollector::State::handle_frame(Connection &c, const Frame &f) {
         if (rank < 0 || rank >= static_cast<int>(results.size()) || results[static_cast<size_t>(rank)].started)
             throw Error(ExitCode::bad_input, "hello from an unknown or repeated rank");
         c.rank = rank;
+        {
+            std::lock_guard<std::mutex> lock(signal_mutex);
+            rank_fds[static_cast<size_t>(rank)] = c.fd;
+        }
         RankResult &r = results[static_cast<size_t>(rank)];
         r.started = true;
         r.hostname = j.value("hostname", std::string());
@@ -134,9 +146,14 @@ void RankCollector::State::handle_frame(Connection &c, const Frame &f) {
         o.verbose_info = r.outcome.verbose_info;
         r.outcome = o;
         r.finished = true;
+        {
+            std::lock_guard<std::mutex> lock(signal_mutex);
+            rank_done[static_cast<size_t>(c.rank)] = true;
+        }
         break;
     }
     case FrameKind::hello: break;  // a rank that failed late says hello again
+    case FrameKind::signal: break;  // launcher to rank only
     }
 }
 
@@ -191,7 +208,7 @@ void RankCollector::State::run() {
             Connection &c = connections[i - 2];
             if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) && !read_connection(c)) {
                 if (c.rank >= 0) flush(c.rank);
-                close(c.fd);
+                close_connection(c);
                 continue;
             }
             open.push_back(std::move(c));
@@ -202,9 +219,15 @@ void RankCollector::State::run() {
     }
     for (auto &c : connections) {
         if (c.rank >= 0) flush(c.rank);
-        close(c.fd);
+        close_connection(c);
     }
     connections.clear();
+}
+
+void RankCollector::State::close_connection(const Connection &c) {
+    std::lock_guard<std::mutex> lock(signal_mutex);
+    if (c.rank >= 0) rank_fds[static_cast<size_t>(c.rank)] = -1;
+    close(c.fd);
 }
 
 RankCollector::RankCollector(const ReportListener &listener, CollectorSettings settings)
@@ -216,6 +239,8 @@ RankCollector::RankCollector(const ReportListener &listener, CollectorSettings s
     const size_t n = s.settings.labels.size();
     s.results.resize(n);
     s.streams.resize(n);
+    s.rank_fds.assign(n, -1);
+    s.rank_done.assign(n, false);
     for (size_t i = 0; i < n; ++i) {
         const std::string &path = i < s.settings.log_paths.size() ? s.settings.log_paths[i] : "";
         if (path.empty()) continue;
@@ -234,6 +259,23 @@ RankCollector::RankCollector(const ReportListener &listener, CollectorSettings s
     pthread_sigmask(SIG_BLOCK, &all, &old);
     s.thread = std::thread([&s] { s.run(); });
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+bool RankCollector::signal_ranks(int sig) {
+    State &s = *state_;
+    const std::string frame = signal_frame(sig);
+    std::lock_guard<std::mutex> lock(s.signal_mutex);
+    bool all = true;
+    for (size_t r = 0; r < s.rank_fds.size(); ++r) {
+        if (s.rank_done[r]) continue;
+        // A few bytes on a socket the launcher otherwise only reads: they fit, or the rank
+        // counts as not reached (and mpirun gets the signal).
+        const bool sent = s.rank_fds[r] >= 0 && send(s.rank_fds[r], frame.data(), frame.size(),
+                                                     MSG_DONTWAIT | MSG_NOSIGNAL) ==
+                                                    static_cast<ssize_t>(frame.size());
+        all = all && sent;
+    }
+    return all;
 }
 
 std::vector<RankResult> RankCollector::finish(double grace_seconds) {

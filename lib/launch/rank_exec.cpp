@@ -1,5 +1,6 @@
 #include "launch/rank_exec.h"
 
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -27,7 +28,8 @@ std::vector<std::string> split_commas(const std::string &text) {
     return out;
 }
 
-// The connection to the launcher; without one, nothing is sent.
+// The connection to the launcher; without one, nothing is sent. Output and the exit status
+// go up it; the launcher's requests to pass a signal on come down it.
 class Channel {
 public:
     explicit Channel(const std::string &report_to) {
@@ -41,19 +43,37 @@ public:
     }
     Channel(const Channel &) = delete;
     Channel &operator=(const Channel &) = delete;
-    bool connected() const { return fd_ >= 0; }
+    bool connected() const { return fd_ >= 0 && !broken_; }
+    int fd() const { return fd_; }
+
+    // The signal the launcher asked for since the last call (the last one asked), 0 for
+    // none, -1 once the channel is closed or garbled.
+    int read_request() {
+        char buf[256];
+        const ssize_t n = recv(fd_, buf, sizeof(buf), MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 0;
+        if (n <= 0) return -1;
+        requests_.append(buf, static_cast<size_t>(n));
+        int sig = 0;
+        try {
+            while (auto frame = take_frame(requests_))
+                if (const int asked = requested_signal(*frame)) sig = asked;
+        } catch (const Error &) {
+            return -1;
+        }
+        return sig;
+    }
 
     void send(FrameKind kind, const std::string &payload) {
-        if (fd_ < 0) return;
+        if (!connected()) return;
         const std::string frame = encode_frame(kind, payload);
         const char *data = frame.data();
         size_t left = frame.size();
         while (left > 0) {
-            const ssize_t n = write(fd_, data, left);
+            const ssize_t n = ::send(fd_, data, left, MSG_NOSIGNAL);  // a gone launcher is no SIGPIPE
             if (n < 0 && errno == EINTR) continue;
             if (n <= 0) {  // the launcher is gone: the output has nowhere to go
-                close(fd_);
-                fd_ = -1;
+                broken_ = true;
                 return;
             }
             data += n;
@@ -71,6 +91,8 @@ public:
 
 private:
     int fd_ = -1;
+    bool broken_ = false;  // a send failed; fd_ stays open (and polled) until the end
+    std::string requests_;  // bytes of K frames not yet whole
 };
 
 std::string hostname() {
@@ -90,7 +112,8 @@ int run_rank(const LaunchOptions &opts) {
         fail_usage("--rank-exec runs one rank under mpirun; start a multi-node run with "
                    "ipex-launch --nnodes N --hostfile FILE -- PROGRAM");
     const auto hosts = split_commas(opts.rank_hosts);
-    const int ppn = opts.nprocs_per_node;
+    const int ppn = opts.nprocs_per_node.value_or(0);
+    const int nnodes = opts.nnodes.value_or(0);
     const int host_index = ppn > 0 ? id->rank / ppn : 0;
     const std::string host = host_index < static_cast<int>(hosts.size()) ? hosts[static_cast<size_t>(host_index)]
                                                                           : hostname();
@@ -102,14 +125,14 @@ int run_rank(const LaunchOptions &opts) {
 
     InstancePlan ip;
     try {
-        if (ppn < 1 || id->local_world_size != ppn || id->world_size != ppn * opts.nnodes)
+        if (ppn < 1 || id->local_world_size != ppn || id->world_size != ppn * nnodes)
             fail_usage("the MPI process manager started " + std::to_string(id->world_size) + " ranks, " +
                        std::to_string(id->local_world_size) + " on this host, but the plan has " +
-                       std::to_string(opts.nnodes) + " hosts x " + std::to_string(ppn) +
+                       std::to_string(nnodes) + " hosts x " + std::to_string(ppn) +
                        " ranks; do not pass -np/-ppn/--map-by in --extra-mpi-params");
         LaunchPlan plan = make_plan(host_options(opts, ppn), load_this_machine(), env);
         ip = plan.instances.at(static_cast<size_t>(id->local_rank));
-        add_rank_variables(ip.env, *id, opts.master_addr, opts.master_port, opts.nnodes);
+        add_rank_variables(ip.env, *id, opts.master_addr, opts.master_port, nnodes);
         RunSpec spec;
         spec.index = id->rank;
         spec.label = host + ":" + std::to_string(id->rank);
@@ -123,16 +146,28 @@ int run_rank(const LaunchOptions &opts) {
         channel.send(FrameKind::hello, hello.dump());
         RunSettings settings;
         settings.escalate_repeated_signals = false;
-        if (channel.connected())
+        bool stop_requested = false;  // the launcher passed a signal on
+        if (channel.connected()) {
             settings.on_output = [&channel](const RunSpec &, int stream, const char *data, size_t size) {
                 channel.send_bytes(stream, data, size);
             };
+            settings.control_fd = channel.fd();
+            settings.on_control = [&channel, &stop_requested] {
+                const int sig = channel.read_request();
+                stop_requested = stop_requested || sig > 0;
+                return sig;
+            };
+        }
         const InstanceOutcome outcome = run_instances({spec}, settings).front();
         channel.send(FrameKind::status, outcome_to_json(outcome).dump());
         if (!outcome.start_error.empty()) {
             if (!channel.connected()) diag::warn("rank " + std::to_string(id->rank) + ": " + outcome.start_error);
             return 127;
         }
+        // Stopped at the launcher's request, with the status delivered: mpirun hears 0. A
+        // non-zero exit would make mpirun end the job itself, sending the ranks still in
+        // their signal handlers SIGTERM and then SIGKILL on its own timer.
+        if (stop_requested && channel.connected()) return 0;
         return outcome.signal ? 128 + outcome.signal : outcome.exit_code;
     } catch (const Error &e) {
         if (!channel.connected()) throw;

@@ -4,6 +4,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -54,7 +55,7 @@ std::string encode_frame(FrameKind kind, const std::string &payload) {
 std::optional<Frame> take_frame(std::string &buf) {
     if (buf.size() < kFrameHeader) return std::nullopt;
     const char kind = buf[0];
-    if (kind != 'H' && kind != 'O' && kind != 'E' && kind != 'S')
+    if (kind != 'H' && kind != 'O' && kind != 'E' && kind != 'S' && kind != 'K')
         fail_bad_input("rank report: unknown frame kind " + std::to_string(static_cast<unsigned char>(kind)));
     uint32_t n = 0;
     for (int i = 0; i < 4; ++i) n = (n << 8) | static_cast<unsigned char>(buf[static_cast<size_t>(1 + i)]);
@@ -63,6 +64,15 @@ std::optional<Frame> take_frame(std::string &buf) {
     Frame f{static_cast<FrameKind>(kind), buf.substr(kFrameHeader, n)};
     buf.erase(0, kFrameHeader + n);
     return f;
+}
+
+std::string signal_frame(int sig) { return encode_frame(FrameKind::signal, std::to_string(sig)); }
+
+int requested_signal(const Frame &f) {
+    if (f.kind != FrameKind::signal) return 0;
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGKILL})
+        if (f.payload == std::to_string(sig)) return sig;
+    return 0;
 }
 
 nlohmann::json outcome_to_json(const InstanceOutcome &o) {

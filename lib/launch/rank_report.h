@@ -6,6 +6,9 @@
 //   H hello   {"token", "rank", "pid", "hostname", "cpus", "cores", "numa_nodes", "packages"}
 //   O / E     bytes the program wrote to stdout / stderr
 //   S status  the InstanceOutcome as JSON (after the program ended, or why it did not start)
+// and one frame the other way, launcher to rank:
+//   K signal  the decimal number of a signal the rank passes on to its program's process
+//             group (SIGINT, SIGTERM, SIGHUP or SIGKILL; others are ignored)
 // A connection whose first frame is not a hello with the run's token is dropped.
 #pragma once
 
@@ -19,7 +22,7 @@
 
 namespace ipex::launch {
 
-enum class FrameKind : char { hello = 'H', out = 'O', err = 'E', status = 'S' };
+enum class FrameKind : char { hello = 'H', out = 'O', err = 'E', status = 'S', signal = 'K' };
 
 constexpr size_t kFrameHeader = 5;
 constexpr size_t kMaxFramePayload = 1u << 20;
@@ -34,6 +37,11 @@ struct Frame {
 // Takes the first whole frame off the front of `buf`. nullopt when more bytes are needed;
 // throws Error(bad_input) for an unknown kind or a payload above kMaxFramePayload.
 std::optional<Frame> take_frame(std::string &buf);
+
+// The K frame asking a rank to pass `sig` on, and the signal such a frame asks for (0 for
+// any other frame or signal).
+std::string signal_frame(int sig);
+int requested_signal(const Frame &f);
 
 nlohmann::json outcome_to_json(const InstanceOutcome &o);
 // Missing or mistyped fields keep their defaults.

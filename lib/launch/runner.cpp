@@ -77,13 +77,16 @@ private:
     void read_stream(Instance &inst, Stream &stream, bool until_eagain);
     void close_stream(Instance &inst, Stream &stream);
     void reap();
-    void signal_all(int sig);
+    void signal_all(int sig);        // through settings_.deliver_signal when set
+    void signal_groups(int sig);     // to every running instance's process group
+    void read_control();
     bool busy() const;
 
     std::vector<Instance> &instances_;
     const RunSettings &settings_;
     int forwarded_ = 0;
     bool stopping_ = false;  // a signal was forwarded or the timeout hit
+    bool control_open_ = false;
 };
 
 void Loop::handle_line(Instance &inst, Stream &stream, const std::string &line) {
@@ -169,9 +172,26 @@ void Loop::reap() {
     }
 }
 
-void Loop::signal_all(int sig) {
+void Loop::signal_groups(int sig) {
     for (auto &inst : instances_)
         if (inst.running) kill(-inst.outcome.pid, sig);
+}
+
+void Loop::signal_all(int sig) {
+    if (settings_.deliver_signal && settings_.deliver_signal(sig)) return;
+    signal_groups(sig);
+}
+
+void Loop::read_control() {
+    const int sig = settings_.on_control();
+    if (sig < 0) {
+        control_open_ = false;
+        return;
+    }
+    if (sig == 0) return;
+    stopping_ = true;
+    diag::verbose(std::string("asked to pass on SIG") + sigabbrev_np(sig));
+    signal_groups(sig);
 }
 
 bool Loop::busy() const {
@@ -188,10 +208,17 @@ void Loop::run() {
     bool timed_out = false;
     Clock::time_point kill_at{};
     bool killed = false;
+    bool groups_killed = false;  // the last resort when a hook's SIGKILL did not end them
+    control_open_ = settings_.control_fd >= 0 && settings_.on_control;
     reap();  // instances that failed to start may already be gone
     while (busy()) {
         std::vector<pollfd> fds{{g_signal_pipe[0], POLLIN, 0}};
         std::vector<std::pair<Instance *, Stream *>> owners{{nullptr, nullptr}};
+        const bool poll_control = control_open_;
+        if (poll_control) {
+            fds.push_back({settings_.control_fd, POLLIN, 0});
+            owners.emplace_back(nullptr, nullptr);
+        }
         for (auto &inst : instances_)
             for (Stream *s : {&inst.out, &inst.err})
                 if (s->fd >= 0) {
@@ -216,13 +243,17 @@ void Loop::run() {
                 const bool escalate = forwarded_ > 1 && settings_.escalate_repeated_signals;
                 const int sig = escalate ? SIGKILL : sigs[i];
                 diag::info(std::string("received SIG") + sigabbrev_np(sigs[i]) + "; sending SIG" +
-                          sigabbrev_np(sig) + " to the running instances" +
+                          sigabbrev_np(sig) + " to " + settings_.signal_targets +
                           (forwarded_ == 1 && settings_.escalate_repeated_signals ? " (signal again to kill them)"
                                                                                  : ""));
-                signal_all(sig);
+                // A third signal does not trust the hook: the process groups themselves go.
+                if (escalate && forwarded_ > 2) signal_groups(SIGKILL);
+                else signal_all(sig);
             }
         }
-        for (size_t i = 1; n > 0 && i < fds.size(); ++i)
+        const size_t first_stream = poll_control ? 2 : 1;
+        if (n > 0 && poll_control && fds[1].revents) read_control();
+        for (size_t i = first_stream; n > 0 && i < fds.size(); ++i)
             if (fds[i].revents & (POLLIN | POLLHUP | POLLERR))
                 read_stream(*owners[i].first, *owners[i].second, false);
         reap();
@@ -237,6 +268,11 @@ void Loop::run() {
         if (timed_out && !killed && Clock::now() >= kill_at) {
             killed = true;
             signal_all(SIGKILL);
+            kill_at += std::chrono::duration_cast<Clock::duration>(
+                std::chrono::duration<double>(settings_.kill_grace_seconds));
+        } else if (killed && !groups_killed && settings_.deliver_signal && Clock::now() >= kill_at) {
+            groups_killed = true;
+            signal_groups(SIGKILL);
         }
     }
 }

@@ -1,6 +1,7 @@
 // Runs prepared instances: fork, bind, exec; streams each instance's stdout/stderr into
 // its log file and (prefixed "[i] ") to the console; forwards SIGINT/SIGTERM/SIGHUP to
-// every instance's process group (a second signal kills them); enforces an optional
+// every instance's process group, or through a hook (a second signal kills them); passes on
+// signals asked for over a control descriptor; enforces an optional
 // timeout; reaps each instance with its exit status, wall time and peak RSS.
 #pragma once
 
@@ -15,8 +16,8 @@
 
 namespace ipex::launch {
 
-// Seconds between SIGTERM and SIGKILL when instances time out (and, through mpirun, when ranks
-// are told to stop).
+// Seconds between SIGTERM and SIGKILL when instances time out (and Open MPI's kill timer when
+// mpirun ends a job itself, mpi_command.h).
 inline constexpr int kKillGraceSeconds = 10;
 
 struct RunSpec {
@@ -43,6 +44,23 @@ struct RunSettings {
     // When set, receives each instance's output as read (stream 1 or 2) instead of the
     // console, log file and verbose handling (a multi-node rank sends it to the launcher).
     std::function<void(const RunSpec &spec, int stream, const char *data, size_t size)> on_output;
+
+    // When set, a signal to pass on (one received, --timeout's SIGTERM and SIGKILL) goes
+    // through this instead of to the instances' process groups; it returns whether that
+    // reached everything the instances run, and the process groups get the signal as well
+    // when it did not. The multi-node launcher asks every rank over its report channel:
+    // that reaches each rank's program at once on every host, where mpirun would pass a
+    // SIGTERM on only after its own kill timer, and SIGKILL one timer later.
+    std::function<bool(int sig)> deliver_signal;
+    // Who gets a signal passed on, for the message ("the running instances", "the ranks").
+    std::string signal_targets = "the running instances";
+
+    // When set (>= 0), polled beside the instances' output; when it is readable,
+    // on_control() reads it and returns a signal to pass to the instances' process groups
+    // (0: none yet, -1: closed, poll no more). A multi-node rank reads the launcher's K
+    // frames this way (rank_report.h). Such a signal is the launcher's, never escalated.
+    int control_fd = -1;
+    std::function<int()> on_control;
 };
 
 struct InstanceOutcome {

@@ -120,6 +120,34 @@ class InternalErrors(LaunchTest):
         self.assertIn("fork", errors[0])
 
 
+class CountOptions(LaunchTest):
+    """An explicit count is 1 or more: 0 or a negative number is a usage error naming the
+    flag, never taken for the option left out (which used to run one instance for
+    --ninstances 0 and plan every host for --nnodes 0)."""
+
+    def test_zero_and_negative_counts_are_usage_errors(self):
+        hosts = os.path.join(self.tmp, "hosts")
+        with open(hosts, "w") as f:
+            f.write("node0\nnode1\n")
+        for flag, extra in (("--ninstances", SYN), ("--ncores-per-instance", SYN),
+                            ("--nnodes", ["--dry-run", "--hostfile", hosts]),
+                            ("--nprocs-per-node", ["--dry-run", "--hostfile", hosts])):
+            for value in ("0", "-1", "-7"):
+                if flag == "--ncores-per-instance" and value in ("0", "-1"):
+                    continue  # its two split modes
+                with self.subTest(flag=flag, value=value):
+                    self.assertError(run(*extra, flag, value, "--", "/bin/true"), 2, f"{flag} {value}: takes a whole "
+                                     "number of 1 or more", "leave it out for the default")
+
+    def test_ncores_per_instance_modes_and_one_instance(self):
+        r = run(*SYN, "--json", "--ninstances", "1", "--ncores-per-instance", "0", "--", "/bin/true")
+        self.assertExit(r, 0)
+        self.assertEqual(len(r.json()["instances"]), 1)
+        # Given is given: an explicit 0 conflicts with a mode that sets the cores itself.
+        self.assertError(run(*SYN, "--latency-mode", "--ncores-per-instance", "0", "--", "/bin/true"), 2,
+                         "drop --ncores-per-instance")
+
+
 class Help(LaunchTest):
     def test_help_lists_every_flag(self):
         r = run("--help")
@@ -132,6 +160,20 @@ class Help(LaunchTest):
                      "--onednn-verbose", "--require-isa", "--require-isa-share", "--timeout", "--dry-run",
                      "--json", "--quiet", "--verbose", "--topology", "--synthetic", "--version"):
             self.assertIn(flag, r.out)
+
+    def test_man_page_and_help_list_the_same_flags(self):
+        import re
+        man = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "man", "ipex-launch.1")
+        with open(man) as f:
+            page = f.read()
+        # An option of --help starts its line: "  --flag TYPE  description" or "  -q,--quiet".
+        help_flags = {m for line in run("--help").out.splitlines()
+                      for m in re.findall(r"^  (?:-\w,)?(--[a-z][a-z-]*[a-z])", line)}
+        # An option of the page is a .TP item: its first line names it.
+        items = re.findall(r"^\.TP\n(\.B[IR]? .*)$", page, re.M)
+        man_flags = {m.replace("\\-", "-") for item in items for m in re.findall(r"\\-\\-[a-z][a-z\\-]*[a-z]", item)}
+        self.assertEqual(help_flags - {"--help"} - man_flags, set(), "in --help, not in the man page")
+        self.assertEqual(man_flags - help_flags, set(), "in the man page, not in --help")
 
     def test_version(self):
         r = run("--version")

@@ -25,8 +25,8 @@ def lines_of(text, label):
 
 
 class MultiNodeTest(LaunchTest):
-    def hostfile(self, text):
-        path = os.path.join(self.tmp, "hosts")
+    def hostfile(self, text, name="hosts"):
+        path = os.path.join(self.tmp, name)
         with open(path, "w") as f:
             f.write(text)
         return path
@@ -121,7 +121,10 @@ class Errors(MultiNodeTest):
 
     def test_usage_errors(self):
         hf = self.hostfile("127.0.0.1\n")
+        two = self.hostfile("node0\nnode1\n", "two_hosts")
         cases = [(["--master-addr", "1.2.3.4"], "--master-addr is for multi-node runs"),
+                 (["--dry-run", "--hostfile", two, "--nnodes", "0"], "--nnodes 0: takes a whole number of 1 or more"),
+                 (["--dry-run", "--hostfile", two, "--nprocs-per-node", "0"], "--nprocs-per-node 0"),
                  (["--hostfile", hf, "--nnodes", "2"], "--nnodes 2: --hostfile"),
                  (["--nnodes", "2"], "--nnodes 2 needs --hostfile"),
                  (["--hostfile", hf, "--ninstances", "2"], "drop --ninstances"),
@@ -140,10 +143,46 @@ class Errors(MultiNodeTest):
         hf = self.hostfile("192.0.2.7\n127.0.0.1\n")
         self.assertError(run("--hostfile", hf, "--", "/bin/true"), 2, "line 1, 192.0.2.7, is not this machine")
 
+    # A DNS server that drops a query makes getaddrinfo wait its 5 s timeout and retry, so a
+    # lookup of a .invalid name may still be running at the check's 10 s deadline.
+    UNRESOLVED = ("does not resolve", "gave no answer within the 10 s host check")
+
+    def assertUnresolved(self, result):
+        self.assertTrue(any(phrase in result.err for phrase in self.UNRESOLVED), result)
+
     def test_unknown_host(self):
         hf = self.hostfile("127.0.0.1\nno-such-host.invalid\n")
-        self.assertError(run("--hostfile", hf, "--", "/bin/true"), 3,
-                         "line 2: host no-such-host.invalid does not resolve")
+        r = run("--hostfile", hf, "--", "/bin/true")
+        self.assertError(r, 3, "line 2: host no-such-host.invalid ")
+        self.assertUnresolved(r)
+
+    def test_hostile_host_names_never_reach_mpirun(self):
+        # A name starting with '-' would be an option to mpirun or ssh; the parser refuses
+        # it (and every other non-RFC 1123 name) before any plan, dry run included.
+        for name in ("-oProxyCommand", "-H", "node_1", "a..b", "x;touch", "10.0.0.256"):
+            with self.subTest(name=name):
+                hf = self.hostfile(f"127.0.0.1\n{name} slots=1\n")
+                self.assertError(run("--dry-run", "--hostfile", hf, "--", "/bin/true"), 3,
+                                 f"--hostfile {hf} line 2: host '{name}'")
+        hf = self.hostfile("fe80::1\n")
+        self.assertError(run("--dry-run", "--hostfile", hf, "--", "/bin/true"), 3, "line 1", "IPv6")
+        hf = self.hostfile("127.0.0.1\n")
+        self.assertError(run("--dry-run", "--hostfile", hf, "--master-addr=-oProxyCommand=x", "--", "/bin/true"), 2,
+                         "--master-addr '-oProxyCommand=x' starts with '-'")
+
+    def test_two_hundred_unresolvable_hosts_end_within_the_check_bound(self):
+        # Names under the reserved .invalid TLD: NXDOMAIN, no host is contacted. The check
+        # runs 32 at a time, stops after 3 failures, and never takes more than its 10 s.
+        hf = self.hostfile("127.0.0.1\n" + "".join(f"h{i}.invalid\n" for i in range(200)))
+        started = time.monotonic()
+        r = run("--hostfile", hf, "--nprocs-per-node", "1", "--", "/bin/true")
+        took = time.monotonic() - started
+        self.assertError(r, 3, f"--hostfile {hf} line ", ".invalid ", "more not checked",
+                         "the host check stops after 3 failed hosts or 10 s")
+        self.assertUnresolved(r)
+        self.assertLess(took, 12.0, r)
+        # The error and the two warnings above it name one failed host each.
+        self.assertEqual(len([l for l in r.err.splitlines() if ": host h" in l]), 3, r)
 
     def test_missing_mpi_names_the_package(self):
         r = run("--nprocs-per-node", "1", "--", "/bin/true", env={"PATH": "/nonexistent"})
@@ -226,6 +265,55 @@ class LocalRanks(MultiNodeTest):
         for rank in range(2):
             self.assertIn("got TERM", log(rank))
         self.assertIn("exit 3", err)
+
+
+    def stop_ranks(self, script, *launch_args, signals=(signal.SIGTERM,)):
+        """Starts 2 ranks of `script`, waits until both said "ready", sends `signals` half
+        a second apart; returns (exit code, stderr, elapsed seconds after the first
+        signal, the rank logs)."""
+        logs = os.path.join(self.tmp, "logs")
+        proc = subprocess.Popen([LAUNCH, "--nprocs-per-node", "2", "--log-dir", logs, *launch_args, "--",
+                                 "/bin/sh", "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: proc.poll() is None and proc.kill())
+
+        def log(rank):
+            try:
+                with open(os.path.join(logs, f"run_rank{rank}_localhost.log")) as f:
+                    return f.read()
+            except FileNotFoundError:
+                return ""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not all("ready" in log(i) for i in range(2)):
+            time.sleep(0.05)
+        self.assertTrue(all("ready" in log(i) for i in range(2)), "ranks did not start")
+        started = time.monotonic()
+        for i, sig in enumerate(signals):
+            if i:
+                time.sleep(0.5)
+            proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+        return proc.returncode, err, time.monotonic() - started, [log(i) for i in range(2)]
+
+    def test_rank_handlers_do_not_race_open_mpis_kill_timer(self):
+        # The launcher passes the signal to each rank over its report connection, so Open
+        # MPI's SIGTERM-then-SIGKILL timer (here its own default of 1 s) never starts: a
+        # handler that takes 3 s finishes. (Through mpirun the TERM came after the timer and
+        # the SIGKILL one timer later, which killed slower handlers: the flaky test.)
+        code, err, took, logs = self.stop_ranks(
+            'trap "echo got TERM; sleep 3; echo handler done; exit 3" TERM; echo ready; sleep 300 & wait',
+            "--extra-mpi-params", "--mca odls_base_sigkill_timeout 1")
+        self.assertEqual(code, 1, err)
+        for rank in range(2):
+            self.assertIn("handler done", logs[rank], err)
+        self.assertEqual(err.count("exit 3"), 3, err)  # two summary rows and the error line
+        self.assertLess(took, 30, err)
+
+    def test_second_signal_kills_the_ranks_programs(self):
+        code, err, _, _ = self.stop_ranks('trap "" TERM; echo ready; while :; do sleep 0.1; done',
+                                          signals=(signal.SIGTERM, signal.SIGTERM))
+        self.assertEqual(code, 1, err)
+        self.assertIn("sending SIGKILL to the ranks", err)
+        self.assertEqual(err.count("signal 9 (SIGKILL)"), 3, err)
 
 
 @unittest.skipUnless(HAS_MPICH, "needs MPICH (Debian package mpich); its command line is unit-tested")

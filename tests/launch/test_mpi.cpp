@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 
 #include "launch/diagnostics.h"
@@ -182,8 +183,8 @@ TEST(MultiNodePlan, TwoSocketsTwoHostsTwoRanks) {
 TEST(MultiNodePlan, DefaultsAndLimits) {
     auto o = multi_node_options();
     o.synthetic = testing::kFourNodes;
-    o.nprocs_per_node = 0;  // one rank per NUMA node
-    o.nnodes = 0;           // every host
+    o.nprocs_per_node.reset();  // one rank per NUMA node
+    o.nnodes.reset();           // every host
     o.master_addr = "10.1.1.1";
     o.onednn_verbose = true;
     const std::vector<HostEntry> hosts{{"a", 0, 1}, {"b", 0, 2}};
@@ -259,6 +260,19 @@ TEST(RankReport, FramesRoundTripAndBadFramesAreRefused) {
     EXPECT_THROW(take_frame(bad), Error);
     std::string huge = encode_frame(FrameKind::out, "").substr(0, 1) + std::string("\x7f\0\0\0", 4);
     EXPECT_THROW(take_frame(huge), Error);
+}
+
+TEST(RankReport, SignalFramesCarryOnlyTheSignalsARankPassesOn) {
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGKILL}) {
+        std::string buf = signal_frame(sig);
+        const auto f = take_frame(buf);
+        ASSERT_TRUE(f);
+        EXPECT_EQ(f->kind, FrameKind::signal);
+        EXPECT_EQ(requested_signal(*f), sig);
+    }
+    EXPECT_EQ(requested_signal({FrameKind::signal, "11"}), 0);  // SIGSEGV: not passed on
+    EXPECT_EQ(requested_signal({FrameKind::signal, "15x"}), 0);
+    EXPECT_EQ(requested_signal({FrameKind::out, "15"}), 0);
 }
 
 TEST(RankReport, OutcomeAndPlacementSurviveJson) {

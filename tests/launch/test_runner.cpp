@@ -1,8 +1,12 @@
 // run_instances on real child processes: exit codes, logs, verbose statistics, timeouts.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "launch/diagnostics.h"
 #include "launch/library_search.h"
@@ -99,6 +103,65 @@ TEST(Runner, TimeoutStopsInstances) {
     EXPECT_TRUE(out[0].timed_out);
     EXPECT_EQ(out[0].signal, 9);
     EXPECT_LT(out[0].wall_seconds, 5.0);
+}
+
+// A multi-node rank passes on the signals the launcher asks for over its channel: here a
+// pipe that carries one SIGTERM once the instance is ready.
+TEST(Runner, ControlDescriptorPassesSignalsOn) {
+    testing::TempDir dir;
+    int control[2];
+    ASSERT_EQ(pipe(control), 0);
+    RunSettings settings = quiet_settings();
+    settings.control_fd = control[0];
+    int asked = 0;
+    settings.on_control = [&] {
+        char byte = 0;
+        const ssize_t n = read(control[0], &byte, 1);
+        if (n <= 0) return -1;
+        ++asked;
+        return byte == 'T' ? SIGTERM : 0;
+    };
+    const std::string ready = dir.file("ready");
+    std::thread asker([&] {
+        for (int i = 0; i < 500 && access(ready.c_str(), F_OK) != 0; ++i) usleep(10000);
+        (void)!write(control[1], "xT", 2);
+        close(control[1]);
+    });
+    const auto out = run_instances({shell(0, "trap 'exit 7' TERM; touch " + ready + "; sleep 30 & wait")}, settings);
+    asker.join();
+    close(control[0]);
+    EXPECT_EQ(out[0].exit_code, 7);
+    EXPECT_EQ(asked, 2);
+    EXPECT_LT(out[0].wall_seconds, 5.0);
+}
+
+// With a delivery hook (the multi-node launcher's), the timeout's SIGTERM and SIGKILL go
+// through it; the process groups get them only when it says it did not reach everything.
+TEST(Runner, DeliveryHookCarriesTimeoutSignals) {
+    RunSettings settings = quiet_settings();
+    settings.timeout_seconds = 0.2;
+    settings.kill_grace_seconds = 0.3;
+    std::vector<int> delivered;
+    settings.deliver_signal = [&delivered](int sig) {
+        delivered.push_back(sig);
+        return false;  // not reached: the runner signals the group itself
+    };
+    const auto out = run_instances({shell(0, "trap '' TERM; sleep 30 & wait; sleep 30")}, settings);
+    EXPECT_EQ(delivered, (std::vector<int>{SIGTERM, SIGKILL}));
+    EXPECT_EQ(out[0].signal, SIGKILL);
+    EXPECT_TRUE(out[0].timed_out);
+
+    // A hook that claims it reached everything but did not: after one more grace period the
+    // process group is killed all the same, so a run always ends.
+    delivered.clear();
+    settings.deliver_signal = [&delivered](int sig) {
+        delivered.push_back(sig);
+        return true;
+    };
+    const auto out2 = run_instances({shell(0, "sleep 30")}, settings);
+    EXPECT_EQ(delivered, (std::vector<int>{SIGTERM, SIGKILL}));
+    EXPECT_EQ(out2[0].signal, SIGKILL);
+    EXPECT_LT(out2[0].wall_seconds, 5.0);
 }
 
 // A log file that cannot be written is a failed output write: the one write error (exit 2).
