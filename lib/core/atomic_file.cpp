@@ -14,6 +14,7 @@
 #include <mutex>
 
 #include "core/errors.h"
+#include "core/standard_streams.h"
 
 namespace ipex {
 namespace {
@@ -24,7 +25,6 @@ constexpr size_t kMaxTempFiles = 16;
 char g_temp_paths[kMaxTempFiles][4096];
 volatile sig_atomic_t g_temp_used[kMaxTempFiles];
 std::once_flag g_handlers_once;
-bool g_stdout_closed = false;
 
 void on_fatal_signal(int sig) {
     for (size_t i = 0; i < kMaxTempFiles; ++i)
@@ -226,33 +226,6 @@ void write_atomically(const std::string &dst_path,
         throw;
     }
     unregister_temp(slot);
-}
-
-void guard_standard_streams() {
-    for (int fd = 0; fd <= 2; ++fd) {
-        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
-        const int opened = open(fd == 1 ? "/dev/full" : "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
-        if (opened >= 0 && opened != fd) {  // a lower descriptor was closed too: it takes the lowest
-            dup2(opened, fd);
-            close(opened);
-        }
-        if (fd == 1) g_stdout_closed = true;
-    }
-}
-
-void check_stdout() {
-    std::cout.flush();
-    errno = 0;
-    const bool flush_failed = std::fflush(stdout) != 0;
-    const int err = errno;
-    if (!flush_failed && !std::ferror(stdout) && std::cout.good()) return;
-    std::clearerr(stdout);  // reported once
-    std::cout.clear();
-    const std::string reason = g_stdout_closed ? "it is closed"
-                               : err != 0     ? std::strerror(err)
-                                              : "a write failed";
-    throw_usage("cannot write standard output: " + reason + "; the output is lost (redirect it to a file "
-                "with room, or use --json FILE where the command has it)");
 }
 
 void write_text_atomically(const std::string &dst, const std::string &text) {

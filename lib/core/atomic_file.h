@@ -58,12 +58,4 @@ void write_atomically(const std::string &dst,
 // Convenience: write text ("-" means stdout, written directly and checked).
 void write_text_atomically(const std::string &dst, const std::string &text);
 
-// Standard streams. guard_standard_streams(), first thing in a binary: a closed descriptor 0, 1
-// or 2 is opened on a device (stdout on /dev/full, so writes fail and are reported) so that no
-// file the tool opens takes its number and receives text meant for the terminal.
-// check_stdout(): flushes std::cout and stdout; exit 2 "cannot write standard output" when any
-// write to it failed (a full disk, a closed stdout, /dev/full), so a result is never lost silently.
-void guard_standard_streams();
-void check_stdout();
-
 }  // namespace ipex

@@ -4,8 +4,8 @@
 
 #include <iostream>
 
-#include "core/atomic_file.h"
 #include "core/log.h"
+#include "core/standard_streams.h"
 
 namespace ipex {
 

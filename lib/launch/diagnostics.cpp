@@ -2,6 +2,8 @@
 
 #include <iostream>
 
+#include "core/standard_streams.h"
+
 namespace ipex::launch {
 namespace {
 const char *g_program = "ipex-launch";
@@ -27,8 +29,11 @@ void verbose(const std::string &message) {
 
 int guarded_main(const char *program, int (*fn)(int, char **), int argc, char **argv) {
     g_program = program;
+    guard_standard_streams();
     try {
-        return fn(argc, argv);
+        const int code = fn(argc, argv);
+        check_stdout();  // a plan or report printed to a full or closed stdout is exit 2
+        return code;
     } catch (const Error &e) {
         std::cerr << program << ": error: " << e.what() << "\n";
         return static_cast<int>(e.code());

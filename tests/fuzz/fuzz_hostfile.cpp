@@ -1,5 +1,5 @@
 // Fuzz target: --hostfile text. Any bytes yield a host list that keeps the parser's
-// promises (non-empty unique names of host characters, slots in range, increasing lines)
+// promises (non-empty unique names that follow the host-name rule, slots in range, increasing lines)
 // or a bad-input error, never a crash.
 #include <cstddef>
 #include <cstdint>
@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/errors.h"
+#include "launch/host_name.h"
 #include "launch/hostfile.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -19,6 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (const auto &h : hosts) {
             if (h.name.empty() || h.name.size() > ipex::launch::kMaxHostName) __builtin_trap();
             if (h.name.find_first_of(" \t\r\n#:=") != std::string::npos) __builtin_trap();
+            // Every accepted name follows the one host-name rule (no leading '-' for mpirun).
+            if (!ipex::launch::host_name_problem(h.name, false).empty() || h.name[0] == '-') __builtin_trap();
             if (h.slots < 0 || h.slots > ipex::launch::kMaxHostSlots) __builtin_trap();
             if (h.line <= last_line) __builtin_trap();
             last_line = h.line;

@@ -175,6 +175,18 @@ class Help(LaunchTest):
         self.assertEqual(help_flags - {"--help"} - man_flags, set(), "in --help, not in the man page")
         self.assertEqual(man_flags - help_flags, set(), "in the man page, not in --help")
 
+    def test_failed_writes_to_stdout_are_exit_2(self):
+        # The dry-run plan printed to a full device or a closed stdout is lost: exit 2, never 0.
+        argv = [LAUNCH, *SYN, "--", "/bin/true"]
+        with open("/dev/full", "w") as full:
+            proc = subprocess.run(argv, stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn("ipex-launch: error: cannot write standard output", proc.stderr)
+        proc = subprocess.run(["/bin/sh", "-c", '"$@" >&-', "sh", *argv], stderr=subprocess.PIPE, text=True,
+                              timeout=120)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn("cannot write standard output: it is closed", proc.stderr)
+
     def test_version(self):
         r = run("--version")
         self.assertExit(r, 0)
