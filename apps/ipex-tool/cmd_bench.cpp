@@ -272,14 +272,20 @@ Runner setup_bench(CLI::App &sub) {
     sub.add_option("--input", a->inputs, "input SPEC (repeatable); default: the model's --sample-input")
         ->allow_extra_args(false);
     sub.add_option("--seed", a->seed, "seed for random inputs")->capture_default_str();
-    auto *iters = sub.add_option("--iterations", a->iterations, "timed iterations")
-                      ->check(CLI::PositiveNumber)
+    auto *iters = sub.add_option("--iterations", a->iterations, "timed iterations, 1 to 10000000")
+                      ->check(CLI::Range(1, bench::kMaxTimedIterations))
                       ->capture_default_str();
-    sub.add_option("--duration", a->duration, "time for S seconds instead of a fixed count")
-        ->check(CLI::PositiveNumber)
+    sub.add_option("--duration", a->duration,
+                   "time for S seconds instead of a fixed count (up to 86400; stops at 10000000 iterations)")
+        ->check(CLI::Range(1e-3, bench::kMaxTimedSeconds))
         ->excludes(iters);
-    sub.add_option("--warmup", a->warmup, "untimed iterations first")->check(CLI::NonNegativeNumber)->capture_default_str();
-    sub.add_option("--threads", a->threads, "intra-op threads (default: OMP_NUM_THREADS, else the physical cores this process may run on)")->check(CLI::PositiveNumber);
+    sub.add_option("--warmup", a->warmup, "untimed iterations first, 0 to 10000000")
+        ->check(CLI::Range(0, bench::kMaxTimedIterations))
+        ->capture_default_str();
+    sub.add_option("--threads", a->threads,
+                   "intra-op threads, 1 to 4096 (default: OMP_NUM_THREADS, else the physical cores this process may "
+                   "run on)")
+        ->check(CLI::Range(1, kMaxThreads));
     sub.add_option("--baseline", a->baseline,
                    "time a baseline interleaved with MODEL: 'stock' (the original in stock libtorch) or FILE");
     sub.add_option("--original", a->original, "original model for --baseline stock (default: from MODEL's record)");

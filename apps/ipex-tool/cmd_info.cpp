@@ -36,8 +36,9 @@ Runner setup_info(CLI::App &sub) {
                  "also measure the machine's limits (about 1.5 s): bf16 dot, fp32 FMA and int8 VNNI peaks, read "
                  "bandwidth");
     sub.add_option("--threads", a->threads,
-                   "threads for --limits (default: OMP_NUM_THREADS, else the physical cores this process may run on)")
-        ->check(CLI::PositiveNumber)
+                   "threads for --limits, 1 to 4096 (default: OMP_NUM_THREADS, else the physical cores this process "
+                   "may run on)")
+        ->check(CLI::Range(1, kMaxThreads))
         ->needs(limits_flag);
     return [a] {
         nlohmann::json info = info_json();

@@ -74,6 +74,7 @@ std::vector<LatencyStats> time_round_robin(const std::vector<RunFn> &runners,
     for (;; ++done) {
         if (options.duration_s) {
             if (done > 0 && first_total >= *options.duration_s * 1000.0) break;
+            if (done >= kMaxTimedIterations) break;
         } else if (done >= options.iterations) {
             break;
         }

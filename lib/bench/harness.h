@@ -23,6 +23,11 @@ struct LatencyStats {
 // Nearest-rank percentiles over `ms` (not modified).
 LatencyStats summarize(std::vector<double> ms, const std::vector<double> &percentiles);
 
+// Bounds of the timing options (bench --iterations, --warmup, --duration): the samples of one
+// run stay within 80 MB per timed model, and a --duration run also stops at kMaxTimedIterations.
+constexpr int kMaxTimedIterations = 10'000'000;
+constexpr double kMaxTimedSeconds = 86400.0;
+
 struct TimingOptions {
     int warmup = 10;
     int iterations = 100;                 // used when duration_s is not set

@@ -148,19 +148,13 @@ void check_output_path(const std::string &dst, const std::vector<std::string> &i
     if (dst.empty()) throw_usage("output path is empty");
     struct stat st {};
     const bool exists = stat(dst.c_str(), &st) == 0;
-    switch (output_target(dst)) {
-        case OutputTarget::refused:
-            if (S_ISDIR(st.st_mode)) throw_usage("output '" + dst + "' is a directory; give a file name");
-            throw_usage("output '" + dst + "' is neither a regular file nor a character device or FIFO; "
-                        "give a file name");
-        case OutputTarget::in_place:
-            if (access(dst.c_str(), W_OK) != 0) throw_write_failed(dst, std::strerror(errno));
-            if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return;  // nothing to compare with the inputs
-            break;
-        case OutputTarget::regular:
-        case OutputTarget::new_file: break;
+    const OutputTarget target = output_target(dst);
+    if (target == OutputTarget::refused) {
+        if (S_ISDIR(st.st_mode)) throw_usage("output '" + dst + "' is a directory; give a file name");
+        throw_usage("output '" + dst + "' is neither a regular file nor a character device or FIFO; give a file name");
     }
-    if (exists) {
+    // A device or FIFO is no input's copy (an input of /dev/null is still fine beside it).
+    if (exists && S_ISREG(st.st_mode)) {
         for (const auto &in : inputs) {
             struct stat in_st {};
             if (stat(in.c_str(), &in_st) == 0 && in_st.st_dev == st.st_dev &&
@@ -169,7 +163,10 @@ void check_output_path(const std::string &dst, const std::vector<std::string> &i
                             "'; write to a new file");
         }
     }
-    if (output_target(dst) == OutputTarget::in_place) return;
+    if (target == OutputTarget::in_place) {
+        if (access(dst.c_str(), W_OK) != 0) throw_write_failed(dst, std::strerror(errno));
+        return;
+    }
     const std::string dir = parent_dir(absolute_path(dst));
     struct stat dir_st {};
     if (stat(dir.c_str(), &dir_st) != 0 || !S_ISDIR(dir_st.st_mode))

@@ -27,6 +27,10 @@ std::string onednn_effective_isa();
 // Physical cores of the machine (hwloc); at least 1.
 int physical_cores();
 
+// The most intra-op threads any command takes (--threads): more is a usage error, not thousands
+// of threads on a machine of a few cores.
+constexpr int kMaxThreads = 4096;
+
 // Threads a run should use by default: OMP_NUM_THREADS when set, else the physical cores
 // among the CPUs this process may run on (affinity mask), at least 1.
 int default_threads();

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/system_info.h"
 #include "llm/config.h"
 #include "llm/tokenizer.h"
 
@@ -20,7 +21,7 @@ constexpr int64_t kMaxBatch = 4096;
 // Timed runs of bench --llm.
 constexpr int64_t kMaxIterations = 1000000;
 // Intra-op threads.
-constexpr int64_t kMaxThreads = 4096;
+constexpr int64_t kMaxThreads = ipex::kMaxThreads;
 
 // The range of a count option, both ends included.
 struct CountRange {

@@ -61,12 +61,15 @@ class DeepJson(e2e.ToolTestCase):
         shutil.copytree(LLM_MODELS["llama"]["dir"], dst)
         return dst
 
-    def test_quantization_config_in_config_json(self):
+    def generate_with_deep_config_key(self, key: str) -> e2e.Result:
         model = self.llama()
         with open(os.path.join(model, "config.json")) as f:
             config = json.load(f)
-        write_json_text(os.path.join(model, "config.json"), config, "quantization_config", nested(DEEP))
-        r = self.run_tool("generate", model, "--prompt-ids", "1,2,3", "--max-new-tokens", "1")
+        write_json_text(os.path.join(model, "config.json"), config, key, nested(DEEP))
+        return self.run_tool("generate", model, "--prompt-ids", "1,2,3", "--max-new-tokens", "1")
+
+    def test_quantization_config_in_config_json(self):
+        r = self.generate_with_deep_config_key("quantization_config")
         self.assert_error(r, e2e.EXIT_BAD_INPUT, "config.json", "100001 levels deep", "at most 128")
         # import auto reads the same config.json for its quantization_config.
         src = self.path("gptq")
@@ -99,11 +102,7 @@ class DeepJson(e2e.ToolTestCase):
 
     def test_unused_key_too(self):
         # The limit holds wherever the nesting is: one rule at parse time, not per field.
-        model = self.llama()
-        with open(os.path.join(model, "config.json")) as f:
-            config = json.load(f)
-        write_json_text(os.path.join(model, "config.json"), config, "unused", nested(DEEP))
-        r = self.run_tool("generate", model, "--prompt-ids", "1,2,3", "--max-new-tokens", "1")
+        r = self.generate_with_deep_config_key("unused")
         self.assert_error(r, e2e.EXIT_BAD_INPUT, "config.json", "levels")
 
 

@@ -242,30 +242,12 @@ class LocalRanks(MultiNodeTest):
         self.assertEqual([x["require_isa"]["ok"] for x in r.json()["ranks"]], [False, False])
 
     def test_signal_reaches_every_rank_through_mpirun(self):
-        logs = os.path.join(self.tmp, "logs")
-        proc = subprocess.Popen([LAUNCH, "--nprocs-per-node", "2", "--log-dir", logs, "--", "/bin/sh", "-c",
-                                 'trap "echo got TERM; exit 3" TERM; echo ready; sleep 300 & wait'],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.addCleanup(lambda: proc.poll() is None and proc.kill())
-
-        def log(rank):
-            try:
-                with open(os.path.join(logs, f"run_rank{rank}_localhost.log")) as f:
-                    return f.read()
-            except FileNotFoundError:
-                return ""
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not all("ready" in log(i) for i in range(2)):
-            time.sleep(0.05)
-        self.assertTrue(all("ready" in log(i) for i in range(2)), "ranks did not start")
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=60)
-        self.assertEqual(proc.returncode, 1, err)
+        code, err, _, logs = self.stop_ranks('trap "echo got TERM; exit 3" TERM; echo ready; sleep 300 & wait')
+        self.assertEqual(code, 1, err)
         self.assertIn("received SIGTERM", err)
         for rank in range(2):
-            self.assertIn("got TERM", log(rank))
+            self.assertIn("got TERM", logs[rank])
         self.assertIn("exit 3", err)
-
 
     def stop_ranks(self, script, *launch_args, signals=(signal.SIGTERM,)):
         """Starts 2 ranks of `script`, waits until both said "ready", sends `signals` half
