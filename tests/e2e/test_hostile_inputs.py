@@ -164,6 +164,22 @@ class BoundedReads(e2e.ToolTestCase):
         self.assertLess(children_max_rss_mib(), 1024, "the index was read before its size was checked")
 
 
+class CountOptions(e2e.ToolTestCase):
+    """Counts outside their documented ranges are usage errors before anything runs (a thread
+    count of 100000 once hung bench and crashed info --limits)."""
+
+    def test_bench_and_info_ranges(self):
+        model = self.copy_model("conv_bn_relu_2d")
+        bench = ["bench", model, "--input", "1x3x8x8"]
+        for flags, word in ((["--threads", "100000"], "--threads"), (["--threads", "0"], "--threads"),
+                            (["--iterations", "0"], "--iterations"), (["--iterations", "20000000"], "--iterations"),
+                            (["--warmup", "-1"], "--warmup"), (["--duration", "1e9"], "--duration")):
+            with self.subTest(flags=flags):
+                self.assert_error(self.run_tool(*bench, *flags, timeout=60), e2e.EXIT_USAGE, word)
+        self.assert_error(self.run_tool("info", "--limits", "--threads", "100000", timeout=60), e2e.EXIT_USAGE,
+                          "--threads")
+
+
 class StandardOutput(e2e.ToolTestCase):
     """A failed write to stdout is exit 2 "cannot write standard output", never exit 0."""
 
