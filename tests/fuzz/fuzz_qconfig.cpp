@@ -1,5 +1,6 @@
-// Fuzz target: the qconfig loader turns any byte string into a validated qconfig or a
-// bad-input error (exit 3), never a crash; what it accepts survives a write/read round trip.
+// Fuzz target: the qconfig and recipe loaders turn any byte string into a validated qconfig or
+// recipe, or a bad-input error (exit 3), never a crash; what they accept survives a write/read
+// round trip.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -7,6 +8,7 @@
 
 #include "core/errors.h"
 #include "quant/qconfig.h"
+#include "quant/recipe.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const std::string text(reinterpret_cast<const char *>(data), size);
@@ -19,6 +21,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         const auto again = ipex::quant::parse_qconfig(ipex::quant::qconfig_to_json(config).dump(), "again.json");
         if (again.ops.size() != config.ops.size()) __builtin_trap();
+    } catch (const ipex::Error &e) {
+        if (e.code() != ipex::ExitCode::bad_input) __builtin_trap();
+    }
+    try {
+        const ipex::quant::Recipe recipe = ipex::quant::parse_recipe(text, "fuzz.recipe.json");
+        const auto again = ipex::quant::parse_recipe(recipe.source.dump(), "again.recipe.json");
+        if (again.source != recipe.source) __builtin_trap();
     } catch (const ipex::Error &e) {
         if (e.code() != ipex::ExitCode::bad_input) __builtin_trap();
     }
