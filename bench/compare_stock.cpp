@@ -11,7 +11,8 @@
 
 #include "bench/harness.h"
 #include "bench/stock.h"
-#include "core/errors.h"
+#include "base/errors.h"
+#include "core/run_errors.h"
 #include "core/system_info.h"
 #include "core/tensor_spec.h"
 #include "model/load.h"
@@ -89,4 +90,4 @@ int run(int argc, char **argv) {
 
 }  // namespace
 
-int main(int argc, char **argv) { return ipex::run_guarded("compare_stock", run, argc, argv); }
+int main(int argc, char **argv) { return ipex::run_guarded("compare_stock", run, argc, argv, ipex::torch_error_text); }

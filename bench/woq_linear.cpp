@@ -13,8 +13,8 @@
 
 #include "bench/harness.h"
 #include "core/system_info.h"
-#include "woq/woq_format.h"
-#include "woq/woq_linear.h"
+#include "checkpoint/woq_format.h"
+#include "ops/woq/woq_linear.h"
 
 namespace {
 

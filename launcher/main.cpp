@@ -6,7 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "launch/diagnostics.h"
+#include "base/errors.h"
+#include "base/log.h"
 #include "launch/launch.h"
 #include "launch/options.h"
 
@@ -168,13 +169,13 @@ int launch_main(int argc, char **argv) {
     } catch (const CLI::CallForVersion &e) {
         return app.exit(e);
     } catch (const CLI::ParseError &e) {
-        ipex::launch::fail_usage(std::string(e.what()) + " (see ipex-launch --help)");
+        ipex::throw_usage(std::string(e.what()) + " (see ipex-launch --help)");
     }
     std::vector<std::string> rest = app.remaining();
     if (!rest.empty() && rest.front() == "--") {
         rest.erase(rest.begin());
     } else if (!rest.empty() && rest.front().size() > 1 && rest.front()[0] == '-') {
-        ipex::launch::fail_usage("unknown option " + rest.front() + suggestion(app, rest.front()) +
+        ipex::throw_usage("unknown option " + rest.front() + suggestion(app, rest.front()) +
                           " (put the program after --)");
     }
     opts.command = rest;
@@ -183,4 +184,4 @@ int launch_main(int argc, char **argv) {
 
 }  // namespace
 
-int main(int argc, char **argv) { return ipex::launch::guarded_main(kProgram, launch_main, argc, argv); }
+int main(int argc, char **argv) { return ipex::run_guarded(kProgram, launch_main, argc, argv); }

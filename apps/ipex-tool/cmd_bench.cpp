@@ -12,13 +12,13 @@
 #include "ops/cpu_allocator.h"
 #include "bench/stock.h"
 #include "commands.h"
-#include "core/atomic_file.h"
-#include "core/errors.h"
-#include "core/log.h"
+#include "base/atomic_file.h"
+#include "base/errors.h"
+#include "base/log.h"
 #include "core/system_info.h"
 #include "core/tensor_spec.h"
-#include "launch/isa_check.h"
-#include "launch/onednn_verbose.h"
+#include "base/isa_check.h"
+#include "base/onednn_verbose.h"
 #include "llm_options.h"
 #include "model/inspect.h"
 #include "model/load.h"
@@ -86,8 +86,8 @@ std::string fmt(double v, int precision = 3) {
 
 nlohmann::json check_isa(const std::string &asked, const std::function<void()> &run_once) {
     const std::string text = bench::capture_onednn_verbose(run_once);
-    const launch::VerboseStats stats = launch::parse_verbose_text(text);
-    const double share = launch::compute_share_satisfying(stats, asked);
+    const VerboseStats stats = parse_verbose_text(text);
+    const double share = compute_share_satisfying(stats, asked);
     nlohmann::json j = stats.to_json();
     j["asked"] = asked;
     j["share"] = share;
@@ -140,7 +140,7 @@ int run_profile(const BenchArgs &args, const std::string &dtype, const std::vect
 }
 
 int run_bench(const BenchArgs &args) {
-    const std::string isa_asked = args.check_isa.empty() ? "" : launch::canonical_isa(args.check_isa, "--check-isa");
+    const std::string isa_asked = args.check_isa.empty() ? "" : canonical_isa(args.check_isa, "--check-isa");
     const int threads = args.threads > 0 ? args.threads : default_threads();
     at::set_num_threads(threads);
 

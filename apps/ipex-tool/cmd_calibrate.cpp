@@ -3,9 +3,9 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "core/atomic_file.h"
-#include "core/errors.h"
-#include "core/log.h"
+#include "base/atomic_file.h"
+#include "base/errors.h"
+#include "base/log.h"
 #include "model/load.h"
 #include "quant/calibrate.h"
 #include "quant/qconfig.h"

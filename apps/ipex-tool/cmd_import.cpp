@@ -2,9 +2,9 @@
 #include <sstream>
 
 #include "commands.h"
-#include "core/atomic_file.h"
-#include "core/log.h"
-#include "woq/import_checkpoint.h"
+#include "base/atomic_file.h"
+#include "base/log.h"
+#include "checkpoint/import_checkpoint.h"
 
 namespace ipex::app {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "bench/machine_limits.h"
 #include "commands.h"
-#include "core/cpu_features.h"
+#include "base/cpu_features.h"
 #include "core/system_info.h"
 
 namespace ipex::app {

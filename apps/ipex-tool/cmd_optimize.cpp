@@ -5,14 +5,14 @@
 #include <sys/stat.h>
 
 #include "commands.h"
-#include "core/atomic_file.h"
-#include "core/errors.h"
-#include "core/log.h"
+#include "base/atomic_file.h"
+#include "base/errors.h"
+#include "base/log.h"
 #include "core/tensor_spec.h"
 #include "model/inspect.h"
 #include "model/load.h"
 #include "optimize_woq.h"
-#include "passes/graph_utils.h"
+#include "ir/graph_utils.h"
 #include "passes/pipeline.h"
 #include "quant/qconfig.h"
 #include "quant/quantize.h"

@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "core/bounded_file.h"
-#include "core/errors.h"
+#include "base/bounded_file.h"
+#include "base/errors.h"
 #include "llm/config.h"
 #include "llm/generate.h"
 #include "llm_options.h"

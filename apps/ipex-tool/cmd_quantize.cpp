@@ -1,8 +1,8 @@
 // ipex-tool quantize MODEL OUT --qconfig FILE | --dynamic: see man ipex-tool(1), ipex-qconfig(5).
 #include "commands.h"
-#include "core/atomic_file.h"
-#include "core/errors.h"
-#include "core/log.h"
+#include "base/atomic_file.h"
+#include "base/errors.h"
+#include "base/log.h"
 #include "model/load.h"
 #include "quant/qconfig.h"
 #include "quant/quantize.h"

@@ -1,7 +1,7 @@
 #include <iostream>
 
 #include "commands.h"
-#include "core/errors.h"
+#include "base/errors.h"
 #include "core/tensor_spec.h"
 #include "model/compare.h"
 #include "model/inspect.h"

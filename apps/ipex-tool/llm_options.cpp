@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/machine_limits.h"
-#include "core/atomic_file.h"
-#include "core/errors.h"
-#include "core/log.h"
+#include "base/atomic_file.h"
+#include "base/errors.h"
+#include "base/log.h"
 #include "core/system_info.h"
 #include "llm/generate.h"
 

@@ -5,8 +5,9 @@
 #include <map>
 
 #include "commands.h"
-#include "core/errors.h"
-#include "core/log.h"
+#include "base/errors.h"
+#include "core/run_errors.h"
+#include "base/log.h"
 #include "core/system_info.h"
 
 namespace ipex::app {
@@ -95,4 +96,4 @@ int run(int argc, char **argv) {
 }  // namespace
 }  // namespace ipex::app
 
-int main(int argc, char **argv) { return ipex::run_guarded("ipex-tool", ipex::app::run, argc, argv); }
+int main(int argc, char **argv) { return ipex::run_guarded("ipex-tool", ipex::app::run, argc, argv, ipex::torch_error_text); }

@@ -1,8 +1,8 @@
 #include "optimize_woq.h"
 
-#include "core/errors.h"
-#include "core/log.h"
-#include "woq/import_checkpoint.h"
+#include "base/errors.h"
+#include "base/log.h"
+#include "checkpoint/import_checkpoint.h"
 
 namespace ipex::app {
 

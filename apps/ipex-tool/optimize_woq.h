@@ -9,7 +9,7 @@
 #include <string>
 
 #include "passes/pipeline.h"
-#include "woq/replace_woq_linear.h"
+#include "passes/replace_woq_linear.h"
 
 namespace ipex::app {
 

@@ -14,7 +14,7 @@
 #include <numeric>
 #include <sstream>
 
-#include "core/errors.h"
+#include "base/errors.h"
 
 namespace ipex::bench {
 namespace {

@@ -14,9 +14,9 @@
 #include <sstream>
 #include <string>
 
-#include "core/cpu_features.h"
-#include "core/errors.h"
-#include "core/isa.h"
+#include "base/cpu_features.h"
+#include "base/errors.h"
+#include "base/isa.h"
 
 namespace ipex::bench {
 namespace {

@@ -11,8 +11,8 @@
 #include "ops/conv_graph_op.h"
 #include "ops/linear_context.h"
 #include "ops/rnn_context.h"
-#include "quant/int8_context.h"
-#include "quant/int8_graph.h"
+#include "ops/int8/int8_context.h"
+#include "ops/int8/int8_graph.h"
 
 namespace ipex::bench {
 namespace {

@@ -12,7 +12,7 @@
 #include <tuple>
 #include <utility>
 
-#include "core/errors.h"
+#include "base/errors.h"
 
 namespace ipex::bench {
 namespace {

@@ -2,7 +2,8 @@
 
 #include <ATen/autocast_mode.h>
 
-#include "core/errors.h"
+#include "base/errors.h"
+#include "core/run_errors.h"
 #include "model/load.h"
 
 namespace ipex::bench {

@@ -9,8 +9,8 @@
 #include <sstream>
 #include <vector>
 
-#include "core/atomic_file.h"
-#include "core/errors.h"
+#include "base/atomic_file.h"
+#include "base/errors.h"
 
 namespace ipex {
 namespace {

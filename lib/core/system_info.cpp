@@ -8,7 +8,7 @@
 
 #include <cstdlib>
 
-#include "core/cpu_features.h"
+#include "base/cpu_features.h"
 
 namespace ipex {
 namespace {

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/atomic_file.h"
-#include "core/errors.h"
+#include "base/atomic_file.h"
+#include "base/errors.h"
 #include "core/npy.h"
 
 namespace ipex {

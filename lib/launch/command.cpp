@@ -3,7 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "launch/diagnostics.h"
+#include "base/errors.h"
+#include "base/log.h"
 
 namespace ipex::launch {
 namespace {
@@ -38,14 +39,14 @@ std::optional<std::string> find_executable(const std::string &name, const std::s
 
 ResolvedCommand resolve_command(const ProgramRequest &req, const Environment &env) {
     if (req.command.empty())
-        fail_usage("no program given; write: ipex-launch [OPTIONS] -- PROGRAM [ARGS...]");
+        throw_usage("no program given; write: ipex-launch [OPTIONS] -- PROGRAM [ARGS...]");
     if (req.module && req.no_python)
-        fail_usage("-m/--module runs a Python module and --no-python forbids Python; drop one");
+        throw_usage("-m/--module runs a Python module and --no-python forbids Python; drop one");
     ResolvedCommand out;
     auto path_it = env.find("PATH");
     const std::string path_var = path_it == env.end() ? "/usr/local/bin:/usr/bin:/bin" : path_it->second;
     auto fail = [&](const std::string &message) {
-        if (req.must_exist) fail_usage(message);
+        if (req.must_exist) throw_usage(message);
         out.warnings.push_back(message);
     };
 

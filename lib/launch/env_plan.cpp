@@ -3,7 +3,8 @@
 #include <climits>
 #include <cstdlib>
 
-#include "launch/diagnostics.h"
+#include "base/errors.h"
+#include "base/log.h"
 #include "launch/id_list.h"
 
 namespace ipex::launch {
@@ -114,7 +115,7 @@ void choose_allocator(const EnvRequest &req, const Environment &base, RuntimeCho
     }
     const LibrarySpec &spec = req.allocator == Allocator::jemalloc ? kJemalloc : kTcmalloc;
     auto path = find_library(spec.names, req.library_dirs);
-    if (!path) fail_unsupported("--memory-allocator " + std::string(spec.what) + ": " +
+    if (!path) throw_unsupported("--memory-allocator " + std::string(spec.what) + ": " +
                                  not_found(spec, req.library_dirs));
     out.allocator = spec.what;
     out.allocator_library = *path;
@@ -135,7 +136,7 @@ void choose_omp(const EnvRequest &req, const Environment &base, RuntimeChoice &o
     auto path = find_library(kIntelOmp.names, req.library_dirs);
     if (!path) {
         if (req.omp == OmpRuntime::intel)
-            fail_unsupported("--omp-runtime intel: " + not_found(kIntelOmp, req.library_dirs));
+            throw_unsupported("--omp-runtime intel: " + not_found(kIntelOmp, req.library_dirs));
         out.warnings.push_back("--omp-runtime auto: no Intel-compatible OpenMP runtime (" +
                                join(kIntelOmp.names, ", ") +
                                ") was found; instances use their own OpenMP runtime (install "

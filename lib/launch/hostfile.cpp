@@ -8,7 +8,8 @@
 #include <map>
 #include <sstream>
 
-#include "launch/diagnostics.h"
+#include "base/errors.h"
+#include "base/log.h"
 #include "launch/host_name.h"
 
 namespace ipex::launch {
@@ -26,7 +27,7 @@ std::string lowered(std::string text) {
 class LineError {
 public:
     LineError(const std::string &source, int line) : where_(source + " line " + std::to_string(line) + ": ") {}
-    [[noreturn]] void fail(const std::string &what) const { fail_bad_input("--hostfile " + where_ + what); }
+    [[noreturn]] void fail(const std::string &what) const { throw_bad_input("--hostfile " + where_ + what); }
 
 private:
     std::string where_;
@@ -55,7 +56,7 @@ std::vector<std::string> fields_of(const std::string &line) {
 
 std::vector<HostEntry> parse_hostfile(const std::string &text, const std::string &source) {
     if (text.size() > kMaxHostfileBytes)
-        fail_bad_input("--hostfile " + source + ": larger than " + std::to_string(kMaxHostfileBytes >> 20) +
+        throw_bad_input("--hostfile " + source + ": larger than " + std::to_string(kMaxHostfileBytes >> 20) +
                        " MiB; a hostfile lists one host a line");
     std::vector<HostEntry> hosts;
     std::map<std::string, int> first_line;
@@ -109,23 +110,23 @@ std::vector<HostEntry> parse_hostfile(const std::string &text, const std::string
         hosts.push_back(std::move(host));
     }
     if (hosts.empty())
-        fail_bad_input("--hostfile " + source + ": no hosts in the file (" + kSyntax + ")");
+        throw_bad_input("--hostfile " + source + ": no hosts in the file (" + kSyntax + ")");
     return hosts;
 }
 
 std::vector<HostEntry> load_hostfile(const std::string &path) {
     struct stat st {};
     if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-        fail_bad_input("--hostfile " + path + ": is a directory, not a file of hosts");
+        throw_bad_input("--hostfile " + path + ": is a directory, not a file of hosts");
     std::ifstream in(path, std::ios::binary);
-    if (!in) fail_bad_input("--hostfile " + path + ": cannot read the file (" + std::strerror(errno) + ")");
+    if (!in) throw_bad_input("--hostfile " + path + ": cannot read the file (" + std::strerror(errno) + ")");
     std::string text;
     char buf[65536];
     while (in.read(buf, sizeof(buf)) || in.gcount() > 0) {
         text.append(buf, static_cast<size_t>(in.gcount()));
         if (text.size() > kMaxHostfileBytes) break;
     }
-    if (in.bad()) fail_bad_input("--hostfile " + path + ": read error (" + std::strerror(errno) + ")");
+    if (in.bad()) throw_bad_input("--hostfile " + path + ": read error (" + std::strerror(errno) + ")");
     return parse_hostfile(text, path);
 }
 

@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
-#include "launch/diagnostics.h"
+#include "base/errors.h"
+#include "base/log.h"
 
 namespace ipex::launch {
 namespace {
@@ -12,10 +13,10 @@ int parse_id(const std::string &item, const std::string &text, const std::string
              int max_id) {
     if (item.empty() || !std::all_of(item.begin(), item.end(),
                                      [](unsigned char c) { return std::isdigit(c); }))
-        fail_usage(flag + " '" + text + "': '" + item +
+        throw_usage(flag + " '" + text + "': '" + item +
                     "' is not a non-negative id (write lists like 0-3,8,10-11)");
     if (item.size() > 9 || std::stoi(item) > max_id)
-        fail_usage(flag + " '" + text + "': id " + item + " is too large (at most " +
+        throw_usage(flag + " '" + text + "': id " + item + " is too large (at most " +
                     std::to_string(max_id) + ")");
     return std::stoi(item);
 }
@@ -32,7 +33,7 @@ std::string trim(const std::string &s) {
 std::vector<int> parse_id_list(const std::string &text, const std::string &flag,
                                int max_id) {
     std::vector<int> ids;
-    if (trim(text).empty()) fail_usage(flag + " needs a list of ids such as 0-3,8");
+    if (trim(text).empty()) throw_usage(flag + " needs a list of ids such as 0-3,8");
     size_t pos = 0;
     while (pos <= text.size()) {
         size_t end = text.find(',', pos);
@@ -45,7 +46,7 @@ std::vector<int> parse_id_list(const std::string &text, const std::string &flag,
             const int lo = parse_id(trim(item.substr(0, dash)), text, flag, max_id);
             const int hi = parse_id(trim(item.substr(dash + 1)), text, flag, max_id);
             if (hi < lo)
-                fail_usage(flag + " '" + text + "': range " + item +
+                throw_usage(flag + " '" + text + "': range " + item +
                             " runs backwards (write " + std::to_string(hi) + "-" +
                             std::to_string(lo) + ")");
             for (int i = lo; i <= hi; ++i) ids.push_back(i);

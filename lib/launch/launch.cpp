@@ -10,9 +10,10 @@
 #include <unistd.h>
 #include <set>
 
-#include "launch/diagnostics.h"
+#include "base/errors.h"
+#include "base/log.h"
 #include "launch/id_list.h"
-#include "launch/isa_check.h"
+#include "base/isa_check.h"
 #include "launch/mpi_launch.h"
 #include "launch/rank_exec.h"
 #include "launch/report.h"
@@ -37,11 +38,11 @@ void make_dirs(const std::string &dir) {
         if (path.empty()) continue;
         struct stat st {};
         if (stat(path.c_str(), &st) == 0) {
-            if (!S_ISDIR(st.st_mode)) fail_usage("--log-dir " + dir + ": " + path + " is not a directory");
+            if (!S_ISDIR(st.st_mode)) throw_usage("--log-dir " + dir + ": " + path + " is not a directory");
             continue;
         }
         if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST)
-            fail_usage("--log-dir " + dir + ": cannot create " + path + " (" + std::strerror(errno) + ")");
+            throw_usage("--log-dir " + dir + ": cannot create " + path + " (" + std::strerror(errno) + ")");
     }
 }
 
@@ -54,13 +55,13 @@ void write_file_atomically(const std::string &path, const std::string &text) {
         if (!out.flush()) {
             const int err = errno;
             std::remove(tmp.c_str());
-            fail_usage("cannot write '" + path + "': " + std::strerror(err) + " (check --log-dir)");
+            throw_usage("cannot write '" + path + "': " + std::strerror(err) + " (check --log-dir)");
         }
     }
     if (std::rename(tmp.c_str(), path.c_str()) != 0) {
         const int err = errno;
         std::remove(tmp.c_str());
-        fail_usage("cannot write '" + path + "': " + std::strerror(err));
+        throw_usage("cannot write '" + path + "': " + std::strerror(err));
     }
 }
 
@@ -140,7 +141,7 @@ LaunchPlan make_plan(const LaunchOptions &opts, const Topology &topo, const Envi
                                     " was not found in PATH; install the Debian package " +
                                     (tool == "numactl" ? "numactl" : "util-linux") +
                                     " or use --multi-task-manager auto";
-            if (!opts.dry_run) fail_unsupported(msg);
+            if (!opts.dry_run) throw_unsupported(msg);
             plan.warnings.push_back(msg);
         }
     }
@@ -185,14 +186,14 @@ LaunchPlan make_plan(const LaunchOptions &opts, const Topology &topo, const Envi
 }
 
 int run_launch(const LaunchOptions &opts) {
-    diag::set_level(opts.quiet ? diag::Level::quiet : opts.verbose ? diag::Level::verbose : diag::Level::normal);
+    log::set_level(opts.quiet ? log::Level::quiet : opts.verbose ? log::Level::verbose : log::Level::normal);
     if (opts.rank_exec) return run_rank(opts);
     validate_multi_node(opts);
     if (opts.multi_node()) return run_multi_node(opts);
     validate(opts);
     const Environment env = current_environment();
     const LaunchPlan plan = make_plan(opts, load_topology(opts), env);
-    for (const auto &w : plan.warnings) diag::warn(w);
+    for (const auto &w : plan.warnings) log::warn(w);
     if (opts.dry_run) {
         std::cout << (opts.json ? plan_json(plan).dump(2) + "\n" : plan_text(plan));
         return 0;
@@ -216,7 +217,7 @@ int run_launch(const LaunchOptions &opts) {
     settings.parse_verbose = verbose_stats;
     settings.hide_verbose_lines = verbose_stats;
     settings.timeout_seconds = opts.timeout_seconds;
-    diag::verbose("running " + plural(specs.size(), "instance") + " (" + plan.binding + ")");
+    log::verbose("running " + plural(specs.size(), "instance") + " (" + plan.binding + ")");
     const auto outcomes = run_instances(specs, settings);
 
     std::vector<int> refused;
@@ -224,7 +225,7 @@ int run_launch(const LaunchOptions &opts) {
     for (const auto &o : outcomes)
         if (o.membind_errno) refused.push_back(o.index), refused_errno = o.membind_errno;
     if (!refused.empty())
-        diag::warn("the kernel refused the memory policy for instance(s) " + format_id_list(refused) +
+        log::warn("the kernel refused the memory policy for instance(s) " + format_id_list(refused) +
                   " (set_mempolicy: " + std::strerror(refused_errno) +
                   "); they ran with CPU affinity only");
 
@@ -242,8 +243,8 @@ int run_launch(const LaunchOptions &opts) {
     if (!opts.log_dir.empty())
         write_file_atomically(opts.log_dir + "/" + opts.log_file_prefix + "_summary.json",
                               report.dump(2) + "\n");
-    if (!all_ok) fail_check(failure_message(plan, outcomes));
-    if (!check.ok) fail_check(check.message);
+    if (!all_ok) throw_check_failed(failure_message(plan, outcomes));
+    if (!check.ok) throw_check_failed(check.message);
     return 0;
 }
 

@@ -3,7 +3,8 @@
 #include <algorithm>
 
 #include "launch/command.h"
-#include "launch/diagnostics.h"
+#include "base/errors.h"
+#include "base/log.h"
 #include "launch/host_name.h"
 #include "launch/runner.h"
 
@@ -55,7 +56,7 @@ std::vector<std::string> build_mpi_command(const MpiCommandRequest &req) {
     // here without it would be read by mpirun or ssh as whatever it looks like.
     for (const auto &h : req.hosts)
         if (const std::string why = host_name_problem(h, false); !why.empty())
-            fail_internal("host '" + shown_host(h) + "' " + why + ", and reached the MPI command line unchecked");
+            throw_internal("host '" + shown_host(h) + "' " + why + ", and reached the MPI command line unchecked");
     const std::string ppn = std::to_string(req.nprocs_per_node);
     std::string host_list;
     for (const auto &h : req.hosts) host_list += (host_list.empty() ? "" : ",") + h + ":" + ppn;
@@ -118,7 +119,7 @@ std::vector<std::string> split_mpi_params(const std::string &text) {
         }
     }
     if (quote)
-        fail_usage(std::string("--extra-mpi-params: unterminated ") + (quote == '\'' ? "'" : "\"") +
+        throw_usage(std::string("--extra-mpi-params: unterminated ") + (quote == '\'' ? "'" : "\"") +
                    " quote in '" + text + "'");
     if (in_word) words.push_back(cur);
     return words;

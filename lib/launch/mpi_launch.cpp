@@ -8,10 +8,11 @@
 #include <memory>
 #include <optional>
 
-#include "launch/diagnostics.h"
+#include "base/errors.h"
+#include "base/log.h"
 #include "launch/host_check.h"
 #include "launch/id_list.h"
-#include "launch/isa_check.h"
+#include "base/isa_check.h"
 #include "launch/mpi_report.h"
 #include "launch/rank_collector.h"
 #include "launch/rank_report.h"
@@ -25,7 +26,7 @@ constexpr double kDrainSeconds = 5.0;
 std::string self_executable() {
     char buf[PATH_MAX] = {0};
     const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-    if (n <= 0) fail_internal("cannot find this program's path (/proc/self/exe)");
+    if (n <= 0) throw_internal("cannot find this program's path (/proc/self/exe)");
     return std::string(buf, static_cast<size_t>(n));
 }
 
@@ -150,17 +151,17 @@ int run_multi_node(const LaunchOptions &opts) {
         make_multi_node_plan(opts, topo, env, hosts, self_executable(),
                              listener ? std::to_string(listener->port()) : "PORT", listener ? listener->token() : "TOKEN");
     for (const auto &w : plan.warnings)  // a missing MPI launcher is the error below when running
-        if (opts.dry_run || plan.mpi_found || w != mpi_not_found(opts.mpi)) diag::warn(w);
+        if (opts.dry_run || plan.mpi_found || w != mpi_not_found(opts.mpi)) log::warn(w);
     if (opts.dry_run) {
         std::cout << (opts.json ? multi_node_plan_json(plan).dump(2) + "\n" : multi_node_plan_text(plan));
         return 0;
     }
     const HostCheckReport checked = check_hosts(plan, !opts.skip_host_check);
     if (!checked.problems.empty()) {
-        for (size_t i = 1; i < checked.problems.size(); ++i) diag::warn(checked.problems[i].message);
+        for (size_t i = 1; i < checked.problems.size(); ++i) log::warn(checked.problems[i].message);
         throw Error(checked.problems.front().code, checked.error_message());
     }
-    if (!plan.mpi_found) fail_unsupported(mpi_not_found(opts.mpi));
+    if (!plan.mpi_found) throw_unsupported(mpi_not_found(opts.mpi));
     if (!opts.log_dir.empty()) make_dirs(opts.log_dir);
 
     const bool verbose_stats = opts.onednn_verbose || !opts.require_isa.empty();
@@ -189,7 +190,7 @@ int run_multi_node(const LaunchOptions &opts) {
     // SIGTERM on after its kill timer and sends SIGKILL one timer later.
     settings.deliver_signal = [&collector](int sig) { return collector.signal_ranks(sig); };
     settings.signal_targets = "the ranks";
-    diag::verbose("running " + std::to_string(plan.world_size) + " ranks through " + shell_join(plan.mpi_command));
+    log::verbose("running " + std::to_string(plan.world_size) + " ranks through " + shell_join(plan.mpi_command));
     const InstanceOutcome mpirun_outcome = run_instances({mpirun}, settings).front();
     std::vector<RankResult> ranks = collector.finish(kDrainSeconds);
 
@@ -231,14 +232,14 @@ int run_multi_node(const LaunchOptions &opts) {
                             ": " + (o.start_error.empty() ? o.status_text() : o.start_error);
             }
         if (failed.empty())
-            fail_check("mpirun " + (mpirun_outcome.start_error.empty() ? mpirun_outcome.status_text()
+            throw_check_failed("mpirun " + (mpirun_outcome.start_error.empty() ? mpirun_outcome.status_text()
                                                                       : mpirun_outcome.start_error) +
                        " although every rank succeeded" +
                        (plan.mpirun_log.empty() ? " (its output is above)" : " (log: " + plan.mpirun_log + ")"));
-        fail_check(std::to_string(failed.size()) + " of " + std::to_string(outcomes.size()) + " ranks failed (" +
+        throw_check_failed(std::to_string(failed.size()) + " of " + std::to_string(outcomes.size()) + " ranks failed (" +
                    format_id_list(failed) + "); first: " + first);
     }
-    if (!check.ok) fail_check(check.message);
+    if (!check.ok) throw_check_failed(check.message);
     return 0;
 }
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/errors.h"
+#include "base/errors.h"
 #include "launch/host_check.h"
 #include "launch/mpi_plan.h"
 #include "launch/options.h"

@@ -2,7 +2,8 @@
 
 #include <unistd.h>
 
-#include "launch/diagnostics.h"
+#include "base/errors.h"
+#include "base/log.h"
 
 namespace ipex::launch {
 namespace {
@@ -15,7 +16,7 @@ std::string get(const Environment &env, const std::string &name) {
 int number(const Environment &env, const std::string &name) {
     const std::string text = get(env, name);
     if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos)
-        fail_usage(name + "='" + text + "': the MPI process manager set a value that is not a rank number");
+        throw_usage(name + "='" + text + "': the MPI process manager set a value that is not a rank number");
     return std::stoi(text);
 }
 
@@ -35,7 +36,7 @@ std::optional<RankIdentity> rank_identity(const Environment &env) {
         id.local_rank = number(env, n.local_rank);
         id.local_world_size = number(env, n.local_size);
         if (id.rank >= id.world_size || id.local_rank >= id.local_world_size || id.local_world_size < 1)
-            fail_usage(std::string(n.rank) + "=" + std::to_string(id.rank) + ", " + n.size + "=" +
+            throw_usage(std::string(n.rank) + "=" + std::to_string(id.rank) + ", " + n.size + "=" +
                        std::to_string(id.world_size) + ", " + n.local_rank + "=" + std::to_string(id.local_rank) +
                        ", " + n.local_size + "=" + std::to_string(id.local_world_size) +
                        ": the MPI process manager's rank variables do not fit together");
@@ -142,14 +143,14 @@ MultiNodePlan make_multi_node_plan(const LaunchOptions &opts, const Topology &to
     plan.hostfile = opts.hostfile;
     plan.nnodes = opts.nnodes.value_or(static_cast<int>(hosts.size()));
     if (plan.nnodes > static_cast<int>(hosts.size()))
-        fail_usage("--nnodes " + std::to_string(plan.nnodes) + ": " +
+        throw_usage("--nnodes " + std::to_string(plan.nnodes) + ": " +
                    (opts.hostfile.empty() ? std::string("no --hostfile") : "--hostfile " + opts.hostfile) +
                    " lists only " + std::to_string(hosts.size()) + " host(s); add hosts or lower --nnodes");
     plan.hosts.assign(hosts.begin(), hosts.begin() + plan.nnodes);
     plan.nprocs_per_node = opts.nprocs_per_node.value_or(static_cast<int>(topo.numa_nodes.size()));
     for (const auto &h : plan.hosts)
         if (h.slots != 0 && h.slots < plan.nprocs_per_node)
-            fail_usage("--nprocs-per-node " + std::to_string(plan.nprocs_per_node) + ": host " + h.name +
+            throw_usage("--nprocs-per-node " + std::to_string(plan.nprocs_per_node) + ": host " + h.name +
                        " has slots=" + std::to_string(h.slots) + " in --hostfile " + opts.hostfile + " line " +
                        std::to_string(h.line) + "; lower --nprocs-per-node or raise its slots");
     plan.world_size = plan.nnodes * plan.nprocs_per_node;

@@ -1,9 +1,10 @@
 #include "launch/options.h"
 
-#include "launch/diagnostics.h"
+#include "base/errors.h"
+#include "base/log.h"
 #include "launch/host_name.h"
 #include "launch/id_list.h"
-#include "launch/isa_check.h"
+#include "base/isa_check.h"
 
 namespace ipex::launch {
 
@@ -55,7 +56,7 @@ void check_counts(const LaunchOptions &opts) {
         std::string takes = "a whole number of 1 or more";
         for (auto it = c.modes.rbegin(); it != c.modes.rend(); ++it)
             takes += ", or " + std::to_string(it->first) + " (" + it->second + ")";
-        fail_usage(std::string(c.flag) + " " + std::to_string(*value) + ": takes " + takes +
+        throw_usage(std::string(c.flag) + " " + std::to_string(*value) + ": takes " + takes +
                    "; leave it out for the default (" + c.when_left_out + ")");
     }
 }
@@ -63,24 +64,24 @@ void check_counts(const LaunchOptions &opts) {
 void validate(const LaunchOptions &opts) {
     check_counts(opts);
     if (!opts.topology_xml.empty() && !opts.synthetic.empty())
-        fail_usage("--topology and --synthetic both describe the machine; use one of them");
+        throw_usage("--topology and --synthetic both describe the machine; use one of them");
     if ((!opts.topology_xml.empty() || !opts.synthetic.empty()) && !opts.dry_run)
-        fail_usage(std::string(opts.synthetic.empty() ? "--topology" : "--synthetic") +
+        throw_usage(std::string(opts.synthetic.empty() ? "--topology" : "--synthetic") +
                     " plans for another machine and cannot run there; add --dry-run");
     if (opts.require_isa_share <= 0.0 || opts.require_isa_share > 1.0)
-        fail_usage("--require-isa-share " + std::to_string(opts.require_isa_share) +
+        throw_usage("--require-isa-share " + std::to_string(opts.require_isa_share) +
                     ": must be a fraction in (0, 1]");
     if (!opts.require_isa.empty()) canonical_isa(opts.require_isa);
     if (opts.timeout_seconds < 0)
-        fail_usage("--timeout must be 0 (none) or a number of seconds");
+        throw_usage("--timeout must be 0 (none) or a number of seconds");
     if (opts.log_file_prefix.empty() || opts.log_file_prefix.find('/') != std::string::npos)
-        fail_usage("--log-file-prefix '" + opts.log_file_prefix +
+        throw_usage("--log-file-prefix '" + opts.log_file_prefix +
                     "': must be a non-empty file name without '/' (use --log-dir for the directory)");
     if (opts.benchmark &&
         (opts.allocator == Allocator::system || opts.allocator == Allocator::tcmalloc))
-        fail_usage("--benchmark tunes jemalloc and conflicts with --memory-allocator " +
+        throw_usage("--benchmark tunes jemalloc and conflicts with --memory-allocator " +
                     name_of(allocator_names(), opts.allocator) + "; drop one of them");
-    if (opts.quiet && opts.verbose) fail_usage("--quiet and --verbose conflict; pick one");
+    if (opts.quiet && opts.verbose) throw_usage("--quiet and --verbose conflict; pick one");
 }
 
 void validate_multi_node(const LaunchOptions &opts) {
@@ -94,17 +95,17 @@ void validate_multi_node(const LaunchOptions &opts) {
         {opts.skip_host_check, "--skip-host-check"}};
     for (const auto &[given, flag] : needs_multi)
         if (given && !multi)
-            fail_usage(std::string(flag) + " is for multi-node runs; add --nnodes N --hostfile FILE "
+            throw_usage(std::string(flag) + " is for multi-node runs; add --nnodes N --hostfile FILE "
                                            "(or --nprocs-per-node P for one host)");
     if (!multi) return;
     if (opts.nnodes.value_or(1) > 1 && opts.hostfile.empty())
-        fail_usage("--nnodes " + std::to_string(*opts.nnodes) + " needs --hostfile FILE naming the hosts");
+        throw_usage("--nnodes " + std::to_string(*opts.nnodes) + " needs --hostfile FILE naming the hosts");
     if (!opts.master_addr.empty())
         if (const std::string why = host_name_problem(opts.master_addr, true); !why.empty())
-            fail_usage("--master-addr '" + shown_host(opts.master_addr) + "' " + why +
+            throw_usage("--master-addr '" + shown_host(opts.master_addr) + "' " + why +
                        "; pass a host name, an IPv4 or an IPv6 address of this machine");
     if (opts.master_port < 1 || opts.master_port > 65535)
-        fail_usage("--master-port " + std::to_string(opts.master_port) + ": must be a TCP port (1-65535)");
+        throw_usage("--master-port " + std::to_string(opts.master_port) + ": must be a TCP port (1-65535)");
     const std::pair<bool, const char *> single_only[] = {
         {opts.ninstances.has_value(), "--ninstances"},
         {!opts.instance_idx.empty(), "--instance-idx"},
@@ -112,7 +113,7 @@ void validate_multi_node(const LaunchOptions &opts) {
         {opts.throughput_mode, "--throughput-mode"}};
     for (const auto &[given, flag] : single_only)
         if (given)
-            fail_usage(std::string(flag) + " plans instances on one host; a multi-node run has "
+            throw_usage(std::string(flag) + " plans instances on one host; a multi-node run has "
                        "--nprocs-per-node ranks on each host: drop " + flag);
 }
 

@@ -4,7 +4,8 @@
 #include <map>
 #include <set>
 
-#include "launch/diagnostics.h"
+#include "base/errors.h"
+#include "base/log.h"
 #include "launch/id_list.h"
 
 namespace ipex::launch {
@@ -25,20 +26,20 @@ struct NodeSlots {
 
 void check_conflicts(const PartitionRequest &req) {
     if (req.latency_mode && req.throughput_mode)
-        fail_usage("--latency-mode and --throughput-mode conflict; pick one");
+        throw_usage("--latency-mode and --throughput-mode conflict; pick one");
     for (const auto &[on, flag] : {std::pair{req.latency_mode, "--latency-mode"},
                                    std::pair{req.throughput_mode, "--throughput-mode"}}) {
         if (!on) continue;
         if (req.ninstances)
-            fail_usage(std::string(flag) + " sets the number of instances; drop --ninstances");
+            throw_usage(std::string(flag) + " sets the number of instances; drop --ninstances");
         if (req.ncores_per_instance)
-            fail_usage(std::string(flag) +
+            throw_usage(std::string(flag) +
                         " sets the cores per instance; drop --ncores-per-instance");
     }
     if (req.cores_list && req.cpus_list)
-        fail_usage("--cores-list and --cpus-list both choose the CPUs; use one of them");
+        throw_usage("--cores-list and --cpus-list both choose the CPUs; use one of them");
     if (req.ninstances.value_or(1) < 1 || req.ncores_per_instance.value_or(0) < -1)
-        fail_internal("partition: counts outside the ranges check_counts enforces");
+        throw_internal("partition: counts outside the ranges check_counts enforces");
 }
 
 std::string describe_pool(const std::vector<NodeSlots> &nodes, const std::string &unit) {
@@ -61,19 +62,19 @@ std::vector<Core> select_cores(const Topology &topo, const PartitionRequest &req
     if (req.cpus_list)
         for (int cpu : *req.cpus_list)
             if (!topo.core_of_cpu(cpu))
-                fail_usage("--cpus-list: CPU " + std::to_string(cpu) +
+                throw_usage("--cpus-list: CPU " + std::to_string(cpu) +
                             " is not usable here (usable CPUs: " + format_id_list(all_cpus) + ")");
     if (req.cores_list)
         for (int id : *req.cores_list)
             if (std::find(all_cores.begin(), all_cores.end(), id) == all_cores.end())
-                fail_usage("--cores-list: core " + std::to_string(id) +
+                throw_usage("--cores-list: core " + std::to_string(id) +
                             " does not exist or has no usable CPU (usable cores: " +
                             format_id_list(all_cores) + ")");
     if (req.nodes_list)
         for (int node : *req.nodes_list)
             if (std::find(topo.numa_nodes.begin(), topo.numa_nodes.end(), node) ==
                 topo.numa_nodes.end())
-                fail_usage("--nodes-list: NUMA node " + std::to_string(node) +
+                throw_usage("--nodes-list: NUMA node " + std::to_string(node) +
                             " has no usable cores (nodes: " + format_id_list(topo.numa_nodes) +
                             ")");
 
@@ -95,7 +96,7 @@ std::vector<Core> select_cores(const Topology &topo, const PartitionRequest &req
             continue;
         if (topo.hybrid && c.efficiency && !req.use_e_cores) {
             if (req.cores_list || req.cpus_list)
-                fail_usage(std::string(req.cores_list ? "--cores-list" : "--cpus-list") +
+                throw_usage(std::string(req.cores_list ? "--cores-list" : "--cpus-list") +
                             ": core " + std::to_string(c.id) +
                             " is an E-core; add --use-e-cores to run on E-cores");
             continue;
@@ -103,7 +104,7 @@ std::vector<Core> select_cores(const Topology &topo, const PartitionRequest &req
         out.push_back(c);
     }
     if (out.empty())
-        fail_usage("no usable cores are left after --cores-list/--cpus-list/--nodes-list" +
+        throw_usage("no usable cores are left after --cores-list/--cpus-list/--nodes-list" +
                     std::string(topo.hybrid && !req.use_e_cores
                                     ? " and excluding E-cores (add --use-e-cores)"
                                     : ""));
@@ -162,7 +163,7 @@ Assignment assign_bound(std::vector<NodeSlots> &nodes, int ninst, int n, Strateg
     size_t cursor = 0;
     int room = 0;
     for (int c : capacity) room += c;
-    if (room < ninst) fail_internal("NUMA-bound placement ran out of room");
+    if (room < ninst) throw_internal("NUMA-bound placement ran out of room");
     for (int i = 0; i < ninst; ++i) {
         if (strategy == Strategy::close) {
             while (capacity[cursor] == 0) ++cursor;
@@ -292,11 +293,11 @@ Partition partition(const Topology &topo, const PartitionRequest &req) {
             if (ninst == 0 || ninst > fit) {
                 const int want = std::max(ninst, 1);
                 if (bind)
-                    fail_usage("--bind-numa-node: " + std::to_string(want) + " instance(s) of " +
+                    throw_usage("--bind-numa-node: " + std::to_string(want) + " instance(s) of " +
                                 std::to_string(n) + " " + unit + "s do not fit inside NUMA nodes (" +
                                 describe_pool(nodes, unit) + ")" + hint_more_slots(topo, req) +
                                 " or drop --bind-numa-node");
-                fail_usage("--ninstances " + std::to_string(want) + " x --ncores-per-instance " +
+                throw_usage("--ninstances " + std::to_string(want) + " x --ncores-per-instance " +
                             std::to_string(n) + " needs " + std::to_string(want * n) + " " + unit +
                             "s, but only " + std::to_string(total) + " are usable (" +
                             describe_pool(nodes, unit) + ")" + hint_more_slots(topo, req));
@@ -304,14 +305,14 @@ Partition partition(const Topology &topo, const PartitionRequest &req) {
         } else {
             if (ninst == 0) ninst = 1;
             if (ninst > total)
-                fail_usage("--ninstances " + std::to_string(ninst) + " needs at least " +
+                throw_usage("--ninstances " + std::to_string(ninst) + " needs at least " +
                             std::to_string(ninst) + " " + unit + "s, but only " + std::to_string(total) +
                             " are usable (" + describe_pool(nodes, unit) + ")" + hint_more_slots(topo, req));
             n = total / ninst;
             if (bind) {
                 while (n > 0 && fit_within_nodes(nodes, n) < ninst) --n;
                 if (n == 0)
-                    fail_usage("--bind-numa-node: " + std::to_string(ninst) +
+                    throw_usage("--bind-numa-node: " + std::to_string(ninst) +
                                 " instances cannot each stay inside one NUMA node (" +
                                 std::to_string(nodes.size()) + " nodes); lower --ninstances or drop --bind-numa-node");
             }
@@ -348,7 +349,7 @@ Partition partition(const Topology &topo, const PartitionRequest &req) {
     if (req.instance_idx) {
         for (int idx : *req.instance_idx)
             if (idx >= ninst)
-                fail_usage("--instance-idx " + std::to_string(idx) + ": only " +
+                throw_usage("--instance-idx " + std::to_string(idx) + ": only " +
                             std::to_string(ninst) + " instance(s) are planned (0-" +
                             std::to_string(ninst - 1) + ")");
         for (int idx : *req.instance_idx) out.instances.push_back(all[static_cast<size_t>(idx)]);

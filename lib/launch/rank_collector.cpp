@@ -13,7 +13,8 @@
 #include <mutex>
 #include <thread>
 
-#include "launch/diagnostics.h"
+#include "base/errors.h"
+#include "base/log.h"
 
 namespace ipex::launch {
 namespace {
@@ -166,7 +167,7 @@ bool RankCollector::State::read_connection(Connection &c) {
     try {
         while (auto frame = take_frame(c.buf)) handle_frame(c, *frame);
     } catch (const Error &e) {
-        diag::warn("dropped a connection to the rank report port: " + std::string(e.what()));
+        log::warn("dropped a connection to the rank report port: " + std::string(e.what()));
         return false;
     }
     return true;
@@ -249,10 +250,10 @@ RankCollector::RankCollector(const ReportListener &listener, CollectorSettings s
             const int err = errno;
             for (auto &st : s.streams)
                 if (st.log_fd >= 0) close(st.log_fd);
-            fail_usage("cannot write '" + path + "': " + std::strerror(err) + " (check --log-dir)");
+            throw_usage("cannot write '" + path + "': " + std::strerror(err) + " (check --log-dir)");
         }
     }
-    if (pipe2(s.stop_pipe, O_CLOEXEC) != 0) fail_internal(std::string("pipe: ") + std::strerror(errno));
+    if (pipe2(s.stop_pipe, O_CLOEXEC) != 0) throw_internal(std::string("pipe: ") + std::strerror(errno));
     // Signals go to the main thread, which forwards them to mpirun.
     sigset_t all, old;
     sigfillset(&all);

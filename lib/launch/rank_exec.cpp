@@ -6,7 +6,8 @@
 #include <cerrno>
 #include <iostream>
 
-#include "launch/diagnostics.h"
+#include "base/errors.h"
+#include "base/log.h"
 #include "launch/mpi_plan.h"
 #include "launch/rank_report.h"
 #include "launch/runner.h"
@@ -36,7 +37,7 @@ public:
         if (report_to.empty()) return;
         std::string error;
         fd_ = connect_report(report_to, kConnectTimeoutMs, error);
-        if (fd_ < 0) diag::warn("cannot report to the launcher (" + error + "); writing output here");
+        if (fd_ < 0) log::warn("cannot report to the launcher (" + error + "); writing output here");
     }
     ~Channel() {
         if (fd_ >= 0) close(fd_);
@@ -105,11 +106,11 @@ std::string hostname() {
 
 int run_rank(const LaunchOptions &opts) {
     // What a rank says reaches the console through mpirun; the launcher already says it.
-    if (!opts.verbose) diag::set_level(diag::Level::quiet);
+    if (!opts.verbose) log::set_level(log::Level::quiet);
     const Environment env = current_environment();
     const auto id = rank_identity(env);
     if (!id)
-        fail_usage("--rank-exec runs one rank under mpirun; start a multi-node run with "
+        throw_usage("--rank-exec runs one rank under mpirun; start a multi-node run with "
                    "ipex-launch --nnodes N --hostfile FILE -- PROGRAM");
     const auto hosts = split_commas(opts.rank_hosts);
     const int ppn = opts.nprocs_per_node.value_or(0);
@@ -126,7 +127,7 @@ int run_rank(const LaunchOptions &opts) {
     InstancePlan ip;
     try {
         if (ppn < 1 || id->local_world_size != ppn || id->world_size != ppn * nnodes)
-            fail_usage("the MPI process manager started " + std::to_string(id->world_size) + " ranks, " +
+            throw_usage("the MPI process manager started " + std::to_string(id->world_size) + " ranks, " +
                        std::to_string(id->local_world_size) + " on this host, but the plan has " +
                        std::to_string(nnodes) + " hosts x " + std::to_string(ppn) +
                        " ranks; do not pass -np/-ppn/--map-by in --extra-mpi-params");
@@ -161,7 +162,7 @@ int run_rank(const LaunchOptions &opts) {
         const InstanceOutcome outcome = run_instances({spec}, settings).front();
         channel.send(FrameKind::status, outcome_to_json(outcome).dump());
         if (!outcome.start_error.empty()) {
-            if (!channel.connected()) diag::warn("rank " + std::to_string(id->rank) + ": " + outcome.start_error);
+            if (!channel.connected()) log::warn("rank " + std::to_string(id->rank) + ": " + outcome.start_error);
             return 127;
         }
         // Stopped at the launcher's request, with the status delivered: mpirun hears 0. A

@@ -11,7 +11,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "launch/diagnostics.h"
+#include "base/errors.h"
+#include "base/log.h"
 
 namespace ipex::launch {
 namespace {
@@ -32,7 +33,7 @@ std::string random_hex(size_t digits) {
     unsigned char bytes[32] = {0};
     const int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
     if (fd < 0 || read(fd, bytes, sizeof(bytes)) != static_cast<ssize_t>(sizeof(bytes)))
-        fail_internal("cannot read /dev/urandom for the rank report token");
+        throw_internal("cannot read /dev/urandom for the rank report token");
     close(fd);
     const char *hex = "0123456789abcdef";
     for (size_t i = 0; i < digits / 2 && i < sizeof(bytes); ++i) {
@@ -56,10 +57,10 @@ std::optional<Frame> take_frame(std::string &buf) {
     if (buf.size() < kFrameHeader) return std::nullopt;
     const char kind = buf[0];
     if (kind != 'H' && kind != 'O' && kind != 'E' && kind != 'S' && kind != 'K')
-        fail_bad_input("rank report: unknown frame kind " + std::to_string(static_cast<unsigned char>(kind)));
+        throw_bad_input("rank report: unknown frame kind " + std::to_string(static_cast<unsigned char>(kind)));
     uint32_t n = 0;
     for (int i = 0; i < 4; ++i) n = (n << 8) | static_cast<unsigned char>(buf[static_cast<size_t>(1 + i)]);
-    if (n > kMaxFramePayload) fail_bad_input("rank report: frame of " + std::to_string(n) + " bytes");
+    if (n > kMaxFramePayload) throw_bad_input("rank report: frame of " + std::to_string(n) + " bytes");
     if (buf.size() < kFrameHeader + n) return std::nullopt;
     Frame f{static_cast<FrameKind>(kind), buf.substr(kFrameHeader, n)};
     buf.erase(0, kFrameHeader + n);
@@ -135,9 +136,9 @@ ReportListener::ReportListener() : token_(random_hex(32)) {
         addr.sin_family = AF_INET;
         addr.sin_addr.s_addr = htonl(INADDR_ANY);
         if (fd_ < 0 || bind(fd_, reinterpret_cast<sockaddr *>(&addr), sizeof(addr)) != 0)
-            fail_internal(std::string("cannot open the rank report socket: ") + std::strerror(errno));
+            throw_internal(std::string("cannot open the rank report socket: ") + std::strerror(errno));
     }
-    if (listen(fd_, 512) != 0) fail_internal(std::string("listen: ") + std::strerror(errno));
+    if (listen(fd_, 512) != 0) throw_internal(std::string("listen: ") + std::strerror(errno));
     sockaddr_storage bound{};
     socklen_t len = sizeof(bound);
     getsockname(fd_, reinterpret_cast<sockaddr *>(&bound), &len);

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "launch/id_list.h"
-#include "launch/isa_check.h"
+#include "base/isa_check.h"
 
 namespace ipex::launch {
 

@@ -12,7 +12,8 @@
 #include <chrono>
 #include <cstring>
 
-#include "launch/diagnostics.h"
+#include "base/errors.h"
+#include "base/log.h"
 
 namespace ipex::launch {
 namespace {
@@ -190,7 +191,7 @@ void Loop::read_control() {
     }
     if (sig == 0) return;
     stopping_ = true;
-    diag::verbose(std::string("asked to pass on SIG") + sigabbrev_np(sig));
+    log::verbose(std::string("asked to pass on SIG") + sigabbrev_np(sig));
     signal_groups(sig);
 }
 
@@ -232,7 +233,7 @@ void Loop::run() {
                 0, std::min<long>(wait_ms, std::chrono::duration_cast<std::chrono::milliseconds>(
                                                deadline - now).count() + 1)));
         const int n = poll(fds.data(), fds.size(), wait_ms);
-        if (n < 0 && errno != EINTR) fail_internal(std::string("poll: ") + std::strerror(errno));
+        if (n < 0 && errno != EINTR) throw_internal(std::string("poll: ") + std::strerror(errno));
         if (n > 0 && (fds[0].revents & POLLIN)) {
             unsigned char sigs[64];
             const ssize_t got = read(g_signal_pipe[0], sigs, sizeof(sigs));
@@ -242,7 +243,7 @@ void Loop::run() {
                 stopping_ = true;
                 const bool escalate = forwarded_ > 1 && settings_.escalate_repeated_signals;
                 const int sig = escalate ? SIGKILL : sigs[i];
-                diag::info(std::string("received SIG") + sigabbrev_np(sigs[i]) + "; sending SIG" +
+                log::info(std::string("received SIG") + sigabbrev_np(sigs[i]) + "; sending SIG" +
                           sigabbrev_np(sig) + " to " + settings_.signal_targets +
                           (forwarded_ == 1 && settings_.escalate_repeated_signals ? " (signal again to kill them)"
                                                                                  : ""));
@@ -283,7 +284,7 @@ void open_log(Instance &inst) {
     if (spec.log_path.empty()) return;
     inst.log_fd = open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (inst.log_fd < 0)
-        fail_usage("cannot write '" + spec.log_path + "': " + std::strerror(errno) + " (check --log-dir)");
+        throw_usage("cannot write '" + spec.log_path + "': " + std::strerror(errno) + " (check --log-dir)");
 }
 
 void start(Instance &inst, bool stdout_to_stderr) {
@@ -291,7 +292,7 @@ void start(Instance &inst, bool stdout_to_stderr) {
     inst.outcome.index = spec.index;
     int out[2], err[2], status[2];
     if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 || pipe2(status, O_CLOEXEC) != 0)
-        fail_internal(std::string("pipe: ") + std::strerror(errno));
+        throw_internal(std::string("pipe: ") + std::strerror(errno));
 
     std::vector<char *> argv, envp;
     for (const auto &a : spec.argv) argv.push_back(const_cast<char *>(a.c_str()));
@@ -302,7 +303,7 @@ void start(Instance &inst, bool stdout_to_stderr) {
     inst.start = Clock::now();
     const pid_t launcher = getpid();
     const pid_t pid = fork();
-    if (pid < 0) fail_internal(std::string("fork: ") + std::strerror(errno));
+    if (pid < 0) throw_internal(std::string("fork: ") + std::strerror(errno));
     if (pid == 0) {
         setpgid(0, 0);
         // If the launcher dies without forwarding anything (SIGKILL), stop the instance too.
@@ -361,7 +362,7 @@ class SignalScope {
 public:
     SignalScope() {
         if (pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
-            fail_internal(std::string("pipe: ") + std::strerror(errno));
+            throw_internal(std::string("pipe: ") + std::strerror(errno));
         struct sigaction sa {};
         sa.sa_handler = on_signal;
         sigemptyset(&sa.sa_mask);

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "launch/binding.h"
-#include "launch/onednn_verbose.h"
+#include "base/onednn_verbose.h"
 
 namespace ipex::launch {
 

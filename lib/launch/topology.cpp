@@ -8,7 +8,8 @@
 #include <cstring>
 #include <fstream>
 
-#include "launch/diagnostics.h"
+#include "base/errors.h"
+#include "base/log.h"
 
 namespace ipex::launch {
 namespace {
@@ -18,7 +19,7 @@ class HwlocTopology {
 public:
     HwlocTopology() {
         if (hwloc_topology_init(&topo_) != 0)
-            fail_internal("hwloc_topology_init failed");
+            throw_internal("hwloc_topology_init failed");
         // Caches and I/O devices are not needed for placement; skipping them is faster.
         hwloc_topology_set_cache_types_filter(topo_, HWLOC_TYPE_FILTER_KEEP_NONE);
         hwloc_topology_set_icache_types_filter(topo_, HWLOC_TYPE_FILTER_KEEP_NONE);
@@ -168,7 +169,7 @@ Topology load_this_machine() {
     for (hwloc_obj_type_t type : {HWLOC_OBJ_DIE, HWLOC_OBJ_MISC, HWLOC_OBJ_MEMCACHE})
         hwloc_topology_set_type_filter(topo.get(), type, HWLOC_TYPE_FILTER_KEEP_NONE);
     if (hwloc_topology_load(topo.get()) != 0)
-        fail_internal(std::string("hwloc could not read this machine's topology: ") +
+        throw_internal(std::string("hwloc could not read this machine's topology: ") +
                       std::strerror(errno));
     Bitmap usable(hwloc_topology_get_allowed_cpuset(topo.get()));
     cpu_set_t mask;
@@ -185,17 +186,17 @@ Topology load_this_machine() {
 Topology load_topology_xml(const std::string &path) {
     std::ifstream probe(path);
     if (!probe)
-        fail_bad_input("--topology " + path + ": cannot read the file (" +
+        throw_bad_input("--topology " + path + ": cannot read the file (" +
                         std::strerror(errno) + ")");
     HwlocTopology topo;
     if (hwloc_topology_set_xml(topo.get(), path.c_str()) != 0 ||
         hwloc_topology_load(topo.get()) != 0)
-        fail_bad_input("--topology " + path +
+        throw_bad_input("--topology " + path +
                         ": not an hwloc XML topology (export one with: lstopo --of xml FILE)");
     Topology out = extract(topo.get(), hwloc_topology_get_allowed_cpuset(topo.get()),
                            "xml " + path, false);
     if (out.cores.empty())
-        fail_bad_input("--topology " + path + ": the topology has no usable CPUs");
+        throw_bad_input("--topology " + path + ": the topology has no usable CPUs");
     return out;
 }
 
@@ -203,7 +204,7 @@ Topology load_topology_synthetic(const std::string &description) {
     HwlocTopology topo;
     if (hwloc_topology_set_synthetic(topo.get(), description.c_str()) != 0 ||
         hwloc_topology_load(topo.get()) != 0)
-        fail_usage("--synthetic '" + description +
+        throw_usage("--synthetic '" + description +
                     "': hwloc cannot build this topology (write levels with counts, e.g. "
                     "\"package:2 numa:1 core:28 pu:2\")");
     return extract(topo.get(), hwloc_topology_get_allowed_cpuset(topo.get()),

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/cpu_features.h"
+#include "base/cpu_features.h"
 #include "llm/kernels.h"
 
 namespace ipex::llm {

@@ -6,9 +6,9 @@
 
 #include <cmath>
 
-#include "core/bounded_file.h"
-#include "core/errors.h"
-#include "core/json_io.h"
+#include "base/bounded_file.h"
+#include "base/errors.h"
+#include "base/json_io.h"
 
 namespace ipex::llm {
 namespace {

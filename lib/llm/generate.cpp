@@ -7,8 +7,8 @@
 #include <cmath>
 #include <random>
 
-#include "core/errors.h"
-#include "core/log.h"
+#include "base/errors.h"
+#include "base/log.h"
 
 namespace ipex::llm {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "core/isa.h"
+#include "base/isa.h"
 #include "llm/kernels.h"
 
 namespace ipex::llm {

@@ -14,7 +14,7 @@
 #include <memory>
 #include <vector>
 
-#include "woq/woq_format.h"
+#include "checkpoint/woq_format.h"
 
 namespace ipex::llm {
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "core/isa.h"
+#include "base/isa.h"
 
 namespace ipex::llm::kernels {
 namespace {

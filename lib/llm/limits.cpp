@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-#include "core/errors.h"
+#include "base/errors.h"
 
 namespace ipex::llm {
 namespace {

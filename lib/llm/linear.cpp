@@ -5,10 +5,10 @@
 
 #include <sstream>
 
-#include "core/errors.h"
+#include "base/errors.h"
 #include "llm/kernels.h"
 #include "ops/linear_context.h"
-#include "woq/woq_linear.h"
+#include "ops/woq/woq_linear.h"
 
 namespace ipex::llm {
 namespace {

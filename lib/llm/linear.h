@@ -19,7 +19,7 @@
 #include "llm/bf16_decode.h"
 #include "llm/int4_decode.h"
 #include "ops/linear_context.h"
-#include "woq/woq_format.h"
+#include "checkpoint/woq_format.h"
 
 namespace ipex::llm {
 

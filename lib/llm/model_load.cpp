@@ -7,15 +7,15 @@
 #include <map>
 #include <sstream>
 
-#include "core/errors.h"
-#include "core/isa.h"
-#include "core/log.h"
+#include "base/errors.h"
+#include "base/isa.h"
+#include "base/log.h"
 #include "llm/limits.h"
 #include "llm/model.h"
 #include "ops/ops.h"
-#include "woq/import_checkpoint.h"
-#include "woq/quant_config.h"
-#include "woq/safetensors.h"
+#include "checkpoint/import_checkpoint.h"
+#include "checkpoint/quant_config.h"
+#include "checkpoint/safetensors.h"
 
 namespace ipex::llm {
 namespace {

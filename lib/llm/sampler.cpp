@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/errors.h"
+#include "base/errors.h"
 #include "llm/limits.h"
 
 namespace ipex::llm {

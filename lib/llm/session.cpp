@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "core/errors.h"
+#include "base/errors.h"
 #include "llm/limits.h"
 #include "llm/model.h"
 

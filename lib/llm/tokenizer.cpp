@@ -6,9 +6,9 @@
 #include <deque>
 #include <queue>
 
-#include "core/bounded_file.h"
-#include "core/errors.h"
-#include "core/json_io.h"
+#include "base/bounded_file.h"
+#include "base/errors.h"
+#include "base/json_io.h"
 #include "llm/config.h"
 
 namespace ipex::llm {

@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "core/tensor_spec.h"
-#include "passes/graph_utils.h"
+#include "ir/graph_utils.h"
 
 namespace ipex::model {
 namespace {

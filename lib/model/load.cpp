@@ -15,9 +15,10 @@
 #include <new>
 #include <sstream>
 
-#include "core/atomic_file.h"
-#include "core/errors.h"
-#include "core/json_io.h"
+#include "base/atomic_file.h"
+#include "base/errors.h"
+#include "core/run_errors.h"
+#include "base/json_io.h"
 #include "model/zip_check.h"
 
 namespace ipex::model {

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <new>
 
-#include "core/errors.h"
+#include "base/errors.h"
 
 namespace ipex::model {
 namespace {

@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "core/isa.h"
+#include "base/isa.h"
 #include "ops/attention_kernel.h"
 #include "ops/op_errors.h"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/isa.h"
+#include "base/isa.h"
 #include "ops/onednn_utils.h"
 #include "ops/op_errors.h"
 #include "ops/pool_op.h"

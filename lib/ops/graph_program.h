@@ -1,5 +1,5 @@
 // The program of a graph op (ipex::convolution_graph, ops/conv_graph_op.h; ipex::int8_graph,
-// quant/int8_graph.h): steps (convolutions) that read one another's outputs and the op's input
+// ops/int8/int8_graph.h): steps (convolutions) that read one another's outputs and the op's input
 // and nothing else, residual sums included, run the whole batch at once or a few images at a time.
 //
 // The program holds two values per step k: the value it reads and the value its sum adds (-1:

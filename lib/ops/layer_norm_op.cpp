@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "core/isa.h"
+#include "base/isa.h"
 #include "ops/op_errors.h"
 
 namespace ipex::ops {

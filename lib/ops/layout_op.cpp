@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "core/isa.h"
+#include "base/isa.h"
 #include "ops/onednn_utils.h"
 #include "ops/op_errors.h"
 

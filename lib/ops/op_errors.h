@@ -1,4 +1,4 @@
-// How our ops raise errors (the classes are explained in core/errors.h):
+// How our ops raise errors (the classes are explained in base/errors.h):
 // IPEX_CHECK_INPUT for a check of the caller's tensors (shape, dtype, rank): exit 3; any
 // other failure inside an op is internal (exit 5), marked so by guard_op at the op boundary,
 // which every registered op goes through (IPEX_GUARDED).
@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-#include "core/errors.h"
+#include "base/errors.h"
 
 #define IPEX_CHECK_INPUT(cond, ...) TORCH_CHECK(cond, ::ipex::kCallerInputTag, __VA_ARGS__)
 

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/isa.h"
+#include "base/isa.h"
 
 namespace ipex::ops {
 namespace own_kernels {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "core/isa.h"
+#include "base/isa.h"
 
 namespace ipex::ops::own_stem {
 

@@ -31,7 +31,7 @@ constexpr int64_t kMaxChannels = 4;
 constexpr int64_t kTileChannels = 64;
 
 // A stem convolution's geometry, from its weight's sizes [O, C, kh, kw], 2-D stride and
-// padding (this kernel's and the int8 one's, quant/int8_stem.h).
+// padding (this kernel's and the int8 one's, ops/int8/int8_stem.h).
 struct Geometry {
     int64_t channels = 0, out_channels = 0, kh = 0, kw = 0;
     int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;

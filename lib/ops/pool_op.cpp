@@ -9,7 +9,7 @@
 #include <limits>
 #include <optional>
 
-#include "core/isa.h"
+#include "base/isa.h"
 #include "ops/own_kernels.h"
 #include "ops/onednn_utils.h"
 #include "ops/op_errors.h"

@@ -2,7 +2,7 @@
 
 #include <ATen/ATen.h>
 
-#include "passes/graph_utils.h"
+#include "ir/graph_utils.h"
 
 namespace ipex::passes {
 

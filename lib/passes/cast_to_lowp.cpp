@@ -4,8 +4,8 @@
 #include <torch/csrc/jit/passes/common_subexpression_elimination.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 
-#include "core/errors.h"
-#include "passes/graph_utils.h"
+#include "base/errors.h"
+#include "ir/graph_utils.h"
 #include "passes/lowp_caster.h"
 
 namespace ipex::passes {

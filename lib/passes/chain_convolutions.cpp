@@ -7,7 +7,7 @@
 #include <unordered_set>
 
 #include "ops/ops.h"
-#include "passes/graph_utils.h"
+#include "ir/graph_utils.h"
 #include "passes/prepacked_nodes.h"
 
 namespace ipex::passes {

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "ops/conv_context.h"
-#include "passes/pass_result.h"
+#include "ir/pass_result.h"
 
 namespace ipex::passes {
 

@@ -9,7 +9,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "passes/graph_utils.h"
+#include "ir/graph_utils.h"
 
 namespace ipex::passes {
 namespace {

@@ -6,7 +6,7 @@
 #include <unordered_set>
 
 #include "ops/layout_op.h"
-#include "passes/graph_utils.h"
+#include "ir/graph_utils.h"
 
 namespace ipex::passes {
 namespace {

@@ -11,7 +11,7 @@
 #include <map>
 #include <mutex>
 
-#include "passes/graph_utils.h"
+#include "ir/graph_utils.h"
 
 namespace ipex::passes {
 namespace {

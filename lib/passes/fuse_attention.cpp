@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "passes/graph_utils.h"
+#include "ir/graph_utils.h"
 #include "passes/replace_matmul.h"
 
 namespace ipex::passes {

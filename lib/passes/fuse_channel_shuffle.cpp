@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "passes/graph_utils.h"
+#include "ir/graph_utils.h"
 #include "passes/prepacked_nodes.h"
 
 namespace ipex::passes {

@@ -2,7 +2,7 @@
 
 #include <torch/csrc/jit/ir/alias_analysis.h>
 
-#include "passes/graph_utils.h"
+#include "ir/graph_utils.h"
 #include "passes/prepacked_nodes.h"
 
 namespace ipex::passes {

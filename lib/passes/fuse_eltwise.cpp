@@ -2,7 +2,7 @@
 
 #include <limits>
 
-#include "passes/graph_utils.h"
+#include "ir/graph_utils.h"
 #include "passes/prepacked_nodes.h"
 
 namespace ipex::passes {

@@ -1,6 +1,6 @@
 #include "passes/fuse_linear_binary.h"
 
-#include "passes/graph_utils.h"
+#include "ir/graph_utils.h"
 #include "passes/prepacked_nodes.h"
 
 namespace ipex::passes {

@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "passes/bn_folding.h"
-#include "passes/graph_utils.h"
+#include "ir/graph_utils.h"
 
 namespace ipex::passes {
 namespace {

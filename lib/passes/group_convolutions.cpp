@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "ops/ops.h"
-#include "passes/graph_utils.h"
+#include "ir/graph_utils.h"
 #include "passes/prepacked_nodes.h"
 
 namespace ipex::passes {

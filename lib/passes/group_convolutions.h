@@ -20,7 +20,7 @@
 
 #include <memory>
 
-#include "passes/pass_result.h"
+#include "ir/pass_result.h"
 
 namespace ipex::passes {
 
@@ -30,7 +30,7 @@ PassResult group_convolutions(std::shared_ptr<torch::jit::Graph> &graph);
 
 // The same over other ops of that shape (input first, summand second, a constant context last):
 // `member` tells the ops a run may hold, `has_summand` those whose second input is a summand, and
-// `op` names the graph op made (quant/int8_graph.h groups int8 convolutions this way).
+// `op` names the graph op made (ops/int8/int8_graph.h groups int8 convolutions this way).
 struct GroupFamily {
     bool (*member)(const torch::jit::Node *);
     bool (*has_summand)(const torch::jit::Node *);

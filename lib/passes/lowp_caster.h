@@ -16,7 +16,7 @@
 
 #include "passes/lowp_dtypes.h"
 #include "passes/lowp_op_tables.h"
-#include "passes/pass_result.h"
+#include "ir/pass_result.h"
 
 namespace ipex::passes {
 

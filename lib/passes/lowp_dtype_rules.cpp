@@ -1,7 +1,7 @@
 // cast_to_lowp: which dtypes a value may have, and how op outputs follow from inputs.
 #include <torch/csrc/jit/ir/constants.h>
 
-#include "passes/graph_utils.h"
+#include "ir/graph_utils.h"
 #include "passes/lowp_caster.h"
 
 namespace ipex::passes {

@@ -6,7 +6,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/errors.h"
+#include "base/errors.h"
+#include "core/run_errors.h"
 
 namespace ipex::passes {
 namespace {

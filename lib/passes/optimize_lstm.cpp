@@ -3,7 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "ops/ops.h"
-#include "passes/graph_utils.h"
+#include "ir/graph_utils.h"
 
 namespace ipex::passes {
 namespace {

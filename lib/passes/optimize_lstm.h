@@ -13,7 +13,7 @@
 #include <memory>
 #include <string>
 
-#include "passes/pass_result.h"
+#include "ir/pass_result.h"
 
 namespace ipex::passes {
 

@@ -16,8 +16,9 @@
 #include <optional>
 #include <set>
 
-#include "core/errors.h"
-#include "core/log.h"
+#include "base/errors.h"
+#include "core/run_errors.h"
+#include "base/log.h"
 #include "ops/ops.h"
 #include "passes/cast_to_lowp.h"
 #include "passes/chain_bf32_outputs.h"

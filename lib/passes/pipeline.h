@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/script.h>
 
-#include "passes/pass_result.h"
+#include "ir/pass_result.h"
 
 #include <functional>
 #include <map>

@@ -8,7 +8,7 @@
 #include "core/tensor_spec.h"
 #include "ops/ops.h"
 #include "passes/chain_convolutions.h"
-#include "passes/graph_utils.h"
+#include "ir/graph_utils.h"
 #include "passes/prepacked_nodes.h"
 
 namespace ipex::passes {

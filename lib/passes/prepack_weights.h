@@ -18,7 +18,7 @@
 #include <string>
 
 #include "ops/ops.h"
-#include "passes/pass_result.h"
+#include "ir/pass_result.h"
 
 namespace ipex::passes {
 

@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "passes/graph_utils.h"
+#include "ir/graph_utils.h"
 
 namespace ipex::passes {
 namespace {

@@ -15,7 +15,7 @@
 
 #include <memory>
 
-#include "passes/pass_result.h"
+#include "ir/pass_result.h"
 
 namespace ipex::passes {
 

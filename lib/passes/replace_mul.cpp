@@ -1,6 +1,6 @@
 #include "passes/replace_mul.h"
 
-#include "passes/graph_utils.h"
+#include "ir/graph_utils.h"
 #include "passes/prepacked_nodes.h"
 
 namespace ipex::passes {

@@ -1,7 +1,7 @@
 #include "passes/restore_output_layout.h"
 
 #include "ops/layout_op.h"
-#include "passes/graph_utils.h"
+#include "ir/graph_utils.h"
 #include "passes/prepacked_nodes.h"
 
 namespace ipex::passes {

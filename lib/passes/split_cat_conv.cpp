@@ -3,7 +3,7 @@
 #include <optional>
 #include <vector>
 
-#include "passes/graph_utils.h"
+#include "ir/graph_utils.h"
 
 namespace ipex::passes {
 namespace {

@@ -8,9 +8,10 @@
 #include <map>
 #include <sys/stat.h>
 
-#include "core/atomic_file.h"
-#include "core/errors.h"
-#include "core/log.h"
+#include "base/atomic_file.h"
+#include "base/errors.h"
+#include "core/run_errors.h"
+#include "base/log.h"
 #include "core/tensor_spec.h"
 #include "quant/quant_graph.h"
 #include "quant/smooth_quant.h"

@@ -9,11 +9,11 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "core/errors.h"
-#include "core/log.h"
-#include "passes/graph_utils.h"
+#include "base/errors.h"
+#include "base/log.h"
+#include "ir/graph_utils.h"
 #include "quant/elementwise_maps.h"
-#include "quant/int8_context.h"
+#include "ops/int8/int8_context.h"
 
 namespace ipex::quant {
 namespace {

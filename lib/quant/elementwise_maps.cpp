@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "passes/graph_utils.h"
+#include "ir/graph_utils.h"
 
 namespace ipex::quant {
 namespace {

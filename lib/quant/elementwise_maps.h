@@ -28,7 +28,7 @@ MapCounts map_elementwise_chains(torch::jit::Graph &graph,
 // An eval batch norm (constant statistics) of a channel concatenation of dequantized int8
 // values, or of one, with an optional relu, read only by quantizes of one set of parameters
 // (DenseNet's cat -> norm -> relu between int8 convolutions): one
-// ipex::int8_cat_scale_shift reading the int8 values (quant/int8_cat_norm.cpp), the norm as
+// ipex::int8_cat_scale_shift reading the int8 values (ops/int8/int8_cat_norm.cpp), the norm as
 // x * (weight / sqrt(var + eps)) + (bias - mean * that). Returns how many.
 int fuse_int8_cat_norms(torch::jit::Graph &graph,
                         const std::function<const TensorQ *(torch::jit::Value *)> &params_of);
@@ -42,7 +42,7 @@ struct GateCounts {
 // parameters) that read it as a squeeze-excite gate does, on the int8 values instead: a mean over
 // the last two dims (adaptive_avg_pool2d to 1x1, or mean over them) becomes one
 // ipex::int8_map_mean; a product with another tensor read only by quantizes of one set of
-// parameters becomes one ipex::int8_map_gate (quant/int8_gate.cpp). The mapped value goes when
+// parameters becomes one ipex::int8_map_gate (ops/int8/int8_gate.cpp). The mapped value goes when
 // nothing else reads it.
 GateCounts fuse_int8_gates(torch::jit::Graph &graph,
                            const std::function<const TensorQ *(torch::jit::Value *)> &params_of);

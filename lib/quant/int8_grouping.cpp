@@ -5,10 +5,10 @@
 #include <cmath>
 #include <string>
 
-#include "passes/graph_utils.h"
+#include "ir/graph_utils.h"
 #include "passes/group_convolutions.h"
 #include "passes/prepacked_nodes.h"
-#include "quant/int8_context.h"
+#include "ops/int8/int8_context.h"
 
 namespace ipex::quant {
 namespace {

@@ -1,5 +1,5 @@
 // Runs of int8 convolutions with residual sums in a quantized model, grouped into
-// ipex::int8_graph ops (quant/int8_graph.h) as passes/group_convolutions.h groups float ones:
+// ipex::int8_graph ops (ops/int8/int8_graph.h) as passes/group_convolutions.h groups float ones:
 // ipex::int8_op / int8_op_sum with constant contexts, but depthwise ones, one value read from
 // before the run, at least one sum, only the last output read after it.
 #pragma once
@@ -8,7 +8,7 @@
 
 #include <memory>
 
-#include "passes/pass_result.h"
+#include "ir/pass_result.h"
 
 namespace ipex::quant {
 
@@ -24,7 +24,7 @@ passes::PassResult group_int8_convolutions(std::shared_ptr<torch::jit::Graph> &g
 // Runs before group_int8_convolutions.
 passes::PassResult pool_int8_convolutions(std::shared_ptr<torch::jit::Graph> &graph);
 
-// Every aten::dequantize of one tensor as ipex::dequantize (quant/int8_dequantize.cpp: the same
+// Every aten::dequantize of one tensor as ipex::dequantize (ops/int8/int8_dequantize.cpp: the same
 // values, vectorized; what it does not take it hands to aten). count: ops replaced.
 passes::PassResult dequantize_edges(std::shared_ptr<torch::jit::Graph> &graph);
 

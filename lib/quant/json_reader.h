@@ -1,4 +1,4 @@
-// The qconfig and recipe loaders' reads of untrusted JSON (core/json_io.h): every error names
+// The qconfig and recipe loaders' reads of untrusted JSON (base/json_io.h): every error names
 // the file and the field path ("ops[3] (op 'fc:linear:0').input.scale") and is exit 3.
 #pragma once
 
@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string>
 
-#include "core/errors.h"
-#include "core/json_io.h"
+#include "base/errors.h"
+#include "base/json_io.h"
 #include "quant/observers.h"
 
 namespace ipex::quant::detail {

@@ -7,7 +7,7 @@
 #include <set>
 
 #include "passes/cast_to_lowp.h"
-#include "passes/graph_utils.h"
+#include "ir/graph_utils.h"
 
 namespace ipex::quant {
 namespace {

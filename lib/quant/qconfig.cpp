@@ -6,9 +6,9 @@
 #include <sstream>
 #include <sys/stat.h>
 
-#include "core/atomic_file.h"
-#include "core/bounded_file.h"
-#include "core/errors.h"
+#include "base/atomic_file.h"
+#include "base/bounded_file.h"
+#include "base/errors.h"
 #include "quant/json_reader.h"
 
 namespace ipex::quant {

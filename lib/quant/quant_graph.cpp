@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "passes/decompose_transformer_layer.h"
-#include "passes/graph_utils.h"
+#include "ir/graph_utils.h"
 #include "passes/pipeline.h"
 
 namespace ipex::quant {

@@ -5,8 +5,8 @@
 
 #include <map>
 
-#include "core/errors.h"
-#include "core/log.h"
+#include "base/errors.h"
+#include "base/log.h"
 #include "passes/fuse_channel_shuffle.h"
 #include "quant/convert_static.h"
 #include "quant/int8_grouping.h"

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "passes/graph_utils.h"
+#include "ir/graph_utils.h"
 
 namespace ipex::quant {
 namespace {

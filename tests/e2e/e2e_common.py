@@ -101,7 +101,7 @@ def _cpu_flags() -> set:
 # skipped), so tests of prepacked bf16 layers skip there with this reason.
 ONEDNN_BF16 = {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= _cpu_flags()
 NO_ONEDNN_BF16 = "this CPU has no AVX-512: oneDNN 2.6 has no bf16 convolution/linear here, optimize keeps them aten"
-# u8 x s8 dot products summed exactly in 32 bits (int8_weight_scale_factor in quant/int8_context.h).
+# u8 x s8 dot products summed exactly in 32 bits (int8_weight_scale_factor in ops/int8/int8_context.h).
 VNNI = bool({"avx512_vnni", "avx_vnni"} & _cpu_flags())
 
 

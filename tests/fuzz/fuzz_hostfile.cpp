@@ -6,7 +6,7 @@
 #include <set>
 #include <string>
 
-#include "core/errors.h"
+#include "base/errors.h"
 #include "launch/host_name.h"
 #include "launch/hostfile.h"
 

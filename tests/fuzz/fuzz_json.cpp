@@ -1,4 +1,4 @@
-// Fuzz target: the one JSON entry point (core/json_io.h). Any byte string is a parsed document
+// Fuzz target: the one JSON entry point (base/json_io.h). Any byte string is a parsed document
 // no deeper than kMaxJsonDepth, which can then be copied, compared and printed (the recursive
 // walks a deep document would overflow), or exit 3; every typed read of every field is a value
 // or exit 3, never a crash or another exception.
@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <string>
 
-#include "core/errors.h"
-#include "core/json_io.h"
+#include "base/errors.h"
+#include "base/json_io.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/errors.h"
+#include "base/errors.h"
 #include "llm/config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

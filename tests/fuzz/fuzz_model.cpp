@@ -10,7 +10,7 @@
 #include <new>
 #include <string>
 
-#include "core/errors.h"
+#include "base/errors.h"
 #include "model/load.h"
 
 // Damaged length fields make libtorch's unpickler and zip reader ask for whatever size they

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/errors.h"
+#include "base/errors.h"
 #include "core/npy.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

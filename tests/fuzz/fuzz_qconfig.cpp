@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/errors.h"
+#include "base/errors.h"
 #include "quant/qconfig.h"
 #include "quant/recipe.h"
 

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <string>
 
-#include "core/errors.h"
-#include "woq/quant_config.h"
-#include "woq/safetensors.h"
+#include "base/errors.h"
+#include "checkpoint/quant_config.h"
+#include "checkpoint/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     try {

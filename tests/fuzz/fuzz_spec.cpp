@@ -4,10 +4,10 @@
 #include <cstdint>
 #include <string>
 
-#include "core/errors.h"
+#include "base/errors.h"
 #include "core/tensor_spec.h"
-#include "launch/isa_check.h"
-#include "launch/onednn_verbose.h"
+#include "base/isa_check.h"
+#include "base/onednn_verbose.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const std::string text(reinterpret_cast<const char *>(data), size);
@@ -22,8 +22,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     } catch (const ipex::Error &e) {
         if (e.code() != ipex::ExitCode::usage) __builtin_trap();
     }
-    const auto stats = ipex::launch::parse_verbose_text(text);
-    const double share = ipex::launch::compute_share_satisfying(stats, "avx512_core_amx");
+    const auto stats = ipex::parse_verbose_text(text);
+    const double share = ipex::compute_share_satisfying(stats, "avx512_core_amx");
     if (share < 0.0 || share > 1.0 + 1e-9) __builtin_trap();
     return 0;
 }

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "core/errors.h"
+#include "base/errors.h"
 #include "llm/tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -2,7 +2,8 @@
 #include <sys/stat.h>
 
 #include "launch/command.h"
-#include "launch/diagnostics.h"
+#include "base/errors.h"
+#include "base/log.h"
 #include "topology_fixtures.h"
 
 namespace ipex::launch {

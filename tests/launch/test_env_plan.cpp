@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "launch/diagnostics.h"
+#include "base/errors.h"
+#include "base/log.h"
 #include "launch/env_plan.h"
 #include "topology_fixtures.h"
 

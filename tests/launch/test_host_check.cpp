@@ -12,7 +12,8 @@
 #include <memory>
 #include <thread>
 
-#include "launch/diagnostics.h"
+#include "base/errors.h"
+#include "base/log.h"
 #include "launch/host_check.h"
 #include "launch/mpi_launch.h"
 #include "topology_fixtures.h"

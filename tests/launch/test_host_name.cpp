@@ -2,7 +2,8 @@
 // command's host list.
 #include <gtest/gtest.h>
 
-#include "launch/diagnostics.h"
+#include "base/errors.h"
+#include "base/log.h"
 #include "launch/host_name.h"
 #include "launch/hostfile.h"
 #include "launch/mpi_command.h"

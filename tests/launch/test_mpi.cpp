@@ -2,7 +2,8 @@
 #include <signal.h>
 #include <sys/stat.h>
 
-#include "launch/diagnostics.h"
+#include "base/errors.h"
+#include "base/log.h"
 #include "launch/mpi_command.h"
 #include "launch/mpi_plan.h"
 #include "launch/rank_report.h"

@@ -2,7 +2,8 @@
 // "not given"; --ncores-per-instance also takes its two split modes.
 #include <gtest/gtest.h>
 
-#include "launch/diagnostics.h"
+#include "base/errors.h"
+#include "base/log.h"
 #include "launch/options.h"
 
 namespace ipex::launch {

@@ -4,7 +4,8 @@
 
 #include <functional>
 
-#include "launch/diagnostics.h"
+#include "base/errors.h"
+#include "base/log.h"
 #include "launch/id_list.h"
 #include "launch/partition.h"
 #include "topology_fixtures.h"

@@ -8,7 +8,8 @@
 #include <sstream>
 #include <thread>
 
-#include "launch/diagnostics.h"
+#include "base/errors.h"
+#include "base/log.h"
 #include "launch/library_search.h"
 #include "launch/runner.h"
 #include "topology_fixtures.h"

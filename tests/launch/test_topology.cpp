@@ -3,7 +3,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "launch/diagnostics.h"
+#include "base/errors.h"
+#include "base/log.h"
 #include "launch/topology.h"
 #include "topology_fixtures.h"
 

@@ -4,9 +4,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "launch/diagnostics.h"
-#include "launch/isa_check.h"
-#include "launch/onednn_verbose.h"
+#include "base/errors.h"
+#include "base/log.h"
+#include "base/isa_check.h"
+#include "base/onednn_verbose.h"
 
 namespace ipex::launch {
 namespace {

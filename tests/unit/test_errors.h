@@ -3,7 +3,7 @@
 
 #include <functional>
 
-#include "core/errors.h"
+#include "base/errors.h"
 
 namespace ipex::testing {
 

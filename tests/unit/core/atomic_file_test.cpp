@@ -10,8 +10,8 @@
 #include <fstream>
 #include <thread>
 
-#include "core/atomic_file.h"
-#include "core/errors.h"
+#include "base/atomic_file.h"
+#include "base/errors.h"
 #include "unit/test_errors.h"
 
 namespace fs = std::filesystem;

@@ -4,7 +4,7 @@
 #include <set>
 #include <sstream>
 
-#include "core/cpu_features.h"
+#include "base/cpu_features.h"
 
 namespace {
 

@@ -7,9 +7,9 @@
 #include <fstream>
 #include <thread>
 
-#include "core/bounded_file.h"
-#include "core/errors.h"
-#include "core/json_io.h"
+#include "base/bounded_file.h"
+#include "base/errors.h"
+#include "base/json_io.h"
 #include "unit/test_errors.h"
 
 namespace fs = std::filesystem;

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "bench/machine_limits.h"
-#include "core/cpu_features.h"
+#include "base/cpu_features.h"
 
 namespace {
 

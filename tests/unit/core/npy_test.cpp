@@ -3,7 +3,7 @@
 
 #include <random>
 
-#include "core/errors.h"
+#include "base/errors.h"
 #include "core/npy.h"
 
 namespace {

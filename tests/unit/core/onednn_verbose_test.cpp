@@ -1,10 +1,10 @@
 #include <gtest/gtest.h>
 
-#include "launch/isa_check.h"
-#include "launch/onednn_verbose.h"
+#include "base/isa_check.h"
+#include "base/onednn_verbose.h"
 
-using ipex::launch::parse_verbose_line;
-using ipex::launch::parse_verbose_text;
+using ipex::parse_verbose_line;
+using ipex::parse_verbose_text;
 
 TEST(OnednnVerbose, ParsesVersion2ExecLines) {
     auto e = parse_verbose_line(
@@ -51,11 +51,11 @@ TEST(OnednnVerbose, SharesComputeTimeByIsa) {
     auto stats = parse_verbose_text(text);
     EXPECT_EQ(stats.exec_lines, 3);
     EXPECT_TRUE(stats.used_amx());
-    EXPECT_NEAR(ipex::launch::compute_share_satisfying(stats, "avx512_core_amx"), 0.75, 1e-6);
-    EXPECT_NEAR(ipex::launch::compute_share_satisfying(stats, "avx512_core"), 1.0, 1e-6);  // amx implies avx512_core
+    EXPECT_NEAR(ipex::compute_share_satisfying(stats, "avx512_core_amx"), 0.75, 1e-6);
+    EXPECT_NEAR(ipex::compute_share_satisfying(stats, "avx512_core"), 1.0, 1e-6);  // amx implies avx512_core
     EXPECT_EQ(stats.compute_isas().front(), "avx512_core_amx");
     auto none = parse_verbose_text("onednn_verbose,exec,cpu,reorder,jit:uni,undef,,,,2x2,5.0\n");
     EXPECT_FALSE(none.has_compute());
     EXPECT_FALSE(none.used_amx());
-    EXPECT_EQ(ipex::launch::compute_share_satisfying(none, "avx512_core_amx"), 0.0);
+    EXPECT_EQ(ipex::compute_share_satisfying(none, "avx512_core_amx"), 0.0);
 }

@@ -8,7 +8,7 @@
 #include "bench/op_flops.h"
 #include "ops/conv_context.h"
 #include "ops/linear_context.h"
-#include "quant/int8_context.h"
+#include "ops/int8/int8_context.h"
 
 namespace {
 

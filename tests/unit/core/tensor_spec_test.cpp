@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/errors.h"
+#include "base/errors.h"
 #include "unit/test_errors.h"
 #include "core/tensor_spec.h"
 

@@ -5,11 +5,11 @@
 
 #include <ATen/ATen.h>
 
-#include "core/isa.h"
+#include "base/isa.h"
 #include "llm/int4_decode.h"
 #include "llm/kernels.h"
-#include "woq/woq_format.h"
-#include "woq/woq_kernels.h"
+#include "checkpoint/woq_format.h"
+#include "ops/woq/woq_kernels.h"
 
 namespace ipex::llm {
 namespace {

@@ -5,7 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/errors.h"
+#include "base/errors.h"
+#include "core/run_errors.h"
 #include "model/load.h"
 
 namespace fs = std::filesystem;

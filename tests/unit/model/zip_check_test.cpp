@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/errors.h"
+#include "base/errors.h"
 
 namespace fs = std::filesystem;
 

@@ -10,7 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "core/errors.h"
+#include "base/errors.h"
+#include "core/run_errors.h"
 #include "ops/layer_norm_op.h"
 #include "ops/op_errors.h"
 #include "ops_test_utils.h"

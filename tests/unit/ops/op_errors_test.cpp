@@ -7,7 +7,8 @@
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/custom_class.h>
 
-#include "core/errors.h"
+#include "base/errors.h"
+#include "core/run_errors.h"
 #include "ops/linear_context.h"
 #include "unit/test_errors.h"
 

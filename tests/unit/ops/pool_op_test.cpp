@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "core/isa.h"
+#include "base/isa.h"
 #include "ops/own_kernels.h"
 #include "ops/pool_op.h"
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/isa.h"
+#include "base/isa.h"
 #include "ops/own_kernels.h"
 #include "ops/shuffle_op.h"
 

@@ -1,9 +1,9 @@
 #include <gtest/gtest.h>
 
-#include "core/errors.h"
+#include "base/errors.h"
 #include "pass_test_utils.h"
 #include "passes/cast_to_lowp.h"
-#include "passes/graph_utils.h"
+#include "ir/graph_utils.h"
 #include "passes/lowp_op_tables.h"
 
 namespace ipex::passes {

@@ -2,7 +2,7 @@
 
 #include "pass_test_utils.h"
 #include "passes/concat_linear.h"
-#include "passes/graph_utils.h"
+#include "ir/graph_utils.h"
 
 namespace ipex::passes {
 namespace {

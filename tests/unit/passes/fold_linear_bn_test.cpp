@@ -2,7 +2,7 @@
 
 #include "pass_test_utils.h"
 #include "passes/fold_linear_bn.h"
-#include "passes/graph_utils.h"
+#include "ir/graph_utils.h"
 
 namespace ipex::passes {
 namespace {

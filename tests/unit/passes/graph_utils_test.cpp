@@ -2,7 +2,7 @@
 #include <torch/csrc/jit/ir/irparser.h>
 
 #include "pass_test_utils.h"
-#include "passes/graph_utils.h"
+#include "ir/graph_utils.h"
 
 namespace ipex::passes {
 namespace {

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "pass_test_utils.h"
-#include "passes/graph_utils.h"
+#include "ir/graph_utils.h"
 #include "passes/remove_dropout.h"
 
 namespace ipex::passes {

@@ -2,7 +2,7 @@
 
 #include "pass_test_utils.h"
 #include "passes/cast_to_lowp.h"
-#include "passes/graph_utils.h"
+#include "ir/graph_utils.h"
 #include "passes/to_channels_last.h"
 
 namespace ipex::passes {

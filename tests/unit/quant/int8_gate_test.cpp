@@ -16,7 +16,7 @@
 #include "graph_builder.h"
 #include "ops/own_kernels.h"
 #include "quant/elementwise_maps.h"
-#include "quant/int8_quantize.h"
+#include "ops/int8/int8_quantize.h"
 
 namespace ipex::quant {
 namespace {

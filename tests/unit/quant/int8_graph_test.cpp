@@ -1,4 +1,4 @@
-// ipex::int8_graph (quant/int8_graph.h): int8 residual blocks run a few images at a time give
+// ipex::int8_graph (ops/int8/int8_graph.h): int8 residual blocks run a few images at a time give
 // the bits of the same contexts run one after the other on the whole batch (integer sums,
 // requantized per value), under every budget; contexts that sum in place never write over the
 // op's input or a value read later; the registered op; a program that does not fit.
@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "quant/int8_context.h"
-#include "quant/int8_graph.h"
-#include "quant/int8_stem.h"
+#include "ops/int8/int8_context.h"
+#include "ops/int8/int8_graph.h"
+#include "ops/int8/int8_stem.h"
 #include "own_kernel_checks.h"
 
 namespace ipex::quant {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "quant/int8_context.h"
+#include "ops/int8/int8_context.h"
 #include "quant/int8_grouping.h"
 
 namespace ipex::quant {

@@ -3,7 +3,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
-#include "quant/int8_context.h"
+#include "ops/int8/int8_context.h"
 #include "quant/observers.h"
 
 namespace ipex::quant {

@@ -1,4 +1,4 @@
-// The own int8 pointwise kernel (quant/int8_pointwise.h) against a naive reference of the
+// The own int8 pointwise kernel (ops/int8/int8_pointwise.h) against a naive reference of the
 // quantized 1x1 convolution (exact int64 sums, the epilogue in double as oneDNN orders it:
 // scale, relu, the residual sum, relu, the output zero point, rounding half to even,
 // saturation) over input channels 4-260, output channels 64-192, strides 1-3, pixel counts that
@@ -10,9 +10,9 @@
 
 #include <cmath>
 
-#include "quant/int8_context.h"
-#include "quant/int8_pointwise.h"
-#include "quant/int8_stem.h"
+#include "ops/int8/int8_context.h"
+#include "ops/int8/int8_pointwise.h"
+#include "ops/int8/int8_stem.h"
 #include "own_kernel_checks.h"
 
 namespace ipex::quant {

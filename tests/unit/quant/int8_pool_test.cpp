@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "quant/int8_pool.h"
+#include "ops/int8/int8_pool.h"
 
 namespace ipex::quant {
 namespace {

@@ -9,7 +9,7 @@
 
 #include <cmath>
 
-#include "quant/int8_context.h"
+#include "ops/int8/int8_context.h"
 #include "quant/observers.h"
 
 namespace ipex::quant {

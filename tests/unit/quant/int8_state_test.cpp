@@ -8,9 +8,9 @@
 #include <functional>
 #include <limits>
 
-#include "core/errors.h"
+#include "base/errors.h"
 #include "ops/conv_context.h"
-#include "quant/int8_context.h"
+#include "ops/int8/int8_context.h"
 
 namespace ipex::quant {
 namespace {

@@ -1,4 +1,4 @@
-// The own int8 stem kernel (quant/int8_stem.h) against a naive reference of the quantized
+// The own int8 stem kernel (ops/int8/int8_stem.h) against a naive reference of the quantized
 // convolution (exact int64 sums, the epilogue in double, rounding half to even, saturation)
 // over input channels 1-4, kernels 1x1 to 11x11, strides, asymmetric padding, output-channel
 // tails, u8 / s8 inputs and outputs with zero points, relu and bias; and Int8Context's choice
@@ -9,8 +9,8 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "quant/int8_context.h"
-#include "quant/int8_stem.h"
+#include "ops/int8/int8_context.h"
+#include "ops/int8/int8_stem.h"
 #include "own_kernel_checks.h"
 
 namespace ipex::quant {

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "unit/test_errors.h"
-#include "woq/decoders.h"
+#include "checkpoint/decoders.h"
 
 namespace {
 

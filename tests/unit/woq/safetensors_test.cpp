@@ -8,10 +8,10 @@
 #include <fstream>
 #include <string>
 
-#include "core/errors.h"
+#include "base/errors.h"
 #include "unit/test_errors.h"
-#include "woq/quant_config.h"
-#include "woq/safetensors.h"
+#include "checkpoint/quant_config.h"
+#include "checkpoint/safetensors.h"
 
 namespace {
 

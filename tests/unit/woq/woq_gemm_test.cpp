@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "core/isa.h"
-#include "woq/woq_format.h"
-#include "woq/woq_kernels.h"
-#include "woq/woq_linear.h"
+#include "base/isa.h"
+#include "checkpoint/woq_format.h"
+#include "ops/woq/woq_kernels.h"
+#include "ops/woq/woq_linear.h"
 
 namespace {
 

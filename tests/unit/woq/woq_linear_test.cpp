@@ -5,11 +5,11 @@
 #include <gtest/gtest.h>
 #include <torch/script.h>
 
-#include "core/errors.h"
-#include "core/isa.h"
-#include "woq/woq_format.h"
-#include "woq/woq_kernels.h"
-#include "woq/woq_linear.h"
+#include "base/errors.h"
+#include "base/isa.h"
+#include "checkpoint/woq_format.h"
+#include "ops/woq/woq_kernels.h"
+#include "ops/woq/woq_linear.h"
 
 namespace {
 

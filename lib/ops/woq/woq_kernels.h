@@ -1,0 +1,116 @@
+// Inner kernels of ipex::woq_linear on raw pointers (no libtorch types, so that the AVX-512
+// translation unit holds nothing but its own code). Weights are in the layout of
+// woq_layout.h; every kernel handles output channels [n_begin, n_end) for all rows of x.
+#pragma once
+
+#include <cstdint>
+
+namespace ipex::woq::kernels {
+
+struct WeightView {
+    const uint8_t *qweight;   // [N, row_bytes]
+    const float *scales;      // [N, groups]
+    const float *zeros;       // [N, groups]
+    int64_t n = 0;            // output channels
+    int64_t k = 0;            // input channels
+    int64_t kp = 0;           // padded input channels (multiple of 32)
+    int64_t groups = 0;
+    int64_t group_size = 0;
+    int bits = 4;
+
+    int64_t row_bytes() const { return bits == 4 ? kp / 2 : kp; }
+    // Groups that span whole 32-channel blocks (what the vector kernels need).
+    bool block_aligned() const { return groups == 1 || group_size % 32 == 0; }
+};
+
+// out[m, n] = sum_k x[m, k] W[n, k] for fp32 activations x [m, kp] (zero padded) whose group
+// sums (over the real channels) are xsum [m, groups]. out has row stride ldo.
+struct GemvF32 {
+    const float *x;
+    const float *xsum;
+    int64_t m;
+    float *out;
+    int64_t ldo;
+};
+
+// The same with activations quantized per row: x ~ xq [m, kp] (int8, zero padded) * xscale[m],
+// xsum [m, groups] the int32 group sums of xq.
+struct GemvS8 {
+    const int8_t *xq;
+    const float *xscale;
+    const int32_t *xsum;
+    int64_t m;
+    float *out;
+    int64_t ldo;
+};
+
+// bf16 activations: x [m, kp] as bf16 bits (zero padded), xsum [m, groups] their group sums.
+// paired: x is in pair order (see bf16_pair_order) and the weights allow it.
+struct GemvBF16 {
+    const uint16_t *x;
+    const float *xsum;
+    int64_t m;
+    float *out;
+    int64_t ldo;
+    bool paired = false;
+};
+
+// The pair order of the bf16 kernel: per 64 input channels (two blocks), channel
+// blk*32 + q*8 + e (q = 0..3) goes to (q % 2)*32 + (q / 2)*16 + blk*8 + e, the order in which
+// byte unpacking yields the weights. Usable when every group spans whole pairs.
+inline bool bf16_pair_order(const WeightView &w) {
+    return w.bits == 4 && (w.groups == 1 ? w.kp % 64 == 0 : w.group_size % 64 == 0);
+}
+
+// Large batches in bf16: xp holds x [m, kp] as bf16 channel pairs transposed, [kp/2][mp]
+// 32-bit words (word p of row i = channels 2p, 2p+1), mp = m rounded up to 16, padding rows
+// and channels zero. out [m, n] with row stride ldo.
+// exact (when gemm_exact_weights(w)): int4 weights enter the products as the exact bf16
+// values 128 + q with the scale applied per group to the fp32 sums and the zero point
+// through the group sums of x: y = sum_g s (dot_g - (zero + 128) xsum_g). x is then in pair
+// order (bf16_pair_order) and xsum holds the group sums of the bf16 x transposed,
+// [groups][mp]. Otherwise the weights are dequantized to bf16((q - zero) * scale).
+struct GemmBF16 {
+    const uint32_t *xp;
+    int64_t m;
+    int64_t mp;
+    float *out;
+    int64_t ldo;
+    bool exact = false;
+    const float *xsum = nullptr;
+};
+
+inline bool gemm_exact_weights(const WeightView &w) { return bf16_pair_order(w); }
+
+// Output channels per panel of gemm_bf16_avx512 (a multiple of its register tiles); callers
+// split the output channels in multiples of it.
+constexpr int64_t kGemmPanelRows = 56;
+
+inline int64_t gemm_padded_rows(int64_t m) { return (m + 15) / 16 * 16; }
+
+// Portable versions: any group size.
+void gemv_f32_ref(const WeightView &w, const GemvF32 &a, int64_t n_begin, int64_t n_end);
+void gemv_s8_ref(const WeightView &w, const GemvS8 &a, int64_t n_begin, int64_t n_end);
+// Rows n_begin..n_end dequantized (fp32, or bf16 bits): row n at dst + (n - n_begin) * ld,
+// K columns.
+void dequant_f32_ref(const WeightView &w, float *dst, int64_t ld, int64_t n_begin, int64_t n_end);
+void dequant_bf16_ref(const WeightView &w, uint16_t *dst, int64_t ld, int64_t n_begin, int64_t n_end);
+
+// AVX-512 versions (need w.block_aligned()); call only when isa::avx512() (base/isa.h), and
+// isa::avx512_vnni() / isa::avx512_bf16() where they say so. Where the CPU has AMX-BF16
+// (isa::amx_bf16_present()) oneDNN's bf16 matmul (AMX tiles) beats gemm_bf16_avx512 on large
+// batches, so the dequantize+matmul path is kept.
+// fp32: one x row as a dot product per weight row; several rows in tiles that reuse each
+// converted weight block for four rows of x.
+void gemv_f32_avx512(const WeightView &w, const GemvF32 &a, int64_t n_begin, int64_t n_end);
+void gemv_s8_avx512vnni(const WeightView &w, const GemvS8 &a, int64_t n_begin, int64_t n_end);
+// int4 weights only; needs isa::avx512_bf16(). Nibbles become bf16 through a lookup, VDPBF16PS.
+void gemv_bf16_avx512(const WeightView &w, const GemvBF16 &a, int64_t n_begin, int64_t n_end);
+// Expands chunks of weight rows to bf16 in cache (exactly or dequantized, see GemmBF16) and
+// multiplies them with every row of x at once (VDPBF16PS); int4 and int8; needs
+// isa::avx512_bf16() and w.block_aligned() (woq_gemm_avx512.cpp).
+void gemm_bf16_avx512(const WeightView &w, const GemmBF16 &a, int64_t n_begin, int64_t n_end);
+void dequant_f32_avx512(const WeightView &w, float *dst, int64_t ld, int64_t n_begin, int64_t n_end);
+void dequant_bf16_avx512(const WeightView &w, uint16_t *dst, int64_t ld, int64_t n_begin, int64_t n_end);
+
+}  // namespace ipex::woq::kernels
