@@ -77,11 +77,12 @@ int run_optimize(const OptimizeArgs &a) {
         model::run_forward(probe, clone_inputs(options.sample_inputs), "'" + a.in + "'");
     }
 
-    const auto woq = add_woq_pass(a.woq, a.dtype, a.portable, options, input.module);
+    const auto woq = woq_pass_options(a.woq, a.dtype, a.portable, options, input.module);
 
     passes::OptimizeResult result = a.qconfig.empty()
                                         ? passes::optimize_module(input.module, options)
                                         : quant::optimize_with_qconfig(input.module, qconfig, a.qconfig, options);
+    if (woq && result.woq) woq->report = *result.woq;
 
     nlohmann::json pass_counts = nlohmann::json::object();
     std::string fp32_math_mode = "fp32";  // what prepacking ran: strict fp32 where the CPU has no bf32
@@ -145,7 +146,7 @@ Runner setup_optimize(CLI::App &sub) {
                  "write a model that stock PyTorch/libtorch runs with no extra library (no prepacked "
                  "ops; the default needs libipex_ops.so)");
     sub.add_flag("--keep-dtype", a->keep_dtype, "return outputs in the compute dtype instead of fp32");
-    for (const auto &k : passes::knobs()) {
+    for (const auto &k : passes::kKnobs) {
         const std::string flag = k.flag;
         a->knobs[flag] = 0;
         sub.add_flag("--" + flag + ",!--no-" + flag, a->knobs[flag],

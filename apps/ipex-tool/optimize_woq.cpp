@@ -34,7 +34,7 @@ void add_woq_options(CLI::App &sub, WoqArgs &a) {
                  "report instead of failing");
 }
 
-std::shared_ptr<WoqRun> add_woq_pass(const WoqArgs &a, const std::string &dtype, bool portable,
+std::shared_ptr<WoqRun> woq_pass_options(const WoqArgs &a, const std::string &dtype, bool portable,
                                      passes::OptimizeOptions &options, const torch::jit::Module &model) {
     if (a.checkpoint.empty() && a.woq_dtype.empty()) {
         if (!a.lowp_mode.empty()) throw_usage("--lowp-mode needs --low-precision-checkpoint or --woq-dtype");
@@ -68,17 +68,7 @@ std::shared_ptr<WoqRun> add_woq_pass(const WoqArgs &a, const std::string &dtype,
             throw_usage("--group-size must be -1 or positive");
         run->source = {{"method", "rtn"}, {"dtype", a.woq_dtype}, {"group_size", run->options.rtn_group_size}};
     }
-    WoqRun *self = run.get();
-    options.early_passes.push_back({"replace_woq_linear", [self](std::shared_ptr<torch::jit::Graph> &graph) {
-                                        self->report = woq::replace_woq_linear(graph, self->options);
-                                        for (const auto &m : self->report.missing)
-                                            log::warn("no checkpoint layer for Linear '" + m + "'; kept as it is");
-                                        for (const auto &m : self->report.mismatched)
-                                            log::warn("shape mismatch, kept as it is: " + m);
-                                        for (const auto &m : self->report.unused)
-                                            log::warn("checkpoint layer '" + m + "' matches no Linear of the model");
-                                        return self->report.pass;
-                                    }});
+    options.woq = run->options;
     return run;
 }
 

@@ -21,7 +21,7 @@ struct WoqArgs {
     bool allow_partial = false; // --allow-partial
 };
 
-// What the pass did; filled in while optimize runs.
+// The pass's checkpoint and options, and what it did (set from the optimize result).
 struct WoqRun {
     woq::WoqCheckpoint checkpoint;
     woq::WoqReplaceOptions options;
@@ -32,10 +32,11 @@ struct WoqRun {
 
 void add_woq_options(CLI::App &sub, WoqArgs &args);
 
-// Checks the flag combination, reads the checkpoint (exit 3 on bad files) and appends the
-// replace_woq_linear pass to `options`; nullptr when no weight-only flag was given. `model`
-// (the input) must outlive the optimize run.
-std::shared_ptr<WoqRun> add_woq_pass(const WoqArgs &args, const std::string &dtype, bool portable,
+// Checks the flag combination, reads the checkpoint (exit 3 on bad files) and sets the
+// replace_woq_linear pass's options in `options`; nullptr when no weight-only flag was given.
+// The returned run (holding the checkpoint) and `model` (the input) must outlive the optimize
+// run; its report is the pipeline's (OptimizeResult::woq).
+std::shared_ptr<WoqRun> woq_pass_options(const WoqArgs &args, const std::string &dtype, bool portable,
                                      passes::OptimizeOptions &options, const torch::jit::Module &model);
 
 }  // namespace ipex::app

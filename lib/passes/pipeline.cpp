@@ -43,6 +43,7 @@
 #include "passes/fuse_channel_shuffle.h"
 #include "passes/chain_convolutions.h"
 #include "passes/group_convolutions.h"
+#include "passes/replace_woq_linear.h"
 #include "passes/restore_output_layout.h"
 #include "passes/to_channels_last.h"
 
@@ -70,12 +71,6 @@ nlohmann::json applied_entry(const std::string &name, const PassResult &r, doubl
     j["status"] = "applied";
     j["ms"] = ms;
     return j;
-}
-
-const Knob *find_knob(const std::string &flag) {
-    for (const auto &k : knobs())
-        if (flag == k.flag) return &k;
-    return nullptr;
 }
 
 // --dtype bf16 on a CPU where oneDNN has no bf16 convolution or linear (no AVX-512): those
@@ -170,165 +165,220 @@ void cleanup(const GraphPtr &graph) {
     torch::jit::ConstantPooling(graph);
 }
 
-// Runs `pass` on the graph and cleans the graph up if the pass changed it; appends the pass's
-// "applied" entry, timed over both, to `passes`.
-void run_timed(const std::string &name, GraphPtr &graph, nlohmann::json &passes,
-               const std::function<PassResult(GraphPtr &)> &pass) {
-    const auto start = Clock::now();
-    const PassResult r = pass(graph);
-    if (r.changed) cleanup(graph);
-    passes.push_back(applied_entry(name, r, ms_since(start)));
-}
+// What the passes of one optimize run share.
+struct Run {
+    const OptimizeOptions &options;
+    bool prepacked;                      // the prepacked oneDNN ops are on
+    std::string fp32_math;               // what prepacking runs: bf32 only where oneDNN has it
+    GraphPtr graph;
+    nlohmann::json passes = nlohmann::json::array();  // the report's entries, in order
+    nlohmann::json entry_fields;         // set by a pass: more fields of its own entry
+    PassResult selection;                // auto kernel selection so far (the linears' choices)
+    std::optional<size_t> selection_at;  // its entry, finished after the sample input's run
+    std::optional<woq::WoqReplaceReport> woq;
+    std::function<void(const std::string &)> warn;
 
-// The auto_kernel_selection entry of the report (at `at` in the pass list) and what it has
-// chosen so far; the convolutions choose after a run of the sample input.
-struct Selection {
-    size_t at;
-    PassResult result;
+    bool knob(const char *flag) const { return knob_enabled(*find_knob(flag), options); }
 };
 
-// prepack_weights, then the fusions to a fixed point, then the output layout; report entries
-// for each (disabled when prepacking is off). With auto kernel selection, its entry to finish.
-std::optional<Selection> run_prepacking(GraphPtr &graph, const OptimizeOptions &options, bool prepacked,
-                                        nlohmann::json &passes, const std::function<void(const std::string &)> &warn) {
-    const bool auto_select = knob_enabled(*find_knob("auto-kernel-selection"), options);
-    const char *const fusions[] = {"fuse_eltwise", "fuse_conv_sum", "fuse_linear_binary"};
-    if (!prepacked) {
-        passes.push_back(pass_entry("replace_matmul", "disabled"));
-        passes.push_back(pass_entry("weights_prepack", "disabled"));
-        passes.push_back(pass_entry("auto_kernel_selection", "disabled"));
-        for (const char *name : fusions) passes.push_back(pass_entry(name, "disabled"));
-        passes.push_back(pass_entry("chain_bf32_outputs", "disabled"));
-        passes.push_back(pass_entry("restore_output_layout", "disabled"));
-        if (options.fp32_math_mode == "bf32")
-            warn("--fp32-math-mode bf32 needs the prepacked oneDNN ops (off with --portable or --no-weights-prepack); "
-                 "strict fp32 kept");
-        if (auto_select && options.knob_overrides.count("auto-kernel-selection"))
-            warn("--auto-kernel-selection chooses between prepacked oneDNN ops and other kernels; without "
-                 "prepacking it does nothing");
-        return std::nullopt;
-    }
-    if (auto_select && options.sample_inputs.empty())
-        warn("--auto-kernel-selection without --sample-input times each linear at " +
-             std::to_string(ops::LinearContext::kDefaultRows) +
-             " row(s) and records no convolution kernel choice (timed on each shape's first call at run time)");
-    PrepackOptions prepack_options;
-    prepack_options.fp32_math = options.fp32_math_mode;
-    if (prepack_options.fp32_math == "bf32" && !ops::dtype_supported("bf32", nullptr)) {
-        // bf32 allows bf16 products; strict fp32 is the more exact choice where there are none.
-        warn("--fp32-math-mode bf32: oneDNN has no bf32 convolution or linear on this CPU (it needs AVX-512); "
-             "strict fp32 prepacked instead");
-        prepack_options.fp32_math = "fp32";
-    }
-    prepack_options.auto_kernel_selection = auto_select;
-    run_timed("replace_matmul", graph, passes, replace_matmul);
-    auto start = Clock::now();
-    PassResult r = prepack_weights(graph, prepack_options);
+// What a pass needs besides its knob.
+enum class Needs {
+    nothing,
+    prepacked,           // the prepacked oneDNN ops (libipex_ops.so): off with --portable or --no-weights-prepack
+    lowp,                // --dtype bf16 or fp16
+    lowp_or_prepacked,   // either (or OptimizeOptions::decompose_transformer_layers)
+    bf32,                // prepacking ran fp32 convolutions and linears in bf32
+    woq,                 // OptimizeOptions::woq
+    pooling,             // OptimizeOptions::replace_pooling
+};
+
+// When the graph is cleaned up (dead code, common subexpressions, constants) after a pass.
+enum class Cleanup { if_changed, always, never };
+
+// One pass: its report name, the knob that switches it (nullptr: none), what else it needs,
+// the pass itself, the cleanup after it, whether it repeats with its fixed-point neighbours
+// (consecutive fixed-point passes run as a group until none changes the graph), and the
+// warning when its knob was asked for on the command line but what it needs is off.
+struct Pass {
+    const char *name;
+    const char *knob;
+    Needs needs;
+    PassResult (*run)(Run &);
+    Cleanup cleanup = Cleanup::if_changed;
+    bool fixed_point = false;
+    const char *unmet_warning = nullptr;
+};
+
+PassResult run_replace_woq_linear(Run &run) {
+    run.woq = woq::replace_woq_linear(run.graph, *run.options.woq);
+    for (const auto &m : run.woq->missing) run.warn("no checkpoint layer for Linear '" + m + "'; kept as it is");
+    for (const auto &m : run.woq->mismatched) run.warn("shape mismatch, kept as it is: " + m);
+    for (const auto &m : run.woq->unused) run.warn("checkpoint layer '" + m + "' matches no Linear of the model");
+    return run.woq->pass;
+}
+
+PassResult run_cast_to_lowp(Run &run) {
+    const at::ScalarType lowp = run.options.dtype == "bf16" ? at::kBFloat16 : at::kHalf;
+    return cast_to_lowp(run.graph, lowp, run.options.keep_dtype);
+}
+
+PassResult run_weights_prepack(Run &run) {
+    PrepackOptions prepack;
+    prepack.fp32_math = run.fp32_math;
+    prepack.auto_kernel_selection = run.knob("auto-kernel-selection");
+    PassResult r = prepack_weights(run.graph, prepack);
     // Linears prepacking could not take (weights computed at run time) still leave aten.
-    const PassResult left = remaining_linears_to_matmul(graph);
+    const PassResult left = remaining_linears_to_matmul(run.graph);
     if (left.changed) {
         r.details["non_constant_weights_to_ipex_matmul"] = left.count;
         r.changed = true;
     }
-    cleanup(graph);
-    nlohmann::json entry = applied_entry("weights_prepack", r, ms_since(start));
-    entry["fp32_math_mode"] = prepack_options.fp32_math;  // what ran: strict fp32 where bf32 cannot
-    passes.push_back(entry);
-    // The linears' choices are made by prepacking; the convolutions' once their post-ops are
-    // fused (below). The entry keeps its place in the pass list.
-    PassResult selection;
+    run.entry_fields["fp32_math_mode"] = run.fp32_math;  // what ran: strict fp32 where bf32 cannot
+    // The linears' choices are made here, the convolutions' after the sample input's run.
     if (r.details.contains("kernel_choices")) {
-        selection.details["kernel_choices"] = r.details["kernel_choices"];
-        selection.count = static_cast<int>(r.details["kernel_choices"].size());
+        run.selection.details["kernel_choices"] = r.details["kernel_choices"];
+        run.selection.count = static_cast<int>(r.details["kernel_choices"].size());
     }
-    const size_t selection_at = passes.size();
-    passes.push_back(pass_entry("auto_kernel_selection", "disabled"));
-
-    std::map<std::string, PassResult> fused;
-    start = Clock::now();
-    for (bool changed = true; changed;) {
-        changed = false;
-        PassResult step = fuse_eltwise(graph);
-        changed |= step.changed;
-        fused["fuse_eltwise"].merge(step);
-        step = fuse_conv_sum(graph);
-        changed |= step.changed;
-        fused["fuse_conv_sum"].merge(step);
-        step = fuse_linear_binary(graph);
-        changed |= step.changed;
-        fused["fuse_linear_binary"].merge(step);
-    }
-    cleanup(graph);
-    for (const char *name : fusions) {
-        auto &skipped = fused[name].skipped;  // the fixed-point loop sees a kept op once per round
-        std::sort(skipped.begin(), skipped.end());
-        skipped.erase(std::unique(skipped.begin(), skipped.end()), skipped.end());
-        passes.push_back(applied_entry(name, fused[name], ms_since(start)));
-    }
-    start = Clock::now();
-    r = chain_bf32_outputs(graph);
-    cleanup(graph);
-    // Applied when prepacking ran bf32, not when it was only asked for (fp32 where oneDNN has none).
-    const bool bf32_ran = prepack_options.fp32_math == "bf32";
-    passes.push_back(r.count || bf32_ran ? applied_entry("chain_bf32_outputs", r, ms_since(start))
-                                         : pass_entry("chain_bf32_outputs", "disabled"));
-    start = Clock::now();
-    r = restore_output_layout(graph);
-    passes.push_back(applied_entry("restore_output_layout", r, ms_since(start)));
-    if (auto_select) return Selection{selection_at, selection};
-    return std::nullopt;
+    return r;
 }
 
-// optimize_lstm after the dtype cast (a bf16 model runs its LSTM/GRU in bf16); it needs the
-// prepacked ops, so it is off when they are.
-void run_optimize_lstm(GraphPtr &graph, const OptimizeOptions &options, bool prepacked, nlohmann::json &passes,
-                       const std::function<void(const std::string &)> &warn) {
-    const Knob &knob = *find_knob("optimize-lstm");
-    if (!knob_enabled(knob, options) || !prepacked) {
-        passes.push_back(pass_entry(knob.pass, "disabled"));
-        if (knob_enabled(knob, options) && options.knob_overrides.count(knob.flag))
-            warn("--optimize-lstm needs the prepacked oneDNN ops (--weights-prepack: on at O1, off with --portable); "
-                 "aten::lstm/gru kept");
+PassResult run_auto_kernel_selection(Run &run) {
+    run.selection_at = run.passes.size();  // the entry keeps its place; finished at the end
+    return run.selection;
+}
+
+// The pass list: the order passes run in, and the one place each is switched.
+const std::vector<Pass> &pass_list() {
+    static const std::vector<Pass> list = {
+        {"replace_woq_linear", nullptr, Needs::woq, run_replace_woq_linear},
+        // The fused encoder-layer op hides its linears from the dtype cast and prepacking;
+        // stock fp32 runs it well, so it is split up only when one of those follows.
+        {"decompose_transformer_layer", nullptr, Needs::lowp_or_prepacked,
+         [](Run &run) { return decompose_transformer_layer(run.graph); }},
+        {"remove_dropout", "replace-dropout", Needs::nothing, [](Run &run) { return remove_dropout(run.graph); }},
+        {"fold_conv_bn", "conv-bn-folding", Needs::nothing, [](Run &run) { return fold_conv_bn(run.graph); }},
+        {"fold_linear_bn", "linear-bn-folding", Needs::nothing, [](Run &run) { return fold_linear_bn(run.graph); }},
+        {"concat_linear", "concat-linear", Needs::nothing, [](Run &run) { return concat_linear(run.graph); }},
+        {"to_channels_last", "channels-last", Needs::nothing, [](Run &run) { return to_channels_last(run.graph); }},
+        {"fuse_attention", "fuse-attention", Needs::prepacked, [](Run &run) { return fuse_attention(run.graph); },
+         Cleanup::if_changed, false,
+         "--fuse-attention needs the prepacked oneDNN ops (--weights-prepack: on at O1, off with --portable); "
+         "attention kept as aten ops"},
+        // Before the dtype cast, so a bf16 model's layer norms are not cast to fp32 and back.
+        {"split_cat_conv", nullptr, Needs::prepacked, [](Run &run) { return split_cat_conv(run.graph); }},
+        {"fuse_layer_norm", nullptr, Needs::prepacked, [](Run &run) { return fuse_layer_norm(run.graph); }},
+        {"cast_to_lowp", nullptr, Needs::lowp, run_cast_to_lowp, Cleanup::always},
+        // After the dtype cast: a bf16 model runs its LSTM/GRU in bf16.
+        {"optimize_lstm", "optimize-lstm", Needs::prepacked,
+         [](Run &run) { return optimize_lstm(run.graph, run.options.dtype); }, Cleanup::if_changed, false,
+         "--optimize-lstm needs the prepacked oneDNN ops (--weights-prepack: on at O1, off with --portable); "
+         "aten::lstm/gru kept"},
+        {"replace_matmul", nullptr, Needs::prepacked, [](Run &run) { return replace_matmul(run.graph); }},
+        {"weights_prepack", "weights-prepack", Needs::prepacked, run_weights_prepack, Cleanup::always},
+        {"auto_kernel_selection", "auto-kernel-selection", Needs::prepacked, run_auto_kernel_selection,
+         Cleanup::never, false,
+         "--auto-kernel-selection chooses between prepacked oneDNN ops and other kernels; without prepacking it "
+         "does nothing"},
+        {"fuse_eltwise", nullptr, Needs::prepacked, [](Run &run) { return fuse_eltwise(run.graph); },
+         Cleanup::always, true},
+        {"fuse_conv_sum", nullptr, Needs::prepacked, [](Run &run) { return fuse_conv_sum(run.graph); },
+         Cleanup::always, true},
+        {"fuse_linear_binary", nullptr, Needs::prepacked, [](Run &run) { return fuse_linear_binary(run.graph); },
+         Cleanup::always, true},
+        {"chain_bf32_outputs", nullptr, Needs::bf32, [](Run &run) { return chain_bf32_outputs(run.graph); },
+         Cleanup::always},
+        {"restore_output_layout", nullptr, Needs::prepacked, [](Run &run) { return restore_output_layout(run.graph); },
+         Cleanup::never},
+        {"replace_pooling", nullptr, Needs::pooling,
+         [](Run &run) { return replace_pooling(run.graph, run.prepacked); }},
+        {"fuse_norm_relu", nullptr, Needs::prepacked, [](Run &run) { return fuse_norm_relu(run.graph); }},
+        {"fuse_channel_shuffle", nullptr, Needs::prepacked, [](Run &run) { return fuse_channel_shuffle(run.graph); }},
+        {"replace_mul", nullptr, Needs::prepacked, [](Run &run) { return replace_mul(run.graph); }},
+        {"group_convolutions", "conv-chains", Needs::prepacked,
+         [](Run &run) { return group_convolutions(run.graph); }},
+        {"chain_convolutions", "conv-chains", Needs::prepacked,
+         [](Run &run) { return chain_convolutions(run.graph); }, Cleanup::if_changed, false,
+         "--conv-chains needs the prepacked ops: it is off with --portable or --no-weights-prepack"},
+        {"contiguous_before_view", nullptr, Needs::nothing, [](Run &run) { return contiguous_before_view(run.graph); }},
+    };
+    return list;
+}
+
+bool needs_met(Needs needs, const Run &run) {
+    const OptimizeOptions &o = run.options;
+    switch (needs) {
+    case Needs::nothing: return true;
+    case Needs::prepacked: return run.prepacked;
+    case Needs::lowp: return o.dtype != "fp32";
+    case Needs::lowp_or_prepacked: return run.prepacked || o.dtype != "fp32" || o.decompose_transformer_layers;
+    case Needs::bf32: return run.prepacked && run.fp32_math == "bf32";
+    case Needs::woq: return o.woq.has_value();
+    case Needs::pooling: return o.replace_pooling;
+    }
+    return false;
+}
+
+// Whether the pass runs; warns when its knob was asked for but what it needs is off.
+bool pass_enabled(const Pass &pass, Run &run) {
+    if (pass.knob && !run.knob(pass.knob)) return false;
+    if (needs_met(pass.needs, run)) return true;
+    if (pass.knob && pass.unmet_warning && run.options.knob_overrides.count(pass.knob)) run.warn(pass.unmet_warning);
+    return false;
+}
+
+// Runs the passes [first, last) of the list (one pass, or a fixed-point group) and appends
+// their entries, each timed over the group and its cleanup.
+void run_passes(const Pass *first, const Pass *last, Run &run) {
+    const auto start = Clock::now();
+    std::vector<PassResult> results(last - first);
+    bool changed_any = false;
+    for (bool again = true; again;) {
+        again = false;
+        for (const Pass *p = first; p != last; ++p) {
+            const PassResult step = p->run(run);
+            results[p - first].merge(step);
+            changed_any |= step.changed;
+            again |= p->fixed_point && step.changed;
+        }
+    }
+    if (first->cleanup == Cleanup::always || (first->cleanup == Cleanup::if_changed && changed_any)) cleanup(run.graph);
+    const double ms = ms_since(start);
+    for (const Pass *p = first; p != last; ++p) {
+        PassResult &r = results[p - first];
+        if (p->fixed_point) {  // a round sees each kept op once: list it once
+            std::sort(r.skipped.begin(), r.skipped.end());
+            r.skipped.erase(std::unique(r.skipped.begin(), r.skipped.end()), r.skipped.end());
+        }
+        nlohmann::json entry = applied_entry(p->name, r, ms);
+        if (!run.entry_fields.is_null()) entry.update(run.entry_fields);
+        run.entry_fields = nullptr;
+        run.passes.push_back(std::move(entry));
+    }
+}
+
+// Warnings and choices made once, before the passes: what prepacking can run here.
+void prepare_run(Run &run) {
+    const OptimizeOptions &o = run.options;
+    run.fp32_math = o.fp32_math_mode;
+    if (!run.prepacked) {
+        if (o.fp32_math_mode == "bf32")
+            run.warn("--fp32-math-mode bf32 needs the prepacked oneDNN ops (off with --portable or --no-weights-prepack); "
+                     "strict fp32 kept");
         return;
     }
-    run_timed(knob.pass, graph, passes, [&](GraphPtr &g) { return optimize_lstm(g, options.dtype); });
+    if (run.knob("auto-kernel-selection") && o.sample_inputs.empty())
+        run.warn("--auto-kernel-selection without --sample-input times each linear at " +
+                 std::to_string(ops::LinearContext::kDefaultRows) +
+                 " row(s) and records no convolution kernel choice (timed on each shape's first call at run time)");
+    if (run.fp32_math == "bf32" && !ops::dtype_supported("bf32", nullptr)) {
+        // bf32 allows bf16 products; strict fp32 is the more exact choice where there are none.
+        run.warn("--fp32-math-mode bf32: oneDNN has no bf32 convolution or linear on this CPU (it needs AVX-512); "
+                 "strict fp32 prepacked instead");
+        run.fp32_math = "fp32";
+    }
 }
 
 }  // namespace
-
-const std::vector<Knob> &knobs() {
-    static const std::vector<Knob> table = {
-        {"replace-dropout", "remove_dropout", true, true,
-         "remove dropout (every variant; inference only)"},
-        {"conv-bn-folding", "fold_conv_bn", true, true,
-         "fold BatchNorm into the preceding conv/conv-transpose"},
-        {"linear-bn-folding", "fold_linear_bn", true, true,
-         "fold BatchNorm1d into the preceding Linear"},
-        {"concat-linear", "concat_linear", true, true,
-         "merge Linears that share an input into one Linear and a split"},
-        {"channels-last", "to_channels_last", true, true,
-         "channels-last weights (and entry) for 2-D convolutions"},
-        {"fuse-attention", "fuse_attention", true, true,
-         "replace attention written out as matmul, scale, mask, softmax and matmul by one blocked attention op "
-         "(needs libipex_ops.so; off with --portable or --no-weights-prepack)"},
-        {"weights-prepack", "weights_prepack", true, true,
-         "run conv/linear as oneDNN ops with weights prepacked once and elementwise neighbours fused "
-         "(needs libipex_ops.so to run; --portable turns it off)"},
-        {"optimize-lstm", "optimize_lstm", true, true,
-         "run LSTM/GRU layers as oneDNN RNN ops with weights prepacked once (needs libipex_ops.so; off with "
-         "--portable or --no-weights-prepack; proj_size, packed sequences and training dropout stay aten)"},
-        {"conv-chains", "chain_convolutions", true, true,
-         "run each convolution that alone reads the one before it (a 1x1 expansion and its depthwise layer), "
-         "a max pooling that alone reads a convolution (a stem), and residual blocks of convolutions (a ResNet "
-         "stage), in one op, a few images at a time when their activations outgrow the cache (needs "
-         "libipex_ops.so; off with --portable or --no-weights-prepack)"},
-        {"auto-kernel-selection", "auto_kernel_selection", false, true,
-         "for fp32 linears, time the oneDNN op against aten::linear at the --sample-input shape and keep the "
-         "faster; for convolutions with an own kernel beside oneDNN's (depthwise, 1x1, grouped, or ending in "
-         "sigmoid/SiLU), time both at the shapes the sample input gives them and save the faster in the model"},
-    };
-    return table;
-}
 
 bool knob_enabled(const Knob &knob, const OptimizeOptions &options) {
     if (auto it = options.knob_overrides.find(knob.flag); it != options.knob_overrides.end())
@@ -336,50 +386,42 @@ bool knob_enabled(const Knob &knob, const OptimizeOptions &options) {
     return options.level == "O1" && knob.on_at_o1;
 }
 
+std::vector<std::string> pass_names() {
+    std::vector<std::string> names{"freeze"};
+    for (const Pass &p : pass_list()) names.push_back(p.name);
+    return names;
+}
+
 OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOptions &options) {
     for (const auto &[flag, on] : options.knob_overrides)
         TORCH_INTERNAL_ASSERT(find_knob(flag), "unknown knob ", flag);
     OptimizeResult result;
-    nlohmann::json passes = nlohmann::json::array();
-    auto warn = [&](const std::string &msg) {
+    const bool prepacked = !options.portable && knob_enabled(*find_knob("weights-prepack"), options);
+    Run run{options, prepacked};
+    run.warn = [&](const std::string &msg) {
         log::warn(msg);
         result.warnings.push_back(msg);
     };
-    const Knob &prepack_knob = *find_knob("weights-prepack");
-    const bool prepacked = !options.portable && knob_enabled(prepack_knob, options);
     result.report["mode"] = prepacked ? "prepacked" : "portable";
     if (options.portable && options.knob_overrides.count("weights-prepack") && options.knob_overrides.at("weights-prepack"))
         throw_usage("--weights-prepack and --portable contradict each other: a portable model holds no prepacked ops");
 
     // O0 writes the model unchanged unless an explicit flag asks for something.
-    bool any_requested = options.dtype != "fp32" || !options.early_passes.empty();
-    for (const auto &k : knobs()) any_requested |= k.available && knob_enabled(k, options);
+    bool any_requested = options.dtype != "fp32" || options.woq.has_value();
+    for (const Knob &k : kKnobs) any_requested |= knob_enabled(k, options);
     if (options.level == "O0" && !any_requested) {
         result.module = input.clone();
-        passes.push_back(pass_entry("freeze", "disabled"));
-        for (const auto &k : knobs()) {
-            const bool on = knob_enabled(k, options);
-            passes.push_back(pass_entry(k.pass, on && !k.available ? "not_available" : "disabled"));
-            if (on && !k.available)
-                warn(std::string("--") + k.flag + " is not available in this version; the model is written unchanged");
-        }
-        for (const char *name :
-             {"decompose_transformer_layer", "split_cat_conv", "fuse_layer_norm", "cast_to_lowp", "replace_matmul",
-              "fuse_eltwise", "fuse_conv_sum", "fuse_linear_binary", "chain_bf32_outputs", "restore_output_layout",
-              "replace_pooling", "fuse_norm_relu", "fuse_channel_shuffle", "replace_mul", "group_convolutions",
-              "chain_convolutions",
-              "contiguous_before_view"})
-            passes.push_back(pass_entry(name, "disabled"));
-        result.report["passes"] = passes;
+        for (const std::string &name : pass_names()) run.passes.push_back(pass_entry(name, "disabled"));
+        result.report["passes"] = run.passes;
         result.report["warnings"] = result.warnings;
         return result;
     }
     check_dtype_supported(options.dtype, prepacked);
-    warn_without_onednn_bf16(options, prepacked, warn);
+    warn_without_onednn_bf16(options, prepacked, run.warn);
 
     torch::jit::Module model = input.clone();
     if (model.hasattr("training") && model.is_training()) {
-        warn("the model was saved in training mode; switched to eval for inference");
+        run.warn("the model was saved in training mode; switched to eval for inference");
     }
     model.eval();
 
@@ -394,7 +436,7 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
     if (!preserved.empty()) {
         std::string names;
         for (const auto &n : preserved) names += (names.empty() ? "" : ", ") + n;
-        warn("methods other than forward are kept as they are (frozen, not optimized): " + names);
+        run.warn("methods other than forward are kept as they are (frozen, not optimized): " + names);
     }
     try {
         result.module = torch::jit::freeze_module(model, preserved);
@@ -402,107 +444,33 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
         throw_unsupported("freezing failed: " + readable_error(e) +
                           " (a model that mutates its attributes in forward cannot be frozen)");
     }
-    passes.push_back({{"name", "freeze"}, {"status", "applied"}, {"changed", true}, {"count", 1},
-                      {"modules", nlohmann::json::array()}, {"skipped", nlohmann::json::array()},
-                      {"ms", ms_since(start)}});
+    run.passes.push_back({{"name", "freeze"}, {"status", "applied"}, {"changed", true}, {"count", 1},
+                          {"modules", nlohmann::json::array()}, {"skipped", nlohmann::json::array()},
+                          {"ms", ms_since(start)}});
 
     const torch::jit::Method forward = result.module.get_method("forward");
-    GraphPtr graph = forward.graph();
-    if (!options.sample_inputs.empty()) specialize_inputs(graph, forward.function().getSchema(), options.sample_inputs);
+    run.graph = forward.graph();
+    if (!options.sample_inputs.empty())
+        specialize_inputs(run.graph, forward.function().getSchema(), options.sample_inputs);
 
-    for (const auto &early : options.early_passes) run_timed(early.name, graph, passes, early.run);
-
-    // The fused encoder-layer op hides its linears from the dtype cast and prepacking; stock
-    // fp32 runs it well, so it is split up only when one of those follows.
-    if (prepacked || options.dtype != "fp32") {
-        run_timed("decompose_transformer_layer", graph, passes, decompose_transformer_layer);
-    } else {
-        passes.push_back(pass_entry("decompose_transformer_layer", "disabled"));
-    }
-
-    const at::ScalarType lowp = options.dtype == "bf16" ? at::kBFloat16 : at::kHalf;
-    const std::map<std::string, std::function<PassResult(GraphPtr &)>> runners = {
-        {"remove_dropout", [](GraphPtr &g) { return remove_dropout(g); }},
-        {"fold_conv_bn", [](GraphPtr &g) { return fold_conv_bn(g); }},
-        {"fold_linear_bn", [](GraphPtr &g) { return fold_linear_bn(g); }},
-        {"concat_linear", [](GraphPtr &g) { return concat_linear(g); }},
-        {"to_channels_last", [](GraphPtr &g) { return to_channels_last(g); }},
-        {"fuse_attention", [](GraphPtr &g) { return fuse_attention(g); }},
-    };
-    for (const auto &k : knobs()) {
-        const bool on = knob_enabled(k, options);
-        if (!runners.count(k.pass) && k.available) continue;  // prepacking runs after the dtype cast
-        if (!k.available) {
-            passes.push_back(pass_entry(k.pass, "not_available"));
-            if (options.knob_overrides.count(k.flag) && on)
-                warn(std::string("--") + k.flag + " is not available in this version; the model is optimized without it");
-            continue;
+    prepare_run(run);
+    const std::vector<Pass> &list = pass_list();
+    for (size_t i = 0; i < list.size();) {
+        size_t end = i + 1;
+        while (list[i].fixed_point && end < list.size() && list[end].fixed_point) ++end;
+        if (pass_enabled(list[i], run)) {
+            run_passes(&list[i], &list[end], run);
+        } else {
+            for (size_t j = i; j < end; ++j) run.passes.push_back(pass_entry(list[j].name, "disabled"));
         }
-        if (on && !prepacked && std::string(k.pass) == "fuse_attention") {
-            passes.push_back(pass_entry(k.pass, "disabled"));
-            if (options.knob_overrides.count(k.flag))
-                warn("--fuse-attention needs the prepacked oneDNN ops (--weights-prepack: on at O1, off with "
-                     "--portable); attention kept as aten ops");
-            continue;
-        }
-        if (!on) {
-            passes.push_back(pass_entry(k.pass, "disabled"));
-            continue;
-        }
-        run_timed(k.pass, graph, passes, runners.at(k.pass));
+        i = end;
     }
-
-    // Before the dtype cast, so a bf16 model's layer norms are not cast to fp32 and back.
-    if (prepacked) {
-        run_timed("split_cat_conv", graph, passes, split_cat_conv);
-        run_timed("fuse_layer_norm", graph, passes, fuse_layer_norm);
-    } else {
-        passes.push_back(pass_entry("split_cat_conv", "disabled"));
-        passes.push_back(pass_entry("fuse_layer_norm", "disabled"));
-    }
-
-    if (options.dtype == "fp32") {
-        passes.push_back(pass_entry("cast_to_lowp", "disabled"));
-    } else {
-        start = Clock::now();
-        const PassResult r = cast_to_lowp(graph, lowp, options.keep_dtype);
-        cleanup(graph);
-        passes.push_back(applied_entry("cast_to_lowp", r, ms_since(start)));
-    }
-    run_optimize_lstm(graph, options, prepacked, passes, warn);
-    std::optional<Selection> selection = run_prepacking(graph, options, prepacked, passes, warn);
-    if (options.replace_pooling) {
-        run_timed("replace_pooling", graph, passes, [&](GraphPtr &g) { return replace_pooling(g, prepacked); });
-    } else {
-        passes.push_back(pass_entry("replace_pooling", "disabled"));
-    }
-    if (prepacked) {
-        run_timed("fuse_norm_relu", graph, passes, fuse_norm_relu);
-        run_timed("fuse_channel_shuffle", graph, passes, fuse_channel_shuffle);
-        run_timed("replace_mul", graph, passes, replace_mul);
-    } else {
-        passes.push_back(pass_entry("fuse_norm_relu", "disabled"));
-        passes.push_back(pass_entry("fuse_channel_shuffle", "disabled"));
-        passes.push_back(pass_entry("replace_mul", "disabled"));
-    }
-    const Knob &chains = *find_knob("conv-chains");
-    if (prepacked && knob_enabled(chains, options)) {
-        run_timed("group_convolutions", graph, passes, group_convolutions);
-        run_timed(chains.pass, graph, passes, chain_convolutions);
-    } else {
-        passes.push_back(pass_entry("group_convolutions", "disabled"));
-        passes.push_back(pass_entry(chains.pass, "disabled"));
-        if (!prepacked && knob_enabled(chains, options) && options.knob_overrides.count(chains.flag))
-            warn(std::string("--") + chains.flag + " needs the prepacked ops: it is off with --portable or "
-                 "--no-weights-prepack");
-    }
-    run_timed("contiguous_before_view", graph, passes, contiguous_before_view);
-    torch::jit::EraseShapeInformation(graph);
+    torch::jit::EraseShapeInformation(run.graph);
 
     // The check run of the sample input also shows auto kernel selection the convolutions'
     // input shapes (they run oneDNN's way meanwhile).
     std::optional<ops::KernelShapeLog> shapes;
-    if (selection && !options.sample_inputs.empty()) shapes.emplace();
+    if (run.selection_at && !options.sample_inputs.empty()) shapes.emplace();
     if (!options.sample_inputs.empty()) {
         std::vector<c10::IValue> args = options.sample_inputs;
         try {
@@ -514,13 +482,14 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
                               ExitCode::unsupported);
         }
     }
-    if (selection) {
-        const auto start = Clock::now();
+    if (run.selection_at) {
+        const auto select_start = Clock::now();
         const ops::KernelShapeLog *log = shapes ? &*shapes : nullptr;
-        selection->result.merge(choose_conv_kernels(graph, log, kConvKernelRuns));
-        passes[selection->at] = applied_entry("auto_kernel_selection", selection->result, ms_since(start));
+        run.selection.merge(choose_conv_kernels(run.graph, log, kConvKernelRuns));
+        run.passes[*run.selection_at] = applied_entry("auto_kernel_selection", run.selection, ms_since(select_start));
     }
-    result.report["passes"] = passes;
+    result.woq = std::move(run.woq);
+    result.report["passes"] = run.passes;
     result.report["warnings"] = result.warnings;
     return result;
 }

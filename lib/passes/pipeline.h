@@ -1,31 +1,21 @@
-// The optimize pipeline: eval + freeze, then the graph passes in a fixed order, each
-// switched by a knob (--[no-]KNOB) whose default comes from the level (O0/O1).
+// The optimize pipeline: eval + freeze, then the graph passes of one list (pipeline.cpp) in
+// its order, each switched by its knob (knobs.h: --[no-]KNOB, default from the level) and by
+// what it needs (prepacked ops, a low-precision dtype); every pass has one report entry.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <torch/script.h>
 
 #include "ir/pass_result.h"
+#include "passes/knobs.h"
+#include "passes/replace_woq_linear.h"
 
-#include <functional>
 #include <map>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace ipex::passes {
-
-// One row per --[no-]KNOB flag of `ipex-tool optimize`.
-struct Knob {
-    const char *flag;       // "conv-bn-folding"
-    const char *pass;       // pass name in the report, "fold_conv_bn"
-    bool on_at_o1;          // default at O1 (everything is off at O0)
-    bool available;         // false: belongs to later work, reported as not_available
-    const char *help;
-};
-
-const std::vector<Knob> &knobs();
 
 struct OptimizeOptions {
     std::string dtype = "fp32";        // fp32 | bf16 | fp16
@@ -35,13 +25,13 @@ struct OptimizeOptions {
     std::map<std::string, bool> knob_overrides;  // flag -> on/off, from the command line
     std::vector<c10::IValue> sample_inputs;      // specialize shapes; also a run check
     std::string fp32_math_mode = "fp32";
-    // Passes run right after freezing, before the knob passes (e.g. weight-only quantization,
-    // which matches Linears by module path before concat-linear merges them).
-    struct EarlyPass {
-        std::string name;
-        std::function<PassResult(std::shared_ptr<torch::jit::Graph> &)> run;
-    };
-    std::vector<EarlyPass> early_passes;
+    // Weight-only quantization: replace_woq_linear with these options, first after freezing
+    // (it matches Linears by module path before concat-linear merges them). Its checkpoint and
+    // module must outlive the run.
+    std::optional<woq::WoqReplaceOptions> woq;
+    // decompose_transformer_layer also when neither a low-precision dtype nor prepacking
+    // follows (the int8 quantizer: it brings scripted transformer layers' linears to the top).
+    bool decompose_transformer_layers = false;
     // replace_pooling (off when preparing a model for int8: the quantizer passes int8 values
     // through aten::max_pool2d and adaptive_avg_pool2d as they are).
     bool replace_pooling = true;
@@ -51,6 +41,7 @@ struct OptimizeResult {
     torch::jit::Module module;
     nlohmann::json report;  // "passes", "warnings", "mode" ... (the command adds file facts)
     std::vector<std::string> warnings;
+    std::optional<woq::WoqReplaceReport> woq;  // what replace_woq_linear did, when it ran
 };
 
 // Optimizes a copy of `input`; `input` itself is not modified.
@@ -58,5 +49,8 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
 
 // Whether a knob is on for these options (level default, then the override).
 bool knob_enabled(const Knob &knob, const OptimizeOptions &options);
+
+// The passes in the order they run and the report lists them ("freeze" first).
+std::vector<std::string> pass_names();
 
 }  // namespace ipex::passes

@@ -223,7 +223,7 @@ PreparedModel prepare_for_quantization(const torch::jit::Module &input) {
     options.replace_pooling = false;  // int8 values pass through aten's pooling ops as they are
     // Scripted transformer modules keep their linears in the branch that their run-time
     // fast-path check skips; taking that choice out brings the linears to the top level.
-    options.early_passes.push_back({"decompose_transformer_layer", passes::decompose_transformer_layer});
+    options.decompose_transformer_layers = true;
     passes::OptimizeResult optimized = passes::optimize_module(input, options);
     PreparedModel prepared;
     prepared.module = optimized.module;

@@ -53,7 +53,7 @@ PASS_NAMES = ("freeze", "remove_dropout", "fold_conv_bn", "fold_linear_bn", "con
               "chain_bf32_outputs",
               "restore_output_layout", "fuse_norm_relu", "fuse_channel_shuffle", "replace_mul",
               "contiguous_before_view")
-PASS_STATUSES = ("applied", "disabled", "not_available")
+PASS_STATUSES = ("applied", "disabled")
 
 
 def _require_env(name: str) -> str:
