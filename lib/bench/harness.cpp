@@ -29,35 +29,6 @@ double time_ms(const RunFn &fn) {
 
 }  // namespace
 
-nlohmann::json LatencyStats::to_json() const {
-    nlohmann::json j = {{"min", min}, {"mean", mean}, {"median", median}, {"max", max}, {"samples", samples}};
-    for (const auto &[p, v] : percentiles) {
-        std::ostringstream key;
-        key << "p" << p;
-        j[key.str()] = v;
-    }
-    return j;
-}
-
-LatencyStats summarize(std::vector<double> ms, const std::vector<double> &percentiles) {
-    LatencyStats s;
-    if (ms.empty()) return s;
-    std::sort(ms.begin(), ms.end());
-    s.samples = ms.size();
-    s.min = ms.front();
-    s.max = ms.back();
-    s.mean = std::accumulate(ms.begin(), ms.end(), 0.0) / static_cast<double>(ms.size());
-    const size_t n = ms.size();
-    s.median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
-    for (double p : percentiles) {
-        // nearest rank: the smallest value with at least p% of samples at or below it
-        size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(n)));
-        rank = std::clamp<size_t>(rank, 1, n);
-        s.percentiles[p] = ms[rank - 1];
-    }
-    return s;
-}
-
 std::optional<double> TimingResult::ratio() const {
     if (!baseline || candidate.median <= 0) return std::nullopt;
     return baseline->median / candidate.median;
@@ -103,11 +74,7 @@ TimingResult time_interleaved(const RunFn &candidate, const RunFn *baseline,
     return r;
 }
 
-double peak_rss_mb() {
-    struct rusage usage {};
-    getrusage(RUSAGE_SELF, &usage);
-    return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is KiB on Linux
-}
+double peak_rss_mb() { return static_cast<double>(peak_rss_bytes()) / 1048576.0; }
 
 std::string capture_stdout(const std::function<void()> &fn) {
     std::fflush(stdout);

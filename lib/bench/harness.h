@@ -10,18 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "base/stats.h"
+
 namespace ipex::bench {
 
-struct LatencyStats {
-    double min = 0, mean = 0, median = 0, max = 0;
-    std::map<double, double> percentiles;  // percentile (e.g. 90) -> ms
-    size_t samples = 0;
-
-    nlohmann::json to_json() const;
-};
-
-// Nearest-rank percentiles over `ms` (not modified).
-LatencyStats summarize(std::vector<double> ms, const std::vector<double> &percentiles);
+// One summary of timing samples for every report (base/stats.h: nearest-rank percentiles).
+using ipex::LatencyStats;
+using ipex::summarize;
 
 // Bounds of the timing options (bench --iterations, --warmup, --duration): the samples of one
 // run stay within 80 MB per timed model, and a --duration run also stops at kMaxTimedIterations.

@@ -30,42 +30,6 @@ int64_t param_at(const std::vector<int64_t> &values, size_t i, int64_t fallback)
     return values.size() == 1 ? values[0] : values.at(i);
 }
 
-const std::unordered_map<std::string, OpKind> &kind_table() {
-    static const std::unordered_map<std::string, OpKind> table = {
-        {"ipex::convolution", OpKind::kConvolution},
-        {"ipex::convolution_sum", OpKind::kConvolution},
-        {"ipex::convolution_sum_", OpKind::kConvolution},
-        {"ipex::convolution_chain", OpKind::kConvolution},
-        {"ipex::convolution_max_pool", OpKind::kConvolution},
-        {"ipex::convolution_graph", OpKind::kConvolution},
-        {"ipex::int8_graph", OpKind::kConvolution},
-        {"ipex::int8_conv_max_pool", OpKind::kConvolution},
-        {"ipex::linear", OpKind::kLinear},
-        {"ipex::linear_binary", OpKind::kLinear},
-        {"ipex::woq_linear", OpKind::kLinear},
-        {"ipex::matmul", OpKind::kMatmul},
-        {"ipex::attention", OpKind::kAttention},
-        {"ipex::lstm", OpKind::kRecurrent},
-        {"ipex::gru", OpKind::kRecurrent},
-        {"ipex::int8_op", OpKind::kOther},  // conv or linear: decided by the context
-        {"ipex::int8_op_sum", OpKind::kOther},
-        {"aten::conv1d", OpKind::kConvolution},
-        {"aten::conv2d", OpKind::kConvolution},
-        {"aten::conv3d", OpKind::kConvolution},
-        {"aten::convolution", OpKind::kConvolution},
-        {"aten::_convolution", OpKind::kConvolution},
-        {"aten::conv_transpose1d", OpKind::kConvolution},
-        {"aten::conv_transpose2d", OpKind::kConvolution},
-        {"aten::conv_transpose3d", OpKind::kConvolution},
-        {"aten::linear", OpKind::kLinear},
-        {"aten::matmul", OpKind::kMatmul},
-        {"aten::mm", OpKind::kMatmul},
-        {"aten::bmm", OpKind::kMatmul},
-        {"aten::addmm", OpKind::kMatmul},
-        {"aten::baddbmm", OpKind::kMatmul},
-    };
-    return table;
-}
 
 bool is_int8_op(const std::string &name) { return name == "ipex::int8_op" || name == "ipex::int8_op_sum"; }
 
@@ -241,24 +205,6 @@ OpWork woq_linear(c10::ArrayRef<const c10::IValue> in) {
 }
 
 }  // namespace
-
-const char *op_kind_name(OpKind kind) {
-    switch (kind) {
-    case OpKind::kConvolution: return "conv";
-    case OpKind::kLinear: return "linear";
-    case OpKind::kMatmul: return "matmul";
-    case OpKind::kAttention: return "attention";
-    case OpKind::kRecurrent: return "rnn";
-    case OpKind::kOther: break;
-    }
-    return "other";
-}
-
-OpKind op_kind(const std::string &name) {
-    const auto it = kind_table().find(name);
-    if (it != kind_table().end()) return it->second;
-    return OpKind::kOther;
-}
 
 int64_t conv_flops(const ConvShape &c) {
     const size_t spatial = c.weight.size() >= 2 ? c.weight.size() - 2 : 0;

@@ -16,14 +16,15 @@
 #include <string>
 #include <vector>
 
+#include "ir/op_kinds.h"
+
 namespace ipex::bench {
 
-// What the profiler lists a compute op under; other ops are kOther.
-enum class OpKind { kOther, kConvolution, kLinear, kMatmul, kAttention, kRecurrent };
-const char *op_kind_name(OpKind kind);  // "conv", "linear", "matmul", "attention", "rnn", "other"
-
-// The kind of an op by its schema name ("ipex::linear", "aten::conv2d", ...).
-OpKind op_kind(const std::string &name);
+// What the profiler lists a compute op under (the op-kind table, ir/op_kinds.h); other ops
+// are kOther.
+using ir::op_kind;
+using ir::op_kind_name;
+using ir::OpKind;
 
 struct ConvShape {
     std::vector<int64_t> input, weight;  // input [N, C, spatial...] or unbatched [C, spatial...]

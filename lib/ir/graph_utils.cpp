@@ -198,19 +198,7 @@ std::optional<size_t> known_rank(const Value *value) {
     return *type->dim();
 }
 
-const std::vector<c10::Symbol> &aten_conv_kinds() {
-    static const std::vector<c10::Symbol> kinds = {
-        c10::aten::conv1d,           c10::aten::conv2d,           c10::aten::conv3d,
-        c10::aten::conv_transpose1d, c10::aten::conv_transpose2d, c10::aten::conv_transpose3d,
-        c10::aten::_convolution,     c10::aten::convolution,
-    };
-    return kinds;
-}
-
-bool is_aten_conv(const Node *node) {
-    const auto &kinds = aten_conv_kinds();
-    return std::find(kinds.begin(), kinds.end(), node->kind()) != kinds.end();
-}
+bool is_aten_conv(const Node *node) { return ir::is_aten_conv(node->kind()); }
 
 std::optional<bool> conv_transposed(const Node *node) {
     const auto kind = node->kind();

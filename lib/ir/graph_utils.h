@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "ir/op_kinds.h"
+
 namespace ipex::passes {
 
 // Node kinds ("aten::conv2d") and how often they occur, over all blocks; prim::Constant
@@ -78,8 +80,9 @@ c10::TypePtr rank_only_type(const c10::TypePtr &type);
 std::optional<size_t> known_rank(const torch::jit::Value *value);
 
 // The aten convolutions a scripted or traced graph can hold: conv1d/2d/3d,
-// conv_transpose1d/2d/3d, _convolution and convolution.
-const std::vector<c10::Symbol> &aten_conv_kinds();
+// conv_transpose1d/2d/3d, _convolution and convolution (the op-kind table, ir/op_kinds.h).
+using ir::aten_conv_kinds;
+using ir::is_aten_conv;
 bool is_aten_conv(const torch::jit::Node *node);
 // Whether an aten convolution is transposed: fixed by its kind, or its `transposed`
 // argument when that is a constant; nothing otherwise (not a convolution, or not constant).

@@ -238,28 +238,15 @@ PerplexityResult perplexity(std::shared_ptr<const Model> model, const std::vecto
 }
 
 LatencyStats latency_stats(std::vector<double> ms) {
+    const ipex::LatencyStats all = summarize(std::move(ms), {50, 90, 99});
     LatencyStats s;
-    if (ms.empty()) return s;
-    std::sort(ms.begin(), ms.end());
-    const auto pct = [&](double p) {
-        const double pos = p / 100.0 * static_cast<double>(ms.size() - 1);
-        const size_t lo = static_cast<size_t>(pos), hi = std::min(ms.size() - 1, lo + 1);
-        return ms[lo] + (ms[hi] - ms[lo]) * (pos - static_cast<double>(lo));
-    };
-    double sum = 0;
-    for (double v : ms) sum += v;
-    s.mean = sum / static_cast<double>(ms.size());
-    s.p50 = pct(50);
-    s.p90 = pct(90);
-    s.p99 = pct(99);
-    s.min = ms.front();
+    if (all.samples == 0) return s;
+    s.mean = all.mean;
+    s.p50 = all.percentiles.at(50);
+    s.p90 = all.percentiles.at(90);
+    s.p99 = all.percentiles.at(99);
+    s.min = all.min;
     return s;
-}
-
-uint64_t peak_rss_bytes() {
-    rusage u{};
-    getrusage(RUSAGE_SELF, &u);
-    return static_cast<uint64_t>(u.ru_maxrss) * 1024;
 }
 
 void check_bench_llm(const ModelConfig &config, const LlmBenchOptions &o, int64_t cache_elem_bytes) {

@@ -12,6 +12,7 @@
 #include "llm/model.h"
 #include "llm/sampler.h"
 #include "llm/tokenizer.h"
+#include "base/stats.h"
 
 namespace ipex::llm {
 
@@ -103,7 +104,8 @@ struct LlmBenchResult {
 };
 LlmBenchResult bench_llm(std::shared_ptr<const Model> model, const LlmBenchOptions &options);
 
+// The summary of base/stats.h (nearest-rank percentiles) in the fields bench --llm reports.
 LatencyStats latency_stats(std::vector<double> ms);
-uint64_t peak_rss_bytes();
+using ipex::peak_rss_bytes;
 
 }  // namespace ipex::llm

@@ -26,9 +26,7 @@ bool changes_layout(const Node *node) {
         return name.find("conv") != std::string::npos || name.find("int8") != std::string::npos ||
                name.rfind("channel_shuffle", 0) == 0;
     if (ns != "aten") return false;
-    static const std::set<std::string> convs = {"conv1d", "conv2d", "conv3d", "convolution", "_convolution",
-                                                "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"};
-    if (convs.count(name)) return true;
+    if (is_aten_conv(node)) return true;
     const Value *format = input_named(node, "memory_format");
     const auto code = format ? constant_int(format) : std::nullopt;
     return code && (*code == static_cast<int64_t>(at::MemoryFormat::ChannelsLast) ||

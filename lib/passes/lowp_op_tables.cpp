@@ -1,5 +1,7 @@
 #include "passes/lowp_op_tables.h"
 
+#include "ir/op_kinds.h"
+
 #include <ATen/ATen.h>
 
 #include <initializer_list>
@@ -179,12 +181,7 @@ const LowpOpInfo *lowp_op_info(c10::Symbol kind) {
     return it == table.end() ? nullptr : &it->second;
 }
 
-bool is_conv_kind(c10::Symbol kind) {
-    for (const char *name : {"conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-                             "conv_transpose3d", "_convolution", "convolution"})
-        if (kind == aten(name)) return true;
-    return false;
-}
+bool is_conv_kind(c10::Symbol kind) { return ir::is_aten_conv(kind); }
 
 bool lowp_dtype_runnable(at::ScalarType dtype, std::string *why) {
     try {
