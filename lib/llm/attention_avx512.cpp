@@ -7,20 +7,20 @@
 #include <algorithm>
 
 #include "llm/kernels.h"
-#include "ops/avx512_math.h"
+#include "kernels/avx512/math.h"
 
 namespace ipex::llm::kernels {
 namespace {
 
-using ops::avx512::exp16;
-using ops::avx512::tail_mask;
+using ::ipex::kernels::avx512::exp16;
+using ::ipex::kernels::avx512::tail_mask;
 
 constexpr int kRows = 8;
 
 template <bool BF16>
 inline __m512 load16(const void *base, int64_t index, __mmask16 mask) {
     if constexpr (BF16) {
-        return ops::avx512::load_bf16(static_cast<const uint16_t *>(base) + index, mask);
+        return ::ipex::kernels::avx512::load_bf16(static_cast<const uint16_t *>(base) + index, mask);
     } else {
         return _mm512_maskz_loadu_ps(mask, static_cast<const float *>(base) + index);
     }

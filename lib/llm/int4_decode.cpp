@@ -21,18 +21,8 @@ int64_t low_channel(int64_t j) {
 }
 int64_t high_channel(int64_t j) { return 64 + low_channel(j); }
 
-uint16_t to_bf16(float f) {  // round to nearest even, as at::BFloat16 does
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
-    return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-float from_bf16(uint16_t h) {
-    const uint32_t u = static_cast<uint32_t>(h) << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-}
+using ::ipex::kernels::from_bf16;  // kernels/bf16.h
+using ::ipex::kernels::to_bf16;
 
 }  // namespace
 

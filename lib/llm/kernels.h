@@ -7,6 +7,8 @@
 // then one vector per query row with no horizontal sums.
 #pragma once
 
+#include "kernels/bf16.h"
+
 #include <cstdint>
 
 namespace ipex::llm::kernels {
@@ -52,18 +54,7 @@ bool avx512_ok();
 // Tests: force the portable blocks.
 void set_force_portable(bool on);
 
-inline uint16_t to_bf16(float f) {  // round to nearest even
-    uint32_t u;
-    __builtin_memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40);  // NaN stays NaN
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return static_cast<uint16_t>(u >> 16);
-}
-inline float from_bf16(uint16_t b) {
-    const uint32_t u = static_cast<uint32_t>(b) << 16;
-    float f;
-    __builtin_memcpy(&f, &u, 4);
-    return f;
-}
+using ::ipex::kernels::from_bf16;  // kernels/bf16.h
+using ::ipex::kernels::to_bf16;
 
 }  // namespace ipex::llm::kernels

@@ -16,15 +16,15 @@
 #include <type_traits>
 
 #include "ops/attention_kernel.h"
-#include "ops/avx512_math.h"
+#include "kernels/avx512/math.h"
 
 namespace ipex::ops::attention_kernel {
 namespace {
 
-using avx512::exp16;
-using avx512::fp32_to_bf16;
-using avx512::store_bf16;
-using avx512::tail_mask;
+using ::ipex::kernels::avx512::exp16;
+using ::ipex::kernels::avx512::fp32_to_bf16;
+using ::ipex::kernels::avx512::store_bf16;
+using ::ipex::kernels::avx512::tail_mask;
 
 // This file's AVX-512 flags must not reach inline functions other files share (the linker
 // keeps one copy of each): no std::vector, std::fill, std::min/max here, but these helpers

@@ -5,23 +5,23 @@
 
 #include <cmath>
 
-#include "ops/avx512_math.h"
+#include "kernels/avx512/math.h"
 #include "ops/layer_norm_op.h"
 
 namespace ipex::ops::layer_norm_kernel {
 namespace {
 
-using avx512::kLanes;
-using avx512::tail_mask;
+using ::ipex::kernels::avx512::kLanes;
+using ::ipex::kernels::avx512::tail_mask;
 
 __m512 load(const void *base, bool bf16, int64_t j, __mmask16 m) {
-    if (bf16) return avx512::load_bf16(static_cast<const uint16_t *>(base) + j, m);
+    if (bf16) return ::ipex::kernels::avx512::load_bf16(static_cast<const uint16_t *>(base) + j, m);
     return _mm512_maskz_loadu_ps(m, static_cast<const float *>(base) + j);
 }
 
 void store(void *base, bool bf16, int64_t j, __mmask16 m, __m512 v) {
     if (bf16) {
-        avx512::store_bf16(static_cast<uint16_t *>(base) + j, m, v);
+        ::ipex::kernels::avx512::store_bf16(static_cast<uint16_t *>(base) + j, m, v);
     } else {
         _mm512_mask_storeu_ps(static_cast<float *>(base) + j, m, v);
     }
@@ -38,7 +38,7 @@ void run_row(const Problem &p, int64_t r, float *s) {
         const __mmask16 m = tail_mask(n - j);
         __m512 v = load(in, p.bf16_in, j, m);
         if (other) v = _mm512_fmadd_ps(alpha, load(other, p.bf16_other, j, m), v);
-        if (p.bf16_out) v = avx512::round_bf16(v);
+        if (p.bf16_out) v = ::ipex::kernels::avx512::round_bf16(v);
         _mm512_mask_storeu_ps(s + j, m, v);
         acc = _mm512_add_ps(acc, v);
     }

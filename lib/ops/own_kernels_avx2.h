@@ -1,46 +1,19 @@
 // Lane helpers the own kernels' AVX2 + FMA builds share (own_kernels_grouped_avx2.cpp,
-// own_kernels_depthwise_avx2.cpp): exp, sigmoid and the post-ops on 8 fp32 lanes. Include only
+// own_kernels_depthwise_avx2.cpp): the post-ops on 8 fp32 lanes (exp and sigmoid are kernels/avx2/math.h). Include only
 // from files built with -mavx2 -mfma (lib/ops/CMakeLists.txt): everything here is in an
 // unnamed namespace, so each such file keeps its own copy, built with its own flags.
 #pragma once
 
 #include <immintrin.h>
 
+#include "kernels/avx2/math.h"
 #include "ops/own_kernels.h"
 
 namespace ipex::ops::own_kernels {
 namespace {
 
-// exp(x) for 8 lanes: 2^n * e^f with n = round(x log2 e), |f| <= ln2 / 2, a degree-6 Taylor
-// polynomial for e^f (the AVX-512 kernels' exp16, with 2^n built in the exponent bits). x is
-// clamped to [-87, 89]: below, e^x reads as e^-87 (1.6e-38); from 88.38 on n is 128, whose
-// exponent bits are +inf's, so e^x is +inf (a little early: fp32's exp overflows at 88.72).
-// A NaN x gives NaN: the clamps take x second (x86's max and min return the second operand
-// when either is NaN), and p is NaN whatever 2^n reads.
-inline __m256 exp8(__m256 x) {
-    x = _mm256_min_ps(_mm256_set1_ps(89.f), _mm256_max_ps(_mm256_set1_ps(-87.f), x));
-    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 f = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    f = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), f);
-    __m256 p = _mm256_set1_ps(1.f / 720);
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.f / 120));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.f / 24));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.f / 6));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(0.5f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.f));
-    const __m256i two_n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(two_n));
-}
-
-// 1 / (1 + exp(-x)) for 8 lanes, with aten's values at NaN and the infinities: NaN stays NaN
-// (exp8 keeps it), sigmoid(-inf) = 1 / (1 + inf) = 0 exactly (so SiLU's x * sigmoid(x) is NaN
-// there, as aten's x / (1 + exp(-x)) is), sigmoid(+inf) = 1.
-inline __m256 sigmoid8(__m256 x) {
-    const __m256 one = _mm256_set1_ps(1.f);
-    return _mm256_div_ps(one, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), x))));
-}
+using ::ipex::kernels::avx2::exp8;
+using ::ipex::kernels::avx2::sigmoid8;
 
 // One post-op of kind kAct on one vector, NaN in, NaN out, as aten's ops: each max or min
 // takes v as its second operand, leaky_relu scales only the lanes below 0 (ordered compare).

@@ -9,14 +9,14 @@
 
 #include <cstdint>
 
-#include "ops/avx512_math.h"
+#include "kernels/avx512/math.h"
 #include "ops/own_kernels.h"
 
 namespace ipex::ops::own_kernels {
 namespace {
 
-using avx512::kLanes;
-using avx512::tail_mask;
+using ::ipex::kernels::avx512::kLanes;
+using ::ipex::kernels::avx512::tail_mask;
 
 // Inputs below this give exp(-x) about 5.5e34 at most: 1 + that stays finite and its
 // reciprocal normal, so sigmoid is within 2e-35 of 0 there instead of a NaN.
@@ -29,14 +29,14 @@ inline int64_t greater(int64_t a, int64_t b) { return a > b ? a : b; }
 
 template <bool kBf16>
 __m512 load(const void *base, int64_t i, __mmask16 m) {
-    if constexpr (kBf16) return avx512::load_bf16(static_cast<const uint16_t *>(base) + i, m);
+    if constexpr (kBf16) return ::ipex::kernels::avx512::load_bf16(static_cast<const uint16_t *>(base) + i, m);
     return _mm512_maskz_loadu_ps(m, static_cast<const float *>(base) + i);
 }
 
 template <bool kBf16>
 void store(void *base, int64_t i, __mmask16 m, __m512 v) {
     if constexpr (kBf16) {
-        avx512::store_bf16(static_cast<uint16_t *>(base) + i, m, v);
+        ::ipex::kernels::avx512::store_bf16(static_cast<uint16_t *>(base) + i, m, v);
     } else if (m == __mmask16(0xffff)) {
         _mm512_storeu_ps(static_cast<float *>(base) + i, v);  // see store_bf16
     } else {
@@ -65,7 +65,7 @@ __m512 sigmoid_of_numbers(__m512 x) {
         return _mm512_rcp14_ps(_mm512_add_ps(one, _mm512_scalef_ps(p, whole)));
     }
     const __m512 minus_x = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_max_ps(x, _mm512_set1_ps(kSigmoidLowest)));
-    const __m512 d = _mm512_add_ps(one, avx512::exp16(minus_x));
+    const __m512 d = _mm512_add_ps(one, ::ipex::kernels::avx512::exp16(minus_x));
     const __m512 r = _mm512_rcp14_ps(d);  // then one Newton step
     return _mm512_mul_ps(r, _mm512_fnmadd_ps(d, r, _mm512_set1_ps(2.f)));
 }

@@ -63,7 +63,7 @@ void run_tile(const Tile &t) {
     for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
         for (int j = 0; j < NR; ++j) {
-            avx512::store_bf16(t.dst + i * t.dst_step + 16 * j, avx512::tail_mask(t.channels - 16 * j),
+            ::ipex::kernels::avx512::store_bf16(t.dst + i * t.dst_step + 16 * j, ::ipex::kernels::avx512::tail_mask(t.channels - 16 * j),
                                acc[i * NR + j]);
         }
 }
@@ -138,13 +138,13 @@ private:
         const int64_t plane = h_ * w_, c = p_.channels;
         const float *at = src_.planes + image * c * plane + y * w_;
         if (y + kAheadRows < h_)
-            for (int64_t k = 0; k < c; ++k) avx512::prefetch_floats(at + k * plane + kAheadRows * w_, w_);
+            for (int64_t k = 0; k < c; ++k) ::ipex::kernels::avx512::prefetch_floats(at + k * plane + kAheadRows * w_, w_);
         for (int64_t x = 0; x < w_; x += 16) {
             const int64_t n = std::min<int64_t>(16, w_ - x);
-            const __mmask16 m = avx512::tail_mask(n);
+            const __mmask16 m = ::ipex::kernels::avx512::tail_mask(n);
             __m256i v[4];
             for (int64_t k = 0; k < 4; ++k)
-                v[k] = k < c ? avx512::fp32_to_bf16(_mm512_maskz_loadu_ps(m, at + k * plane + x))
+                v[k] = k < c ? ::ipex::kernels::avx512::fp32_to_bf16(_mm512_maskz_loadu_ps(m, at + k * plane + x))
                              : _mm256_setzero_si256();
             const __m512i a = _mm512_inserti64x4(_mm512_castsi256_si512(v[0]), v[1], 1);
             const __m512i b = _mm512_inserti64x4(_mm512_castsi256_si512(v[2]), v[3], 1);

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "ops/avx512_math.h"
+#include "kernels/avx512/math.h"
 #include "ops/int8/int8_pool.h"
 #include "ops/int8/int8_stem.h"
 #include "ops/int8/int8_vnni_avx512.h"
@@ -179,11 +179,11 @@ private:
             const float *at = src_.floats + image * p_.channels * plane + y * w_;
             if (y + kAheadRows < h_)
                 for (int64_t c = 0; c < p_.channels; ++c)
-                    ops::avx512::prefetch_floats(at + c * plane + kAheadRows * w_, w_);
+                    ::ipex::kernels::avx512::prefetch_floats(at + c * plane + kAheadRows * w_, w_);
             quantize_kernel::planes_to_last_avx512(at, dst + left, p_.channels, plane, 0, w_, src_.quantize);
         } else if (src_.floats) {
             const float *at = src_.floats + (image * h_ + y) * body;
-            if (y + kAheadRows < h_) ops::avx512::prefetch_floats(at + kAheadRows * body, body);
+            if (y + kAheadRows < h_) ::ipex::kernels::avx512::prefetch_floats(at + kAheadRows * body, body);
             quantize_kernel::flat_avx512(at, dst + left, body, src_.quantize);
         } else if (!p_.in_s8) {
             std::memcpy(dst + left, src_.bytes + (image * h_ + y) * body, body);

@@ -16,6 +16,7 @@
 
 #include <cstring>
 
+#include "kernels/avx512/math.h"
 #include "ops/woq/woq_kernels.h"
 #include "ops/woq/woq_layout.h"
 
@@ -63,7 +64,7 @@ void dequant_chunk(const WeightView &w, int64_t n0, int64_t rows, int64_t k0, in
             const __m512 z = _mm512_set1_ps(w.zeros[n * w.groups + g]);
             if constexpr (kBits == 4) {
                 // Table of the 16 possible values; each block is one VPERMW of its nibbles.
-                const __m256i half = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_mul_ps(_mm512_sub_ps(iota, z), s)));
+                const __m256i half = ::ipex::kernels::avx512::fp32_to_bf16(_mm512_mul_ps(_mm512_sub_ps(iota, z), s));
                 const __m512i lut = _mm512_inserti64x4(_mm512_castsi256_si512(half), half, 1);
                 for (; b < end; ++b) {
                     const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i *>(row + b * (kBlock / 2)));
@@ -78,7 +79,7 @@ void dequant_chunk(const WeightView &w, int64_t n0, int64_t rows, int64_t k0, in
                         const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i *>(row + b * kBlock + h * 16));
                         const __m512 v = _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(q)), z), s);
                         _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + b * kBlock + h * 16),
-                                            reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v)));
+                                            ::ipex::kernels::avx512::fp32_to_bf16(v));
                     }
                 }
             }

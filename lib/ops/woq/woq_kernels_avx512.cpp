@@ -8,6 +8,7 @@
 //   y[n] = sum_g s[n,g] * (sum_{k in g} q[n,k] x[k] - z[n,g] * sum_{k in g} x[k]).
 #include <immintrin.h>
 
+#include "kernels/avx512/math.h"
 #include "ops/woq/woq_kernels.h"
 #include "ops/woq/woq_layout.h"
 
@@ -399,7 +400,7 @@ static void dequant_bf16_int4_row(const WeightView &w, int64_t n, uint16_t *dst)
     for (int64_t g = 0; g < w.groups; ++g) {
         const __m512 v = _mm512_mul_ps(_mm512_sub_ps(iota, _mm512_set1_ps(w.zeros[n * w.groups + g])),
                                        _mm512_set1_ps(w.scales[n * w.groups + g]));
-        const __m256i half = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v));
+        const __m256i half = ::ipex::kernels::avx512::fp32_to_bf16(v);
         const __m512i lut = _mm512_inserti64x4(_mm512_castsi256_si512(half), half, 1);
         for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) {
             const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i *>(row + b * (kBlock / 2)));
@@ -429,13 +430,13 @@ void dequant_bf16_avx512(const WeightView &w, uint16_t *dst, int64_t ld, int64_t
         uint16_t *row = dst + (n - n_begin) * ld;
         int64_t k = 0;
         for (; k + 16 <= w.k; k += 16) {
-            const __m256i v = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_loadu_ps(tmp.data + k)));
+            const __m256i v = ::ipex::kernels::avx512::fp32_to_bf16(_mm512_loadu_ps(tmp.data + k));
             _mm256_storeu_si256(reinterpret_cast<__m256i *>(row + k), v);
         }
         if (k < w.k) {
             const __mmask16 mask = static_cast<__mmask16>((1u << (w.k - k)) - 1);
             const __m256i v =
-                reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(mask, tmp.data + k)));
+                ::ipex::kernels::avx512::fp32_to_bf16(_mm512_maskz_loadu_ps(mask, tmp.data + k));
             _mm256_mask_storeu_epi16(row + k, mask, v);
         }
     }

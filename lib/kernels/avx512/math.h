@@ -1,15 +1,15 @@
-// AVX-512 lane helpers of the kernels built for it (lib/ops and lib/llm *_avx512.cpp): exp of
-// 16 fp32 lanes, tail masks, bf16 <-> fp32 lanes. The header sets no ISA itself: include it
-// only from files compiled with -mavx512f -mavx512bw -mavx512vl -mfma (see the CMakeLists of
-// those folders); the bf16 rounding needs -mavx512bf16 too and exists only under it. Every
-// function is static, so each including file keeps its own copy, built with its own flags.
+// AVX-512 lane helpers of the kernels built for it (every *_avx512.cpp): exp of 16 fp32 lanes,
+// tail masks, bf16 <-> fp32 lanes. The header sets no ISA itself: include it only from files
+// built by ipex_isa_sources(avx512...) (lib/CMakeLists.txt); the bf16 rounding needs
+// avx512_bf16 and exists only under it. Every function is static, so each including file keeps
+// its own copy, built with its own flags.
 #pragma once
 
 #include <immintrin.h>
 
 #include <cstdint>
 
-namespace ipex::ops::avx512 {
+namespace ipex::kernels::avx512 {
 
 constexpr int64_t kLanes = 16;  // fp32 lanes of a vector
 
@@ -73,4 +73,4 @@ static inline void store_bf16(uint16_t *dst, __mmask16 mask, __m512 src) {
 static inline __m512 round_bf16(__m512 src) { return bf16_to_fp32(fp32_to_bf16(src)); }
 #endif
 
-}  // namespace ipex::ops::avx512
+}  // namespace ipex::kernels::avx512
