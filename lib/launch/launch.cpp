@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <set>
 
+#include "base/atomic_file.h"
 #include "base/errors.h"
 #include "base/log.h"
 #include "launch/id_list.h"
@@ -43,25 +44,6 @@ void make_dirs(const std::string &dir) {
         }
         if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST)
             throw_usage("--log-dir " + dir + ": cannot create " + path + " (" + std::strerror(errno) + ")");
-    }
-}
-
-// Writes beside `path` and renames, so readers never see half a file.
-void write_file_atomically(const std::string &path, const std::string &text) {
-    const std::string tmp = path + ".tmp." + std::to_string(getpid());
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        out << text;
-        if (!out.flush()) {
-            const int err = errno;
-            std::remove(tmp.c_str());
-            throw_usage("cannot write '" + path + "': " + std::strerror(err) + " (check --log-dir)");
-        }
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        const int err = errno;
-        std::remove(tmp.c_str());
-        throw_usage("cannot write '" + path + "': " + std::strerror(err));
     }
 }
 
@@ -241,7 +223,7 @@ int run_launch(const LaunchOptions &opts) {
     const auto report = results_json(plan, outcomes, check, verbose_stats);
     if (opts.json) std::cout << report.dump(2) << "\n";
     if (!opts.log_dir.empty())
-        write_file_atomically(opts.log_dir + "/" + opts.log_file_prefix + "_summary.json",
+        write_text_atomically(opts.log_dir + "/" + opts.log_file_prefix + "_summary.json",
                               report.dump(2) + "\n");
     if (!all_ok) throw_check_failed(failure_message(plan, outcomes));
     if (!check.ok) throw_check_failed(check.message);

@@ -46,9 +46,6 @@ std::string log_file_name(const std::string &prefix, const InstancePlacement &pl
 // Creates --log-dir and its parents. Throws Error(usage) naming --log-dir.
 void make_dirs(const std::string &dir);
 
-// Writes beside `path` and renames, so readers never see half a file. Throws Error(usage).
-void write_file_atomically(const std::string &path, const std::string &text);
-
 // Runs ipex-launch; returns the exit code (0) or throws Error (1 when an instance failed
 // or --require-isa was not met, 2 usage, 3 bad input, 4 unsupported).
 int run_launch(const LaunchOptions &opts);

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 
+#include "base/atomic_file.h"
 #include "base/errors.h"
 #include "base/log.h"
 #include "launch/host_check.h"
@@ -220,7 +221,7 @@ int run_multi_node(const LaunchOptions &opts) {
     const auto report = multi_node_results_json(plan, ranks, mpirun_outcome, check, verbose_stats);
     if (opts.json) std::cout << report.dump(2) << "\n";
     if (!opts.log_dir.empty())
-        write_file_atomically(opts.log_dir + "/" + opts.log_file_prefix + "_summary.json", report.dump(2) + "\n");
+        write_text_atomically(opts.log_dir + "/" + opts.log_file_prefix + "_summary.json", report.dump(2) + "\n");
     if (!all_ok) {
         std::vector<int> failed;
         std::string first;
