@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/errors.h"
+#include "base/text.h"
 #include "base/log.h"
 #include "launch/launch.h"
 #include "launch/options.h"
@@ -16,29 +17,13 @@ namespace {
 constexpr const char *kProgram = "ipex-launch";
 constexpr const char *kVersion = "0.1.0";
 
-// Edit distance, for "did you mean" on unknown options.
-size_t distance(const std::string &a, const std::string &b) {
-    std::vector<size_t> row(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (size_t i = 1; i <= a.size(); ++i) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= b.size(); ++j) {
-            const size_t up = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-            diag = up;
-        }
-    }
-    return row[b.size()];
-}
-
 std::string suggestion(const CLI::App &app, const std::string &arg) {
     const std::string name = arg.substr(0, arg.find('='));
     std::string best;
     size_t best_d = 4;
     for (const CLI::Option *opt : app.get_options()) {
         for (const auto &lname : opt->get_lnames()) {
-            const size_t d = distance(name, "--" + lname);
+            const size_t d = ipex::edit_distance(name, "--" + lname);
             if (d < best_d) best_d = d, best = "--" + lname;
         }
     }

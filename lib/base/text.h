@@ -1,0 +1,13 @@
+// Small text helpers every command line shares. Torch-free.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace ipex {
+
+// Levenshtein distance (insertions, deletions and substitutions of one character), for the
+// "did you mean" of an unknown command or option.
+size_t edit_distance(const std::string &a, const std::string &b);
+
+}  // namespace ipex
