@@ -1,6 +1,8 @@
 #include "base/text.h"
 
 #include <algorithm>
+#include <iomanip>
+#include <sstream>
 #include <vector>
 
 namespace ipex {
@@ -15,6 +17,12 @@ size_t edit_distance(const std::string &a, const std::string &b) {
         std::swap(prev, cur);
     }
     return prev[b.size()];
+}
+
+std::string fixed_text(double value, int precision) {
+    std::ostringstream s;
+    s << std::fixed << std::setprecision(precision) << value;
+    return s.str();
 }
 
 }  // namespace ipex

@@ -1,0 +1,155 @@
+#include "commands/generate.h"
+
+#include <sys/stat.h>
+
+#include <climits>
+#include <sstream>
+
+#include "base/bounded_file.h"
+#include "base/errors.h"
+#include "llm/config.h"
+#include "llm/unicode.h"
+
+namespace ipex::commands {
+namespace {
+
+constexpr size_t kMaxPromptBytes = size_t(16) << 20;
+constexpr const char *kPromptsOption =
+    "the number of prompts (--prompt, --prompt-file, --prompt-ids and --batch-file lines)";
+
+std::vector<int32_t> parse_ids(const std::string &text) {
+    std::vector<int32_t> ids;
+    std::stringstream s(text);
+    std::string item;
+    while (std::getline(s, item, ',')) {
+        try {
+            size_t used = 0;
+            const long long v = std::stoll(item, &used);
+            if (used != item.size() || v < 0 || v > INT32_MAX) throw std::invalid_argument(item);
+            ids.push_back(static_cast<int32_t>(v));
+        } catch (const std::exception &) {
+            throw_usage("--prompt-ids: '" + item + "' is not a token id (expected e.g. 1,2,3)");
+        }
+    }
+    if (ids.empty()) throw_usage("--prompt-ids is empty");
+    return ids;
+}
+
+std::string read_prompt_file(const std::string &path) {
+    std::string text = read_bounded_file(path, kMaxPromptBytes, "prompt file");
+    std::vector<char32_t> check;
+    if (!llm::unicode::decode_utf8(text, &check))
+        throw_bad_input("'" + path + "' is not valid UTF-8 text (convert it, e.g. with iconv -t UTF-8)");
+    return text;
+}
+
+}  // namespace
+
+llm::GenerateOptions GenerateRequest::options() const {
+    llm::GenerateOptions o;
+    o.max_new_tokens = max_new_tokens;
+    if (max_length) llm::check_count("--max-length", *max_length, llm::counts::max_length);
+    o.max_length = max_length.value_or(0);
+    o.allow_long_context = allow_long_context;
+    const bool sampling_asked = temperature || top_k || top_p;
+    o.sampling.greedy = greedy || !sampling_asked;
+    o.sampling.temperature = temperature.value_or(1.0);
+    o.sampling.top_k = top_k.value_or(0);
+    o.sampling.top_p = top_p.value_or(1.0);
+    o.sampling.seed = seed;
+    o.sampling.repetition_penalty = repetition_penalty.value_or(1.0);  // generation_config.json's once loaded
+    return o;
+}
+
+nlohmann::json GenerateReport::to_json() const {
+    const llm::GenerateResult &r = result;
+    nlohmann::json seqs = nlohmann::json::array();
+    for (size_t b = 0; b < r.ids.size(); ++b)
+        seqs.push_back({{"prompt_ids", r.prompt_ids[b]},
+                        {"ids", r.ids[b]},
+                        {"text", tokenizer ? nlohmann::json(r.text[b]) : nlohmann::json(nullptr)},
+                        {"stop", r.stop_reason[b]},
+                        {"non_finite_logits", r.stop_reason[b] == "non_finite"}});
+    double steps = 0;
+    for (double v : r.step_ms) steps += v;
+    // Where NaN/Inf logits first stopped a sequence (null: never).
+    const llm::NonFinite &nf = r.non_finite;
+    const nlohmann::json non_finite =
+        nf.sequence < 0 ? nlohmann::json(nullptr)
+                        : nlohmann::json{{"sequence", nf.sequence}, {"step", nf.step}, {"position", nf.position}};
+    const double next_mean = r.step_ms.empty() ? 0.0 : steps / static_cast<double>(r.step_ms.size());
+    return {
+        {"model", model},
+        {"architecture", architecture},
+        {"weights", weights},
+        {"sequences", seqs},
+        {"non_finite_logits", non_finite},
+        {"timings", {{"first_token_ms", r.prefill_ms},
+                     {"next_token_ms_mean", next_mean},
+                     {"next_token_ms", r.step_ms},
+                     {"total_ms", r.total_ms}}},
+    };
+}
+
+std::string GenerateReport::text() const {
+    if (streamed) return "\n";
+    std::ostringstream out;
+    for (size_t b = 0; b < result.ids.size(); ++b) {
+        if (tokenizer) {
+            out << result.text[b] << "\n";
+        } else {
+            for (size_t i = 0; i < result.ids[b].size(); ++i) out << (i ? "," : "") << result.ids[b][i];
+            out << "\n";
+        }
+    }
+    return out.str();
+}
+
+GenerateReport run_generate(const GenerateRequest &request, const std::function<void(const std::string &)> &on_text) {
+    // Options first, then prompts, before loading anything: usage and input errors come first.
+    llm::GenerateOptions o = request.options();
+    llm::check_generate_options(o);
+    request.load.check();
+    std::vector<std::string> texts = request.prompts;
+    for (const auto &f : request.prompt_files) texts.push_back(read_prompt_file(f));
+    if (!request.batch_file.empty()) {
+        std::stringstream lines(read_prompt_file(request.batch_file));
+        std::string line;
+        while (std::getline(lines, line))
+            if (!line.empty()) texts.push_back(line);
+    }
+    const int64_t count = static_cast<int64_t>(texts.size() + request.prompt_ids.size());
+    if (count == 0)
+        throw_usage("give a prompt: --prompt TEXT, --prompt-file FILE, --prompt-ids 1,2,3 or --batch-file FILE");
+    llm::check_count(kPromptsOption, count, llm::counts::prompts);
+    std::vector<std::vector<int32_t>> prompts;
+    for (const auto &ids : request.prompt_ids) prompts.push_back(parse_ids(ids));
+
+    // The config and the tokenizer, checked against each other, then the request against
+    // the model's limits: all before the weights load.
+    const llm::ModelConfig config = llm::read_config(request.model);
+    std::unique_ptr<llm::Tokenizer> tokenizer;
+    struct stat st {};
+    const std::string tok_path = request.model + "/tokenizer.json";
+    if (!texts.empty() || ::stat(tok_path.c_str(), &st) == 0)
+        tokenizer = std::make_unique<llm::Tokenizer>(llm::load_tokenizer(request.model, config));
+    for (const auto &t : texts) prompts.push_back(tokenizer->encode(t, !request.no_special));
+    llm::check_generate(config, prompts, o);
+
+    const auto model = load_llm(request.model, request.load);
+    const llm::GenerationDefaults &defaults = model->generation();
+    o.eos_ids = defaults.eos_token_ids;
+    o.sampling.repetition_penalty = request.repetition_penalty.value_or(defaults.repetition_penalty);
+    GenerateReport report;
+    report.model = request.model;
+    report.architecture = model->config().architecture;
+    report.weights = model->weights_description();
+    report.tokenizer = tokenizer != nullptr;
+    report.streamed = request.stream && prompts.size() == 1 && tokenizer;
+    report.result = llm::generate(model, tokenizer.get(), prompts, o, [&](int64_t, const std::string &text) {
+        if (report.streamed) on_text(text);
+    });
+    return report;
+}
+
+}  // namespace ipex::commands

@@ -1,0 +1,55 @@
+// `ipex-tool bench MODEL_DIR --llm`: first-token and next-token latency of a Hugging Face
+// decoder, against the machine: the prefill's share of the compute peak and the next token's
+// ratio to the weight-streaming floor (the bytes one token reads over the read bandwidth).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+
+#include "bench/machine_limits.h"
+#include "commands/json_output.h"
+#include "commands/llm_load.h"
+#include "llm/generate.h"
+
+namespace ipex::commands {
+
+struct LlmBenchRequest {
+    std::string model;           // MODEL_DIR
+    LlmLoadRequest load;
+    llm::LlmBenchOptions run;    // tokens, batch, iterations, warmup, seed, allow_long_context
+    double bandwidth_gbs = 0;    // --bandwidth-gbs; 0: measured at start-up on the run's threads
+    double peak_gflops = 0;      // --peak-gflops; 0: measured (bf16 dot peak, fp32 FMA with --dtype fp32)
+    JsonOutput json;             // a file target is checked before anything is measured
+};
+
+// The figures the latencies are compared with, given or measured.
+struct LlmLimits {
+    std::optional<bench::MachineLimits> measured;  // when either figure was not given
+    double peak_gflops = 0;
+    bool peak_given = false;
+    std::string peak_kind = "given";  // given | bf16_dot | fp32_fma
+    double bandwidth_gbs = 0;
+    bool bandwidth_given = false;
+
+    nlohmann::json to_json() const;
+};
+
+struct LlmBenchReport {
+    std::string model, architecture, weights;
+    int threads = 0;
+    llm::LlmBenchOptions run;
+    llm::LlmBenchResult result;
+    LlmLimits limits;
+
+    // Milliseconds one token takes to stream the weights at the bandwidth (0: no bandwidth).
+    double bandwidth_floor_ms() const;
+    nlohmann::json to_json() const;
+    std::string text() const;
+};
+
+// Checks the request against the model's config, measures the limits, loads and times.
+LlmBenchReport run_llm_bench(const LlmBenchRequest &request);
+
+}  // namespace ipex::commands

@@ -1,0 +1,31 @@
+#include "commands/llm_load.h"
+
+#include <ATen/Parallel.h>
+
+#include "base/log.h"
+#include "commands/threads.h"
+
+namespace ipex::commands {
+
+void LlmLoadRequest::check() const {
+    thread_count(threads);
+    woq.check();
+}
+
+llm::LoadOptions LlmLoadRequest::options() const {
+    llm::LoadOptions o;
+    o.dtype = dtype;
+    o.woq_bits = woq.bits();
+    o.group_size = woq.group_size.value_or(kGroupAuto);
+    o.lowp_mode = resolve_lowp_mode(woq.lowp_mode, dtype, LowpAuto::bf16_model_and_cpu);
+    return o;
+}
+
+std::shared_ptr<const llm::Model> load_llm(const std::string &dir, const LlmLoadRequest &request) {
+    at::set_num_threads(thread_count(request.threads));
+    auto model = llm::Model::load(dir, request.options());
+    log::verbose("loaded " + model->config().architecture + " (" + model->weights_description() + ")");
+    return model;
+}
+
+}  // namespace ipex::commands

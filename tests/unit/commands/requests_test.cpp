@@ -1,0 +1,192 @@
+// The requests of the command drivers (lib/commands): the option checks they make before any
+// file is read, the one --threads range, --group-size, and --lowp-mode auto per command.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "base/cpu_features.h"
+#include "commands/bench.h"
+#include "commands/generate.h"
+#include "commands/json_output.h"
+#include "commands/llm_bench.h"
+#include "commands/llm_load.h"
+#include "commands/perplexity.h"
+#include "commands/threads.h"
+#include "commands/weight_only.h"
+#include "core/system_info.h"
+#include "unit/test_errors.h"
+
+namespace ipex::commands {
+namespace {
+
+using testing::code_of;
+
+// A path no test creates: a driver that read it would fail with exit 3, not 2.
+const char *kMissing = "/nonexistent/ipex-tool-commands-test";
+
+TEST(Threads, OneRangeForEveryCommand) {
+    EXPECT_EQ(thread_count(std::nullopt), default_threads());
+    EXPECT_EQ(thread_count(1), 1);
+    EXPECT_EQ(thread_count(kMaxThreads), kMaxThreads);
+    for (int bad : {0, -1, kMaxThreads + 1}) EXPECT_EQ(code_of([&] { thread_count(bad); }), ExitCode::usage) << bad;
+    try {
+        thread_count(100000);
+        ADD_FAILURE() << "no error";
+    } catch (const Error &e) {
+        EXPECT_STREQ(e.what(), "--threads must be in [1, 4096], got 100000");
+    }
+}
+
+TEST(WeightOnly, GroupSizeAndBits) {
+    WoqRequest woq;
+    EXPECT_EQ(woq.bits(), 0);
+    EXPECT_EQ(code_of([&] { woq.check(); }), ExitCode::ok);
+    woq.dtype = "int4";
+    EXPECT_EQ(woq.bits(), 4);
+    woq.dtype = "int8";
+    EXPECT_EQ(woq.bits(), 8);
+    for (int64_t ok : {int64_t(-1), int64_t(1), int64_t(128), kMaxGroupSize}) {
+        woq.group_size = ok;
+        EXPECT_EQ(code_of([&] { woq.check(); }), ExitCode::ok) << ok;
+    }
+    for (int64_t bad : {int64_t(0), int64_t(-2), kMaxGroupSize + 1}) {
+        woq.group_size = bad;
+        EXPECT_EQ(code_of([&] { woq.check(); }), ExitCode::usage) << bad;
+    }
+}
+
+TEST(WeightOnly, LowpAutoPerCommand) {
+    const CpuFeatures &cpu = cpu_features();
+    const bool bf16_cpu = cpu.avx512_bf16 || (cpu.amx_bf16 && cpu.amx_permitted);
+    for (const char *mode : {"fp32", "bf16", "int8"})
+        for (LowpAuto rule : {LowpAuto::bf16_model_or_cpu, LowpAuto::bf16_model_and_cpu})
+            EXPECT_EQ(resolve_lowp_mode(std::string(mode), "fp32", rule), mode);
+    // optimize: a bf16 model always, an fp32 one where the CPU has BF16 dot products
+    EXPECT_EQ(resolve_lowp_mode(std::nullopt, "bf16", LowpAuto::bf16_model_or_cpu), "bf16");
+    EXPECT_EQ(resolve_lowp_mode(std::string("auto"), "fp32", LowpAuto::bf16_model_or_cpu), bf16_cpu ? "bf16" : "fp32");
+    // LLM commands: only a bf16 model on such a CPU
+    EXPECT_EQ(resolve_lowp_mode(std::nullopt, "fp32", LowpAuto::bf16_model_and_cpu), "fp32");
+    EXPECT_EQ(resolve_lowp_mode(std::string("auto"), "bf16", LowpAuto::bf16_model_and_cpu), bf16_cpu ? "bf16" : "fp32");
+    EXPECT_NE(lowp_auto_text(LowpAuto::bf16_model_or_cpu), lowp_auto_text(LowpAuto::bf16_model_and_cpu));
+}
+
+TEST(LlmLoad, OptionsAndChecks) {
+    LlmLoadRequest load;
+    load.dtype = "fp32";
+    load.woq.dtype = "int4";
+    llm::LoadOptions o = load.options();
+    EXPECT_EQ(o.dtype, "fp32");
+    EXPECT_EQ(o.woq_bits, 4);
+    EXPECT_EQ(o.group_size, kGroupAuto);
+    EXPECT_EQ(o.lowp_mode, "fp32");  // auto, an fp32 model
+    load.woq.group_size = 32;
+    load.woq.lowp_mode = "int8";
+    o = load.options();
+    EXPECT_EQ(o.group_size, 32);
+    EXPECT_EQ(o.lowp_mode, "int8");
+    EXPECT_EQ(code_of([&] { load.check(); }), ExitCode::ok);
+    load.threads = 0;
+    EXPECT_EQ(code_of([&] { load.check(); }), ExitCode::usage);
+    load.threads = 2;
+    load.woq.group_size = 0;
+    EXPECT_EQ(code_of([&] { load.check(); }), ExitCode::usage);
+}
+
+TEST(Generate, SamplingFromTheOptionsGiven) {
+    GenerateRequest r;
+    llm::GenerateOptions o = r.options();
+    EXPECT_TRUE(o.sampling.greedy);  // no sampling option: greedy
+    EXPECT_EQ(o.max_new_tokens, 128);
+    EXPECT_EQ(o.max_length, 0);
+    r.temperature = 0.7;
+    r.seed = 5;
+    r.max_length = 64;
+    o = r.options();
+    EXPECT_FALSE(o.sampling.greedy);
+    EXPECT_DOUBLE_EQ(o.sampling.temperature, 0.7);
+    EXPECT_EQ(o.sampling.seed, 5u);
+    EXPECT_EQ(o.max_length, 64);
+    r.greedy = true;
+    EXPECT_TRUE(r.options().sampling.greedy);
+    r.max_length = 0;
+    EXPECT_EQ(code_of([&] { r.options(); }), ExitCode::usage);
+}
+
+TEST(Generate, UsageErrorsBeforeTheModelIsRead) {
+    GenerateRequest r;
+    r.model = kMissing;
+    const auto sink = [](const std::string &) {};
+    EXPECT_EQ(code_of([&] { run_generate(r, sink); }), ExitCode::usage);  // no prompt
+    r.prompt_ids = {"1,2,x"};
+    EXPECT_EQ(code_of([&] { run_generate(r, sink); }), ExitCode::usage);
+    r.prompt_ids = {"1,2,3"};
+    r.load.threads = 5000;
+    EXPECT_EQ(code_of([&] { run_generate(r, sink); }), ExitCode::usage);
+    r.load.threads.reset();
+    EXPECT_EQ(code_of([&] { run_generate(r, sink); }), ExitCode::bad_input);  // now the model directory
+}
+
+TEST(Perplexity, UsageErrorsBeforeTheTextIsRead) {
+    PerplexityRequest r;
+    r.model = kMissing;
+    r.text = kMissing;
+    r.context = 1;
+    EXPECT_EQ(code_of([&] { run_perplexity(r); }), ExitCode::usage);
+    r.context.reset();
+    r.max_ppl = 0;
+    EXPECT_EQ(code_of([&] { run_perplexity(r); }), ExitCode::usage);
+    r.max_ppl.reset();
+    r.load.woq.group_size = -5;
+    EXPECT_EQ(code_of([&] { run_perplexity(r); }), ExitCode::usage);
+    r.load.woq.group_size.reset();
+    EXPECT_EQ(code_of([&] { run_perplexity(r); }), ExitCode::bad_input);
+}
+
+TEST(Bench, UsageErrorsBeforeTheModelIsRead) {
+    BenchRequest b;
+    b.model = kMissing;
+    b.threads = 0;
+    EXPECT_EQ(code_of([&] { run_bench(b); }), ExitCode::usage);
+    b.threads.reset();
+    b.check_isa = "no_such_isa";
+    EXPECT_EQ(code_of([&] { run_bench(b); }), ExitCode::usage);
+    b.check_isa.clear();
+    EXPECT_EQ(code_of([&] { run_bench(b); }), ExitCode::bad_input);
+
+    LlmBenchRequest l;
+    l.model = kMissing;
+    l.load.threads = 4097;
+    EXPECT_EQ(code_of([&] { run_llm_bench(l); }), ExitCode::usage);
+}
+
+
+
+
+
+TEST(JsonOutput, WhereTheReportAndItsTextGo) {
+    JsonOutput none, out{"-"}, file{"report.json"};
+    EXPECT_FALSE(none.wanted());
+    EXPECT_EQ(none.text_stream(), &std::cout);
+    EXPECT_TRUE(out.to_stdout());
+    EXPECT_EQ(out.text_stream(), nullptr);
+    EXPECT_TRUE(file.to_file());
+    EXPECT_EQ(file.text_stream(), &std::cerr);
+
+    const std::filesystem::path dir = std::filesystem::temp_directory_path() / "ipex_commands_json_test";
+    std::filesystem::create_directories(dir);
+    const JsonOutput target{(dir / "r.json").string()};
+    target.check({});
+    target.write({{"a", 1}});
+    std::ifstream in(target.target);
+    std::stringstream text;
+    text << in.rdbuf();
+    EXPECT_EQ(text.str(), "{\n  \"a\": 1\n}\n");
+    EXPECT_EQ(code_of([&] { JsonOutput{dir.string()}.check({}); }), ExitCode::usage);  // a directory
+    EXPECT_NE(code_of([&] { target.check({target.target}); }), ExitCode::ok);  // an input
+    std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ipex::commands
