@@ -9,6 +9,7 @@
 #include "commands/bench.h"
 #include "commands/generate.h"
 #include "commands/llm_bench.h"
+#include "commands/optimize.h"
 #include "commands/perplexity.h"
 #include "unit/test_errors.h"
 
@@ -218,6 +219,32 @@ TEST(GenerateReport, IdsTextAndStreamed) {
     EXPECT_EQ(r.to_json()["non_finite_logits"], nlohmann::json({{"sequence", 1}, {"step", 1}, {"position", 3}}));
 }
 
+TEST(OptimizeReport, PipelineReportWithTheFileFacts) {
+    OptimizeReport r;
+    r.in = "in.pt";
+    r.out = "out.pt";
+    r.dtype = "bf16";
+    r.level = "O1";
+    r.sample_inputs = "1x3x8x8:fp32";
+    r.pipeline = {{"mode", "prepacked"}, {"passes", nlohmann::json::array()}, {"warnings", nlohmann::json::array()}};
+    r.ops_before = {{"aten::conv2d", 2}};
+    r.ops_after = {{"ipex::convolution", 1}};
+    r.bytes_before = 100;
+    r.bytes_after = 80;
+    nlohmann::json j = r.to_json();
+    EXPECT_EQ(j["mode"], "prepacked");
+    EXPECT_EQ(j["input"], "in.pt");
+    EXPECT_EQ(j["output"], "out.pt");
+    EXPECT_EQ(j["op_histogram"]["before"]["aten::conv2d"], 2);
+    EXPECT_EQ(j["op_histogram"]["after"]["ipex::convolution"], 1);
+    EXPECT_EQ(j["bytes"], nlohmann::json({{"before", 100}, {"after", 80}}));
+    EXPECT_FALSE(j.contains("woq"));
+    EXPECT_EQ(r.text(), "wrote out.pt (bf16, O1; no rewrites)");
+    r.applied = {{"freeze", 1}, {"remove_dropout", 0}, {"fold_conv_bn", 2}};
+    r.woq = nlohmann::json{{"lowp_mode", "bf16"}};
+    EXPECT_EQ(r.text(), "wrote out.pt (bf16, O1; freeze=1 fold_conv_bn=2)");
+    EXPECT_EQ(r.to_json()["woq"]["lowp_mode"], "bf16");
+}
 
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "commands/json_output.h"
 #include "commands/llm_bench.h"
 #include "commands/llm_load.h"
+#include "commands/optimize.h"
 #include "commands/perplexity.h"
 #include "commands/threads.h"
 #include "commands/weight_only.h"
@@ -161,8 +162,57 @@ TEST(Bench, UsageErrorsBeforeTheModelIsRead) {
     EXPECT_EQ(code_of([&] { run_llm_bench(l); }), ExitCode::usage);
 }
 
+TEST(Optimize, Int8AndWeightOnlyAreTwoConversions) {
+    OptimizeRequest r;
+    EXPECT_FALSE(r.wants_woq());
+    r.qconfig = "q.json";
+    EXPECT_EQ(code_of([&] { r.check_conversions(); }), ExitCode::ok);
+    for (int i = 0; i < 3; ++i) {
+        OptimizeRequest both = r;
+        if (i == 0) both.low_precision_checkpoint = "w.safetensors";
+        if (i == 1) both.woq.dtype = "int4";
+        if (i == 2) both.woq.lowp_mode = "auto";
+        EXPECT_TRUE(both.wants_woq());
+        EXPECT_EQ(code_of([&] { both.check_conversions(); }), ExitCode::usage) << i;
+    }
+}
 
+TEST(Optimize, WeightOnlyOptionsGoTogether) {
+    const auto woq_code = [](const std::function<void(OptimizeRequest &)> &set) {
+        OptimizeRequest r;
+        set(r);
+        return code_of([&] { r.check_woq(); });
+    };
+    EXPECT_EQ(woq_code([](OptimizeRequest &) {}), ExitCode::ok);
+    EXPECT_EQ(woq_code([](OptimizeRequest &r) { r.woq.dtype = "int4"; }), ExitCode::ok);
+    EXPECT_EQ(woq_code([](OptimizeRequest &r) { r.woq.dtype = "int4", r.woq.group_size = 32; }), ExitCode::ok);
+    EXPECT_EQ(woq_code([](OptimizeRequest &r) { r.low_precision_checkpoint = "w", r.allow_partial = true; }),
+              ExitCode::ok);
+    // each needs what it applies to
+    EXPECT_EQ(woq_code([](OptimizeRequest &r) { r.woq.lowp_mode = "int8"; }), ExitCode::usage);
+    EXPECT_EQ(woq_code([](OptimizeRequest &r) { r.woq.group_size = 32; }), ExitCode::usage);
+    EXPECT_EQ(woq_code([](OptimizeRequest &r) { r.allow_partial = true; }), ExitCode::usage);
+    EXPECT_EQ(woq_code([](OptimizeRequest &r) { r.woq.dtype = "int4", r.allow_partial = true; }), ExitCode::usage);
+    // a checkpoint carries its own dtype and group size
+    EXPECT_EQ(woq_code([](OptimizeRequest &r) { r.low_precision_checkpoint = "w", r.woq.dtype = "int4"; }),
+              ExitCode::usage);
+    EXPECT_EQ(woq_code([](OptimizeRequest &r) { r.low_precision_checkpoint = "w", r.woq.group_size = 32; }),
+              ExitCode::usage);
+    // weight-only linears are ipex ops: never --portable
+    EXPECT_EQ(woq_code([](OptimizeRequest &r) { r.woq.dtype = "int8", r.portable = true; }), ExitCode::usage);
+    EXPECT_EQ(woq_code([](OptimizeRequest &r) { r.woq.dtype = "int8", r.woq.group_size = 0; }), ExitCode::usage);
+}
 
+TEST(Optimize, UsageErrorsBeforeTheModelIsRead) {
+    OptimizeRequest r;
+    r.in = kMissing;
+    r.out = "out.pt";
+    r.qconfig = kMissing;
+    r.woq.dtype = "int4";
+    EXPECT_EQ(code_of([&] { run_optimize(r); }), ExitCode::usage);
+    r.woq.dtype.clear();
+    EXPECT_EQ(code_of([&] { run_optimize(r); }), ExitCode::bad_input);  // the qconfig
+}
 
 
 TEST(JsonOutput, WhereTheReportAndItsTextGo) {
