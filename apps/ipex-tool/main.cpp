@@ -8,6 +8,7 @@
 #include "base/errors.h"
 #include "core/run_errors.h"
 #include "base/log.h"
+#include "base/text.h"
 #include "core/system_info.h"
 
 namespace ipex::app {
@@ -36,18 +37,6 @@ void add_common_options(CLI::App &sub) {
 }
 
 namespace {
-
-size_t edit_distance(const std::string &a, const std::string &b) {
-    std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-    for (size_t i = 1; i <= a.size(); ++i) {
-        cur[0] = i;
-        for (size_t j = 1; j <= b.size(); ++j)
-            cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
-        std::swap(prev, cur);
-    }
-    return prev[b.size()];
-}
 
 void check_known_command(const std::string &word) {
     std::string best;
@@ -88,7 +77,7 @@ int run(int argc, char **argv) {
         for (auto *sub : app.get_subcommands()) where = std::string(" ") + sub->get_name();
         throw_usage(std::string(e.what()) + " (see 'ipex-tool" + where + " --help')");
     }
-    at::set_num_threads(default_threads());  // bench --threads overrides
+    at::set_num_threads(default_threads());  // a command's --threads overrides (commands/threads.h)
     for (auto *sub : app.get_subcommands()) return runners.at(sub)();
     return static_cast<int>(ExitCode::usage);
 }

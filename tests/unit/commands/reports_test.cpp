@@ -11,6 +11,7 @@
 #include "commands/llm_bench.h"
 #include "commands/optimize.h"
 #include "commands/perplexity.h"
+#include "commands/quantize.h"
 #include "unit/test_errors.h"
 
 namespace ipex::commands {
@@ -246,6 +247,10 @@ TEST(OptimizeReport, PipelineReportWithTheFileFacts) {
     EXPECT_EQ(r.to_json()["woq"]["lowp_mode"], "bf16");
 }
 
+TEST(QuantizeReport, Line) {
+    const QuantizeReport r{"q.pt", {{"mode", "static"}, {"int8_ops", 7}}};
+    EXPECT_EQ(r.text(), "wrote q.pt (static int8: 7 ops)");
+}
 
 }  // namespace
 }  // namespace ipex::commands

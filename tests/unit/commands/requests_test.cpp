@@ -14,6 +14,7 @@
 #include "commands/llm_load.h"
 #include "commands/optimize.h"
 #include "commands/perplexity.h"
+#include "commands/quantize.h"
 #include "commands/threads.h"
 #include "commands/weight_only.h"
 #include "core/system_info.h"
@@ -214,6 +215,16 @@ TEST(Optimize, UsageErrorsBeforeTheModelIsRead) {
     EXPECT_EQ(code_of([&] { run_optimize(r); }), ExitCode::bad_input);  // the qconfig
 }
 
+TEST(Quantize, QconfigOrDynamic) {
+    QuantizeRequest r;
+    EXPECT_EQ(code_of([&] { r.check(); }), ExitCode::usage);
+    r.dynamic = true;
+    EXPECT_EQ(code_of([&] { r.check(); }), ExitCode::ok);
+    r.qconfig = "q.json";
+    EXPECT_EQ(code_of([&] { r.check(); }), ExitCode::usage);
+    r.dynamic = false;
+    EXPECT_EQ(code_of([&] { r.check(); }), ExitCode::ok);
+}
 
 TEST(JsonOutput, WhereTheReportAndItsTextGo) {
     JsonOutput none, out{"-"}, file{"report.json"};
