@@ -109,12 +109,6 @@ nlohmann::json WoqReplaceReport::to_json() const {
     return j;
 }
 
-std::string resolve_lowp_mode(const std::string &mode) {
-    if (mode != "auto" && !mode.empty()) return mode;
-    const CpuFeatures &cpu = cpu_features();
-    return cpu.avx512_bf16 || (cpu.amx_bf16 && cpu.amx_permitted) ? "bf16" : "fp32";
-}
-
 WoqReplaceReport replace_woq_linear(std::shared_ptr<torch::jit::Graph> &graph, const WoqReplaceOptions &options) {
     TORCH_INTERNAL_ASSERT(options.checkpoint || options.rtn_bits == 4 || options.rtn_bits == 8);
     WoqReplaceReport report;

@@ -44,7 +44,4 @@ struct WoqReplaceReport {
 // Throws exit 3 (checkpoint does not fit the model) unless options.allow_partial.
 WoqReplaceReport replace_woq_linear(std::shared_ptr<torch::jit::Graph> &graph, const WoqReplaceOptions &options);
 
-// "auto" -> bf16 on CPUs with AVX512-BF16 or AMX-BF16, else fp32; other modes unchanged.
-std::string resolve_lowp_mode(const std::string &mode);
-
 }  // namespace ipex::woq
