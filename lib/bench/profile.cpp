@@ -1,5 +1,7 @@
 #include "bench/profile.h"
 
+#include "base/text.h"
+
 #include <ATen/core/function_schema.h>
 #include <ATen/record_function.h>
 
@@ -118,11 +120,6 @@ private:
 
 bool is_compute(OpKind kind) { return kind != OpKind::kOther; }
 
-std::string fixed(double v, int precision) {
-    std::ostringstream s;
-    s << std::fixed << std::setprecision(precision) << v;
-    return s.str();
-}
 
 // GFLOP/s of `flops` in `ms`.
 double gflops_per_s(int64_t flops, double ms) { return ms > 0 ? static_cast<double>(flops) / (ms * 1e6) : 0; }
@@ -248,24 +245,24 @@ std::string Profile::table(const MachineLimits &limits) const {
         << std::setw(10) << "GFLOP/s" << std::setw(8) << "% peak" << "\n";
     for (const auto &r : rows) {
         out << std::left << std::setw(static_cast<int>(width)) << label(r) << std::setw(7) << (r.dtype.empty() ? "-" : r.dtype)
-            << std::right << std::setw(7) << (r.op == kBetweenOps ? std::string("-") : fixed(r.calls / n, r.calls % iterations ? 1 : 0))
-            << std::setw(10) << fixed(r.total_ms / n, 3) << std::setw(7) << fixed(100 * r.total_ms / forward, 1) << "%";
+            << std::right << std::setw(7) << (r.op == kBetweenOps ? std::string("-") : fixed_text(r.calls / n, r.calls % iterations ? 1 : 0))
+            << std::setw(10) << fixed_text(r.total_ms / n, 3) << std::setw(7) << fixed_text(100 * r.total_ms / forward, 1) << "%";
         if (is_compute(r.kind)) {
             const double rate = gflops_per_s(r.flops, r.total_ms);
             const double peak = limits.peak_for(r.dtype);
-            out << std::setw(10) << fixed(static_cast<double>(r.flops) / n / 1e6, 1) << std::setw(10) << fixed(rate, 1)
-                << std::setw(8) << (peak > 0 ? fixed(100 * rate / peak, 1) + "%" : std::string("-"));
+            out << std::setw(10) << fixed_text(static_cast<double>(r.flops) / n / 1e6, 1) << std::setw(10) << fixed_text(rate, 1)
+                << std::setw(8) << (peak > 0 ? fixed_text(100 * rate / peak, 1) + "%" : std::string("-"));
         } else {
             out << std::setw(10) << "-" << std::setw(10) << "-" << std::setw(8) << "-";
         }
         out << "\n";
     }
     const double compute = compute_ms();
-    out << "conv/linear/matmul/attention/rnn: " << fixed(compute / n, 3) << " ms (" << fixed(100 * compute / forward, 1)
-        << "%), " << fixed(static_cast<double>(compute_flops()) / n / 1e6, 1) << " MFLOP, "
-        << fixed(gflops_per_s(compute_flops(), compute), 1) << " GFLOP/s\n";
-    out << "outside conv/linear/matmul/attention: " << fixed((forward_ms - compute) / n, 3) << " ms ("
-        << fixed(100 * (forward_ms - compute) / forward, 1) << "%)\n";
+    out << "conv/linear/matmul/attention/rnn: " << fixed_text(compute / n, 3) << " ms (" << fixed_text(100 * compute / forward, 1)
+        << "%), " << fixed_text(static_cast<double>(compute_flops()) / n / 1e6, 1) << " MFLOP, "
+        << fixed_text(gflops_per_s(compute_flops(), compute), 1) << " GFLOP/s\n";
+    out << "outside conv/linear/matmul/attention: " << fixed_text((forward_ms - compute) / n, 3) << " ms ("
+        << fixed_text(100 * (forward_ms - compute) / forward, 1) << "%)\n";
     return out.str();
 }
 

@@ -62,8 +62,6 @@ OpKind op_kind(const std::string &name) {
     return it == kind_table().end() ? OpKind::kOther : it->second;
 }
 
-OpKind op_kind(c10::Symbol kind) { return op_kind(std::string(kind.toQualString())); }
-
 const std::vector<c10::Symbol> &aten_conv_kinds() {
     static const std::vector<c10::Symbol> kinds = [] {
         std::vector<c10::Symbol> out;

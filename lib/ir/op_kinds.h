@@ -15,7 +15,6 @@ const char *op_kind_name(OpKind kind);  // "conv", "linear", "matmul", "attentio
 
 // The kind of an op by its qualified name; kOther for every op the table does not list.
 OpKind op_kind(const std::string &name);
-OpKind op_kind(c10::Symbol kind);
 
 // aten's convolutions (conv1d/2d/3d, conv_transpose1d/2d/3d, convolution, _convolution).
 const std::vector<c10::Symbol> &aten_conv_kinds();

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "base/text.h"
 #include "launch/id_list.h"
 
 namespace ipex::launch {
@@ -107,7 +108,7 @@ std::string rank_summary_text(const MultiNodePlan &plan, const std::vector<RankR
         rows.push_back({std::to_string(r.rank), r.host, std::to_string(r.local_rank), format_id_list(p.cpus),
                         format_id_list(p.cores), format_id_list(p.numa_nodes),
                         o.pid > 0 ? std::to_string(o.pid) : "-",
-                        o.start_error.empty() ? o.status_text() : "not started", fixed(o.wall_seconds, 3) + " s",
+                        o.start_error.empty() ? o.status_text() : "not started", fixed_text(o.wall_seconds, 3) + " s",
                         human_kib(o.peak_rss_kib)});
     }
     return "ipex-launch summary:\n" + render_table(rows, "  ");

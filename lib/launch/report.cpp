@@ -3,23 +3,18 @@
 #include <cstdio>
 #include <sstream>
 
+#include "base/text.h"
 #include "launch/id_list.h"
 #include "base/isa_check.h"
 
 namespace ipex::launch {
 
-std::string fixed(double value, int digits) {
-    char buf[64];
-    std::snprintf(buf, sizeof(buf), "%.*f", digits, value);
-    return buf;
-}
-
-std::string percent(double share) { return fixed(100.0 * share, 1) + "%"; }
+std::string percent(double share) { return fixed_text(100.0 * share, 1) + "%"; }
 
 std::string human_kib(long kib) {
     if (kib < 1024) return std::to_string(kib) + " KiB";
-    if (kib < 1024L * 1024) return fixed(static_cast<double>(kib) / 1024.0, 1) + " MiB";
-    return fixed(static_cast<double>(kib) / (1024.0 * 1024.0), 2) + " GiB";
+    if (kib < 1024L * 1024) return fixed_text(static_cast<double>(kib) / 1024.0, 1) + " MiB";
+    return fixed_text(static_cast<double>(kib) / (1024.0 * 1024.0), 2) + " GiB";
 }
 
 // Left-aligned columns separated by two spaces.
@@ -182,7 +177,7 @@ std::string summary_text(const LaunchPlan &plan, const std::vector<InstanceOutco
         rows.push_back({std::to_string(o.index), format_id_list(p.cpus), format_id_list(p.cores),
                         format_id_list(p.numa_nodes), o.pid > 0 ? std::to_string(o.pid) : "-",
                         o.start_error.empty() ? o.status_text() : "not started",
-                        fixed(o.wall_seconds, 3) + " s", human_kib(o.peak_rss_kib)});
+                        fixed_text(o.wall_seconds, 3) + " s", human_kib(o.peak_rss_kib)});
     }
     return "ipex-launch summary:\n" + render_table(rows, "  ");
 }
@@ -202,7 +197,7 @@ std::string verbose_text(const std::vector<InstanceOutcome> &outcomes, const Isa
         } else {
             std::vector<std::vector<std::string>> rows{{"kind", "implementation", "count", "time (ms)", "share"}};
             for (const auto &[key, entry] : v.by_kind_impl)
-                rows.push_back({key.first, key.second, std::to_string(entry.count), fixed(entry.ms, 3),
+                rows.push_back({key.first, key.second, std::to_string(entry.count), fixed_text(entry.ms, 3),
                                 percent(v.total_ms > 0 ? entry.ms / v.total_ms : 0.0)});
             out << render_table(rows, "  ");
         }

@@ -43,7 +43,6 @@ nlohmann::json results_json(const LaunchPlan &plan, const std::vector<InstanceOu
                             const IsaCheck &check, bool with_onednn);
 
 // Building blocks shared with the multi-node report (mpi_report.h).
-std::string fixed(double value, int digits);
 std::string percent(double share);
 std::string human_kib(long kib);
 // Left-aligned columns separated by two spaces, each line starting with `indent`.

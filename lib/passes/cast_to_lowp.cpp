@@ -206,7 +206,7 @@ const LowpOpInfo *LowpCaster::effective_info(Node *node, bool *is_candidate) {
     }
     const LowpOpInfo *info = lowp_op_info(kind);
     if (!info || info->category != LowpCategory::lowp) return info;
-    if (is_conv_kind(kind)) {
+    if (is_aten_conv(kind)) {
         const auto transposed = conv_is_transposed(node);
         if ((!transposed || *transposed) && !conv_transpose_ok_) return &kFp32Same;
     }
@@ -259,7 +259,7 @@ void LowpCaster::cast_inputs_lowp(Node *node) {
     const bool attention = kind == c10::Symbol::fromQualString("ipex::attention");
     const auto &args = node->schema().arguments();
     const size_t count = std::min(args.size(), node->inputs().size());
-    bool must_be_floating = is_conv_kind(kind) || kind == c10::aten::linear;
+    bool must_be_floating = is_aten_conv(kind) || kind == c10::aten::linear;
     for (size_t i = 0; i < count; ++i) {
         const auto tensor = constant_tensor(node->input(i));
         must_be_floating |= tensor && tensor->is_floating_point();

@@ -181,8 +181,6 @@ const LowpOpInfo *lowp_op_info(c10::Symbol kind) {
     return it == table.end() ? nullptr : &it->second;
 }
 
-bool is_conv_kind(c10::Symbol kind) { return ir::is_aten_conv(kind); }
-
 bool lowp_dtype_runnable(at::ScalarType dtype, std::string *why) {
     try {
         const auto options = at::TensorOptions().dtype(dtype);

@@ -38,9 +38,6 @@ struct LowpOpInfo {
 // nullptr for ops in no table.
 const LowpOpInfo *lowp_op_info(c10::Symbol kind);
 
-// True for aten::conv1d/2d/3d, conv_transpose1d/2d/3d, _convolution and convolution.
-bool is_conv_kind(c10::Symbol kind);
-
 // Whether this libtorch can run the core compute ops (linear, conv2d, relu) in `dtype` on
 // the CPU; *why names the failure.
 bool lowp_dtype_runnable(at::ScalarType dtype, std::string *why);
