@@ -1,0 +1,15 @@
+// The `ipex_tool` TorchScript namespace: the library's drivers as ops the Python package
+// (python/ipex_tool) calls through torch.ops. Files, JSON options and JSON reports cross the
+// boundary; models stay TorchScript files, as the CLI has them. This is the one
+// TORCH_LIBRARY(ipex_tool, m); the `ipex` ops the optimized models hold come from
+// libipex_ops.so, which this library links.
+#include <torch/library.h>
+
+#include "pybridge/optimize_ops.h"
+
+TORCH_LIBRARY(ipex_tool, m) {
+    m.def("optimize_file(str src, str dst, str options_json) -> str", &ipex::pybridge::optimize_file);
+    m.def("knob_table() -> str", &ipex::pybridge::knob_table);
+    m.def("set_fp32_math_mode(str mode) -> ()", &ipex::pybridge::set_fp32_math_mode);
+    m.def("get_fp32_math_mode() -> str", &ipex::pybridge::get_fp32_math_mode);
+}
