@@ -46,6 +46,11 @@ std::string format_bytes(uint64_t bytes) {
     return buf;
 }
 
+uint64_t file_size(const std::string &path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
 std::string read_bounded_file(const std::string &path, uint64_t limit, const std::string &what) {
     // Opened first, checked through the descriptor: what is checked is what is read.
     Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY)};

@@ -11,6 +11,9 @@ namespace ipex {
 // Sizes of files as a person reads them: "512 B", "64 MiB", "5.0 GiB".
 std::string format_bytes(uint64_t bytes);
 
+// The size of the file at `path` in bytes; 0 where it cannot be read (a report's figure, not a check).
+uint64_t file_size(const std::string &path);
+
 // The whole content of `path`, at most `limit` bytes. `what` names the file's role in messages
 // ("checkpoint index", "tokenizer.json"). Exit 3 when the path does not exist, is a directory,
 // cannot be read, or holds more than `limit` bytes: the message names the file, its size and the

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <set>
 
+#include "base/cpu_features.h"
 #include "base/errors.h"
 #include "base/json_io.h"
 #include "core/tensor_spec.h"
@@ -12,6 +13,27 @@
 #include "ops/woq/woq_layout.h"
 
 namespace ipex::woq {
+
+namespace {
+// VDPBF16PS, or AMX-BF16 tiles the kernel lets this process use.
+bool cpu_has_bf16_dot() {
+    const CpuFeatures &cpu = cpu_features();
+    return cpu.avx512_bf16 || (cpu.amx_bf16 && cpu.amx_permitted);
+}
+}  // namespace
+
+std::string lowp_auto_text(LowpAuto rule) {
+    return std::string("bf16 where --dtype is bf16 ") + (rule == LowpAuto::bf16_model_or_cpu ? "or" : "and") +
+           " the CPU has BF16 instructions, else fp32";
+}
+
+std::string resolve_lowp_mode(const std::optional<std::string> &mode, const std::string &dtype, LowpAuto rule) {
+    if (mode && *mode != "auto") return *mode;
+    const bool bf16_model = dtype == "bf16";
+    const bool bf16 = rule == LowpAuto::bf16_model_or_cpu ? bf16_model || cpu_has_bf16_dot()
+                                                          : bf16_model && cpu_has_bf16_dot();
+    return bf16 ? "bf16" : "fp32";
+}
 namespace {
 
 int64_t max_q(int bits) { return (int64_t(1) << bits) - 1; }

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,21 @@ namespace ipex::woq {
 
 constexpr const char *kWoqFormat = "ipex-woq";
 constexpr const char *kWoqFormatVersion = "1";
+
+// How lowp mode "auto" picks the activations of weight-only layers: bf16 or fp32.
+enum class LowpAuto {
+    // optimize: bf16 when the model computes in bf16 or the CPU has BF16 dot products
+    // (AVX512-BF16, or AMX-BF16 this process may use).
+    bf16_model_or_cpu,
+    // LLM runs: bf16 when the model computes in bf16 and the CPU has BF16 dot products.
+    bf16_model_and_cpu,
+};
+
+// The rule in words, for help texts: "bf16 where ... , else fp32".
+std::string lowp_auto_text(LowpAuto rule);
+
+// `mode` (auto when unset) resolved to fp32, bf16 or int8 for a model computing in `dtype`.
+std::string resolve_lowp_mode(const std::optional<std::string> &mode, const std::string &dtype, LowpAuto rule);
 
 struct WoqLayer {
     std::string name;                // module path, "model.layers.0.self_attn.q_proj"

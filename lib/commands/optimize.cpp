@@ -1,11 +1,10 @@
 #include "commands/optimize.h"
 
-#include <sys/stat.h>
-
 #include <chrono>
 #include <memory>
 
 #include "base/atomic_file.h"
+#include "base/bounded_file.h"
 #include "base/errors.h"
 #include "checkpoint/import_checkpoint.h"
 #include "core/tensor_spec.h"
@@ -19,11 +18,6 @@
 
 namespace ipex::commands {
 namespace {
-
-uint64_t file_size(const std::string &path) {
-    struct stat st {};
-    return stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
-}
 
 // The weight-only pass's checkpoint (which its options point to) and where its layers came from.
 struct WoqRun {
@@ -55,21 +49,6 @@ std::unique_ptr<WoqRun> prepare_woq(const OptimizeRequest &r, passes::OptimizeOp
     }
     options.woq = run->options;
     return run;
-}
-
-// The passes that applied, in the pipeline report's order.
-std::vector<AppliedPass> applied_passes(const nlohmann::json &pipeline_report) {
-    std::vector<AppliedPass> applied;
-    for (const auto &p : pipeline_report.at("passes"))
-        if (p.at("status") == "applied") applied.push_back({p.at("name").get<std::string>(), p.at("count").get<int>()});
-    return applied;
-}
-
-// What prepacking ran fp32 convolutions and linears in: strict fp32 where the CPU has no bf32.
-std::string prepacked_fp32_math(const nlohmann::json &pipeline_report) {
-    for (const auto &p : pipeline_report.at("passes"))
-        if (p.at("name") == "weights_prepack" && p.contains("fp32_math_mode")) return p["fp32_math_mode"];
-    return "fp32";
 }
 
 }  // namespace
@@ -155,9 +134,12 @@ OptimizeReport run_optimize(const OptimizeRequest &r) {
                                               : quant::optimize_with_qconfig(input.module, qconfig, r.qconfig, options);
     OptimizeReport report;
     report.pipeline = result.report;
-    report.applied = applied_passes(result.report);
     nlohmann::json pass_counts = nlohmann::json::object();
-    for (const AppliedPass &p : report.applied) pass_counts[p.name] = p.count;
+    for (const passes::PassOutcome &p : result.passes) {
+        if (!p.applied) continue;
+        report.applied.push_back({p.name, p.count});
+        pass_counts[p.name] = p.count;
+    }
     report.sample_inputs = describe_inputs(options.sample_inputs);
     const nlohmann::json metadata = {
         {"tool", "ipex-tool"},
@@ -165,8 +147,8 @@ OptimizeReport run_optimize(const OptimizeRequest &r) {
         {"dtype", r.qconfig.empty() ? r.dtype : "int8"},
         {"level", r.level},
         {"keep_dtype", r.keep_dtype},
-        {"portable", result.report.value("mode", std::string()) == "portable" && !woq},
-        {"fp32_math_mode", prepacked_fp32_math(result.report)},
+        {"portable", !result.prepacked && !woq},
+        {"fp32_math_mode", result.fp32_math_mode},
         {"source", absolute_path(r.in)},
         {"source_bytes", input.bytes},
         {"sample_inputs", report.sample_inputs},

@@ -1,10 +1,12 @@
 // The weight-only quantization a command asks for (optimize, generate, perplexity, bench --llm):
-// --woq-dtype, --group-size, --lowp-mode, and the one place --lowp-mode auto is decided.
+// --woq-dtype, --group-size and --lowp-mode.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+
+#include "checkpoint/woq_format.h"
 
 namespace ipex::commands {
 
@@ -23,19 +25,10 @@ constexpr int64_t kGroupPerChannel = -1;  // optimize: one scale per output chan
 constexpr int64_t kGroupAuto = 0;         // LLM commands: 128 where it divides a layer's inputs, else per channel
 constexpr int64_t kMaxGroupSize = int64_t(1) << 24;
 
-// How --lowp-mode auto picks the activations of weight-only layers: bf16 or fp32.
-enum class LowpAuto {
-    // optimize: bf16 when the model computes in bf16 or the CPU has BF16 dot products
-    // (AVX512-BF16, or AMX-BF16 this process may use).
-    bf16_model_or_cpu,
-    // LLM commands: bf16 when the model computes in bf16 and the CPU has BF16 dot products.
-    bf16_model_and_cpu,
-};
-
-// The rule in words, for help texts: "bf16 where ... , else fp32".
-std::string lowp_auto_text(LowpAuto rule);
-
-// `mode` (auto when unset) resolved to fp32, bf16 or int8 for a model computing in `dtype`.
-std::string resolve_lowp_mode(const std::optional<std::string> &mode, const std::string &dtype, LowpAuto rule);
+// --lowp-mode auto: the rule is the weight-only format's (checkpoint/woq_format.h), shared
+// with the LLM library's own callers.
+using woq::LowpAuto;
+using woq::lowp_auto_text;
+using woq::resolve_lowp_mode;
 
 }  // namespace ipex::commands

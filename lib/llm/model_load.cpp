@@ -8,7 +8,6 @@
 #include <sstream>
 
 #include "base/errors.h"
-#include "base/isa.h"
 #include "base/log.h"
 #include "llm/limits.h"
 #include "llm/model.h"
@@ -16,6 +15,7 @@
 #include "checkpoint/import_checkpoint.h"
 #include "checkpoint/quant_config.h"
 #include "checkpoint/safetensors.h"
+#include "checkpoint/woq_format.h"
 
 namespace ipex::llm {
 namespace {
@@ -151,11 +151,6 @@ std::vector<float> rope_frequencies(const ModelConfig &c) {
     return inv;
 }
 
-std::string resolve_lowp(const LoadOptions &o) {
-    if (o.lowp_mode != "auto") return o.lowp_mode;
-    return o.dtype == "bf16" && isa::avx512_bf16() ? "bf16" : "fp32";
-}
-
 }  // namespace
 
 std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptions &options) {
@@ -200,7 +195,7 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
     format.dtype = dtype;
     format.woq_bits = options.woq_bits;
     format.group_size = options.group_size;
-    format.lowp_mode = resolve_lowp(options);
+    format.lowp_mode = woq::resolve_lowp_mode(options.lowp_mode, options.dtype, woq::LowpAuto::bf16_model_and_cpu);
     m->cache_type_ = dtype == "fp32" ? kernels::CacheType::f32 : kernels::CacheType::bf16;
     std::ostringstream desc;
     if (loader.any_quantized()) desc << loader.method() << " (lowp " << format.lowp_mode << ")";

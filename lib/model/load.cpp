@@ -3,7 +3,6 @@
 #include <caffe2/serialize/inline_container.h>
 #include <setjmp.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <torch/csrc/jit/frontend/error_report.h>
 #include <torch/csrc/jit/serialization/import.h>
@@ -16,6 +15,7 @@
 #include <sstream>
 
 #include "base/atomic_file.h"
+#include "base/bounded_file.h"
 #include "base/errors.h"
 #include "core/run_errors.h"
 #include "base/json_io.h"
@@ -215,8 +215,7 @@ LoadedModel load_model(const std::string &path) {
             out.metadata.reset();  // foreign, damaged or too deeply nested record: treat as a plain model
         }
     }
-    struct stat st {};
-    if (stat(path.c_str(), &st) == 0) out.bytes = static_cast<uint64_t>(st.st_size);
+    out.bytes = file_size(path);
     if (!out.module.find_method("forward"))
         throw_unsupported("'" + path + "' has no forward method; ipex-tool works on forward");
     return out;

@@ -172,6 +172,8 @@ struct Run {
     std::string fp32_math;               // what prepacking runs: bf32 only where oneDNN has it
     GraphPtr graph;
     nlohmann::json passes = nlohmann::json::array();  // the report's entries, in order
+    std::vector<PassOutcome> outcomes;   // the same, typed
+    std::string prepacked_fp32_math = "fp32";  // set by weights_prepack
     nlohmann::json entry_fields;         // set by a pass: more fields of its own entry
     PassResult selection;                // auto kernel selection so far (the linears' choices)
     std::optional<size_t> selection_at;  // its entry, finished after the sample input's run
@@ -179,6 +181,15 @@ struct Run {
     std::function<void(const std::string &)> warn;
 
     bool knob(const char *flag) const { return knob_enabled(*find_knob(flag), options); }
+
+    void disabled(const std::string &name) {
+        passes.push_back(pass_entry(name, "disabled"));
+        outcomes.push_back({name, false, 0});
+    }
+    void applied(const std::string &name, const PassResult &r, double ms) {
+        passes.push_back(applied_entry(name, r, ms));
+        outcomes.push_back({name, true, r.count});
+    }
 };
 
 // What a pass needs besides its knob.
@@ -234,6 +245,7 @@ PassResult run_weights_prepack(Run &run) {
         r.changed = true;
     }
     run.entry_fields["fp32_math_mode"] = run.fp32_math;  // what ran: strict fp32 where bf32 cannot
+    run.prepacked_fp32_math = run.fp32_math;
     // The linears' choices are made here, the convolutions' after the sample input's run.
     if (r.details.contains("kernel_choices")) {
         run.selection.details["kernel_choices"] = r.details["kernel_choices"];
@@ -349,10 +361,9 @@ void run_passes(const Pass *first, const Pass *last, Run &run) {
             std::sort(r.skipped.begin(), r.skipped.end());
             r.skipped.erase(std::unique(r.skipped.begin(), r.skipped.end()), r.skipped.end());
         }
-        nlohmann::json entry = applied_entry(p->name, r, ms);
-        if (!run.entry_fields.is_null()) entry.update(run.entry_fields);
+        run.applied(p->name, r, ms);
+        if (!run.entry_fields.is_null()) run.passes.back().update(run.entry_fields);
         run.entry_fields = nullptr;
-        run.passes.push_back(std::move(entry));
     }
 }
 
@@ -402,6 +413,7 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
         log::warn(msg);
         result.warnings.push_back(msg);
     };
+    result.prepacked = prepacked;
     result.report["mode"] = prepacked ? "prepacked" : "portable";
     if (options.portable && options.knob_overrides.count("weights-prepack") && options.knob_overrides.at("weights-prepack"))
         throw_usage("--weights-prepack and --portable contradict each other: a portable model holds no prepacked ops");
@@ -411,7 +423,8 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
     for (const Knob &k : kKnobs) any_requested |= knob_enabled(k, options);
     if (options.level == "O0" && !any_requested) {
         result.module = input.clone();
-        for (const std::string &name : pass_names()) run.passes.push_back(pass_entry(name, "disabled"));
+        for (const std::string &name : pass_names()) run.disabled(name);
+        result.passes = std::move(run.outcomes);
         result.report["passes"] = run.passes;
         result.report["warnings"] = result.warnings;
         return result;
@@ -444,9 +457,10 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
         throw_unsupported("freezing failed: " + readable_error(e) +
                           " (a model that mutates its attributes in forward cannot be frozen)");
     }
-    run.passes.push_back({{"name", "freeze"}, {"status", "applied"}, {"changed", true}, {"count", 1},
-                          {"modules", nlohmann::json::array()}, {"skipped", nlohmann::json::array()},
-                          {"ms", ms_since(start)}});
+    PassResult frozen;
+    frozen.changed = true;
+    frozen.count = 1;
+    run.applied("freeze", frozen, ms_since(start));
 
     const torch::jit::Method forward = result.module.get_method("forward");
     run.graph = forward.graph();
@@ -461,7 +475,7 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
         if (pass_enabled(list[i], run)) {
             run_passes(&list[i], &list[end], run);
         } else {
-            for (size_t j = i; j < end; ++j) run.passes.push_back(pass_entry(list[j].name, "disabled"));
+            for (size_t j = i; j < end; ++j) run.disabled(list[j].name);
         }
         i = end;
     }
@@ -487,8 +501,11 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
         const ops::KernelShapeLog *log = shapes ? &*shapes : nullptr;
         run.selection.merge(choose_conv_kernels(run.graph, log, kConvKernelRuns));
         run.passes[*run.selection_at] = applied_entry("auto_kernel_selection", run.selection, ms_since(select_start));
+        run.outcomes[*run.selection_at].count = run.selection.count;
     }
     result.woq = std::move(run.woq);
+    result.passes = std::move(run.outcomes);
+    result.fp32_math_mode = run.prepacked_fp32_math;
     result.report["passes"] = run.passes;
     result.report["warnings"] = result.warnings;
     return result;

@@ -37,8 +37,19 @@ struct OptimizeOptions {
     bool replace_pooling = true;
 };
 
+// One entry of the report's "passes", typed: the pass ran (else it was disabled) and how many
+// things it rewrote.
+struct PassOutcome {
+    std::string name;
+    bool applied = false;
+    int count = 0;
+};
+
 struct OptimizeResult {
     torch::jit::Module module;
+    std::vector<PassOutcome> passes;      // in the order they ran ("freeze" first)
+    bool prepacked = false;               // the prepacked oneDNN ops were on ("mode")
+    std::string fp32_math_mode = "fp32";  // what prepacked fp32 convolutions and linears run in
     nlohmann::json report;  // "passes", "warnings", "mode" ... (the command adds file facts)
     std::vector<std::string> warnings;
     std::optional<woq::WoqReplaceReport> woq;  // what replace_woq_linear did, when it ran

@@ -228,6 +228,7 @@ PreparedModel prepare_for_quantization(const torch::jit::Module &input) {
     PreparedModel prepared;
     prepared.module = optimized.module;
     prepared.report = optimized.report;
+    prepared.passes = optimized.passes;
     prepared.graph = prepared.module.get_method("forward").graph();
     torch::jit::RemoveTensorMutation(prepared.graph);
     torch::jit::EliminateDeadCode(prepared.graph);

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <torch/script.h>
 
+#include "passes/pipeline.h"
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,6 +45,7 @@ struct PreparedModel {
     std::vector<QuantOp> ops;
     std::string identity;
     nlohmann::json report;  // the freeze/fold pipeline's report (passes, warnings)
+    std::vector<passes::PassOutcome> passes;  // the same passes, typed
     // Quantizable-looking ops inside if/loop blocks, which stay fp32: "<module>: <kind> inside
     // a prim::If block (...)" (see nested_quant_ops).
     std::vector<std::string> nested_fp32;

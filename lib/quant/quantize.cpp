@@ -141,6 +141,7 @@ QuantizeResult quantize_model(const torch::jit::Module &model, const QConfig &co
     for (const auto &n : prepared.nested_fp32) log::warn(n);
     result.report["portable"] = options.portable || options.dynamic;
     result.report["passes"] = prepared.report.value("passes", nlohmann::json::array());
+    result.passes = prepared.passes;
     result.module = prepared.module;
     return result;
 }
@@ -153,7 +154,10 @@ passes::OptimizeResult optimize_with_qconfig(const torch::jit::Module &model, co
     q.mixed_dtype = options.dtype;
     q.portable = options.portable;
     QuantizeResult r = quantize_model(model, config, where, q);
-    passes::OptimizeResult result{r.module, nlohmann::json::object(), {}};
+    passes::OptimizeResult result;
+    result.module = r.module;
+    result.passes = r.passes;
+    result.prepacked = !q.portable;
     result.report["mode"] = q.portable ? "portable" : "prepacked";
     result.report["passes"] = r.report["passes"];
     r.report.erase("passes");

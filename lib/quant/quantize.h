@@ -24,6 +24,7 @@ struct QuantizeOptions {
 struct QuantizeResult {
     torch::jit::Module module;
     nlohmann::json report;  // counts of what was converted
+    std::vector<passes::PassOutcome> passes;  // the freeze/fold passes before the conversion
 };
 
 // `config` is ignored (may be empty) with options.dynamic; `where` names the qconfig file.

@@ -83,6 +83,39 @@ TEST(PassList, O1ReportsEveryPassOnceInOrder) {
     }
 }
 
+// The typed list the commands read says what the JSON report says, entry by entry.
+void expect_typed_equals_report(const OptimizeResult &r) {
+    ASSERT_EQ(r.passes.size(), r.report["passes"].size());
+    for (size_t i = 0; i < r.passes.size(); ++i) {
+        const auto &j = r.report["passes"][i];
+        EXPECT_EQ(r.passes[i].name, j["name"]);
+        EXPECT_EQ(r.passes[i].applied, j["status"] == "applied") << r.passes[i].name;
+        EXPECT_EQ(r.passes[i].count, j["count"]) << r.passes[i].name;
+    }
+    EXPECT_EQ(r.prepacked, r.report["mode"] == "prepacked");
+}
+
+TEST(PassList, TypedOutcomesMatchTheReport) {
+    for (const bool portable : {true, false}) {
+        OptimizeOptions o;
+        o.portable = portable;
+        o.fp32_math_mode = "bf32";
+        const OptimizeResult r = optimize_module(conv_bn_relu(), o);
+        expect_typed_equals_report(r);
+        EXPECT_EQ(r.passes.front().name, "freeze");
+        EXPECT_TRUE(r.passes.front().applied);
+        // What prepacking ran in: bf32 only where it prepacked and oneDNN has it, else fp32.
+        const auto &prepack = entry(r, "weights_prepack");
+        EXPECT_EQ(r.fp32_math_mode, prepack.value("fp32_math_mode", std::string("fp32"))) << "portable " << portable;
+        if (portable) EXPECT_EQ(r.fp32_math_mode, "fp32");
+    }
+    OptimizeOptions o0;
+    o0.level = "O0";
+    const OptimizeResult r = optimize_module(conv_bn_relu(), o0);
+    expect_typed_equals_report(r);
+    for (const PassOutcome &p : r.passes) EXPECT_FALSE(p.applied) << p.name;
+}
+
 TEST(PassList, AKnobSwitchesItsPassesAndWarnsWhenWhatTheyNeedIsOff) {
     OptimizeOptions o;
     o.knob_overrides["conv-bn-folding"] = false;
