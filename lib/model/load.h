@@ -44,7 +44,8 @@ void save_model(const torch::jit::Module &module, const std::string &dst,
 std::vector<std::string> recorded_sample_inputs(const LoadedModel &model);
 
 // Runs forward on inputs (no grad); model errors become exit 3 naming the model and
-// relaying its own first message lines.
+// relaying its own first message lines. A forward taking one List[Tensor] (a torchvision
+// detector's images) gets the input tensors as that list.
 c10::IValue run_forward(torch::jit::Module &module, const std::vector<c10::IValue> &inputs,
                         const std::string &what);
 
