@@ -58,8 +58,8 @@ at::Tensor nms(const at::Tensor &boxes, const at::Tensor &scores, double iou_thr
                      ": boxes and scores must be floating tensors, got ", boxes.scalar_type(), " and ",
                      scores.scalar_type());
     if (boxes.size(0) == 0) return at::empty({0}, boxes.options().dtype(at::kLong));
-    // torchvision's order: the same sort call, so tied scores keep its order.
-    const at::Tensor order = std::get<1>(scores.sort(0, /*descending=*/true)).contiguous();
+    // torchvision's order: descending scores, ties in index order (a stable sort).
+    const at::Tensor order = std::get<1>(scores.sort(/*stable=*/true, 0, /*descending=*/true)).contiguous();
     if (boxes.scalar_type() == at::kDouble) return run<double>(boxes, order, iou_threshold);
     return run<float>(boxes, order, iou_threshold);
 }
