@@ -26,6 +26,7 @@
 #include "passes/decompose_transformer_layer.h"
 #include "passes/replace_matmul.h"
 #include "passes/fold_conv_bn.h"
+#include "passes/fold_conv_frozen_bn.h"
 #include "passes/fold_linear_bn.h"
 #include "passes/fuse_conv_sum.h"
 #include "passes/fuse_attention.h"
@@ -269,6 +270,7 @@ const std::vector<Pass> &pass_list() {
          [](Run &run) { return decompose_transformer_layer(run.graph); }},
         {"remove_dropout", "replace-dropout", Needs::nothing, [](Run &run) { return remove_dropout(run.graph); }},
         {"fold_conv_bn", "conv-bn-folding", Needs::nothing, [](Run &run) { return fold_conv_bn(run.graph); }},
+        {"fold_conv_frozen_bn", "conv-bn-folding", Needs::nothing, [](Run &run) { return fold_conv_frozen_bn(run.graph); }},
         {"fold_linear_bn", "linear-bn-folding", Needs::nothing, [](Run &run) { return fold_linear_bn(run.graph); }},
         {"concat_linear", "concat-linear", Needs::nothing, [](Run &run) { return concat_linear(run.graph); }},
         {"to_channels_last", "channels-last", Needs::nothing, [](Run &run) { return to_channels_last(run.graph); }},
