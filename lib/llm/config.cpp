@@ -86,6 +86,7 @@ std::string family_of(const std::string &architecture) {
     if (architecture == "LlamaForCausalLM") return "llama";
     if (architecture == "MistralForCausalLM") return "mistral";
     if (architecture == "Qwen2ForCausalLM") return "qwen2";
+    if (architecture == "Qwen3ForCausalLM") return "qwen3";
     return "";
 }
 
@@ -138,7 +139,8 @@ void set_position_limit(ModelConfig &c, bool stated, const std::string &source) 
 }  // namespace
 
 const std::vector<std::string> &supported_architectures() {
-    static const std::vector<std::string> list = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM"};
+    static const std::vector<std::string> list = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
+                                                   "Qwen3ForCausalLM"};
     return list;
 }
 
@@ -176,14 +178,15 @@ ModelConfig parse_config(const std::string &text, const std::string &source) {
     c.tie_word_embeddings = bool_field(j, "tie_word_embeddings", false, source);
     if (c.family == "qwen2") {
         c.attention_bias = true;
-    } else if (c.family == "llama") {
+    } else if (c.family == "llama" || c.family == "qwen3") {
         c.attention_bias = bool_field(j, "attention_bias", false, source);
         c.o_bias = c.attention_bias;
         c.mlp_bias = bool_field(j, "mlp_bias", false, source);
     }
     if (c.family == "mistral")
         c.sliding_window = int_field(j, "sliding_window", 0, kMaxPositions, 0, source);
-    if (c.family == "qwen2" && bool_field(j, "use_sliding_window", false, source))
+    c.qk_norm = c.family == "qwen3";
+    if ((c.family == "qwen2" || c.family == "qwen3") && bool_field(j, "use_sliding_window", false, source))
         c.sliding_window = int_field(j, "sliding_window", 0, kMaxPositions, 0, source);
     c.torch_dtype = string_field(j, "torch_dtype", source);
     c.bos_token_id = int_field(j, "bos_token_id", -1, c.vocab_size - 1, -1, source);

@@ -1,7 +1,7 @@
 // The decoder's hyper-parameters, read from a Hugging Face config.json (and the optional
 // generation_config.json beside it). Families: LlamaForCausalLM (Llama 2/3/3.1/3.2, TinyLlama,
 // rope_scaling "llama3" and "linear"), MistralForCausalLM (sliding window), Qwen2ForCausalLM
-// (q/k/v bias, tied embeddings). An other architecture is exit 4 naming it and the supported
+// (q/k/v bias, tied embeddings), Qwen3ForCausalLM (q and k normalized per head). An other architecture is exit 4 naming it and the supported
 // list; a missing or malformed field is exit 3 naming it. Nothing is computed before this
 // validation passes.
 #pragma once
@@ -34,7 +34,7 @@ struct RopeScaling {
 
 struct ModelConfig {
     std::string architecture;  // as written in "architectures"
-    std::string family;        // "llama" | "mistral" | "qwen2"
+    std::string family;        // "llama" | "mistral" | "qwen2" | "qwen3"
     int64_t hidden_size = 0;
     int64_t intermediate_size = 0;
     int64_t num_layers = 0;
@@ -58,6 +58,7 @@ struct ModelConfig {
     bool attention_bias = false;  // q/k/v (and o for Llama's attention_bias) have biases
     bool o_bias = false;
     bool mlp_bias = false;
+    bool qk_norm = false;         // q and k RMS-normalized per head before the rotary embedding (Qwen3)
     int64_t sliding_window = 0;   // 0: none
     std::string torch_dtype;      // as written ("bfloat16", "float16", "float32", "")
     int64_t bos_token_id = -1;

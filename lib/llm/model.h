@@ -36,6 +36,7 @@ struct LoadOptions {
 struct DecoderLayer {
     Linear qkv, o, gate_up, down;
     at::Tensor input_norm, post_norm;  // fp32 [hidden]
+    at::Tensor q_norm, k_norm;         // fp32 [head_dim] with ModelConfig::qk_norm, else undefined
 };
 
 class Model {

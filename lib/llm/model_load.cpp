@@ -179,6 +179,10 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
         const std::string p = "model.layers." + std::to_string(l) + ".";
         loader.check_tensor(p + "input_layernorm.weight", {h});
         loader.check_tensor(p + "post_attention_layernorm.weight", {h});
+        if (c.qk_norm) {
+            loader.check_tensor(p + "self_attn.q_norm.weight", {c.head_dim});
+            loader.check_tensor(p + "self_attn.k_norm.weight", {c.head_dim});
+        }
         for (const auto &proj : projections(c, l)) loader.check_projection(proj);
     }
     const Projection head{c.tie_word_embeddings ? "model.embed_tokens" : "lm_head", c.vocab_size, h, false};
@@ -219,6 +223,10 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
             loader.tensor(p + "input_layernorm.weight").to(at::kFloat).contiguous(),
             loader.tensor(p + "post_attention_layernorm.weight").to(at::kFloat).contiguous(),
         });
+        if (c.qk_norm) {
+            m->layers_.back().q_norm = loader.tensor(p + "self_attn.q_norm.weight").to(at::kFloat).contiguous();
+            m->layers_.back().k_norm = loader.tensor(p + "self_attn.k_norm.weight").to(at::kFloat).contiguous();
+        }
     }
     if (c.tie_word_embeddings)
         m->lm_head_ = Linear::from_dense("lm_head", {m->embed_}, {}, format);

@@ -118,6 +118,10 @@ Logits Session::forward(const std::vector<int32_t> &ids, const std::vector<int64
                 float *row = qkv_data + r * ld;
                 const size_t p = static_cast<size_t>(pos_[static_cast<size_t>(r)]);
                 const float *cs = cos_.data() + p * static_cast<size_t>(half), *sn = sin_.data() + p * static_cast<size_t>(half);
+                if (c.qk_norm) {  // each head's q and k normalized on its own, before the rotation
+                    kernels::rms_norm(row, layer.q_norm.data_ptr<float>(), row, c.num_heads, hd, eps);
+                    kernels::rms_norm(row + qdim, layer.k_norm.data_ptr<float>(), row + qdim, c.num_kv_heads, hd, eps);
+                }
                 kernels::rope_row(row, c.num_heads, hd, cs, sn);
                 kernels::rope_row(row + qdim, c.num_kv_heads, hd, cs, sn);
                 cache_.write(static_cast<int64_t>(l), seq_[static_cast<size_t>(r)], static_cast<int64_t>(p), row + qdim,
