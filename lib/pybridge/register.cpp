@@ -6,9 +6,12 @@
 #include <torch/library.h>
 
 #include "pybridge/optimize_ops.h"
+#include "pybridge/quantize_ops.h"
 
 TORCH_LIBRARY(ipex_tool, m) {
     m.def("optimize_file(str src, str dst, str options_json) -> str", &ipex::pybridge::optimize_file);
+    m.def("calibrate_file(str model, str data, str out, str options_json) -> str", &ipex::pybridge::calibrate_file);
+    m.def("quantize_file(str model, str out, str options_json) -> str", &ipex::pybridge::quantize_file);
     m.def("knob_table() -> str", &ipex::pybridge::knob_table);
     m.def("set_fp32_math_mode(str mode) -> ()", &ipex::pybridge::set_fp32_math_mode);
     m.def("get_fp32_math_mode() -> str", &ipex::pybridge::get_fp32_math_mode);

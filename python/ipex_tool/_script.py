@@ -123,3 +123,11 @@ def graph_function(module: torch.jit.ScriptModule):
 
 def _reads_self(graph) -> bool:
     return len(list(graph.inputs())[0].uses()) > 0
+
+
+def loaded_for_inference(module: torch.jit.ScriptModule) -> torch.jit.ScriptModule:
+    """A model the drivers wrote, as torch.jit.trace and torch.jit.freeze take it: a frozen module
+    has no ``training`` attribute, which freeze asks for (it is an inference model: False)."""
+    if not module._c.hasattr("training"):
+        module.training = False
+    return module

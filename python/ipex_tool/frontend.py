@@ -93,7 +93,7 @@ def run_pipeline(script_module: torch.jit.ScriptModule, request: dict, sample_in
         if spec:
             request["sample_inputs"] = [spec]
         report = _bridge.call_json("optimize_file", src, dst, json.dumps(request))
-        optimized = torch.jit.load(dst)
+        optimized = _script.loaded_for_inference(torch.jit.load(dst))
     optimized.ipex_tool_report = report
     return optimized
 
