@@ -87,7 +87,40 @@ std::string family_of(const std::string &architecture) {
     if (architecture == "MistralForCausalLM") return "mistral";
     if (architecture == "Qwen2ForCausalLM") return "qwen2";
     if (architecture == "Qwen3ForCausalLM") return "qwen3";
+    if (architecture == "Phi3ForCausalLM") return "phi3";
     return "";
+}
+
+// rope_scaling.short_factor / long_factor: a list of positive numbers.
+std::vector<double> factor_list(const json &r, const char *name, const std::string &source) {
+    const auto it = r.find(name);
+    if (it == r.end() || !it->is_array() || it->empty() || it->size() > 1024)
+        fail(source, std::string("field 'rope_scaling.") + name + "' must be a list of numbers (longrope)");
+    std::vector<double> out;
+    for (const auto &v : *it) {
+        if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() <= 0 || v.get<double>() > 1e6)
+            fail(source, std::string("field 'rope_scaling.") + name + "' must hold positive numbers");
+        out.push_back(v.get<double>());
+    }
+    return out;
+}
+
+// longrope's original length (rope_scaling's, else the config's top-level field, as Phi-3
+// writes it), its factor lists' length and the attention factor.
+void set_longrope(ModelConfig &c, const json &j, const std::string &source) {
+    RopeScaling &r = c.rope_scaling;
+    if (r.original_max_position_embeddings == 0)
+        r.original_max_position_embeddings =
+            int_field(j, "original_max_position_embeddings", 1, kMaxPositions, c.max_position_embeddings, source);
+    const size_t half = static_cast<size_t>(c.rotary_dim / 2);
+    if (r.short_factor.size() != half || r.long_factor.size() != half)
+        fail(source, "rope_scaling.short_factor and long_factor must each hold rotary_dim / 2 = " +
+                         std::to_string(half) + " numbers");
+    r.factor = static_cast<double>(c.max_position_embeddings) / static_cast<double>(r.original_max_position_embeddings);
+    if (r.attention_factor == 0)
+        r.attention_factor = r.factor <= 1 ? 1.0
+                                           : std::sqrt(1 + std::log(r.factor) /
+                                                               std::log(static_cast<double>(r.original_max_position_embeddings)));
 }
 
 RopeScaling parse_rope_scaling(const json &j, const std::string &source) {
@@ -98,10 +131,19 @@ RopeScaling parse_rope_scaling(const json &j, const std::string &source) {
     std::string type = string_field(*it, "rope_type", source);
     if (type.empty()) type = string_field(*it, "type", source);
     if (type == "default" || type.empty()) return r;
-    if (type != "llama3" && type != "linear")
+    if (type == "su") type = "longrope";  // the name early Phi-3 configs use
+    if (type != "llama3" && type != "linear" && type != "longrope")
         throw_unsupported("'" + source + "': rope_scaling type '" + type +
-                          "' is not supported (supported: llama3, linear, default)");
+                          "' is not supported (supported: llama3, linear, longrope, default)");
     r.type = type;
+    if (type == "longrope") {  // the factor is the ratio of the position counts (set_longrope)
+        r.short_factor = factor_list(*it, "short_factor", source);
+        r.long_factor = factor_list(*it, "long_factor", source);
+        r.attention_factor = number_field(*it, "attention_factor", 1e-3, 1e3, 0, source);
+        r.original_max_position_embeddings =
+            int_field(*it, "original_max_position_embeddings", 0, kMaxPositions, 0, source);
+        return r;
+    }
     r.factor = number_field(*it, "factor", 1e-3, 1e6, -1, source);
     if (r.factor <= 0) fail(source, "field 'rope_scaling.factor' is missing");
     if (type == "llama3") {
@@ -140,7 +182,7 @@ void set_position_limit(ModelConfig &c, bool stated, const std::string &source) 
 
 const std::vector<std::string> &supported_architectures() {
     static const std::vector<std::string> list = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
-                                                   "Qwen3ForCausalLM"};
+                                                   "Qwen3ForCausalLM", "Phi3ForCausalLM"};
     return list;
 }
 
@@ -169,11 +211,17 @@ ModelConfig parse_config(const std::string &text, const std::string &source) {
     const int64_t default_head_dim = c.hidden_size % c.num_heads == 0 ? c.hidden_size / c.num_heads : -1;
     c.head_dim = int_field(j, "head_dim", 2, 1024, default_head_dim, source);
     if (c.head_dim % 2 != 0) fail(source, "head_dim must be even (rotary embedding)");
+    const double partial = number_field(j, "partial_rotary_factor", 1e-6, 1, 1.0, source);
+    c.rotary_dim = static_cast<int64_t>(static_cast<double>(c.head_dim) * partial);
+    if (c.rotary_dim < 2 || c.rotary_dim % 2 != 0)
+        fail(source, "head_dim x partial_rotary_factor = " + std::to_string(c.rotary_dim) +
+                         " rotary channels: must be even and at least 2");
     c.vocab_size = int_field(j, "vocab_size", 1, kMaxVocab, -1, source);
     c.max_position_embeddings = int_field(j, "max_position_embeddings", 1, kMaxPositions, 2048, source);
     c.rms_norm_eps = number_field(j, "rms_norm_eps", 0, 1, 1e-6, source);
     c.rope_theta = number_field(j, "rope_theta", 1, 1e12, 10000.0, source);
     c.rope_scaling = parse_rope_scaling(j, source);
+    if (c.rope_scaling.type == "longrope") set_longrope(c, j, source);
     set_position_limit(c, j.contains("max_position_embeddings") && !j["max_position_embeddings"].is_null(), source);
     c.tie_word_embeddings = bool_field(j, "tie_word_embeddings", false, source);
     if (c.family == "qwen2") {
@@ -183,7 +231,8 @@ ModelConfig parse_config(const std::string &text, const std::string &source) {
         c.o_bias = c.attention_bias;
         c.mlp_bias = bool_field(j, "mlp_bias", false, source);
     }
-    if (c.family == "mistral")
+    c.fused_projections = c.family == "phi3";
+    if (c.family == "mistral" || c.family == "phi3")
         c.sliding_window = int_field(j, "sliding_window", 0, kMaxPositions, 0, source);
     c.qk_norm = c.family == "qwen3";
     if ((c.family == "qwen2" || c.family == "qwen3") && bool_field(j, "use_sliding_window", false, source))

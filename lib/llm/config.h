@@ -1,7 +1,8 @@
 // The decoder's hyper-parameters, read from a Hugging Face config.json (and the optional
 // generation_config.json beside it). Families: LlamaForCausalLM (Llama 2/3/3.1/3.2, TinyLlama,
 // rope_scaling "llama3" and "linear"), MistralForCausalLM (sliding window), Qwen2ForCausalLM
-// (q/k/v bias, tied embeddings), Qwen3ForCausalLM (q and k normalized per head). An other architecture is exit 4 naming it and the supported
+// (q/k/v bias, tied embeddings), Qwen3ForCausalLM (q and k normalized per head),
+// Phi3ForCausalLM (Phi-3, Phi-3.5-mini, Phi-4-mini: fused qkv and gate/up, partial rotary, longrope). An other architecture is exit 4 naming it and the supported
 // list; a missing or malformed field is exit 3 naming it. Nothing is computed before this
 // validation passes.
 #pragma once
@@ -24,23 +25,30 @@ constexpr int64_t kMaxVocab = 1 << 22;
 constexpr int64_t kMaxPositions = 1 << 24;
 
 struct RopeScaling {
-    std::string type;  // "" (none), "llama3", "linear"
+    std::string type;  // "" (none), "llama3", "linear", "longrope"
     double factor = 1.0;
     double low_freq_factor = 1.0;
     double high_freq_factor = 4.0;
     // llama3: default 8192. linear: 0 when the config does not state it.
     int64_t original_max_position_embeddings = 8192;
+    // longrope (Phi-3, Phi-4-mini): per-frequency divisors [rotary_dim / 2], short_factor for
+    // runs within original_max_position_embeddings, long_factor past it; cos and sin scaled by
+    // attention_factor (stated, or sqrt(1 + ln(s) / ln(original)) for s = max positions / original).
+    std::vector<double> short_factor, long_factor;
+    double attention_factor = 1.0;
 };
 
 struct ModelConfig {
     std::string architecture;  // as written in "architectures"
-    std::string family;        // "llama" | "mistral" | "qwen2" | "qwen3"
+    std::string family;        // "llama" | "mistral" | "qwen2" | "qwen3" | "phi3"
     int64_t hidden_size = 0;
     int64_t intermediate_size = 0;
     int64_t num_layers = 0;
     int64_t num_heads = 0;
     int64_t num_kv_heads = 0;
     int64_t head_dim = 0;
+    int64_t rotary_dim = 0;    // leading channels of a head the rotation turns: head_dim * partial_rotary_factor
+    bool fused_projections = false;  // the checkpoint stores qkv_proj and gate_up_proj (Phi-3)
     int64_t vocab_size = 0;
     int64_t max_position_embeddings = 0;
     // Positions the model declares it handles, and where that figure comes from (for

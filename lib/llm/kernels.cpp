@@ -76,8 +76,8 @@ void silu_mul(const float *gu, float *out, int64_t rows, int64_t inter) {
     }
 }
 
-void rope_row(float *x, int64_t heads, int64_t head_dim, const float *cos, const float *sin) {
-    const int64_t half = head_dim / 2;
+void rope_row(float *x, int64_t heads, int64_t head_dim, int64_t rotary_dim, const float *cos, const float *sin) {
+    const int64_t half = rotary_dim / 2;
     for (int64_t h = 0; h < heads; ++h) {
         float *a = x + h * head_dim, *b = a + half;
         for (int64_t i = 0; i < half; ++i) {

@@ -19,9 +19,10 @@ void rms_norm(const float *x, const float *weight, float *y, int64_t rows, int64
 void add_rms_norm(float *h, const float *delta, const float *weight, float *y, int64_t rows, int64_t n, float eps);
 // out[r, i] = silu(gu[r, i]) * gu[r, inter + i]; gu rows of 2*inter.
 void silu_mul(const float *gu, float *out, int64_t rows, int64_t inter);
-// Rotates heads of head_dim in place (HF's rotate_half convention: pairs (i, i + d/2)) by the
-// angles of table row `pos`: cos/sin [pos][head_dim/2].
-void rope_row(float *x, int64_t heads, int64_t head_dim, const float *cos, const float *sin);
+// Rotates the first `rotary_dim` channels of each head of head_dim in place (HF's rotate_half
+// convention: pairs (i, i + rotary_dim/2)); the rest pass (partial rotary). cos/sin hold the
+// rotary_dim/2 angles of the position.
+void rope_row(float *x, int64_t heads, int64_t head_dim, int64_t rotary_dim, const float *cos, const float *sin);
 
 // Cache element types.
 enum class CacheType { f32, bf16 };

@@ -32,7 +32,8 @@ double run_bytes_exact(const ModelConfig &c, const RunSize &s, int64_t cache_ele
     const auto d = [](int64_t v) { return static_cast<double>(v); };
     const double cache = 2 * d(c.num_layers) * d(s.batch) * d(c.num_kv_heads) * d(c.head_dim) * d(s.positions) *
                          d(cache_elem_bytes);
-    const double rope = 2 * d(s.positions) * d(c.head_dim / 2) * 4;
+    const double tables = c.rope_scaling.type == "longrope" ? 2 : 1;  // longrope keeps a long-run table too
+    const double rope = 2 * tables * d(s.positions) * d(c.rotary_dim / 2) * 4;
     // fp32 rows of the forward pass (residual, normed input and its low-precision copy, q/k/v,
     // attention output and its copy, gate/up and the activation) and the logits.
     const double qdim = d(c.num_heads * c.head_dim), kvdim = d(c.num_kv_heads * c.head_dim);

@@ -65,7 +65,8 @@ private:
     std::vector<DecoderLayer> layers_;
     at::Tensor final_norm_;
     Linear lm_head_;
-    std::vector<float> inv_freq_;  // [head_dim / 2], scaling applied
+    std::vector<float> inv_freq_;       // [rotary_dim / 2], scaling applied
+    std::vector<float> inv_freq_long_;  // longrope: past original_max_position_embeddings, else empty
     kernels::CacheType cache_type_ = kernels::CacheType::bf16;
 };
 
@@ -107,7 +108,8 @@ private:
     int64_t batch_ = 0, max_length_ = 0;
     KvCache cache_;
     std::vector<int64_t> lengths_;
-    std::vector<float> cos_, sin_;  // [max_length][head_dim / 2]
+    std::vector<float> cos_, sin_;  // [max_length][rotary_dim / 2]
+    std::vector<float> cos_long_, sin_long_;  // longrope's long-run table, else empty
     std::vector<int64_t> seq_, pos_;
     at::Tensor logits_;
 };

@@ -36,14 +36,34 @@ struct Projection {
     bool bias = false;
 };
 
-std::vector<Projection> projections(const ModelConfig &c, int64_t layer) {
+// A layer's projections as the checkpoint stores them: q, k, v and gate, up apart, or fused
+// (qkv_proj rows q | k | v, gate_up_proj rows gate | up: the order the merged Linears use).
+struct LayerProjections {
+    std::vector<Projection> qkv, o, gate_up, down;
+
+    std::vector<Projection> all() const {
+        std::vector<Projection> out;
+        for (const auto *part : {&qkv, &o, &gate_up, &down}) out.insert(out.end(), part->begin(), part->end());
+        return out;
+    }
+};
+
+LayerProjections projections(const ModelConfig &c, int64_t layer) {
     const std::string p = "model.layers." + std::to_string(layer) + ".";
     const int64_t q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
     const int64_t h = c.hidden_size, i = c.intermediate_size;
-    return {{p + "self_attn.q_proj", q, h, c.attention_bias},  {p + "self_attn.k_proj", kv, h, c.attention_bias},
-            {p + "self_attn.v_proj", kv, h, c.attention_bias},  {p + "self_attn.o_proj", h, q, c.o_bias},
-            {p + "mlp.gate_proj", i, h, c.mlp_bias},            {p + "mlp.up_proj", i, h, c.mlp_bias},
-            {p + "mlp.down_proj", h, i, c.mlp_bias}};
+    LayerProjections l;
+    if (c.fused_projections) {
+        l.qkv = {{p + "self_attn.qkv_proj", q + 2 * kv, h, c.attention_bias}};
+        l.gate_up = {{p + "mlp.gate_up_proj", 2 * i, h, c.mlp_bias}};
+    } else {
+        l.qkv = {{p + "self_attn.q_proj", q, h, c.attention_bias}, {p + "self_attn.k_proj", kv, h, c.attention_bias},
+                 {p + "self_attn.v_proj", kv, h, c.attention_bias}};
+        l.gate_up = {{p + "mlp.gate_proj", i, h, c.mlp_bias}, {p + "mlp.up_proj", i, h, c.mlp_bias}};
+    }
+    l.o = {{p + "self_attn.o_proj", h, q, c.o_bias}};
+    l.down = {{p + "mlp.down_proj", h, i, c.mlp_bias}};
+    return l;
 }
 
 class Loader {
@@ -128,12 +148,16 @@ Linear build(Loader &loader, const std::string &name, const std::vector<Projecti
     return Linear::from_dense(name, weights, biases, format);
 }
 
-std::vector<float> rope_frequencies(const ModelConfig &c) {
-    std::vector<float> inv(static_cast<size_t>(c.head_dim / 2));
+// The rotation's frequencies [rotary_dim / 2]; for longrope, those of short runs (`long_run`
+// false) or long ones.
+std::vector<float> rope_frequencies(const ModelConfig &c, bool long_run) {
+    std::vector<float> inv(static_cast<size_t>(c.rotary_dim / 2));
     const RopeScaling &r = c.rope_scaling;
     for (size_t i = 0; i < inv.size(); ++i) {
-        double f = 1.0 / std::pow(c.rope_theta, static_cast<double>(2 * i) / static_cast<double>(c.head_dim));
-        if (r.type == "linear") {
+        double f = 1.0 / std::pow(c.rope_theta, static_cast<double>(2 * i) / static_cast<double>(c.rotary_dim));
+        if (r.type == "longrope") {
+            f /= (long_run ? r.long_factor : r.short_factor)[i];
+        } else if (r.type == "linear") {
             f /= r.factor;
         } else if (r.type == "llama3") {
             const double old = static_cast<double>(r.original_max_position_embeddings);
@@ -183,7 +207,7 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
             loader.check_tensor(p + "self_attn.q_norm.weight", {c.head_dim});
             loader.check_tensor(p + "self_attn.k_norm.weight", {c.head_dim});
         }
-        for (const auto &proj : projections(c, l)) loader.check_projection(proj);
+        for (const auto &proj : projections(c, l).all()) loader.check_projection(proj);
     }
     const Projection head{c.tie_word_embeddings ? "model.embed_tokens" : "lm_head", c.vocab_size, h, false};
     if (!c.tie_word_embeddings) loader.check_projection(head);
@@ -216,10 +240,10 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
         const auto proj = projections(c, l);
         log::verbose("converting layer " + std::to_string(l));
         m->layers_.push_back(DecoderLayer{
-            build(loader, p + "self_attn.qkv_proj", {proj[0], proj[1], proj[2]}, format),
-            build(loader, p + "self_attn.o_proj", {proj[3]}, format),
-            build(loader, p + "mlp.gate_up_proj", {proj[4], proj[5]}, format),
-            build(loader, p + "mlp.down_proj", {proj[6]}, format),
+            build(loader, p + "self_attn.qkv_proj", proj.qkv, format),
+            build(loader, p + "self_attn.o_proj", proj.o, format),
+            build(loader, p + "mlp.gate_up_proj", proj.gate_up, format),
+            build(loader, p + "mlp.down_proj", proj.down, format),
             loader.tensor(p + "input_layernorm.weight").to(at::kFloat).contiguous(),
             loader.tensor(p + "post_attention_layernorm.weight").to(at::kFloat).contiguous(),
         });
@@ -232,7 +256,8 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
         m->lm_head_ = Linear::from_dense("lm_head", {m->embed_}, {}, format);
     else
         m->lm_head_ = build(loader, "lm_head", {head}, format);
-    m->inv_freq_ = rope_frequencies(c);
+    m->inv_freq_ = rope_frequencies(c, false);
+    if (c.rope_scaling.type == "longrope") m->inv_freq_long_ = rope_frequencies(c, true);
     return m;
 }
 

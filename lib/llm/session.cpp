@@ -2,6 +2,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "base/errors.h"
@@ -20,15 +21,21 @@ Session::Session(std::shared_ptr<const Model> model, int64_t batch, int64_t max_
                      "a session of " + std::to_string(batch) + " x " + std::to_string(max_length) + " positions");
     cache_ = KvCache(model_->cache_type(), c.num_layers, batch, c.num_kv_heads, c.head_dim, max_length);
     lengths_.assign(static_cast<size_t>(batch), 0);
-    const size_t half = static_cast<size_t>(c.head_dim / 2);
-    cos_.resize(static_cast<size_t>(max_length) * half);
-    sin_.resize(cos_.size());
-    for (int64_t p = 0; p < max_length; ++p)
-        for (size_t i = 0; i < half; ++i) {
-            const float angle = static_cast<float>(p) * model_->inv_freq_[i];
-            cos_[static_cast<size_t>(p) * half + i] = std::cos(angle);
-            sin_[static_cast<size_t>(p) * half + i] = std::sin(angle);
-        }
+    const size_t half = static_cast<size_t>(c.rotary_dim / 2);
+    // longrope scales cos and sin by its attention factor (1 for the other kinds).
+    const float scale = c.rope_scaling.type == "longrope" ? static_cast<float>(c.rope_scaling.attention_factor) : 1.f;
+    const auto table = [&](const std::vector<float> &inv_freq, std::vector<float> &cos, std::vector<float> &sin) {
+        cos.resize(static_cast<size_t>(max_length) * half);
+        sin.resize(cos.size());
+        for (int64_t p = 0; p < max_length; ++p)
+            for (size_t i = 0; i < half; ++i) {
+                const float angle = static_cast<float>(p) * inv_freq[i];
+                cos[static_cast<size_t>(p) * half + i] = std::cos(angle) * scale;
+                sin[static_cast<size_t>(p) * half + i] = std::sin(angle) * scale;
+            }
+    };
+    table(model_->inv_freq_, cos_, sin_);
+    if (!model_->inv_freq_long_.empty()) table(model_->inv_freq_long_, cos_long_, sin_long_);
 }
 
 void Session::reset() { std::fill(lengths_.begin(), lengths_.end(), 0); }
@@ -80,7 +87,7 @@ Logits Session::forward(const std::vector<int32_t> &ids, const std::vector<int64
     const Model &m = *model_;
     const ModelConfig &c = m.config();
     const int64_t rows = static_cast<int64_t>(ids.size()), hidden = c.hidden_size, hd = c.head_dim;
-    const int64_t qdim = c.num_heads * hd, kvdim = c.num_kv_heads * hd, half = hd / 2;
+    const int64_t qdim = c.num_heads * hd, kvdim = c.num_kv_heads * hd, half = c.rotary_dim / 2;
     const float eps = static_cast<float>(c.rms_norm_eps);
     for (int32_t id : ids)
         if (id < 0 || id >= c.vocab_size)
@@ -92,6 +99,12 @@ Logits Session::forward(const std::vector<int32_t> &ids, const std::vector<int64
     at::Tensor attn = at::empty({rows, qdim}, at::kFloat);
     at::Tensor act = at::empty({rows, c.intermediate_size}, at::kFloat);
     AttentionShape shape{c.num_heads, c.num_kv_heads, hd, c.sliding_window, 1.f / std::sqrt(static_cast<float>(hd))};
+    // longrope: a call reaching past the original positions rotates all its rows by the long
+    // factors (rows cached earlier keep theirs), as Hugging Face's runs do.
+    int64_t last_pos = 0;
+    for (int64_t p : pos_) last_pos = std::max(last_pos, p);
+    const bool long_rope = !cos_long_.empty() && last_pos + 1 > c.rope_scaling.original_max_position_embeddings;
+    const std::vector<float> &cos_table = long_rope ? cos_long_ : cos_, &sin_table = long_rope ? sin_long_ : sin_;
     const at::ScalarType act_type = m.cache_type_ == kernels::CacheType::f32 ? at::kFloat : at::kBFloat16;
 
     const auto norm = [&](const at::Tensor &src, const at::Tensor &w) {
@@ -117,13 +130,14 @@ Logits Session::forward(const std::vector<int32_t> &ids, const std::vector<int64
             for (int64_t r = r0; r < r1; ++r) {
                 float *row = qkv_data + r * ld;
                 const size_t p = static_cast<size_t>(pos_[static_cast<size_t>(r)]);
-                const float *cs = cos_.data() + p * static_cast<size_t>(half), *sn = sin_.data() + p * static_cast<size_t>(half);
+                const float *cs = cos_table.data() + p * static_cast<size_t>(half);
+                const float *sn = sin_table.data() + p * static_cast<size_t>(half);
                 if (c.qk_norm) {  // each head's q and k normalized on its own, before the rotation
                     kernels::rms_norm(row, layer.q_norm.data_ptr<float>(), row, c.num_heads, hd, eps);
                     kernels::rms_norm(row + qdim, layer.k_norm.data_ptr<float>(), row + qdim, c.num_kv_heads, hd, eps);
                 }
-                kernels::rope_row(row, c.num_heads, hd, cs, sn);
-                kernels::rope_row(row + qdim, c.num_kv_heads, hd, cs, sn);
+                kernels::rope_row(row, c.num_heads, hd, c.rotary_dim, cs, sn);
+                kernels::rope_row(row + qdim, c.num_kv_heads, hd, c.rotary_dim, cs, sn);
                 cache_.write(static_cast<int64_t>(l), seq_[static_cast<size_t>(r)], static_cast<int64_t>(p), row + qdim,
                              row + qdim + kvdim);
             }
