@@ -1,4 +1,4 @@
-// ipex-tool calibrate MODEL --data SPEC --out QCONFIG.json: see man ipex-tool(1), ipex-qconfig(5).
+// ipex-tool calibrate MODEL (--data SPEC | --ipex-summary FILE) --out QCONFIG.json: see man ipex-tool(1), ipex-qconfig(5).
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,8 +26,9 @@ void progress_bar(size_t done, size_t total) {
 Runner setup_calibrate(CLI::App &sub) {
     auto r = std::make_shared<commands::CalibrateRequest>();
     sub.add_option("MODEL", r->model, "TorchScript model to calibrate")->required();
-    sub.add_option("--data", r->data, "calibration batches: a .pt/.npy file or a directory of them (sorted order)")
-        ->required();
+    sub.add_option("--data", r->data, "calibration batches: a .pt/.npy file or a directory of them (sorted order)");
+    sub.add_option("--ipex-summary", r->ipex_summary,
+                   "IPEX's qconfig summary (save_qconf_summary) to convert for MODEL, in place of --data");
     sub.add_option("--out", r->out, "where to write the qconfig JSON")->required();
     sub.add_option("--recipe", r->recipe, "recipe JSON (default: the built-in recipes/int8-default.json)");
     sub.add_option("--observer", r->observer, "activation observer, overrides the recipe")

@@ -13,6 +13,7 @@
 #include "model/load.h"
 #include "passes/pipeline.h"
 #include "passes/replace_woq_linear.h"
+#include "quant/ipex_summary.h"
 #include "quant/qconfig.h"
 #include "quant/quantize.h"
 
@@ -106,8 +107,9 @@ std::string OptimizeReport::text() const {
 OptimizeReport run_optimize(const OptimizeRequest &r) {
     const auto start = std::chrono::steady_clock::now();
     r.check_conversions();
-    const quant::QConfig qconfig = r.qconfig.empty() ? quant::QConfig{} : quant::load_qconfig(r.qconfig);
     const model::LoadedModel input = model::load_model(r.in);
+    const quant::QConfig qconfig =
+        r.qconfig.empty() ? quant::QConfig{} : quant::load_qconfig_for_model(r.qconfig, input.module);
     check_output_path(r.out, r.qconfig.empty() ? std::vector<std::string>{r.in}
                                                : std::vector<std::string>{r.in, r.qconfig});
     if (r.report.to_file() && absolute_path(r.report.target) == absolute_path(r.out))

@@ -3,6 +3,7 @@
 #include "base/atomic_file.h"
 #include "base/errors.h"
 #include "model/load.h"
+#include "quant/ipex_summary.h"
 #include "quant/qconfig.h"
 #include "quant/quantize.h"
 
@@ -21,8 +22,8 @@ std::string QuantizeReport::text() const {
 
 QuantizeReport run_quantize(const QuantizeRequest &r) {
     r.check();
-    const quant::QConfig config = r.dynamic ? quant::QConfig{} : quant::load_qconfig(r.qconfig);
     const model::LoadedModel input = model::load_model(r.model);
+    const quant::QConfig config = r.dynamic ? quant::QConfig{} : quant::load_qconfig_for_model(r.qconfig, input.module);
     check_output_path(r.out, r.dynamic ? std::vector<std::string>{r.model} : std::vector<std::string>{r.model, r.qconfig});
 
     quant::QuantizeOptions options;

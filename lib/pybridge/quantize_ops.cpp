@@ -12,12 +12,14 @@ std::string calibrate_file(const std::string &model, const std::string &data, co
                            const std::string &options_json) {
     return run_guarded_op("calibrate", [&] {
                const nlohmann::json options =
-                   parse_options("calibrate", options_json, {"recipe", "observer", "smooth_quant", "max_batches"});
+                   parse_options("calibrate", options_json,
+                                 {"recipe", "observer", "smooth_quant", "max_batches", "ipex_summary"});
                const JsonReader read(options, "calibrate options");
                commands::CalibrateRequest r;
                r.model = model;
                r.data = data;
                r.out = out;
+               r.ipex_summary = read.str_or("ipex_summary", "");
                r.recipe = read.str_or("recipe", "");
                r.observer = read.str_or("observer", "");
                if (read.has("smooth_quant")) {

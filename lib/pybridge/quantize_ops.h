@@ -9,7 +9,8 @@ namespace ipex::pybridge {
 
 // Calibrates `model` on the batches in `data` (a file or a directory of them) and writes the
 // qconfig to `out`. `options_json`: "recipe" (a recipe file), "observer", "smooth_quant"
-// (alpha), "max_batches". Returns the report: "out", "observer", "ops", "batches", "text",
+// (alpha), "max_batches"; or "ipex_summary" (IPEX's qconfig summary, converted for the model;
+// `data` then ""). Returns the report: "out", "observer", "ops", "batches", "text",
 // "warnings".
 std::string calibrate_file(const std::string &model, const std::string &data, const std::string &out,
                            const std::string &options_json);

@@ -84,7 +84,9 @@ class PreparedModel(torch.nn.Module):
         shutil.copyfile(self.qconfig_file(), os.fspath(qconf_summary))
 
     def load_qconf_summary(self, qconf_summary):
-        """Uses a saved qconfig instead of calibrating."""
+        """Uses a saved qconfig instead of calibrating: ipex-tool's, or the summary IPEX's
+        save_qconf_summary wrote (converted for this model now: an entry that matches none of its
+        ops is a ValueError naming it)."""
         path = os.fspath(qconf_summary)
         try:
             with open(path) as f:
@@ -93,13 +95,17 @@ class PreparedModel(torch.nn.Module):
             raise ValueError(f"ipex_tool.quantization: cannot read the qconfig summary '{path}': {e}") from None
         if not isinstance(summary, dict):
             raise ValueError(f"ipex_tool.quantization: '{path}' is not a qconfig summary (not a JSON object)")
+        if "format" not in summary and summary and all(isinstance(v, dict) and "q_op_infos" in v
+                                                       for v in summary.values()):
+            converted = self._path("ipex-summary-qconfig.json")
+            self.calibration_report = _bridge.call_json("calibrate_file", self._model_file(), "", converted,
+                                                        json.dumps({"ipex_summary": path}))
+            self._qconfig = (converted, -1)
+            return
         if summary.get("format") != QCONFIG_FORMAT:
-            if any(isinstance(v, dict) and "q_op_infos" in v for v in summary.values()):
-                raise NotImplementedError(
-                    f"ipex_tool.quantization: '{path}' is an IPEX qconfig summary; reading that format is not "
-                    "supported yet: recalibrate with ipex_tool and save_qconf_summary")
             raise ValueError(f"ipex_tool.quantization: '{path}' is not a qconfig summary: its \"format\" is "
-                             f"{summary.get('format')!r}, not '{QCONFIG_FORMAT}'")
+                             f"{summary.get('format')!r}, not '{QCONFIG_FORMAT}', and it is not IPEX's summary "
+                             "(an object of modules, each with \"q_op_infos\")")
         copy = self._path("loaded-qconfig.json")
         shutil.copyfile(path, copy)
         self._qconfig = (copy, -1)
