@@ -1,0 +1,157 @@
+#include <ATen/Parallel.h>
+
+#include <cstring>
+#include <vector>
+
+#include "base/isa.h"
+#include "kernels/bf16.h"
+#include "ops/op_errors.h"
+#include "ops/recsys/interaction_kernel.h"
+#include "ops/recsys/recsys_ops.h"
+
+namespace ipex::ops::recsys {
+
+void run_interaction(const InteractionProblem &p) {
+    const int64_t element = p.bf16 ? 2 : 4, out_width = p.dim + p.pairs;
+    std::vector<const char *> row(static_cast<size_t>(p.features_n));
+    for (int64_t b = p.b_begin; b < p.b_end; ++b) {
+        for (int64_t f = 0; f < p.features_n; ++f)
+            row[f] = static_cast<const char *>(p.features[f]) + b * p.feature_stride[f] * element;
+        char *dst = static_cast<char *>(p.dst) + b * out_width * element;
+        std::memcpy(dst, row[0], static_cast<size_t>(p.dim * element));
+        for (int64_t q = 0; q < p.pairs; ++q) {
+            float lanes[kDotLanes] = {};
+            if (p.bf16) {
+                const auto *x = reinterpret_cast<const uint16_t *>(row[p.rows[q]]);
+                const auto *y = reinterpret_cast<const uint16_t *>(row[p.cols[q]]);
+                for (int64_t k = 0; k < p.dim; ++k)
+                    lanes[k % kDotLanes] += kernels::from_bf16(x[k]) * kernels::from_bf16(y[k]);
+            } else {
+                const auto *x = reinterpret_cast<const float *>(row[p.rows[q]]);
+                const auto *y = reinterpret_cast<const float *>(row[p.cols[q]]);
+                for (int64_t k = 0; k < p.dim; ++k) lanes[k % kDotLanes] += x[k] * y[k];
+            }
+            for (int64_t width = kDotLanes / 2; width >= 1; width /= 2)
+                for (int64_t l = 0; l < width; ++l) lanes[l] += lanes[l + width];
+            if (p.bf16) {
+                reinterpret_cast<uint16_t *>(dst)[p.dim + q] = kernels::to_bf16(lanes[0]);
+            } else {
+                reinterpret_cast<float *>(dst)[p.dim + q] = lanes[0];
+            }
+        }
+    }
+}
+
+namespace avx512 {
+bool available() { return isa::avx512(); }
+}  // namespace avx512
+
+namespace {
+
+constexpr const char *kOp = "interaction";
+
+using Kernel = void (*)(const InteractionProblem &);
+
+// The kernels, fastest first, each with what it needs; the portable one last.
+Kernel choose_kernel() {
+    if (avx512::available()) return avx512::run_interaction;
+    return run_interaction;
+}
+
+// The formula as written, on aten's ops: anything the kernel does not take.
+at::Tensor interaction_aten(at::TensorList features, c10::optional<at::IntArrayRef> view_size, const at::Tensor &rows,
+                            const at::Tensor &cols) {
+    const at::Tensor t = view_size ? at::cat(features, 1).view(*view_size) : at::stack(features, 1);
+    const at::Tensor z = at::bmm(t, t.transpose(1, 2));
+    const at::Tensor flat = at::index(z, c10::List<c10::optional<at::Tensor>>({c10::nullopt, rows, cols}));
+    return at::cat({features[0], flat}, 1);
+}
+
+// Whether the features are F [B, D] matrices of one fp32 or bf16 dtype, rows dense, and the
+// view (if any) makes them [B, F, D]: the kernel's case.
+bool kernel_takes(at::TensorList features, c10::optional<at::IntArrayRef> view_size) {
+    const at::Tensor &first = features[0];
+    if (first.dim() != 2 || (first.scalar_type() != at::kFloat && first.scalar_type() != at::kBFloat16)) return false;
+    for (const at::Tensor &f : features)
+        if (f.dim() != 2 || f.sizes() != first.sizes() || f.scalar_type() != first.scalar_type() ||
+            (f.size(1) > 1 && f.stride(1) != 1) || f.is_conj() || f.is_neg())
+            return false;
+    if (!view_size) return true;
+    const int64_t batch = first.size(0), dim = first.size(1), n = static_cast<int64_t>(features.size());
+    std::vector<int64_t> want{batch, n, dim};
+    try {
+        return at::infer_size(*view_size, batch * n * dim) == want;
+    } catch (const c10::Error &) {
+        return false;  // aten's view raises its own error
+    }
+}
+
+// rows/cols as int64 pairs within [0, features), negative ones counted from the end.
+std::vector<int64_t> checked_pairs(const at::Tensor &index, int64_t features, const char *what) {
+    IPEX_CHECK_INPUT(index.dim() == 1 && (index.scalar_type() == at::kLong || index.scalar_type() == at::kInt), kOp,
+                     ": ", what, " must be a 1-D int64 or int32 tensor, got ", index.scalar_type(), " ",
+                     index.sizes());
+    const at::Tensor values = index.to(at::kLong).contiguous();
+    std::vector<int64_t> out(values.data_ptr<int64_t>(), values.data_ptr<int64_t>() + values.numel());
+    for (size_t q = 0; q < out.size(); ++q) {
+        IPEX_CHECK_INPUT(out[q] >= -features && out[q] < features, kOp, ": ", what, "[", q, "] = ", out[q],
+                         " is not one of the ", features, " features");
+        if (out[q] < 0) out[q] += features;
+    }
+    return out;
+}
+
+}  // namespace
+
+at::Tensor interaction(at::TensorList features, c10::optional<at::IntArrayRef> view_size,
+                       const c10::optional<at::Tensor> &rows, const c10::optional<at::Tensor> &cols,
+                       int64_t tril_offset) {
+    IPEX_CHECK_INPUT(!features.empty(), kOp, ": needs at least one feature");
+    IPEX_CHECK_INPUT(rows.has_value() == cols.has_value(), kOp, ": rows and cols are given together or not at all");
+    const bool kernel = kernel_takes(features, view_size);
+    // The feature count as the gather sees it (Z is [B, F, F]).
+    const int64_t n = kernel ? static_cast<int64_t>(features.size())
+                             : (view_size ? at::cat(features, 1).view(*view_size) : at::stack(features, 1)).size(1);
+    at::Tensor r, c;
+    if (rows) {
+        r = *rows;
+        c = *cols;
+    } else {
+        const at::Tensor tril = at::tril_indices(n, n, tril_offset);
+        r = tril[0];
+        c = tril[1];
+    }
+    IPEX_CHECK_INPUT(r.sizes() == c.sizes(), kOp, ": rows ", r.sizes(), " and cols ", c.sizes(), " differ in shape");
+    const std::vector<int64_t> row_index = checked_pairs(r, n, "rows"), col_index = checked_pairs(c, n, "cols");
+    if (!kernel) return interaction_aten(features, view_size, r, c);
+
+    const at::Tensor &first = features[0];
+    const int64_t batch = first.size(0), dim = first.size(1);
+    InteractionProblem p;
+    std::vector<const void *> data;
+    std::vector<int64_t> stride;
+    for (const at::Tensor &f : features) {
+        data.push_back(f.data_ptr());
+        stride.push_back(f.stride(0));
+    }
+    at::Tensor out = at::empty({batch, dim + static_cast<int64_t>(row_index.size())}, first.options());
+    p.bf16 = first.scalar_type() == at::kBFloat16;
+    p.features = data.data();
+    p.feature_stride = stride.data();
+    p.features_n = n;
+    p.dim = dim;
+    p.rows = row_index.data();
+    p.cols = col_index.data();
+    p.pairs = static_cast<int64_t>(row_index.size());
+    p.dst = out.data_ptr();
+    const Kernel run = choose_kernel();
+    at::parallel_for(0, batch, 8, [&](int64_t begin, int64_t end) {
+        InteractionProblem part = p;
+        part.b_begin = begin;
+        part.b_end = end;
+        run(part);
+    });
+    return out;
+}
+
+}  // namespace ipex::ops::recsys

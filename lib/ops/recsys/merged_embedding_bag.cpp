@@ -1,0 +1,179 @@
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "kernels/bf16.h"
+#include "ops/op_errors.h"
+#include "ops/recsys/recsys_ops.h"
+
+namespace ipex::ops::recsys {
+namespace {
+
+constexpr const char *kOp = "merged_embedding_bag";
+
+// One table's arguments, checked, with the values read at run time.
+struct Table {
+    at::Tensor weight_data;  // contiguous
+    const void *weight = nullptr;
+    bool bf16 = false;
+    int64_t rows = 0, dim = 0;
+    at::Tensor indices, offsets, per_sample_weights;  // contiguous; int64 offsets, fp32 weights
+    int64_t bags = 0;
+    int64_t padding_idx = -1;
+    at::Tensor out;
+};
+
+// The table's offsets as int64, checked: starting at 0, non-decreasing, within the indices.
+at::Tensor checked_offsets(int64_t t, const at::Tensor &offsets, int64_t numel, bool include_last_offset) {
+    const at::Tensor o = offsets.to(at::kLong).contiguous();
+    const int64_t n = o.numel();
+    IPEX_CHECK_INPUT(!include_last_offset || n >= 1, kOp, ": table ", t,
+                     ": include_last_offset needs at least one offset (the end of the last bag)");
+    const int64_t *p = o.data_ptr<int64_t>();
+    if (n > 0)
+        IPEX_CHECK_INPUT(p[0] == 0, kOp, ": table ", t, ": offsets[0] must be 0 (the first bag starts the indices), got ",
+                         p[0]);
+    for (int64_t b = 1; b < n; ++b)
+        IPEX_CHECK_INPUT(p[b] >= p[b - 1], kOp, ": table ", t, ": offsets must not decrease, but offsets[", b,
+                         "] = ", p[b], " < offsets[", b - 1, "] = ", p[b - 1]);
+    if (n > 0)
+        IPEX_CHECK_INPUT(p[n - 1] <= numel, kOp, ": table ", t, ": offsets[", n - 1, "] = ", p[n - 1],
+                         " is past the ", numel, " indices");
+    return o;
+}
+
+Table checked_table(int64_t t, const at::Tensor &weight, const at::Tensor &indices, const at::Tensor &offsets,
+                    const c10::optional<at::Tensor> &per_sample_weights, int64_t padding_idx, bool include_last_offset,
+                    PoolingMode mode, c10::optional<at::ScalarType> dtype) {
+    IPEX_CHECK_INPUT(weight.dim() == 2, kOp, ": table ", t, ": weight must be [rows, dim], got ", weight.sizes());
+    IPEX_CHECK_INPUT(weight.scalar_type() == at::kFloat || weight.scalar_type() == at::kBFloat16, kOp, ": table ", t,
+                     ": weight must be fp32 or bf16, got ", weight.scalar_type());
+    IPEX_CHECK_INPUT(indices.dim() == 1 && (indices.scalar_type() == at::kLong || indices.scalar_type() == at::kInt),
+                     kOp, ": table ", t, ": indices must be a 1-D int64 or int32 tensor, got ", indices.scalar_type(),
+                     " ", indices.sizes());
+    IPEX_CHECK_INPUT(offsets.dim() == 1 && (offsets.scalar_type() == at::kLong || offsets.scalar_type() == at::kInt),
+                     kOp, ": table ", t, ": offsets must be a 1-D int64 or int32 tensor, got ", offsets.scalar_type(),
+                     " ", offsets.sizes());
+    Table table;
+    table.rows = weight.size(0);
+    table.dim = weight.size(1);
+    table.bf16 = weight.scalar_type() == at::kBFloat16;
+    IPEX_CHECK_INPUT(padding_idx >= -1 && padding_idx < table.rows, kOp, ": table ", t, ": padding_idx ", padding_idx,
+                     " is not a row of the ", table.rows, "-row table (-1 for none)");
+    table.padding_idx = padding_idx;
+    table.indices = indices.contiguous();
+    table.offsets = checked_offsets(t, offsets, indices.numel(), include_last_offset);
+    table.bags = include_last_offset ? table.offsets.numel() - 1 : table.offsets.numel();
+    if (per_sample_weights && per_sample_weights->defined()) {
+        const at::Tensor &w = *per_sample_weights;
+        IPEX_CHECK_INPUT(mode == PoolingMode::kSum, kOp, ": table ", t,
+                         ": per_sample_weights are defined for sum pooling only");
+        IPEX_CHECK_INPUT(w.is_floating_point() && w.dim() == 1 && w.numel() == indices.numel(), kOp, ": table ", t,
+                         ": per_sample_weights must be a floating 1-D tensor of one weight per index (",
+                         indices.numel(), "), got ", w.scalar_type(), " ", w.sizes());
+        table.per_sample_weights = w.to(at::kFloat).contiguous();
+    }
+    table.weight_data = weight.contiguous();
+    table.weight = table.weight_data.data_ptr();
+    table.out = at::empty({table.bags, table.dim}, weight.options().dtype(dtype.value_or(weight.scalar_type())));
+    IPEX_CHECK_INPUT(table.out.scalar_type() == at::kFloat || table.out.scalar_type() == at::kBFloat16, kOp,
+                     ": table ", t, ": the output dtype must be fp32 or bf16, got ", table.out.scalar_type());
+    return table;
+}
+
+template <typename Index>
+void pool_bag(const Table &table, int64_t t, int64_t b, PoolingMode mode, float *acc) {
+    const Index *idx = table.indices.data_ptr<Index>();
+    const int64_t *off = table.offsets.data_ptr<int64_t>();
+    const int64_t begin = off[b];
+    const int64_t end = b + 1 < table.offsets.numel() ? off[b + 1] : table.indices.numel();
+    const float *psw = table.per_sample_weights.defined() ? table.per_sample_weights.data_ptr<float>() : nullptr;
+    const int64_t dim = table.dim;
+    std::fill(acc, acc + dim, 0.f);
+    int64_t count = 0;
+    for (int64_t j = begin; j < end; ++j) {
+        const int64_t row = static_cast<int64_t>(idx[j]);
+        IPEX_CHECK_INPUT(row >= 0 && row < table.rows, kOp, ": table ", t, ": index ", row, " at position ", j,
+                         " is outside the ", table.rows, "-row table");
+        if (row == table.padding_idx) continue;
+        ++count;
+        if (table.bf16) {
+            const uint16_t *src = static_cast<const uint16_t *>(table.weight) + row * dim;
+            if (psw) {
+                for (int64_t k = 0; k < dim; ++k) acc[k] += kernels::from_bf16(src[k]) * psw[j];
+            } else {
+                for (int64_t k = 0; k < dim; ++k) acc[k] += kernels::from_bf16(src[k]);
+            }
+        } else {
+            const float *src = static_cast<const float *>(table.weight) + row * dim;
+            if (psw) {
+                for (int64_t k = 0; k < dim; ++k) acc[k] += src[k] * psw[j];
+            } else {
+                for (int64_t k = 0; k < dim; ++k) acc[k] += src[k];
+            }
+        }
+    }
+    if (mode == PoolingMode::kMean && count > 0) {
+        const float n = static_cast<float>(count);
+        for (int64_t k = 0; k < dim; ++k) acc[k] /= n;
+    }
+}
+
+void write_bag(const Table &table, int64_t b, const float *acc) {
+    if (table.out.scalar_type() == at::kBFloat16) {
+        auto *dst = static_cast<uint16_t *>(table.out.data_ptr()) + b * table.dim;
+        for (int64_t k = 0; k < table.dim; ++k) dst[k] = kernels::to_bf16(acc[k]);
+    } else {
+        std::copy(acc, acc + table.dim, table.out.data_ptr<float>() + b * table.dim);
+    }
+}
+
+}  // namespace
+
+std::vector<at::Tensor> merged_embedding_bag(at::TensorList weights, at::TensorList indices, at::TensorList offsets,
+                                             const c10::List<c10::optional<at::Tensor>> &per_sample_weights,
+                                             at::IntArrayRef padding_idx, int64_t mode, bool include_last_offset,
+                                             c10::optional<at::ScalarType> dtype) {
+    const int64_t n = static_cast<int64_t>(weights.size());
+    IPEX_CHECK_INPUT(static_cast<int64_t>(indices.size()) == n && static_cast<int64_t>(offsets.size()) == n &&
+                         static_cast<int64_t>(per_sample_weights.size()) == n &&
+                         static_cast<int64_t>(padding_idx.size()) == n,
+                     kOp, ": one entry per table in each list: ", n, " weights, ", indices.size(), " indices, ",
+                     offsets.size(), " offsets, ", per_sample_weights.size(), " per_sample_weights, ",
+                     padding_idx.size(), " padding_idx");
+    IPEX_CHECK_INPUT(mode == 0 || mode == 1, kOp, ": mode must be 0 (sum) or 1 (mean), got ", mode);
+    const auto pooling = static_cast<PoolingMode>(mode);
+    std::vector<Table> tables;
+    tables.reserve(n);
+    std::vector<int64_t> first_bag{0};  // bags of the tables before, for the flat work index
+    for (int64_t t = 0; t < n; ++t) {
+        tables.push_back(checked_table(t, weights[t], indices[t], offsets[t], per_sample_weights.get(t),
+                                       padding_idx[t], include_last_offset, pooling, dtype));
+        first_bag.push_back(first_bag.back() + tables.back().bags);
+    }
+    int64_t widest = 0;
+    for (const Table &table : tables) widest = std::max(widest, table.dim);
+    // Work items: (table, bag) over every table, so small batches still spread over threads.
+    at::parallel_for(0, first_bag.back(), 16, [&](int64_t begin, int64_t end) {
+        std::vector<float> acc(static_cast<size_t>(widest));
+        for (int64_t item = begin; item < end; ++item) {
+            const int64_t t = std::upper_bound(first_bag.begin(), first_bag.end(), item) - first_bag.begin() - 1;
+            const int64_t b = item - first_bag[t];
+            const Table &table = tables[t];
+            if (table.indices.scalar_type() == at::kLong) {
+                pool_bag<int64_t>(table, t, b, pooling, acc.data());
+            } else {
+                pool_bag<int32_t>(table, t, b, pooling, acc.data());
+            }
+            write_bag(table, b, acc.data());
+        }
+    });
+    std::vector<at::Tensor> out;
+    out.reserve(n);
+    for (Table &table : tables) out.push_back(std::move(table.out));
+    return out;
+}
+
+}  // namespace ipex::ops::recsys

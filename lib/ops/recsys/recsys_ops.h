@@ -1,0 +1,44 @@
+// The ops of recommendation models (DLRM): many EmbeddingBag tables in one call, and the dot
+// interaction of the dense features with the tables' outputs. recsys_register.cpp registers
+// them as ipex:: ops; the passes merge_embedding_bags and fuse_interaction put them in a graph.
+//
+// merged_embedding_bag: aten::embedding_bag's sum and mean pooling over each table in one call
+// (one pass over each table's offsets and indices, parallel over bags of every table), fp32 or
+// bf16 tables (bf16 rows widened exactly, sums in fp32, one rounding of each output).
+// interaction: T = the features stacked [B, F, D] (or concatenated and viewed), Z = T T^T, out =
+// cat(features[0], Z[:, rows, cols]); only the dot products the gather reads are computed.
+// Refused with an input error (exit 3), naming the op and the table: ranks and dtypes, offsets
+// that do not start at 0, decrease or run past the indices, indices outside the table, pair
+// indices outside the features.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <c10/util/Optional.h>
+
+#include <vector>
+
+namespace ipex::ops::recsys {
+
+// aten::embedding_bag's pooling modes the merged op has (max is not merged).
+enum class PoolingMode : int64_t { kSum = 0, kMean = 1 };
+
+// Per table t: weights[t] [rows, D] fp32 or bf16; indices[t] 1-D int32/int64; offsets[t] 1-D
+// int32/int64, bag b = [offsets[b], offsets[b + 1]) with the last bag ending at the indices'
+// end unless include_last_offset (then offsets has one entry more than there are bags);
+// per_sample_weights[t] (sum only) one weight per index; padding_idx[t] a row skipped (neither
+// summed nor counted by mean), -1 for none. -> [bags, D] per table, of `dtype` (default: the
+// table's dtype). An empty bag gives zeros.
+std::vector<at::Tensor> merged_embedding_bag(at::TensorList weights, at::TensorList indices, at::TensorList offsets,
+                                             const c10::List<c10::optional<at::Tensor>> &per_sample_weights,
+                                             at::IntArrayRef padding_idx, int64_t mode, bool include_last_offset,
+                                             c10::optional<at::ScalarType> dtype);
+
+// features: F tensors; view_size: when given, T = cat(features, 1).view(view_size), else T =
+// stack(features, 1); rows/cols: the pairs gathered, else tril_indices(F, F, tril_offset).
+// -> cat([features[0], Z[:, rows, cols]], 1). F features [B, D] of one dtype (fp32 or bf16)
+// take the own kernel; anything else is computed with aten's ops as written.
+at::Tensor interaction(at::TensorList features, c10::optional<at::IntArrayRef> view_size,
+                       const c10::optional<at::Tensor> &rows, const c10::optional<at::Tensor> &cols,
+                       int64_t tril_offset);
+
+}  // namespace ipex::ops::recsys

@@ -1,0 +1,266 @@
+// The recommendation ops: merged_embedding_bag against aten::embedding_bag table by table over
+// odd cases (empty bags, an empty batch, per_sample_weights, padding_idx, mean and sum,
+// include_last_offset, int32 and int64 indices, bf16 tables), interaction against the formula
+// on aten's ops (stacked and viewed features, given pairs and tril_indices, odd widths), its
+// portable and AVX-512 builds against each other (to the bit), and the input errors.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <string>
+#include <vector>
+
+#include "base/isa.h"
+#include "ops/recsys/interaction_kernel.h"
+#include "ops/recsys/recsys_ops.h"
+
+namespace ipex::ops::recsys {
+namespace {
+
+constexpr double kFp32Tolerance = 1e-5;  // relative to the largest output
+constexpr double kBf16Tolerance = 1e-2;  // one bf16 rounding of each output
+
+double relative_error(const at::Tensor &got, const at::Tensor &want) {
+    if (want.numel() == 0) return got.numel() == 0 ? 0.0 : 1.0;
+    const double scale = std::max(1.0, want.abs().max().item<double>());
+    return (got.to(at::kDouble) - want.to(at::kDouble)).abs().max().item<double>() / scale;
+}
+
+// One table's arguments and what aten computes from them.
+struct Case {
+    at::Tensor weight, indices, offsets, psw;
+    int64_t padding_idx = -1;  // as the merged op takes it
+};
+
+// Bags of random sizes (some 0) over a table of `rows` rows.
+Case make_case(int64_t rows, int64_t dim, int64_t bags, at::ScalarType index_dtype, bool include_last_offset,
+               bool weighted, int64_t padding_idx) {
+    Case c;
+    c.weight = at::randn({rows, dim});
+    const at::Tensor sizes = at::randint(0, 5, {bags}, at::kLong);
+    if (bags > 1) sizes[1] = 0;  // an empty bag
+    const int64_t total = bags ? sizes.sum().item<int64_t>() : 0;
+    c.indices = at::randint(0, rows, {total}, at::kLong).to(index_dtype);
+    if (padding_idx >= 0 && total > 2) c.indices.slice(0, 0, 3).fill_(padding_idx);
+    at::Tensor ends = at::cumsum(sizes, 0);
+    c.offsets = at::cat({at::zeros({1}, at::kLong), ends}).slice(0, 0, include_last_offset ? bags + 1 : bags);
+    c.offsets = c.offsets.to(index_dtype);
+    if (weighted) c.psw = at::rand({total});
+    c.padding_idx = padding_idx;
+    return c;
+}
+
+at::Tensor aten_bag(const Case &c, int64_t mode, bool include_last_offset) {
+    const c10::optional<int64_t> padding = c.padding_idx >= 0 ? c10::optional<int64_t>(c.padding_idx) : c10::nullopt;
+    return std::get<0>(at::embedding_bag(c.weight, c.indices, c.offsets, false, mode, false,
+                                         c.psw.defined() ? c10::optional<at::Tensor>(c.psw) : c10::nullopt,
+                                         include_last_offset, padding));
+}
+
+std::vector<at::Tensor> merged(const std::vector<Case> &cases, int64_t mode, bool include_last_offset,
+                               c10::optional<at::ScalarType> dtype = c10::nullopt, bool bf16_tables = false) {
+    std::vector<at::Tensor> weights, indices, offsets;
+    c10::List<c10::optional<at::Tensor>> psw;
+    std::vector<int64_t> padding;
+    for (const Case &c : cases) {
+        weights.push_back(bf16_tables ? c.weight.to(at::kBFloat16) : c.weight);
+        indices.push_back(c.indices);
+        offsets.push_back(c.offsets);
+        psw.push_back(c.psw.defined() ? c10::optional<at::Tensor>(c.psw) : c10::nullopt);
+        padding.push_back(c.padding_idx);
+    }
+    return merged_embedding_bag(weights, indices, offsets, psw, padding, mode, include_last_offset, dtype);
+}
+
+class Recsys : public ::testing::Test {
+protected:
+    void SetUp() override { at::manual_seed(0); }
+};
+
+TEST_F(Recsys, MergedEmbeddingBagMatchesAtenTableByTable) {
+    for (int64_t mode : {0, 1}) {
+        for (bool last : {false, true}) {
+            for (at::ScalarType index : {at::kLong, at::kInt}) {
+                std::vector<Case> cases{make_case(11, 8, 7, index, last, mode == 0, -1),
+                                        make_case(3, 5, 7, index, last, false, 2),
+                                        make_case(40, 17, 3, index, last, mode == 0, 0),
+                                        make_case(6, 1, 0, index, last, false, -1)};  // an empty batch
+                const std::vector<at::Tensor> got = merged(cases, mode, last);
+                ASSERT_EQ(got.size(), cases.size());
+                for (size_t t = 0; t < cases.size(); ++t) {
+                    const at::Tensor want = aten_bag(cases[t], mode, last);
+                    ASSERT_EQ(got[t].sizes(), want.sizes()) << "table " << t;
+                    EXPECT_LE(relative_error(got[t], want), kFp32Tolerance)
+                        << "mode " << mode << " last " << last << " table " << t;
+                }
+            }
+        }
+    }
+}
+
+TEST_F(Recsys, MergedEmbeddingBagBf16Tables) {
+    std::vector<Case> cases{make_case(30, 33, 9, at::kLong, false, true, -1), make_case(8, 4, 5, at::kLong, false, false, 1)};
+    const std::vector<at::Tensor> got = merged(cases, 0, false, c10::nullopt, true);
+    const std::vector<at::Tensor> as_fp32 = merged(cases, 0, false, at::kFloat, true);
+    for (size_t t = 0; t < cases.size(); ++t) {
+        Case rounded = cases[t];
+        rounded.weight = cases[t].weight.to(at::kBFloat16).to(at::kFloat);
+        const at::Tensor want = aten_bag(rounded, 0, false);
+        EXPECT_EQ(got[t].scalar_type(), at::kBFloat16);
+        EXPECT_EQ(as_fp32[t].scalar_type(), at::kFloat);
+        EXPECT_LE(relative_error(got[t], want), kBf16Tolerance) << t;
+        EXPECT_LE(relative_error(as_fp32[t], want), kFp32Tolerance) << t;  // fp32 sums of the bf16 rows
+    }
+}
+
+void expect_input_error(const std::function<void()> &call, const std::string &op, const std::string &mention) {
+    try {
+        call();
+        ADD_FAILURE() << "no error; expected " << mention;
+    } catch (const c10::Error &e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find(op), std::string::npos) << what;
+        EXPECT_NE(what.find(mention), std::string::npos) << what;
+    }
+}
+
+TEST_F(Recsys, MergedEmbeddingBagRefusesCraftedArguments) {
+    Case c = make_case(10, 4, 4, at::kLong, false, false, -1);
+    const auto with = [&](Case changed, int64_t mode) { return [=] { merged({changed}, mode, false); }; };
+    Case decreasing = c;
+    decreasing.indices = at::arange(6, at::kLong);
+    decreasing.offsets = at::tensor({0, 4, 2, 6}, at::kLong);
+    expect_input_error(with(decreasing, 0), "merged_embedding_bag", "must not decrease");
+    Case outside = c;
+    outside.indices = at::tensor({1, 10, 2}, at::kLong);
+    outside.offsets = at::tensor({0, 1}, at::kLong);
+    expect_input_error(with(outside, 0), "merged_embedding_bag", "index 10");
+    Case negative = outside;
+    negative.indices = at::tensor({1, -1, 2}, at::kLong);
+    expect_input_error(with(negative, 0), "merged_embedding_bag", "index -1");
+    Case late_start = outside;
+    late_start.indices = at::tensor({1, 2, 3}, at::kLong);
+    late_start.offsets = at::tensor({1, 2}, at::kLong);
+    expect_input_error(with(late_start, 0), "merged_embedding_bag", "offsets[0] must be 0");
+    Case past_end = late_start;
+    past_end.offsets = at::tensor({0, 4}, at::kLong);
+    expect_input_error(with(past_end, 0), "merged_embedding_bag", "past the 3 indices");
+    Case weighted_mean = late_start;
+    weighted_mean.offsets = at::tensor({0, 2}, at::kLong);
+    weighted_mean.psw = at::ones({3});
+    expect_input_error(with(weighted_mean, 1), "merged_embedding_bag", "sum pooling only");
+}
+
+// The formula on aten's ops: stacked (or concatenated and viewed) features, Z = T T^T, the
+// pairs gathered after the first feature.
+at::Tensor reference(const std::vector<at::Tensor> &features, bool viewed, const at::Tensor &rows,
+                     const at::Tensor &cols) {
+    std::vector<at::Tensor> wide;
+    for (const at::Tensor &f : features) wide.push_back(f.to(at::kDouble));
+    const at::Tensor t = viewed ? at::cat(wide, 1).view({wide[0].size(0), -1, wide[0].size(1)}) : at::stack(wide, 1);
+    const at::Tensor z = at::bmm(t, t.transpose(1, 2));
+    return at::cat({wide[0], at::index(z, c10::List<c10::optional<at::Tensor>>({c10::nullopt, rows, cols}))}, 1);
+}
+
+std::vector<at::Tensor> random_features(int64_t n, int64_t batch, int64_t dim) {
+    std::vector<at::Tensor> out;
+    for (int64_t f = 0; f < n; ++f) out.push_back(at::randn({batch, dim}));
+    return out;
+}
+
+TEST_F(Recsys, InteractionMatchesTheFormula) {
+    for (int64_t n : {1, 2, 5, 27}) {
+        for (int64_t dim : {1, 5, 16, 17, 33}) {
+            for (int64_t batch : {0, 1, 7}) {
+                const std::vector<at::Tensor> x = random_features(n, batch, dim);
+                const at::Tensor tril = at::tril_indices(n, n, -1);
+                const std::vector<int64_t> view{batch, -1, dim};
+                for (bool viewed : {false, true}) {
+                    if (viewed && batch == 0) continue;  // view(0, -1, D) is ambiguous: aten refuses it
+                    const auto view_size = viewed ? c10::optional<at::IntArrayRef>(view) : c10::nullopt;
+                    const at::Tensor want = reference(x, viewed, tril[0], tril[1]);
+                    const at::Tensor by_tril = interaction(x, view_size, c10::nullopt, c10::nullopt, -1);
+                    const at::Tensor by_pairs = interaction(x, view_size, tril[0], tril[1], 0);
+                    ASSERT_EQ(by_tril.sizes(), want.sizes());
+                    EXPECT_LE(relative_error(by_tril, want), kFp32Tolerance) << n << " " << dim << " " << batch;
+                    EXPECT_TRUE(at::equal(by_tril, by_pairs));
+                }
+                // Upper triangle with the diagonal, negative indices: any pairs.
+                const at::Tensor triu = at::triu_indices(n, n, 0);
+                EXPECT_LE(relative_error(interaction(x, c10::nullopt, triu[0] - n, triu[1], 0),
+                                         reference(x, false, triu[0], triu[1])),
+                          kFp32Tolerance);
+            }
+        }
+    }
+}
+
+TEST_F(Recsys, InteractionOutsideTheKernelIsAtensFormula) {
+    // Features of unequal widths viewed as [B, 4, 3]: aten's ops compute it.
+    const std::vector<at::Tensor> x{at::randn({2, 6}), at::randn({2, 3}), at::randn({2, 3})};
+    const at::Tensor tril = at::tril_indices(4, 4, -1);
+    const std::vector<int64_t> view{2, 4, 3};
+    const at::Tensor t = at::cat(x, 1).view(view);
+    const at::Tensor z = at::bmm(t, t.transpose(1, 2));
+    const at::Tensor want =
+        at::cat({x[0], at::index(z, c10::List<c10::optional<at::Tensor>>({c10::nullopt, tril[0], tril[1]}))}, 1);
+    EXPECT_TRUE(at::allclose(interaction(x, at::IntArrayRef(view), c10::nullopt, c10::nullopt, -1), want));
+}
+
+TEST_F(Recsys, InteractionBf16) {
+    const std::vector<at::Tensor> x = random_features(9, 5, 40);
+    std::vector<at::Tensor> xb, xr;
+    for (const at::Tensor &f : x) {
+        xb.push_back(f.to(at::kBFloat16));
+        xr.push_back(xb.back().to(at::kFloat));
+    }
+    const at::Tensor tril = at::tril_indices(9, 9, -1);
+    const at::Tensor got = interaction(xb, c10::nullopt, c10::nullopt, c10::nullopt, -1);
+    EXPECT_EQ(got.scalar_type(), at::kBFloat16);
+    EXPECT_LE(relative_error(got, reference(xr, false, tril[0], tril[1])), kBf16Tolerance);
+}
+
+TEST_F(Recsys, InteractionAvx512BuildMatchesThePortableOneToTheBit) {
+    if (!avx512::available()) GTEST_SKIP() << "this CPU has no AVX-512 (F, BW, VL): the AVX-512 build cannot run";
+    for (bool bf16 : {false, true}) {
+        for (int64_t dim : {1, 15, 16, 17, 128}) {
+            std::vector<at::Tensor> x = random_features(6, 4, dim);
+            if (bf16)
+                for (at::Tensor &f : x) f = f.to(at::kBFloat16);
+            const at::Tensor tril = at::tril_indices(6, 6, 0);
+            std::vector<const void *> data;
+            std::vector<int64_t> stride;
+            for (const at::Tensor &f : x) data.push_back(f.data_ptr()), stride.push_back(f.stride(0));
+            const std::vector<int64_t> rows(tril[0].data_ptr<int64_t>(), tril[0].data_ptr<int64_t>() + tril.size(1));
+            const std::vector<int64_t> cols(tril[1].data_ptr<int64_t>(), tril[1].data_ptr<int64_t>() + tril.size(1));
+            at::Tensor portable = at::empty({4, dim + tril.size(1)}, x[0].options());
+            at::Tensor vector = at::empty_like(portable);
+            InteractionProblem p;
+            p.bf16 = bf16;
+            p.features = data.data();
+            p.feature_stride = stride.data();
+            p.features_n = 6;
+            p.dim = dim;
+            p.rows = rows.data();
+            p.cols = cols.data();
+            p.pairs = static_cast<int64_t>(rows.size());
+            p.b_end = 4;
+            p.dst = portable.data_ptr();
+            run_interaction(p);
+            p.dst = vector.data_ptr();
+            avx512::run_interaction(p);
+            EXPECT_TRUE(at::equal(portable, vector)) << "bf16 " << bf16 << " dim " << dim;
+        }
+    }
+}
+
+TEST_F(Recsys, InteractionRefusesPairsOutsideTheFeatures) {
+    const std::vector<at::Tensor> x = random_features(3, 2, 4);
+    expect_input_error([&] { interaction(x, c10::nullopt, at::tensor({0, 3}), at::tensor({0, 1}), 0); },
+                       "interaction", "rows[1] = 3");
+    expect_input_error([&] { interaction(x, c10::nullopt, at::tensor({0, 1}), at::tensor({-4, 1}), 0); },
+                       "interaction", "cols[0] = -4");
+}
+
+}  // namespace
+}  // namespace ipex::ops::recsys
