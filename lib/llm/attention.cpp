@@ -89,7 +89,12 @@ void decode_attention(const KvCache &cache, int64_t layer, const AttentionShape 
             float *s = scratch(0, static_cast<size_t>(group * n));
             const float *qh = q + b * ldq + h * group * hd;
             kernels::qk_block(cache.type(), qh, hd, group, cache.keys(layer, b, h), ld, t0, len, hd, s, n);
-            kernels::softmax_rows(s, group, n, n, shape.scale);
+            if (shape.softcap > 0) {
+                kernels::softcap(s, group * n, shape.scale, shape.softcap);
+                kernels::softmax_rows(s, group, n, n, 1.f);
+            } else {
+                kernels::softmax_rows(s, group, n, n, shape.scale);
+            }
             float *o = out + b * ldo + h * group * hd;
             for (int64_t g = 0; g < group; ++g) std::fill(o + g * hd, o + (g + 1) * hd, 0.f);
             kernels::pv_block(cache.type(), s, n, group, cache.values(layer, b, h), t0, len, hd, o, hd);
@@ -131,7 +136,9 @@ void prefill_attention(const KvCache &cache, int64_t layer, const AttentionShape
                     float m = mx[r];
                     for (int64_t j = 0; j < nk; ++j) {
                         const int64_t t = t0 + j;
-                        row[j] = (t > pos || t < kmin) ? kNegInf : row[j] * shape.scale;
+                        if (t > pos || t < kmin) row[j] = kNegInf;
+                        else if (shape.softcap > 0) row[j] = shape.softcap * std::tanh(row[j] * shape.scale / shape.softcap);
+                        else row[j] *= shape.scale;
                         m = std::max(m, row[j]);
                     }
                     if (m == kNegInf) {  // nothing visible yet in this row

@@ -43,6 +43,7 @@ struct AttentionShape {
     int64_t heads = 0, kv_heads = 0, head_dim = 0;
     int64_t window = 0;  // 0: no sliding window
     float scale = 1.f;
+    float softcap = 0.f;  // scaled scores -> softcap * tanh(score / softcap) (0: none)
 };
 
 // One query row per sequence b < batch: q rows of ldq floats (heads x head_dim), seq b has

@@ -88,6 +88,8 @@ std::string family_of(const std::string &architecture) {
     if (architecture == "Qwen2ForCausalLM") return "qwen2";
     if (architecture == "Qwen3ForCausalLM") return "qwen3";
     if (architecture == "Phi3ForCausalLM") return "phi3";
+    if (architecture == "Gemma2ForCausalLM") return "gemma2";
+    if (architecture == "Gemma3ForCausalLM") return "gemma3";
     return "";
 }
 
@@ -121,6 +123,28 @@ void set_longrope(ModelConfig &c, const json &j, const std::string &source) {
         r.attention_factor = r.factor <= 1 ? 1.0
                                            : std::sqrt(1 + std::log(r.factor) /
                                                                std::log(static_cast<double>(r.original_max_position_embeddings)));
+}
+
+// Which layers attend within the sliding window: "layer_types" when stated (any family), else
+// Gemma 2's even layers, Gemma 3's all but every sliding_window_pattern-th.
+void set_sliding_layers(ModelConfig &c, const json &j, const std::string &source) {
+    const auto types = j.find("layer_types");
+    if (types != j.end() && !types->is_null()) {
+        if (!types->is_array() || static_cast<int64_t>(types->size()) != c.num_layers)
+            fail(source, "field 'layer_types' must list one type per layer (" + std::to_string(c.num_layers) + ")");
+        for (const auto &t : *types) {
+            if (!t.is_string() || (t != "sliding_attention" && t != "full_attention"))
+                fail(source, "field 'layer_types' holds a type other than sliding_attention or full_attention");
+            c.sliding_layers.push_back(t == "sliding_attention");
+        }
+        return;
+    }
+    if (c.family == "gemma2") {
+        for (int64_t l = 0; l < c.num_layers; ++l) c.sliding_layers.push_back(l % 2 == 0);
+    } else if (c.family == "gemma3") {
+        const int64_t pattern = int_field(j, "sliding_window_pattern", 1, kMaxLayers, 6, source);
+        for (int64_t l = 0; l < c.num_layers; ++l) c.sliding_layers.push_back((l + 1) % pattern != 0);
+    }
 }
 
 RopeScaling parse_rope_scaling(const json &j, const std::string &source) {
@@ -182,7 +206,8 @@ void set_position_limit(ModelConfig &c, bool stated, const std::string &source) 
 
 const std::vector<std::string> &supported_architectures() {
     static const std::vector<std::string> list = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
-                                                   "Qwen3ForCausalLM", "Phi3ForCausalLM"};
+                                                   "Qwen3ForCausalLM", "Phi3ForCausalLM", "Gemma2ForCausalLM",
+                                                   "Gemma3ForCausalLM"};
     return list;
 }
 
@@ -232,11 +257,32 @@ ModelConfig parse_config(const std::string &text, const std::string &source) {
         c.mlp_bias = bool_field(j, "mlp_bias", false, source);
     }
     c.fused_projections = c.family == "phi3";
-    if (c.family == "mistral" || c.family == "phi3")
+    const bool gemma = c.family == "gemma2" || c.family == "gemma3";
+    if (gemma) {
+        c.attention_bias = bool_field(j, "attention_bias", false, source);
+        c.o_bias = c.attention_bias;
+        c.gemma_norms = true;
+        c.tie_word_embeddings = bool_field(j, "tie_word_embeddings", true, source);
+        c.attention_scale = 1.0 / std::sqrt(number_field(j, "query_pre_attn_scalar", 1e-6, 1e9,
+                                                         static_cast<double>(c.head_dim), source));
+        c.attn_softcap = number_field(j, "attn_logit_softcapping", 0, 1e6, 0, source);
+        c.final_softcap = number_field(j, "final_logit_softcapping", 0, 1e6, 0, source);
+        if (c.family == "gemma3") c.rope_local_theta = number_field(j, "rope_local_base_freq", 1, 1e12, 10000.0, source);
+    }
+    std::string act = string_field(j, "hidden_activation", source);
+    if (act.empty()) act = string_field(j, "hidden_act", source);
+    if (act.empty()) act = gemma ? "gelu_pytorch_tanh" : "silu";
+    if (act != "silu" && act != "gelu_pytorch_tanh")
+        throw_unsupported("'" + source + "': MLP activation '" + act + "' is not supported (supported: silu, "
+                          "gelu_pytorch_tanh)");
+    c.gelu_mlp = act == "gelu_pytorch_tanh";
+    if (c.attention_scale == 0) c.attention_scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
+    if (c.family == "mistral" || c.family == "phi3" || gemma)
         c.sliding_window = int_field(j, "sliding_window", 0, kMaxPositions, 0, source);
-    c.qk_norm = c.family == "qwen3";
+    c.qk_norm = c.family == "qwen3" || c.family == "gemma3";
     if ((c.family == "qwen2" || c.family == "qwen3") && bool_field(j, "use_sliding_window", false, source))
         c.sliding_window = int_field(j, "sliding_window", 0, kMaxPositions, 0, source);
+    set_sliding_layers(c, j, source);
     c.torch_dtype = string_field(j, "torch_dtype", source);
     c.bos_token_id = int_field(j, "bos_token_id", -1, c.vocab_size - 1, -1, source);
     c.eos_token_ids = id_list(j, "eos_token_id", source);

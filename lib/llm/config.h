@@ -2,7 +2,10 @@
 // generation_config.json beside it). Families: LlamaForCausalLM (Llama 2/3/3.1/3.2, TinyLlama,
 // rope_scaling "llama3" and "linear"), MistralForCausalLM (sliding window), Qwen2ForCausalLM
 // (q/k/v bias, tied embeddings), Qwen3ForCausalLM (q and k normalized per head),
-// Phi3ForCausalLM (Phi-3, Phi-3.5-mini, Phi-4-mini: fused qkv and gate/up, partial rotary, longrope). An other architecture is exit 4 naming it and the supported
+// Phi3ForCausalLM (Phi-3, Phi-3.5-mini, Phi-4-mini: fused qkv and gate/up, partial rotary, longrope),
+// Gemma2ForCausalLM and Gemma3ForCausalLM (gelu-tanh MLP, norms before and after attention and
+// MLP with weights stored as w - 1, scaled embeddings, soft-capping, sliding-window layers
+// alternating with global ones, Gemma 3's local rotary base). An other architecture is exit 4 naming it and the supported
 // list; a missing or malformed field is exit 3 naming it. Nothing is computed before this
 // validation passes.
 #pragma once
@@ -40,7 +43,7 @@ struct RopeScaling {
 
 struct ModelConfig {
     std::string architecture;  // as written in "architectures"
-    std::string family;        // "llama" | "mistral" | "qwen2" | "qwen3" | "phi3"
+    std::string family;        // "llama" | "mistral" | "qwen2" | "qwen3" | "phi3" | "gemma2" | "gemma3"
     int64_t hidden_size = 0;
     int64_t intermediate_size = 0;
     int64_t num_layers = 0;
@@ -49,6 +52,9 @@ struct ModelConfig {
     int64_t head_dim = 0;
     int64_t rotary_dim = 0;    // leading channels of a head the rotation turns: head_dim * partial_rotary_factor
     bool fused_projections = false;  // the checkpoint stores qkv_proj and gate_up_proj (Phi-3)
+    bool sliding(int64_t layer) const {
+        return sliding_window > 0 && (sliding_layers.empty() || sliding_layers[static_cast<size_t>(layer)]);
+    }
     int64_t vocab_size = 0;
     int64_t max_position_embeddings = 0;
     // Positions the model declares it handles, and where that figure comes from (for
@@ -68,6 +74,19 @@ struct ModelConfig {
     bool mlp_bias = false;
     bool qk_norm = false;         // q and k RMS-normalized per head before the rotary embedding (Qwen3)
     int64_t sliding_window = 0;   // 0: none
+    // Layers that attend within sliding_window (layer_types "sliding_attention", or the family's
+    // rule); empty: all layers do when sliding_window > 0.
+    std::vector<bool> sliding_layers;
+    double rope_local_theta = 0;  // Gemma 3: the sliding layers' rotary base, unscaled (0: rope_theta)
+    // Gemma: RMSNorm weights are stored as w - 1 (applied as 1 + w), the embedding rows are
+    // scaled by sqrt(hidden_size), each attention output and MLP output is normalized before its
+    // residual add (post_attention_layernorm, post_feedforward_layernorm; the MLP's input norm is
+    // pre_feedforward_layernorm), and the MLP is gelu(tanh)(gate) * up.
+    bool gemma_norms = false;
+    bool gelu_mlp = false;         // hidden_activation gelu_pytorch_tanh (else silu)
+    double attention_scale = 0;    // scores' scale: query_pre_attn_scalar^-0.5, else head_dim^-0.5
+    double attn_softcap = 0;       // scores -> cap * tanh(scores / cap) before the softmax (0: none)
+    double final_softcap = 0;      // logits -> cap * tanh(logits / cap) (0: none)
     std::string torch_dtype;      // as written ("bfloat16", "float16", "float32", "")
     int64_t bos_token_id = -1;
     std::vector<int64_t> eos_token_ids;

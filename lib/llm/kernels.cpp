@@ -68,6 +68,20 @@ void add_rms_norm(float *h, const float *delta, const float *weight, float *y, i
     }
 }
 
+void gelu_tanh_mul(const float *gu, float *out, int64_t rows, int64_t inter) {
+    const float k = std::sqrt(2.f / static_cast<float>(M_PI));
+    for (int64_t r = 0; r < rows; ++r) {
+        const float *g = gu + r * 2 * inter, *u = g + inter;
+        float *o = out + r * inter;
+        for (int64_t i = 0; i < inter; ++i)
+            o[i] = 0.5f * g[i] * (1.f + std::tanh(k * (g[i] + 0.044715f * g[i] * g[i] * g[i]))) * u[i];
+    }
+}
+
+void softcap(float *x, int64_t n, float scale, float cap) {
+    for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] * scale / cap);
+}
+
 void silu_mul(const float *gu, float *out, int64_t rows, int64_t inter) {
     for (int64_t r = 0; r < rows; ++r) {
         const float *g = gu + r * 2 * inter, *u = g + inter;

@@ -19,6 +19,10 @@ void rms_norm(const float *x, const float *weight, float *y, int64_t rows, int64
 void add_rms_norm(float *h, const float *delta, const float *weight, float *y, int64_t rows, int64_t n, float eps);
 // out[r, i] = silu(gu[r, i]) * gu[r, inter + i]; gu rows of 2*inter.
 void silu_mul(const float *gu, float *out, int64_t rows, int64_t inter);
+// The same with gelu's tanh form: 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))).
+void gelu_tanh_mul(const float *gu, float *out, int64_t rows, int64_t inter);
+// x[i] = cap * tanh(x[i] * scale / cap), i < n: soft-capping of scaled scores or logits.
+void softcap(float *x, int64_t n, float scale, float cap);
 // Rotates the first `rotary_dim` channels of each head of head_dim in place (HF's rotate_half
 // convention: pairs (i, i + rotary_dim/2)); the rest pass (partial rotary). cos/sin hold the
 // rotary_dim/2 angles of the position.

@@ -177,18 +177,21 @@ at::Tensor Linear::forward_add(const at::Tensor &x, const at::Tensor &residual) 
     return out;
 }
 
-void Linear::forward_silu_mul(const at::Tensor &x, at::Tensor &out) const {
+void Linear::forward_glu(const at::Tensor &x, at::Tensor &out, bool gelu) const {
     const int64_t inter = out_ / 2;
     TORCH_INTERNAL_ASSERT(out_ % 2 == 0 && out.scalar_type() == at::kFloat && out.is_contiguous() &&
                               out.size(0) == x.size(0) && out.size(1) == inter,
-                          "forward_silu_mul: out must be fp32 [rows, N/2]");
-    if (bf16_decodes(x)) {
+                          "forward_glu: out must be fp32 [rows, N/2]");
+    if (!gelu && bf16_decodes(x)) {
         bf16_decode_->run_silu_mul(x, out.data_ptr<float>(), inter);
         return;
     }
     const at::Tensor gu = forward(x).contiguous();
     at::parallel_for(0, x.size(0), 4, [&](int64_t r0, int64_t r1) {
-        kernels::silu_mul(gu.data_ptr<float>() + r0 * 2 * inter, out.data_ptr<float>() + r0 * inter, r1 - r0, inter);
+        const float *src = gu.data_ptr<float>() + r0 * 2 * inter;
+        float *dst = out.data_ptr<float>() + r0 * inter;
+        if (gelu) kernels::gelu_tanh_mul(src, dst, r1 - r0, inter);
+        else kernels::silu_mul(src, dst, r1 - r0, inter);
     });
 }
 

@@ -45,8 +45,9 @@ public:
     // fp32 [M, N] = forward(x) + residual (fp32 [M, N]).
     at::Tensor forward_add(const at::Tensor &x, const at::Tensor &residual) const;
     // A merged gate/up projection (outputs [0, N/2) gate, [N/2, N) up): out (fp32 [M, N/2],
-    // contiguous) = silu(gate) * up, fused into the decode kernel where it runs.
-    void forward_silu_mul(const at::Tensor &x, at::Tensor &out) const;
+    // contiguous) = silu(gate) * up, fused into the decode kernel where it runs; with `gelu`,
+    // gelu(tanh form)(gate) * up.
+    void forward_glu(const at::Tensor &x, at::Tensor &out, bool gelu = false) const;
 
     // Whether forward_add fuses the residual into the product (else add it in the next pass).
     bool fuses_residual() const { return static_cast<bool>(dense_); }

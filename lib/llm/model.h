@@ -37,6 +37,9 @@ struct DecoderLayer {
     Linear qkv, o, gate_up, down;
     at::Tensor input_norm, post_norm;  // fp32 [hidden]
     at::Tensor q_norm, k_norm;         // fp32 [head_dim] with ModelConfig::qk_norm, else undefined
+    // Gemma: the norms of the attention output and the MLP output before their residual adds
+    // (post_norm is then the MLP's input norm, pre_feedforward_layernorm); else undefined.
+    at::Tensor attn_out_norm, mlp_out_norm;
 };
 
 class Model {
@@ -67,6 +70,8 @@ private:
     Linear lm_head_;
     std::vector<float> inv_freq_;       // [rotary_dim / 2], scaling applied
     std::vector<float> inv_freq_long_;  // longrope: past original_max_position_embeddings, else empty
+    std::vector<float> inv_freq_local_; // Gemma 3's sliding layers (rope_local_theta), else empty
+    float embed_scale_ = 1.f;           // Gemma: sqrt(hidden_size) in the embedding's dtype
     kernels::CacheType cache_type_ = kernels::CacheType::bf16;
 };
 
@@ -110,6 +115,7 @@ private:
     std::vector<int64_t> lengths_;
     std::vector<float> cos_, sin_;  // [max_length][rotary_dim / 2]
     std::vector<float> cos_long_, sin_long_;  // longrope's long-run table, else empty
+    std::vector<float> cos_local_, sin_local_;  // Gemma 3's sliding layers' table, else empty
     std::vector<int64_t> seq_, pos_;
     at::Tensor logits_;
 };

@@ -203,6 +203,10 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
         const std::string p = "model.layers." + std::to_string(l) + ".";
         loader.check_tensor(p + "input_layernorm.weight", {h});
         loader.check_tensor(p + "post_attention_layernorm.weight", {h});
+        if (c.gemma_norms) {
+            loader.check_tensor(p + "pre_feedforward_layernorm.weight", {h});
+            loader.check_tensor(p + "post_feedforward_layernorm.weight", {h});
+        }
         if (c.qk_norm) {
             loader.check_tensor(p + "self_attn.q_norm.weight", {c.head_dim});
             loader.check_tensor(p + "self_attn.k_norm.weight", {c.head_dim});
@@ -234,7 +238,14 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
     m->description_ = desc.str();
 
     m->embed_ = loader.tensor("model.embed_tokens.weight");
-    m->final_norm_ = loader.tensor("model.norm.weight").to(at::kFloat).contiguous();
+    // RMSNorm weights in fp32; Gemma stores w - 1.
+    const auto norm = [&](const std::string &name) {
+        at::Tensor w = loader.tensor(name).to(at::kFloat).contiguous();
+        return c.gemma_norms ? (w + 1).contiguous() : w;
+    };
+    if (c.gemma_norms)  // the scale as Hugging Face applies it: a number of the embedding's dtype
+        m->embed_scale_ = at::scalar_tensor(std::sqrt(static_cast<double>(h)), m->embed_.scalar_type()).item<float>();
+    m->final_norm_ = norm("model.norm.weight");
     for (int64_t l = 0; l < c.num_layers; ++l) {
         const std::string p = "model.layers." + std::to_string(l) + ".";
         const auto proj = projections(c, l);
@@ -244,12 +255,17 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
             build(loader, p + "self_attn.o_proj", proj.o, format),
             build(loader, p + "mlp.gate_up_proj", proj.gate_up, format),
             build(loader, p + "mlp.down_proj", proj.down, format),
-            loader.tensor(p + "input_layernorm.weight").to(at::kFloat).contiguous(),
-            loader.tensor(p + "post_attention_layernorm.weight").to(at::kFloat).contiguous(),
+            norm(p + "input_layernorm.weight"),
+            norm(p + (c.gemma_norms ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight")),
         });
+        DecoderLayer &layer = m->layers_.back();
         if (c.qk_norm) {
-            m->layers_.back().q_norm = loader.tensor(p + "self_attn.q_norm.weight").to(at::kFloat).contiguous();
-            m->layers_.back().k_norm = loader.tensor(p + "self_attn.k_norm.weight").to(at::kFloat).contiguous();
+            layer.q_norm = norm(p + "self_attn.q_norm.weight");
+            layer.k_norm = norm(p + "self_attn.k_norm.weight");
+        }
+        if (c.gemma_norms) {
+            layer.attn_out_norm = norm(p + "post_attention_layernorm.weight");
+            layer.mlp_out_norm = norm(p + "post_feedforward_layernorm.weight");
         }
     }
     if (c.tie_word_embeddings)
@@ -258,6 +274,12 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
         m->lm_head_ = build(loader, "lm_head", {head}, format);
     m->inv_freq_ = rope_frequencies(c, false);
     if (c.rope_scaling.type == "longrope") m->inv_freq_long_ = rope_frequencies(c, true);
+    if (c.rope_local_theta > 0) {  // Gemma 3's sliding layers: their own base, no scaling
+        ModelConfig local = c;
+        local.rope_theta = c.rope_local_theta;
+        local.rope_scaling = RopeScaling{};
+        m->inv_freq_local_ = rope_frequencies(local, false);
+    }
     return m;
 }
 

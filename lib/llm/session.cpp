@@ -36,6 +36,7 @@ Session::Session(std::shared_ptr<const Model> model, int64_t batch, int64_t max_
     };
     table(model_->inv_freq_, cos_, sin_);
     if (!model_->inv_freq_long_.empty()) table(model_->inv_freq_long_, cos_long_, sin_long_);
+    if (!model_->inv_freq_local_.empty()) table(model_->inv_freq_local_, cos_local_, sin_local_);
 }
 
 void Session::reset() { std::fill(lengths_.begin(), lengths_.end(), 0); }
@@ -95,16 +96,18 @@ Logits Session::forward(const std::vector<int32_t> &ids, const std::vector<int64
                         std::to_string(c.vocab_size) + ")");
     const at::Tensor index = at::tensor(std::vector<int64_t>(ids.begin(), ids.end()), at::kLong);
     at::Tensor h = m.embed_.index_select(0, index).to(at::kFloat).contiguous();
+    if (m.embed_scale_ != 1.f) h.mul_(m.embed_scale_);
     at::Tensor x = at::empty({rows, hidden}, at::kFloat);
     at::Tensor attn = at::empty({rows, qdim}, at::kFloat);
     at::Tensor act = at::empty({rows, c.intermediate_size}, at::kFloat);
-    AttentionShape shape{c.num_heads, c.num_kv_heads, hd, c.sliding_window, 1.f / std::sqrt(static_cast<float>(hd))};
+    AttentionShape shape{c.num_heads, c.num_kv_heads, hd, 0, static_cast<float>(c.attention_scale),
+                         static_cast<float>(c.attn_softcap)};
     // longrope: a call reaching past the original positions rotates all its rows by the long
     // factors (rows cached earlier keep theirs), as Hugging Face's runs do.
     int64_t last_pos = 0;
     for (int64_t p : pos_) last_pos = std::max(last_pos, p);
     const bool long_rope = !cos_long_.empty() && last_pos + 1 > c.rope_scaling.original_max_position_embeddings;
-    const std::vector<float> &cos_table = long_rope ? cos_long_ : cos_, &sin_table = long_rope ? sin_long_ : sin_;
+    const std::vector<float> &cos_global = long_rope ? cos_long_ : cos_, &sin_global = long_rope ? sin_long_ : sin_;
     const at::ScalarType act_type = m.cache_type_ == kernels::CacheType::f32 ? at::kFloat : at::kBFloat16;
 
     const auto norm = [&](const at::Tensor &src, const at::Tensor &w) {
@@ -120,9 +123,21 @@ Logits Session::forward(const std::vector<int32_t> &ids, const std::vector<int64
                                   w.data_ptr<float>(), x.data_ptr<float>() + r0 * hidden, r1 - r0, hidden, eps);
         });
     };
+    // y = norm(y) in place (Gemma's norms of the attention and MLP outputs).
+    const auto norm_in_place = [&](const at::Tensor &y, const at::Tensor &w) {
+        at::parallel_for(0, rows, 16, [&](int64_t r0, int64_t r1) {
+            float *data = y.data_ptr<float>() + r0 * hidden;
+            kernels::rms_norm(data, w.data_ptr<float>(), data, r1 - r0, hidden, eps);
+        });
+    };
     norm(h, m.layers_[0].input_norm);
     for (size_t l = 0; l < m.layers_.size(); ++l) {
         const DecoderLayer &layer = m.layers_[l];
+        const bool sliding = c.sliding(static_cast<int64_t>(l));
+        shape.window = sliding ? c.sliding_window : 0;
+        const bool local_rope = sliding && !cos_local_.empty();
+        const std::vector<float> &cos_table = local_rope ? cos_local_ : cos_global;
+        const std::vector<float> &sin_table = local_rope ? sin_local_ : sin_global;
         const at::Tensor qkv = layer.qkv.forward(x.to(act_type));
         float *qkv_data = qkv.data_ptr<float>();
         const int64_t ld = qkv.size(1);
@@ -157,15 +172,23 @@ Logits Session::forward(const std::vector<int32_t> &ids, const std::vector<int64
                 r0 = r1;
             }
         }
-        if (layer.o.fuses_residual()) {
+        if (layer.attn_out_norm.defined()) {
+            const at::Tensor delta = layer.o.forward(attn).contiguous();
+            norm_in_place(delta, layer.attn_out_norm);
+            add_norm(delta, layer.post_norm);
+        } else if (layer.o.fuses_residual()) {
             h = layer.o.forward_add(attn.to(act_type), h);
             norm(h, layer.post_norm);
         } else {
             add_norm(layer.o.forward(attn), layer.post_norm);
         }
-        layer.gate_up.forward_silu_mul(x.to(act_type), act);
+        layer.gate_up.forward_glu(x.to(act_type), act, c.gelu_mlp);
         const at::Tensor &next_norm = l + 1 < m.layers_.size() ? m.layers_[l + 1].input_norm : m.final_norm_;
-        if (layer.down.fuses_residual()) {
+        if (layer.mlp_out_norm.defined()) {
+            const at::Tensor delta = layer.down.forward(act).contiguous();
+            norm_in_place(delta, layer.mlp_out_norm);
+            add_norm(delta, next_norm);
+        } else if (layer.down.fuses_residual()) {
             h = layer.down.forward_add(act.to(act_type), h);
             norm(h, next_norm);
         } else {
@@ -181,6 +204,7 @@ Logits Session::forward(const std::vector<int32_t> &ids, const std::vector<int64
     const at::Tensor last =
         all ? x : x.index_select(0, at::tensor(std::vector<int64_t>(logits_rows.begin(), logits_rows.end()), at::kLong));
     logits_ = m.lm_head_.forward(last.to(act_type)).contiguous();
+    if (c.final_softcap > 0) kernels::softcap(logits_.data_ptr<float>(), logits_.numel(), 1.f, static_cast<float>(c.final_softcap));
     Logits out;
     out.data = logits_.data_ptr<float>();
     out.rows = logits_.size(0);

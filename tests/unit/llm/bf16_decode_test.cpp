@@ -86,7 +86,7 @@ TEST(Bf16Decode, RejectsTooManyRows) {
 }
 
 // A step of up to 8 rows through the decode kernel gives what the oneDNN matmul gives the
-// same rows inside a larger step (forward, forward_add, forward_silu_mul), and with the
+// same rows inside a larger step (forward, forward_add, forward_glu), and with the
 // portable kernels forced the small step takes oneDNN as well. oneDNN's plain product comes
 // out rounded to bf16 (the kernel's stays fp32): those compare within bf16's half ulp.
 TEST(Bf16Decode, LinearAgreesWithItsOneDnnPath) {
@@ -103,7 +103,7 @@ TEST(Bf16Decode, LinearAgreesWithItsOneDnnPath) {
     const at::Tensor residual = at::randn({12, 2 * inter});
     const at::Tensor full = lin.forward(x), full_add = lin.forward_add(x, residual);
     at::Tensor full_act = at::empty({12, inter});
-    lin.forward_silu_mul(x, full_act);
+    lin.forward_glu(x, full_act);
     for (bool portable : {false, true}) {
         kernels::set_force_portable(portable);
         for (int64_t m : {1, 3, 8}) {
@@ -113,7 +113,7 @@ TEST(Bf16Decode, LinearAgreesWithItsOneDnnPath) {
                                      full_add.narrow(0, 0, m), 1e-3, 1e-3))
                 << "m " << m;
             at::Tensor act = at::empty({m, inter});
-            lin.forward_silu_mul(xs, act);
+            lin.forward_glu(xs, act);
             EXPECT_TRUE(at::allclose(act, full_act.narrow(0, 0, m), kBf16Out, kBf16Out)) << "m " << m;
         }
     }

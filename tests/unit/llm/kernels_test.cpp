@@ -96,6 +96,42 @@ TEST(LlmKernels, NanThroughSoftmaxAndSiluMul) {
     EXPECT_TRUE(at::allclose(result, expected, 1e-6, 1e-30, /*equal_nan=*/true)) << result << expected;
 }
 
+// Gemma's MLP and soft-capping against aten in double: gelu(tanh form)(gate) * up, and
+// cap * tanh(x * scale / cap); a partial rotation turns only its leading channels.
+TEST(LlmKernels, GeluTanhMulSoftcapAndPartialRope) {
+    const int64_t rows = 3, inter = 29;
+    auto big = random_vec(static_cast<size_t>(rows * 2 * inter), 11);
+    for (float &v : big) v *= 4;  // well into tanh's bend
+    std::vector<float> out(static_cast<size_t>(rows * inter));
+    kernels::gelu_tanh_mul(big.data(), out.data(), rows, inter);
+    const at::Tensor t = at::tensor(big).to(at::kDouble).view({rows, 2 * inter});
+    const at::Tensor want = at::gelu(t.narrow(1, 0, inter), "tanh") * t.narrow(1, inter, inter);
+    EXPECT_TRUE(at::allclose(at::tensor(out).to(at::kDouble).view({rows, inter}), want, 1e-5, 1e-6));
+
+    std::vector<float> x = big;
+    kernels::softcap(x.data(), static_cast<int64_t>(x.size()), 0.5f, 3.f);
+    const at::Tensor capped = 3.0 * at::tanh(at::tensor(big).to(at::kDouble) * 0.5 / 3.0);
+    EXPECT_TRUE(at::allclose(at::tensor(x).to(at::kDouble), capped, 1e-6, 1e-7));
+
+    const int64_t heads = 2, hd = 16, rot = 12;
+    auto q = random_vec(static_cast<size_t>(heads * hd), 12);
+    const auto before = q;
+    std::vector<float> cs(rot / 2), sn(rot / 2);
+    for (int64_t i = 0; i < rot / 2; ++i) {
+        cs[i] = std::cos(0.3f * static_cast<float>(i + 1));
+        sn[i] = std::sin(0.3f * static_cast<float>(i + 1));
+    }
+    kernels::rope_row(q.data(), heads, hd, rot, cs.data(), sn.data());
+    for (int64_t h = 0; h < heads; ++h)
+        for (int64_t i = 0; i < hd; ++i) {
+            const float *b = before.data() + h * hd;
+            float want_i = b[i];  // channels past rot pass unchanged
+            if (i < rot / 2) want_i = b[i] * cs[i] - b[i + rot / 2] * sn[i];
+            else if (i < rot) want_i = b[i] * cs[i - rot / 2] + b[i - rot / 2] * sn[i - rot / 2];
+            EXPECT_NEAR(q[h * hd + i], want_i, 1e-6) << h << " " << i;
+        }
+}
+
 TEST(LlmKernels, RmsNormAndAddRmsNorm) {
     const int64_t n = 37;
     auto x = random_vec(static_cast<size_t>(2 * n), 3), w = random_vec(static_cast<size_t>(n), 4);

@@ -87,13 +87,13 @@ LoadOptions opts(const std::string &dtype, int bits = 0, const std::string &lowp
 
 TEST(LlmModel, Fp32MatchesReference) {
     NEED_FIXTURES();
-    for (const char *name : {"llama", "mistral", "qwen2", "llama3", "qwen3", "phi3", "phi3_long"})
+    for (const char *name : {"llama", "mistral", "qwen2", "llama3", "qwen3", "phi3", "phi3_long", "gemma2", "gemma3"})
         EXPECT_GE(prefill_cosine(load_case(name), opts("fp32")), 0.99999) << name;
 }
 
 TEST(LlmModel, Bf16MatchesReference) {
     NEED_FIXTURES();
-    for (const char *name : {"llama", "mistral", "qwen2", "llama3", "qwen3", "phi3", "phi3_long"})
+    for (const char *name : {"llama", "mistral", "qwen2", "llama3", "qwen3", "phi3", "phi3_long", "gemma2", "gemma3"})
         EXPECT_GE(prefill_cosine(load_case(name), opts("bf16")), 0.999) << name;
 }
 
@@ -119,7 +119,7 @@ TEST(LlmModel, QuantizedOnLoadStaysClose) {
 // Greedy ids of 32 steps are the reference's (fp32), through the generate driver.
 TEST(LlmModel, GreedyIdsMatchReference) {
     NEED_FIXTURES();
-    for (const char *name : {"llama", "mistral", "qwen2", "llama3", "qwen3", "phi3", "phi3_long"}) {
+    for (const char *name : {"llama", "mistral", "qwen2", "llama3", "qwen3", "phi3", "phi3_long", "gemma2", "gemma3"}) {
         const Case c = load_case(name);
         auto model = Model::load(c.dir, opts("fp32"));
         GenerateOptions o;
