@@ -105,11 +105,11 @@ std::string GenerateReport::text() const {
     return out.str();
 }
 
-GenerateReport run_generate(const GenerateRequest &request, const std::function<void(const std::string &)> &on_text) {
-    // Options first, then prompts, before loading anything: usage and input errors come first.
-    llm::GenerateOptions o = request.options();
-    llm::check_generate_options(o);
-    request.load.check();
+namespace {
+
+// The prompts of a request, read and counted (usage and input errors before anything loads):
+// the texts to tokenize and the id lists.
+std::pair<std::vector<std::string>, std::vector<std::vector<int32_t>>> read_prompts(const GenerateRequest &request) {
     std::vector<std::string> texts = request.prompts;
     for (const auto &f : request.prompt_files) texts.push_back(read_prompt_file(f));
     if (!request.batch_file.empty()) {
@@ -124,32 +124,75 @@ GenerateReport run_generate(const GenerateRequest &request, const std::function<
     llm::check_count(kPromptsOption, count, llm::counts::prompts);
     std::vector<std::vector<int32_t>> prompts;
     for (const auto &ids : request.prompt_ids) prompts.push_back(parse_ids(ids));
+    return {std::move(texts), std::move(prompts)};
+}
+
+GenerateReport generate_on(const GenerateRequest &request, llm::GenerateOptions o,
+                           std::vector<std::vector<int32_t>> prompts, const std::shared_ptr<const llm::Model> &model,
+                           const llm::Tokenizer *tokenizer, const std::string &dir,
+                           const std::function<void(const std::string &)> &on_text) {
+    const llm::GenerationDefaults &defaults = model->generation();
+    o.eos_ids = defaults.eos_token_ids;
+    o.sampling.repetition_penalty = request.repetition_penalty.value_or(defaults.repetition_penalty);
+    GenerateReport report;
+    report.model = dir;
+    report.architecture = model->config().architecture;
+    report.weights = model->weights_description();
+    report.tokenizer = tokenizer != nullptr;
+    report.streamed = request.stream && prompts.size() == 1 && tokenizer;
+    report.result = llm::generate(model, tokenizer, prompts, o, [&](int64_t, const std::string &text) {
+        if (report.streamed) on_text(text);
+    });
+    return report;
+}
+
+bool has_tokenizer(const std::string &dir) {
+    struct stat st {};
+    return ::stat((dir + "/tokenizer.json").c_str(), &st) == 0;
+}
+
+}  // namespace
+
+GenerateReport run_generate(const GenerateRequest &request, const std::function<void(const std::string &)> &on_text) {
+    // Options first, then prompts, before loading anything: usage and input errors come first.
+    llm::GenerateOptions o = request.options();
+    llm::check_generate_options(o);
+    request.load.check();
+    auto [texts, prompts] = read_prompts(request);
 
     // The config and the tokenizer, checked against each other, then the request against
     // the model's limits: all before the weights load.
     const llm::ModelConfig config = llm::read_config(request.model);
     std::unique_ptr<llm::Tokenizer> tokenizer;
-    struct stat st {};
-    const std::string tok_path = request.model + "/tokenizer.json";
-    if (!texts.empty() || ::stat(tok_path.c_str(), &st) == 0)
+    if (!texts.empty() || has_tokenizer(request.model))
         tokenizer = std::make_unique<llm::Tokenizer>(llm::load_tokenizer(request.model, config));
     for (const auto &t : texts) prompts.push_back(tokenizer->encode(t, !request.no_special));
     llm::check_generate(config, prompts, o);
 
     const auto model = load_llm(request.model, request.load);
-    const llm::GenerationDefaults &defaults = model->generation();
-    o.eos_ids = defaults.eos_token_ids;
-    o.sampling.repetition_penalty = request.repetition_penalty.value_or(defaults.repetition_penalty);
-    GenerateReport report;
-    report.model = request.model;
-    report.architecture = model->config().architecture;
-    report.weights = model->weights_description();
-    report.tokenizer = tokenizer != nullptr;
-    report.streamed = request.stream && prompts.size() == 1 && tokenizer;
-    report.result = llm::generate(model, tokenizer.get(), prompts, o, [&](int64_t, const std::string &text) {
-        if (report.streamed) on_text(text);
-    });
-    return report;
+    return generate_on(request, o, std::move(prompts), model, tokenizer.get(), request.model, on_text);
+}
+
+LoadedLlm load_for_generate(const std::string &dir, const LlmLoadRequest &load) {
+    load.check();
+    LoadedLlm loaded;
+    loaded.dir = dir;
+    const llm::ModelConfig config = llm::read_config(dir);
+    if (has_tokenizer(dir)) loaded.tokenizer = std::make_shared<const llm::Tokenizer>(llm::load_tokenizer(dir, config));
+    loaded.model = load_llm(dir, load);
+    return loaded;
+}
+
+GenerateReport run_generate(const GenerateRequest &request, const LoadedLlm &loaded,
+                            const std::function<void(const std::string &)> &on_text) {
+    llm::GenerateOptions o = request.options();
+    llm::check_generate_options(o);
+    auto [texts, prompts] = read_prompts(request);
+    if (!texts.empty() && !loaded.tokenizer)
+        throw_usage("'" + loaded.dir + "' has no tokenizer.json: give the prompts as token ids");
+    for (const auto &t : texts) prompts.push_back(loaded.tokenizer->encode(t, !request.no_special));
+    llm::check_generate(loaded.model->config(), prompts, o);
+    return generate_on(request, o, std::move(prompts), loaded.model, loaded.tokenizer.get(), loaded.dir, on_text);
 }
 
 }  // namespace ipex::commands

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,5 +53,17 @@ struct GenerateReport {
 // Checks the options, reads and tokenizes the prompts and checks them against the model's
 // config before the weights load; then generates.
 GenerateReport run_generate(const GenerateRequest &request, const std::function<void(const std::string &)> &on_text);
+
+// A model loaded once for many generate calls (the Python front end's handles): the weights
+// as request.load asks, and the tokenizer when the directory has one.
+struct LoadedLlm {
+    std::string dir;
+    std::shared_ptr<const llm::Model> model;
+    std::shared_ptr<const llm::Tokenizer> tokenizer;  // null without tokenizer.json
+};
+LoadedLlm load_for_generate(const std::string &dir, const LlmLoadRequest &load);
+// run_generate on a loaded model: request.model and request.load are not read.
+GenerateReport run_generate(const GenerateRequest &request, const LoadedLlm &loaded,
+                            const std::function<void(const std::string &)> &on_text);
 
 }  // namespace ipex::commands

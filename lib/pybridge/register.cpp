@@ -5,6 +5,7 @@
 // libipex_ops.so, which this library links.
 #include <torch/library.h>
 
+#include "pybridge/llm_ops.h"
 #include "pybridge/optimize_ops.h"
 #include "pybridge/quantize_ops.h"
 
@@ -15,4 +16,7 @@ TORCH_LIBRARY(ipex_tool, m) {
     m.def("knob_table() -> str", &ipex::pybridge::knob_table);
     m.def("set_fp32_math_mode(str mode) -> ()", &ipex::pybridge::set_fp32_math_mode);
     m.def("get_fp32_math_mode() -> str", &ipex::pybridge::get_fp32_math_mode);
+    m.def("llm_load(str dir, str options_json) -> str", &ipex::pybridge::llm_load);
+    m.def("llm_generate(int handle, str request_json) -> str", &ipex::pybridge::llm_generate);
+    m.def("llm_release(int handle) -> ()", &ipex::pybridge::llm_release);
 }
