@@ -32,6 +32,8 @@
 #include "passes/fuse_attention.h"
 #include "passes/fuse_eltwise.h"
 #include "passes/fuse_layer_norm.h"
+#include "passes/fuse_interaction.h"
+#include "passes/merge_embedding_bags.h"
 #include "passes/fuse_norm_relu.h"
 #include "passes/replace_mul.h"
 #include "passes/replace_pooling.h"
@@ -282,6 +284,10 @@ const std::vector<Pass> &pass_list() {
         {"split_cat_conv", nullptr, Needs::prepacked, [](Run &run) { return split_cat_conv(run.graph); }},
         {"fuse_layer_norm", nullptr, Needs::prepacked, [](Run &run) { return fuse_layer_norm(run.graph); }},
         {"cast_to_lowp", nullptr, Needs::lowp, run_cast_to_lowp, Cleanup::always},
+        // After the dtype cast: with --dtype bf16 the merged op stores fp32 tables in bf16.
+        {"merge_embedding_bags", nullptr, Needs::prepacked,
+         [](Run &run) { return merge_embedding_bags(run.graph, run.options.dtype == "bf16"); }},
+        {"fuse_interaction", nullptr, Needs::prepacked, [](Run &run) { return fuse_interaction(run.graph); }},
         // After the dtype cast: a bf16 model runs its LSTM/GRU in bf16.
         {"optimize_lstm", "optimize-lstm", Needs::prepacked,
          [](Run &run) { return optimize_lstm(run.graph, run.options.dtype); }, Cleanup::if_changed, false,
