@@ -8,6 +8,7 @@
 #include "pybridge/llm_ops.h"
 #include "pybridge/optimize_ops.h"
 #include "pybridge/quantize_ops.h"
+#include "pybridge/runtime_ops.h"
 
 TORCH_LIBRARY(ipex_tool, m) {
     m.def("optimize_file(str src, str dst, str options_json) -> str", &ipex::pybridge::optimize_file);
@@ -19,4 +20,7 @@ TORCH_LIBRARY(ipex_tool, m) {
     m.def("llm_load(str dir, str options_json) -> str", &ipex::pybridge::llm_load);
     m.def("llm_generate(int handle, str request_json) -> str", &ipex::pybridge::llm_generate);
     m.def("llm_release(int handle) -> ()", &ipex::pybridge::llm_release);
+    m.def("cpu_pool(str options_json) -> str", &ipex::pybridge::cpu_pool);
+    m.def("pin_thread(str options_json) -> str", &ipex::pybridge::pin_thread);
+    m.def("thread_info() -> str", &ipex::pybridge::thread_info);
 }

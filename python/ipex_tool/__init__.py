@@ -5,17 +5,18 @@
 TorchScript model; ``ipex.set_fp32_math_mode`` / ``get_fp32_math_mode`` / ``FP32MathMode`` set
 the fp32 math mode of the models optimized afterwards; ``ipex.quantization`` prepares,
 calibrates and converts to INT8; ``ipex.llm`` loads Hugging Face decoders into the native
-runtime and generates. What differs from IPEX is in
+runtime and generates; ``ipex.cpu.runtime`` pins work to CPU pools and runs models on several
+streams at once. What differs from IPEX is in
 docs/migration.md. Importing the package loads libipex_pybridge.so and libipex_ops.so (the ops
 of the optimized models) into the process.
 """
 
-from . import llm, quantization
+from . import cpu, llm, quantization
 from ._bridge import IpexToolWarning, ops_library_path
 from .frontend import optimize
 from .math_mode import FP32MathMode, get_fp32_math_mode, set_fp32_math_mode
 
 __version__ = "0.1.0"
 
-__all__ = ["optimize", "quantization", "llm", "set_fp32_math_mode", "get_fp32_math_mode", "FP32MathMode", "IpexToolWarning",
+__all__ = ["optimize", "quantization", "llm", "cpu", "set_fp32_math_mode", "get_fp32_math_mode", "FP32MathMode", "IpexToolWarning",
            "ops_library_path"]

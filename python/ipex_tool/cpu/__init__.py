@@ -1,0 +1,5 @@
+"""``ipex_tool.cpu``: the CPU runtime (``ipex_tool.cpu.runtime``)."""
+
+from . import runtime
+
+__all__ = ["runtime"]
