@@ -90,6 +90,18 @@ std::optional<Stacked> read_stacked(Value *t) {
     return s;
 }
 
+// A value and the dtype it was cast to (aten::to(value, dtype), cast_to_lowp's casts before a
+// bf16 bmm), or the value itself and nullopt.
+std::pair<Value *, std::optional<int64_t>> uncast(Value *value) {
+    Node *node = value->node();
+    if (!is_kind(node, c10::aten::to) || node->inputs().size() != 5 ||
+        node->input(1)->type()->kind() != c10::TypeKind::IntType)
+        return {value, std::nullopt};
+    const auto dtype = constant_int(node->input(1));
+    if (!dtype) return {value, std::nullopt};
+    return {node->input(0), dtype};
+}
+
 // Whether `tt` is t with its last two dims swapped (t of rank 3).
 bool is_transposed(Value *tt, Value *t) {
     Node *node = tt->node();
@@ -102,11 +114,20 @@ bool is_transposed(Value *tt, Value *t) {
     return false;
 }
 
-// Z = bmm(T, T^T): T, or nullptr.
-Value *gram_input(Value *z) {
+// Z = bmm(T, T^T), each operand maybe cast to one dtype (before or after the transpose): T and
+// the cast's dtype, or nullptr.
+std::pair<Value *, std::optional<int64_t>> gram_input(Value *z) {
     Node *node = z->node();
-    if (!is_kind(node, c10::aten::bmm) && !is_kind(node, c10::aten::matmul)) return nullptr;
-    return is_transposed(node->input(1), node->input(0)) ? node->input(0) : nullptr;
+    if (!is_kind(node, c10::aten::bmm) && !is_kind(node, c10::aten::matmul)) return {nullptr, std::nullopt};
+    const auto [t, t_dtype] = uncast(node->input(0));
+    const auto [tt, tt_dtype] = uncast(node->input(1));
+    const Node *transpose = tt->node();
+    if (transpose->inputs().empty()) return {nullptr, std::nullopt};
+    const auto [inner, inner_dtype] = uncast(transpose->input(0));
+    if (tt_dtype && inner_dtype) return {nullptr, std::nullopt};
+    if (!is_transposed(tt, transpose->input(0)) || inner != t || t_dtype != (tt_dtype ? tt_dtype : inner_dtype))
+        return {nullptr, std::nullopt};
+    return {t, t_dtype};
 }
 
 // Whether `value` is the feature count F of Z [B, F, F] (or of a slice of Z over dim 0): its
@@ -200,7 +221,7 @@ PassResult fuse_interaction(std::shared_ptr<torch::jit::Graph> &graph) {
         const auto gather = read_gather((*parts)[1]);
         if (!gather) continue;
         const std::string label = node_label(cat);
-        Value *t = gram_input(gather->first);
+        const auto [t, dtype] = gram_input(gather->first);
         if (!t) {
             result.skipped.push_back(label + ": the gathered tensor is not bmm(T, T.transpose(1, 2))");
             continue;
@@ -228,7 +249,8 @@ PassResult fuse_interaction(std::shared_ptr<torch::jit::Graph> &graph) {
         Value *features = graph->insertNode(graph->createList(c10::TensorType::get(), stacked->features))->output();
         Node *fused = graph->create(kInteraction,
                                     {features, stacked->view_size ? stacked->view_size : none, rows, cols,
-                                     graph->insertConstant(pairs.tril_offset.value_or(0))},
+                                     graph->insertConstant(pairs.tril_offset.value_or(0)),
+                                     dtype ? graph->insertConstant(*dtype) : none},
                                     1);
         graph->insertNode(fused);
         fused->output()->setType(cat->output()->type());

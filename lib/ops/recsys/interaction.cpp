@@ -59,9 +59,15 @@ Kernel choose_kernel() {
 }
 
 // The formula as written, on aten's ops: anything the kernel does not take.
-at::Tensor interaction_aten(at::TensorList features, c10::optional<at::IntArrayRef> view_size, const at::Tensor &rows,
-                            const at::Tensor &cols) {
+at::Tensor stacked(at::TensorList features, c10::optional<at::IntArrayRef> view_size,
+                   c10::optional<at::ScalarType> dtype) {
     const at::Tensor t = view_size ? at::cat(features, 1).view(*view_size) : at::stack(features, 1);
+    return dtype ? t.to(*dtype) : t;
+}
+
+at::Tensor interaction_aten(at::TensorList features, c10::optional<at::IntArrayRef> view_size, const at::Tensor &rows,
+                            const at::Tensor &cols, c10::optional<at::ScalarType> dtype) {
+    const at::Tensor t = stacked(features, view_size, dtype);
     const at::Tensor z = at::bmm(t, t.transpose(1, 2));
     const at::Tensor flat = at::index(z, c10::List<c10::optional<at::Tensor>>({c10::nullopt, rows, cols}));
     return at::cat({features[0], flat}, 1);
@@ -105,13 +111,21 @@ std::vector<int64_t> checked_pairs(const at::Tensor &index, int64_t features, co
 
 at::Tensor interaction(at::TensorList features, c10::optional<at::IntArrayRef> view_size,
                        const c10::optional<at::Tensor> &rows, const c10::optional<at::Tensor> &cols,
-                       int64_t tril_offset) {
+                       int64_t tril_offset, c10::optional<at::ScalarType> dtype) {
     IPEX_CHECK_INPUT(!features.empty(), kOp, ": needs at least one feature");
     IPEX_CHECK_INPUT(rows.has_value() == cols.has_value(), kOp, ": rows and cols are given together or not at all");
-    const bool kernel = kernel_takes(features, view_size);
+    // The kernel's case: the features of one dtype, the cast (if any) to the first one's dtype
+    // (otherwise they are cast one by one: rounding commutes with stacking).
+    std::vector<at::Tensor> cast;
+    at::TensorList inputs = features;
+    const bool first_in_dtype = !dtype || features[0].scalar_type() == *dtype;
+    if (dtype && first_in_dtype) {
+        for (const at::Tensor &f : features) cast.push_back(f.to(*dtype));
+        inputs = cast;
+    }
+    const bool kernel = first_in_dtype && kernel_takes(inputs, view_size);
     // The feature count as the gather sees it (Z is [B, F, F]).
-    const int64_t n = kernel ? static_cast<int64_t>(features.size())
-                             : (view_size ? at::cat(features, 1).view(*view_size) : at::stack(features, 1)).size(1);
+    const int64_t n = kernel ? static_cast<int64_t>(features.size()) : stacked(features, view_size, dtype).size(1);
     at::Tensor r, c;
     if (rows) {
         r = *rows;
@@ -123,14 +137,14 @@ at::Tensor interaction(at::TensorList features, c10::optional<at::IntArrayRef> v
     }
     IPEX_CHECK_INPUT(r.sizes() == c.sizes(), kOp, ": rows ", r.sizes(), " and cols ", c.sizes(), " differ in shape");
     const std::vector<int64_t> row_index = checked_pairs(r, n, "rows"), col_index = checked_pairs(c, n, "cols");
-    if (!kernel) return interaction_aten(features, view_size, r, c);
+    if (!kernel) return interaction_aten(features, view_size, r, c, dtype);
 
-    const at::Tensor &first = features[0];
+    const at::Tensor &first = inputs[0];
     const int64_t batch = first.size(0), dim = first.size(1);
     InteractionProblem p;
     std::vector<const void *> data;
     std::vector<int64_t> stride;
-    for (const at::Tensor &f : features) {
+    for (const at::Tensor &f : inputs) {
         data.push_back(f.data_ptr());
         stride.push_back(f.stride(0));
     }

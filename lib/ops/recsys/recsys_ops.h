@@ -34,11 +34,12 @@ std::vector<at::Tensor> merged_embedding_bag(at::TensorList weights, at::TensorL
                                              c10::optional<at::ScalarType> dtype);
 
 // features: F tensors; view_size: when given, T = cat(features, 1).view(view_size), else T =
-// stack(features, 1); rows/cols: the pairs gathered, else tril_indices(F, F, tril_offset).
-// -> cat([features[0], Z[:, rows, cols]], 1). F features [B, D] of one dtype (fp32 or bf16)
-// take the own kernel; anything else is computed with aten's ops as written.
+// stack(features, 1); dtype: when given, T is cast to it before the products (a bf16 model's
+// bmm); rows/cols: the pairs gathered, else tril_indices(F, F, tril_offset).
+// -> cat([features[0], Z[:, rows, cols]], 1). F features [B, D] of one dtype (fp32 or bf16, and
+// dtype's if given) take the own kernel; anything else is computed with aten's ops as written.
 at::Tensor interaction(at::TensorList features, c10::optional<at::IntArrayRef> view_size,
                        const c10::optional<at::Tensor> &rows, const c10::optional<at::Tensor> &cols,
-                       int64_t tril_offset);
+                       int64_t tril_offset, c10::optional<at::ScalarType> dtype);
 
 }  // namespace ipex::ops::recsys

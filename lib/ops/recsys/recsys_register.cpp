@@ -11,6 +11,7 @@ TORCH_LIBRARY_FRAGMENT(ipex, m) {
     m.def("merged_embedding_bag(Tensor[] weights, Tensor[] indices, Tensor[] offsets, Tensor?[] per_sample_weights, "
           "int[] padding_idx, int mode, bool include_last_offset, ScalarType? dtype=None) -> Tensor[]",
           IPEX_GUARDED(merged_embedding_bag));
-    m.def("interaction(Tensor[] features, int[]? view_size, Tensor? rows, Tensor? cols, int tril_offset=-1) -> Tensor",
+    m.def("interaction(Tensor[] features, int[]? view_size, Tensor? rows, Tensor? cols, int tril_offset=-1, "
+          "ScalarType? dtype=None) -> Tensor",
           IPEX_GUARDED(interaction));
 }

@@ -179,15 +179,15 @@ TEST_F(Recsys, InteractionMatchesTheFormula) {
                     if (viewed && batch == 0) continue;  // view(0, -1, D) is ambiguous: aten refuses it
                     const auto view_size = viewed ? c10::optional<at::IntArrayRef>(view) : c10::nullopt;
                     const at::Tensor want = reference(x, viewed, tril[0], tril[1]);
-                    const at::Tensor by_tril = interaction(x, view_size, c10::nullopt, c10::nullopt, -1);
-                    const at::Tensor by_pairs = interaction(x, view_size, tril[0], tril[1], 0);
+                    const at::Tensor by_tril = interaction(x, view_size, c10::nullopt, c10::nullopt, -1, c10::nullopt);
+                    const at::Tensor by_pairs = interaction(x, view_size, tril[0], tril[1], 0, c10::nullopt);
                     ASSERT_EQ(by_tril.sizes(), want.sizes());
                     EXPECT_LE(relative_error(by_tril, want), kFp32Tolerance) << n << " " << dim << " " << batch;
                     EXPECT_TRUE(at::equal(by_tril, by_pairs));
                 }
                 // Upper triangle with the diagonal, negative indices: any pairs.
                 const at::Tensor triu = at::triu_indices(n, n, 0);
-                EXPECT_LE(relative_error(interaction(x, c10::nullopt, triu[0] - n, triu[1], 0),
+                EXPECT_LE(relative_error(interaction(x, c10::nullopt, triu[0] - n, triu[1], 0, c10::nullopt),
                                          reference(x, false, triu[0], triu[1])),
                           kFp32Tolerance);
             }
@@ -204,7 +204,7 @@ TEST_F(Recsys, InteractionOutsideTheKernelIsAtensFormula) {
     const at::Tensor z = at::bmm(t, t.transpose(1, 2));
     const at::Tensor want =
         at::cat({x[0], at::index(z, c10::List<c10::optional<at::Tensor>>({c10::nullopt, tril[0], tril[1]}))}, 1);
-    EXPECT_TRUE(at::allclose(interaction(x, at::IntArrayRef(view), c10::nullopt, c10::nullopt, -1), want));
+    EXPECT_TRUE(at::allclose(interaction(x, at::IntArrayRef(view), c10::nullopt, c10::nullopt, -1, c10::nullopt), want));
 }
 
 TEST_F(Recsys, InteractionBf16) {
@@ -215,9 +215,28 @@ TEST_F(Recsys, InteractionBf16) {
         xr.push_back(xb.back().to(at::kFloat));
     }
     const at::Tensor tril = at::tril_indices(9, 9, -1);
-    const at::Tensor got = interaction(xb, c10::nullopt, c10::nullopt, c10::nullopt, -1);
+    const at::Tensor got = interaction(xb, c10::nullopt, c10::nullopt, c10::nullopt, -1, c10::nullopt);
     EXPECT_EQ(got.scalar_type(), at::kBFloat16);
     EXPECT_LE(relative_error(got, reference(xr, false, tril[0], tril[1])), kBf16Tolerance);
+}
+
+// A bf16 model: the dense vector bf16, the tables' outputs fp32, T cast to bf16 before the bmm.
+TEST_F(Recsys, InteractionCastsTheFeaturesAsTheModelDid) {
+    std::vector<at::Tensor> x = random_features(4, 3, 24);
+    x[0] = x[0].to(at::kBFloat16);
+    std::vector<at::Tensor> rounded;
+    for (const at::Tensor &f : x) rounded.push_back(f.to(at::kBFloat16).to(at::kFloat));
+    const at::Tensor tril = at::tril_indices(4, 4, -1);
+    const std::vector<int64_t> view{3, -1, 24};
+    for (bool viewed : {false, true}) {
+        const auto view_size = viewed ? c10::optional<at::IntArrayRef>(view) : c10::nullopt;
+        const at::Tensor got = interaction(x, view_size, c10::nullopt, c10::nullopt, -1, at::kBFloat16);
+        EXPECT_EQ(got.scalar_type(), at::kBFloat16);
+        EXPECT_LE(relative_error(got, reference(rounded, viewed, tril[0], tril[1])), kBf16Tolerance);
+    }
+    // A dense vector of another dtype than the cast: aten's promotion, as the model had it.
+    x[0] = x[0].to(at::kFloat);
+    EXPECT_EQ(interaction(x, c10::nullopt, c10::nullopt, c10::nullopt, -1, at::kBFloat16).scalar_type(), at::kFloat);
 }
 
 TEST_F(Recsys, InteractionAvx512BuildMatchesThePortableOneToTheBit) {
@@ -256,9 +275,9 @@ TEST_F(Recsys, InteractionAvx512BuildMatchesThePortableOneToTheBit) {
 
 TEST_F(Recsys, InteractionRefusesPairsOutsideTheFeatures) {
     const std::vector<at::Tensor> x = random_features(3, 2, 4);
-    expect_input_error([&] { interaction(x, c10::nullopt, at::tensor({0, 3}), at::tensor({0, 1}), 0); },
+    expect_input_error([&] { interaction(x, c10::nullopt, at::tensor({0, 3}), at::tensor({0, 1}), 0, c10::nullopt); },
                        "interaction", "rows[1] = 3");
-    expect_input_error([&] { interaction(x, c10::nullopt, at::tensor({0, 1}), at::tensor({-4, 1}), 0); },
+    expect_input_error([&] { interaction(x, c10::nullopt, at::tensor({0, 1}), at::tensor({-4, 1}), 0, c10::nullopt); },
                        "interaction", "cols[0] = -4");
 }
 

@@ -173,6 +173,28 @@ TEST_F(RecsysPasses, LeavesCallsWhoseOtherOutputsAreReadOrAlone) {
     }
 }
 
+// What cast_to_lowp leaves in a bf16 model: the tables' fp32 outputs promote T to fp32, which is
+// cast back to bf16 for the bmm (on T and on its transpose).
+TEST_F(RecsysPasses, FusesTheInteractionOfABf16Model) {
+    const std::string source =
+        "def forward(self, dense, e1, e2):  # 15: torch.bfloat16\n"
+        "    x = dense.to(15)\n"
+        "    T = torch.stack([x, e1, e2], dim=1)\n"
+        "    Z = torch.bmm(T.to(15), T.transpose(1, 2).to(15))\n"
+        "    return torch.cat([x, Z[:, self.li, self.lj]], dim=1)\n";
+    const at::Tensor pairs = at::tril_indices(3, 3, -1);
+    auto frozen = testing::freeze(
+        testing::make_module("Bf16Interaction", source, {{"li", pairs[0].clone()}, {"lj", pairs[1].clone()}}));
+    const auto original = frozen.graph->copy();
+    EXPECT_EQ(fuse_interaction(frozen.graph).count, 1);
+    torch::jit::EliminateDeadCode(frozen.graph);
+    EXPECT_EQ(testing::count(frozen.graph, "aten::bmm"), 0);
+    const Inputs x{at::randn({4, 32}), at::randn({4, 32}), at::randn({4, 32})};
+    const auto got = testing::run_graph(frozen.graph, frozen.module, x);
+    EXPECT_EQ(got.toTensor().scalar_type(), at::kBFloat16);
+    EXPECT_GE(testing::cosine_similarity(got, testing::run_graph(original, frozen.module, x)), testing::kLowpMinCosine);
+}
+
 TEST_F(RecsysPasses, LeavesInteractionsOfOtherShapes) {
     const std::string other_dense =
         "def forward(self, x, y, e):\n"
