@@ -1,0 +1,101 @@
+#!/usr/bin/python3
+"""DLRM-style models (tests/fixtures/make_recsys_fixtures.py), scripted and traced: optimize merges
+the EmbeddingBag tables into one ipex::merged_embedding_bag and the dot interaction into one
+ipex::interaction (op counts before and after), the outputs equal the eager model's in fp32
+(<= 1e-5 relative) and stay close in bf16, and crafted inputs (offsets that decrease, an index
+past its table) exit 3 naming the op."""
+
+import json
+import os
+import subprocess
+import textwrap
+
+import e2e_common as e2e
+
+RECSYS = os.path.join(e2e.FIXTURES, "recsys")
+INPUTS = ("dense.pt", "indices.pt", "offsets.pt")
+FP32_RELATIVE = 1e-5
+BF16_MIN_COSINE = "0.999"
+
+# The optimized model's output against the eager model's (saved by the fixture); prints the
+# largest error relative to the largest output.
+AGAINST_EAGER = textwrap.dedent("""
+    import sys, torch
+    torch.ops.load_library(sys.argv[1])
+    model, expected, inputs = sys.argv[2], sys.argv[3], sys.argv[4:]
+    got = torch.jit.load(model)(*[torch.load(f) for f in inputs])
+    want = torch.load(expected)
+    print(((got - want).abs().max() / want.abs().max()).item())
+""")
+
+
+def manifest() -> dict:
+    with open(os.path.join(RECSYS, "recsys_fixtures.json")) as f:
+        return json.load(f)
+
+
+def inputs(*names) -> list:
+    args = []
+    for name in names:
+        args += ["--input", os.path.join(RECSYS, name)]
+    return args
+
+
+class Recsys(e2e.ToolTestCase):
+    def relative_error_to_eager(self, model: str, name: str) -> float:
+        proc = subprocess.run([e2e.PYTHON, "-c", AGAINST_EAGER, e2e.OPS_LIBRARY, model,
+                               os.path.join(RECSYS, f"{name}.expected.pt"), *[os.path.join(RECSYS, f) for f in INPUTS]],
+                              capture_output=True, text=True, timeout=e2e.RUN_TIMEOUT)
+        self.assertEqual(proc.returncode, 0, proc.stderr[-4000:])
+        return float(proc.stdout.strip())
+
+    def fused(self, name: str, *flags) -> str:
+        """Optimizes; checks the passes' counts and the op histogram; returns the output path."""
+        src = os.path.join(RECSYS, f"{name}.pt")
+        out = self.path(f"{name}.opt.pt")
+        _, report = self.optimize(src, out, *flags)
+        self.assertEqual(self.pass_entry(report, "merge_embedding_bags")["count"], 1, report)
+        self.assertEqual(self.pass_entry(report, "merge_embedding_bags")["details"]["tables"],
+                         manifest()[name]["tables"])
+        self.assertEqual(self.pass_entry(report, "fuse_interaction")["count"], 1, report)
+        before = self.inspect(src)["op_histogram"]
+        after = self.inspect(out)["op_histogram"]
+        self.assertEqual(e2e.count_aten(before, ("embedding_bag",)), manifest()[name]["tables"], before)
+        self.assertEqual(e2e.count_aten(after, ("embedding_bag", "bmm", "index")), 0, after)
+        self.assertEqual(after.get("ipex::merged_embedding_bag"), 1, after)
+        self.assertEqual(after.get("ipex::interaction"), 1, after)
+        return out
+
+    def test_scripted_dlrm_fp32(self):
+        out = self.fused("dlrm_scripted")
+        self.assertLessEqual(self.relative_error_to_eager(out, "dlrm_scripted"), FP32_RELATIVE)
+
+    def test_traced_dlrm_fp32(self):
+        out = self.fused("dlrm_traced")
+        self.assertLessEqual(self.relative_error_to_eager(out, "dlrm_traced"), FP32_RELATIVE)
+
+    def test_bf16(self):
+        for name in ("dlrm_scripted", "dlrm_traced"):
+            with self.subTest(model=name):
+                out = self.fused(name, "--dtype", "bf16")
+                self.tool("verify", os.path.join(RECSYS, f"{name}.pt"), out, *inputs(*INPUTS),
+                          "--min-cosine", BF16_MIN_COSINE)
+
+    def test_portable_keeps_aten(self):
+        out = self.path("portable.pt")
+        _, report = self.optimize(os.path.join(RECSYS, "dlrm_scripted.pt"), out, "--portable")
+        self.assertEqual(self.pass_entry(report, "merge_embedding_bags")["status"], "disabled")
+        self.assertEqual(self.inspect(out)["op_histogram"].get("aten::embedding_bag"), 4)
+
+    def test_crafted_inputs_exit_3(self):
+        out = self.fused("dlrm_traced")
+        cases = (("offsets_decreasing.pt", "indices.pt", "offsets must not decrease"),
+                 ("offsets.pt", "indices_outside.pt", "index 999"))
+        for offsets, indices, mention in cases:
+            with self.subTest(offsets=offsets, indices=indices):
+                result = self.run_tool("verify", out, out, *inputs("dense.pt", indices, offsets))
+                self.assert_error(result, e2e.EXIT_BAD_INPUT, "merged_embedding_bag", mention)
+
+
+if __name__ == "__main__":
+    e2e.main()
