@@ -1,6 +1,7 @@
 // ipex-tool bench MODEL, and bench MODEL_DIR --llm: see commands/bench.h, commands/llm_bench.h.
 #include "commands.h"
 #include "commands/bench.h"
+#include "commands/bench_streams.h"
 #include "commands/llm_bench.h"
 #include "llm/limits.h"
 #include "options.h"
@@ -38,6 +39,7 @@ Runner setup_bench(CLI::App &sub) {
     auto b = std::make_shared<commands::BenchRequest>();
     auto l = std::make_shared<commands::LlmBenchRequest>();
     auto llm = std::make_shared<bool>(false);
+    auto streams = std::make_shared<int64_t>(0);
     sub.add_option("MODEL", b->model, "TorchScript model to time (with --llm: a Hugging Face model directory)")->required();
     sub.add_option("--input", b->inputs, "input SPEC (repeatable); default: the model's --sample-input")
         ->allow_extra_args(false);
@@ -67,19 +69,35 @@ Runner setup_bench(CLI::App &sub) {
     auto *isa = sub.add_option("--check-isa", b->check_isa,
                    "run once under oneDNN verbose; exit 1 unless 90% of conv/matmul time ran on ISA or a superset (amx, avx512_core_bf16, ...)");
     auto *llm_flag = add_llm_bench_options(sub, *l, *llm);
+    auto *streams_opt =
+        sub.add_option("--streams", *streams,
+                       "throughput mode: N streams (1 to the process's CPUs), each a thread pinned to its share of the "
+                       "CPUs with an OpenMP team of its size, running MODEL on the whole input back to back; reports "
+                       "samples/s of all streams and per-request latency (--iterations per stream)")
+            ->check(CLI::Range(int64_t(1), commands::kMaxStreams))
+            ->excludes(baseline)
+            ->excludes(isa)
+            ->excludes(llm_flag)
+            ->excludes("--threads");
     sub.add_flag("--profile", b->profile,
                  "after the timed iterations, profile as many again op by op: time, share, FLOPs, GFLOP/s and % of "
                  "the peak measured at start-up for conv/linear/matmul/attention/rnn ops, time of every other op")
         ->excludes(baseline)
         ->excludes(isa)
-        ->excludes(llm_flag);
+        ->excludes(llm_flag)
+        ->excludes(streams_opt);
     sub.add_flag("--profile-layers", b->profile_layers,
                  "--profile with a row per layer: ops of one name and dtype split by their input sizes (channels-last "
                  "marked [cl]) and, for convolutions and linears, weight sizes, stride, padding, dilation and groups")
         ->excludes(baseline)
         ->excludes(isa)
-        ->excludes(llm_flag);
-    return [b, l, llm, iters] {
+        ->excludes(llm_flag)
+        ->excludes(streams_opt);
+    return [b, l, llm, iters, streams] {
+        if (*streams > 0) {
+            commands::emit(b->json, commands::run_bench_streams(*b, *streams));
+            return 0;
+        }
         if (!*llm) {
             std::visit([&](const auto &report) {
                 commands::emit(b->json, report);
