@@ -90,6 +90,10 @@ std::string family_of(const std::string &architecture) {
     if (architecture == "Phi3ForCausalLM") return "phi3";
     if (architecture == "Gemma2ForCausalLM") return "gemma2";
     if (architecture == "Gemma3ForCausalLM") return "gemma3";
+    if (architecture == "MixtralForCausalLM") return "mixtral";
+    if (architecture == "Qwen2MoeForCausalLM") return "qwen2_moe";
+    if (architecture == "Qwen3MoeForCausalLM") return "qwen3_moe";
+    if (architecture == "OlmoeForCausalLM") return "olmoe";
     return "";
 }
 
@@ -144,6 +148,32 @@ void set_sliding_layers(ModelConfig &c, const json &j, const std::string &source
     } else if (c.family == "gemma3") {
         const int64_t pattern = int_field(j, "sliding_window_pattern", 1, kMaxLayers, 6, source);
         for (int64_t l = 0; l < c.num_layers; ++l) c.sliding_layers.push_back((l + 1) % pattern != 0);
+    }
+}
+
+// The experts of a mixture-of-experts family, and which layers have them.
+void set_experts(ModelConfig &c, const json &j, const std::string &source) {
+    const bool mixtral = c.family == "mixtral";
+    c.num_experts = int_field(j, mixtral ? "num_local_experts" : "num_experts", 1, 1 << 12, -1, source);
+    c.experts_per_token = int_field(j, "num_experts_per_tok", 1, c.num_experts, -1, source);
+    c.moe_intermediate_size = mixtral || c.family == "olmoe"
+                                  ? c.intermediate_size
+                                  : int_field(j, "moe_intermediate_size", 1, 4 * kMaxHidden, -1, source);
+    if (c.family == "qwen2_moe")
+        c.shared_expert_intermediate_size =
+            int_field(j, "shared_expert_intermediate_size", 0, 4 * kMaxHidden, 0, source);
+    c.norm_topk_prob = mixtral || bool_field(j, "norm_topk_prob", false, source);
+    const int64_t step = mixtral || c.family == "olmoe" ? 1 : int_field(j, "decoder_sparse_step", 1, kMaxLayers, 1, source);
+    c.sparse_layers.assign(static_cast<size_t>(c.num_layers), false);
+    for (int64_t l = 0; l < c.num_layers; ++l) c.sparse_layers[static_cast<size_t>(l)] = (l + 1) % step == 0;
+    const auto dense = j.find("mlp_only_layers");
+    if (dense != j.end() && !dense->is_null()) {
+        if (!dense->is_array()) fail(source, "field 'mlp_only_layers' must be a list of layer indices");
+        for (const auto &v : *dense) {
+            if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= c.num_layers)
+                fail(source, "field 'mlp_only_layers' holds something other than a layer index");
+            c.sparse_layers[static_cast<size_t>(v.get<int64_t>())] = false;
+        }
     }
 }
 
@@ -207,7 +237,8 @@ void set_position_limit(ModelConfig &c, bool stated, const std::string &source) 
 const std::vector<std::string> &supported_architectures() {
     static const std::vector<std::string> list = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
                                                    "Qwen3ForCausalLM", "Phi3ForCausalLM", "Gemma2ForCausalLM",
-                                                   "Gemma3ForCausalLM"};
+                                                   "Gemma3ForCausalLM", "MixtralForCausalLM", "Qwen2MoeForCausalLM",
+                                                   "Qwen3MoeForCausalLM", "OlmoeForCausalLM"};
     return list;
 }
 
@@ -249,9 +280,9 @@ ModelConfig parse_config(const std::string &text, const std::string &source) {
     if (c.rope_scaling.type == "longrope") set_longrope(c, j, source);
     set_position_limit(c, j.contains("max_position_embeddings") && !j["max_position_embeddings"].is_null(), source);
     c.tie_word_embeddings = bool_field(j, "tie_word_embeddings", false, source);
-    if (c.family == "qwen2") {
+    if (c.family == "qwen2" || c.family == "qwen2_moe") {
         c.attention_bias = true;
-    } else if (c.family == "llama" || c.family == "qwen3") {
+    } else if (c.family == "llama" || c.family == "qwen3" || c.family == "qwen3_moe" || c.family == "olmoe") {
         c.attention_bias = bool_field(j, "attention_bias", false, source);
         c.o_bias = c.attention_bias;
         c.mlp_bias = bool_field(j, "mlp_bias", false, source);
@@ -277,10 +308,16 @@ ModelConfig parse_config(const std::string &text, const std::string &source) {
                           "gelu_pytorch_tanh)");
     c.gelu_mlp = act == "gelu_pytorch_tanh";
     if (c.attention_scale == 0) c.attention_scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
-    if (c.family == "mistral" || c.family == "phi3" || gemma)
+    if (c.family == "mistral" || c.family == "mixtral" || c.family == "phi3" || gemma)
         c.sliding_window = int_field(j, "sliding_window", 0, kMaxPositions, 0, source);
-    c.qk_norm = c.family == "qwen3" || c.family == "gemma3";
-    if ((c.family == "qwen2" || c.family == "qwen3") && bool_field(j, "use_sliding_window", false, source))
+    c.qk_norm = c.family == "qwen3" || c.family == "qwen3_moe" || c.family == "gemma3";
+    c.qk_norm_full = c.family == "olmoe";
+    if (c.family == "mixtral" || c.family == "qwen2_moe" || c.family == "qwen3_moe" || c.family == "olmoe")
+        set_experts(c, j, source);
+    if (c.family == "olmoe" && j.contains("clip_qkv") && !j["clip_qkv"].is_null())
+        throw_unsupported("'" + source + "': clip_qkv is not supported");
+    if ((c.family == "qwen2" || c.family == "qwen3" || c.family == "qwen2_moe" || c.family == "qwen3_moe") &&
+        bool_field(j, "use_sliding_window", false, source))
         c.sliding_window = int_field(j, "sliding_window", 0, kMaxPositions, 0, source);
     set_sliding_layers(c, j, source);
     c.torch_dtype = string_field(j, "torch_dtype", source);

@@ -5,7 +5,9 @@
 // Phi3ForCausalLM (Phi-3, Phi-3.5-mini, Phi-4-mini: fused qkv and gate/up, partial rotary, longrope),
 // Gemma2ForCausalLM and Gemma3ForCausalLM (gelu-tanh MLP, norms before and after attention and
 // MLP with weights stored as w - 1, scaled embeddings, soft-capping, sliding-window layers
-// alternating with global ones, Gemma 3's local rotary base). An other architecture is exit 4 naming it and the supported
+// alternating with global ones, Gemma 3's local rotary base); mixtures of experts:
+// MixtralForCausalLM, Qwen2MoeForCausalLM (shared expert with its gate), Qwen3MoeForCausalLM,
+// OlmoeForCausalLM (q and k normalized over the whole projection). An other architecture is exit 4 naming it and the supported
 // list; a missing or malformed field is exit 3 naming it. Nothing is computed before this
 // validation passes.
 #pragma once
@@ -43,7 +45,9 @@ struct RopeScaling {
 
 struct ModelConfig {
     std::string architecture;  // as written in "architectures"
-    std::string family;        // "llama" | "mistral" | "qwen2" | "qwen3" | "phi3" | "gemma2" | "gemma3"
+    // "llama" | "mistral" | "qwen2" | "qwen3" | "phi3" | "gemma2" | "gemma3" | "mixtral" | "qwen2_moe" |
+    // "qwen3_moe" | "olmoe"
+    std::string family;
     int64_t hidden_size = 0;
     int64_t intermediate_size = 0;
     int64_t num_layers = 0;
@@ -73,6 +77,18 @@ struct ModelConfig {
     bool o_bias = false;
     bool mlp_bias = false;
     bool qk_norm = false;         // q and k RMS-normalized per head before the rotary embedding (Qwen3)
+    bool qk_norm_full = false;    // ... over the whole q and k projections instead (OLMoE)
+    // Mixture of experts: a sparse layer's MLP is num_experts experts of moe_intermediate_size,
+    // experts_per_token of them chosen per token by the router's softmax (their weights
+    // renormalized to sum 1 with norm_topk_prob), plus a shared expert of
+    // shared_expert_intermediate_size scaled by sigmoid(its gate) where stated (Qwen2-MoE).
+    int64_t num_experts = 0;
+    int64_t experts_per_token = 0;
+    int64_t moe_intermediate_size = 0;
+    int64_t shared_expert_intermediate_size = 0;
+    bool norm_topk_prob = false;
+    std::vector<bool> sparse_layers;  // which layers are sparse (num_layers entries with experts)
+    bool sparse(int64_t layer) const { return num_experts > 0 && sparse_layers[static_cast<size_t>(layer)]; }
     int64_t sliding_window = 0;   // 0: none
     // Layers that attend within sliding_window (layer_types "sliding_attention", or the family's
     // rule); empty: all layers do when sliding_window > 0.

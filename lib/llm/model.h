@@ -33,13 +33,23 @@ struct LoadOptions {
     std::string lowp_mode = "auto"; // WOQ activations: auto | fp32 | bf16 | int8
 };
 
+// A sparse layer's MLP: the router [experts, hidden] (fp32), each expert's merged gate/up and
+// down projections, and Qwen2-MoE's shared expert with its gate [hidden] (fp32).
+struct Experts {
+    at::Tensor router;
+    std::vector<Linear> gate_up, down;
+    Linear shared_gate_up, shared_down;
+    at::Tensor shared_gate;  // undefined without a shared expert
+};
+
 struct DecoderLayer {
-    Linear qkv, o, gate_up, down;
+    Linear qkv, o, gate_up, down;  // gate_up and down empty in a sparse layer
     at::Tensor input_norm, post_norm;  // fp32 [hidden]
     at::Tensor q_norm, k_norm;         // fp32 [head_dim] with ModelConfig::qk_norm, else undefined
     // Gemma: the norms of the attention output and the MLP output before their residual adds
     // (post_norm is then the MLP's input norm, pre_feedforward_layernorm); else undefined.
     at::Tensor attn_out_norm, mlp_out_norm;
+    std::shared_ptr<const Experts> experts;  // a sparse layer's, else null
 };
 
 class Model {

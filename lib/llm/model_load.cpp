@@ -63,7 +63,46 @@ LayerProjections projections(const ModelConfig &c, int64_t layer) {
     }
     l.o = {{p + "self_attn.o_proj", h, q, c.o_bias}};
     l.down = {{p + "mlp.down_proj", h, i, c.mlp_bias}};
+    if (c.sparse(layer)) {
+        l.gate_up.clear();
+        l.down.clear();
+    }
     return l;
+}
+
+// A sparse layer's experts as the family names them: gate/up/down projections of each
+// expert, the router, the shared expert and its gate.
+struct ExpertNames {
+    std::string router;
+    std::vector<std::vector<Projection>> gate_up, down;
+    std::vector<Projection> shared_gate_up, shared_down;
+    std::string shared_gate;  // "" without a shared expert
+};
+
+ExpertNames expert_names(const ModelConfig &c, int64_t layer) {
+    const std::string p = "model.layers." + std::to_string(layer) + ".";
+    const int64_t h = c.hidden_size, i = c.moe_intermediate_size;
+    ExpertNames n;
+    const bool mixtral = c.family == "mixtral";
+    const std::string block = p + (mixtral ? "block_sparse_moe." : "mlp.");
+    n.router = block + "gate.weight";
+    for (int64_t e = 0; e < c.num_experts; ++e) {
+        const std::string x = block + "experts." + std::to_string(e) + ".";
+        if (mixtral) {  // w1 gate, w3 up, w2 down
+            n.gate_up.push_back({{x + "w1", i, h, false}, {x + "w3", i, h, false}});
+            n.down.push_back({{x + "w2", h, i, false}});
+        } else {
+            n.gate_up.push_back({{x + "gate_proj", i, h, false}, {x + "up_proj", i, h, false}});
+            n.down.push_back({{x + "down_proj", h, i, false}});
+        }
+    }
+    if (c.shared_expert_intermediate_size > 0) {
+        const int64_t s = c.shared_expert_intermediate_size;
+        n.shared_gate_up = {{block + "shared_expert.gate_proj", s, h, false}, {block + "shared_expert.up_proj", s, h, false}};
+        n.shared_down = {{block + "shared_expert.down_proj", h, s, false}};
+        n.shared_gate = block + "shared_expert_gate.weight";
+    }
+    return n;
 }
 
 class Loader {
@@ -127,6 +166,7 @@ private:
 
 // Merges projections that read the same input into one Linear.
 Linear build(Loader &loader, const std::string &name, const std::vector<Projection> &parts, const WeightFormat &format) {
+    if (parts.empty()) return Linear();  // a sparse layer's dense MLP
     if (loader.quantized(parts[0].name)) {
         std::vector<woq::WoqLayer> layers;
         for (const auto &p : parts) {
@@ -212,6 +252,20 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
             loader.check_tensor(p + "self_attn.k_norm.weight", {c.head_dim});
         }
         for (const auto &proj : projections(c, l).all()) loader.check_projection(proj);
+        if (c.qk_norm_full) {
+            loader.check_tensor(p + "self_attn.q_norm.weight", {c.num_heads * c.head_dim});
+            loader.check_tensor(p + "self_attn.k_norm.weight", {c.num_kv_heads * c.head_dim});
+        }
+        if (c.sparse(l)) {
+            const ExpertNames n = expert_names(c, l);
+            loader.check_tensor(n.router, {c.num_experts, h});
+            for (int64_t e = 0; e < c.num_experts; ++e)
+                for (const auto *parts : {&n.gate_up[static_cast<size_t>(e)], &n.down[static_cast<size_t>(e)]})
+                    for (const auto &proj : *parts) loader.check_projection(proj);
+            for (const auto &proj : n.shared_gate_up) loader.check_projection(proj);
+            for (const auto &proj : n.shared_down) loader.check_projection(proj);
+            if (!n.shared_gate.empty()) loader.check_tensor(n.shared_gate, {1, h});
+        }
     }
     const Projection head{c.tie_word_embeddings ? "model.embed_tokens" : "lm_head", c.vocab_size, h, false};
     if (!c.tie_word_embeddings) loader.check_projection(head);
@@ -259,7 +313,23 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
             norm(p + (c.gemma_norms ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight")),
         });
         DecoderLayer &layer = m->layers_.back();
-        if (c.qk_norm) {
+        if (c.sparse(l)) {
+            const ExpertNames n = expert_names(c, l);
+            auto experts = std::make_shared<Experts>();
+            experts->router = loader.tensor(n.router).to(at::kFloat).contiguous();
+            for (int64_t e = 0; e < c.num_experts; ++e) {
+                const std::string x = p + "experts." + std::to_string(e) + ".";
+                experts->gate_up.push_back(build(loader, x + "gate_up_proj", n.gate_up[static_cast<size_t>(e)], format));
+                experts->down.push_back(build(loader, x + "down_proj", n.down[static_cast<size_t>(e)], format));
+            }
+            if (!n.shared_gate.empty()) {
+                experts->shared_gate_up = build(loader, p + "shared_expert.gate_up_proj", n.shared_gate_up, format);
+                experts->shared_down = build(loader, p + "shared_expert.down_proj", n.shared_down, format);
+                experts->shared_gate = loader.tensor(n.shared_gate).to(at::kFloat).reshape({h}).contiguous();
+            }
+            layer.experts = std::move(experts);
+        }
+        if (c.qk_norm || c.qk_norm_full) {
             layer.q_norm = norm(p + "self_attn.q_norm.weight");
             layer.k_norm = norm(p + "self_attn.k_norm.weight");
         }
@@ -285,16 +355,32 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
 
 uint64_t Model::weight_bytes_per_token() const {
     uint64_t bytes = lm_head_.weight_bytes() + static_cast<uint64_t>(config_.hidden_size) * embed_.element_size();
-    for (const auto &l : layers_)
+    for (const auto &l : layers_) {
         bytes += l.qkv.weight_bytes() + l.o.weight_bytes() + l.gate_up.weight_bytes() + l.down.weight_bytes();
+        if (!l.experts) continue;
+        // A token reads the router, its experts_per_token experts (the mean expert's bytes) and
+        // the shared expert.
+        const Experts &x = *l.experts;
+        uint64_t all = 0;
+        for (size_t e = 0; e < x.gate_up.size(); ++e) all += x.gate_up[e].weight_bytes() + x.down[e].weight_bytes();
+        bytes += static_cast<uint64_t>(x.router.nbytes()) + x.shared_gate_up.weight_bytes() + x.shared_down.weight_bytes() +
+                 all / x.gate_up.size() * static_cast<uint64_t>(config_.experts_per_token);
+    }
     return bytes;
 }
 
 double Model::prefill_flops(int64_t tokens) const {
     double params = 0;
-    for (const auto &l : layers_)
-        for (const Linear *p : {&l.qkv, &l.o, &l.gate_up, &l.down})
-            params += static_cast<double>(p->in_features()) * static_cast<double>(p->out_features());
+    const auto size = [](const Linear &p) { return static_cast<double>(p.in_features()) * static_cast<double>(p.out_features()); };
+    for (const auto &l : layers_) {
+        for (const Linear *p : {&l.qkv, &l.o, &l.gate_up, &l.down}) params += size(*p);
+        if (!l.experts) continue;
+        const Experts &x = *l.experts;  // each token through experts_per_token experts
+        double experts = 0;
+        for (size_t e = 0; e < x.gate_up.size(); ++e) experts += size(x.gate_up[e]) + size(x.down[e]);
+        params += static_cast<double>(x.router.numel()) + size(x.shared_gate_up) + size(x.shared_down) +
+                  experts / static_cast<double>(x.gate_up.size()) * static_cast<double>(config_.experts_per_token);
+    }
     const double t = static_cast<double>(tokens);
     const double attention = 2.0 * static_cast<double>(config_.num_layers * config_.num_heads * config_.head_dim) * t * t;
     return 2.0 * params * t + attention + 2.0 * static_cast<double>(lm_head_.in_features() * lm_head_.out_features());

@@ -10,6 +10,58 @@
 #include "llm/model.h"
 
 namespace ipex::llm {
+namespace {
+
+// A sparse MLP over the normed rows x (fp32 [rows, hidden]): the router's softmax (in double)
+// picks each row's experts_per_token experts, highest first (ties to the lower index), their
+// weights renormalized with norm_topk_prob; the rows are grouped per expert so each chosen
+// expert runs one product over its rows and an expert no row chose is not read. Returns the
+// weighted sum (+ the shared expert times sigmoid of its gate), fp32 [rows, hidden].
+at::Tensor run_experts(const Experts &ex, const ModelConfig &c, const at::Tensor &x, at::ScalarType act_type) {
+    const int64_t rows = x.size(0), experts = c.num_experts, k = c.experts_per_token;
+    const at::Tensor logits = at::mm(x, ex.router.t()).contiguous();
+    std::vector<std::vector<int64_t>> chosen(static_cast<size_t>(experts));
+    std::vector<std::vector<float>> weights(static_cast<size_t>(experts));
+    std::vector<double> p(static_cast<size_t>(experts));
+    std::vector<int64_t> order(static_cast<size_t>(experts));
+    for (int64_t r = 0; r < rows; ++r) {
+        const float *l = logits.data_ptr<float>() + r * experts;
+        const double top = *std::max_element(l, l + experts);
+        double sum = 0;
+        for (int64_t e = 0; e < experts; ++e) sum += p[static_cast<size_t>(e)] = std::exp(static_cast<double>(l[e]) - top);
+        for (double &v : p) v /= sum;
+        for (int64_t e = 0; e < experts; ++e) order[static_cast<size_t>(e)] = e;
+        std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t a, int64_t b) {
+            const double pa = p[static_cast<size_t>(a)], pb = p[static_cast<size_t>(b)];
+            return pa > pb || (pa == pb && a < b);
+        });
+        double total = 0;
+        for (int64_t i = 0; i < k; ++i) total += p[static_cast<size_t>(order[static_cast<size_t>(i)])];
+        if (!c.norm_topk_prob) total = 1;
+        for (int64_t i = 0; i < k; ++i) {
+            const size_t e = static_cast<size_t>(order[static_cast<size_t>(i)]);
+            chosen[e].push_back(r);
+            weights[e].push_back(static_cast<float>(p[e] / total));
+        }
+    }
+    at::Tensor out = at::zeros({rows, x.size(1)}, at::kFloat);
+    const auto mlp = [&](const Linear &gate_up, const Linear &down, const at::Tensor &in) {
+        at::Tensor act = at::empty({in.size(0), gate_up.out_features() / 2}, at::kFloat);
+        gate_up.forward_glu(in.to(act_type), act, c.gelu_mlp);
+        return down.forward(act.to(act_type));
+    };
+    for (size_t e = 0; e < chosen.size(); ++e) {
+        if (chosen[e].empty()) continue;
+        const at::Tensor index = at::tensor(chosen[e], at::kLong);
+        const at::Tensor y = mlp(ex.gate_up[e], ex.down[e], x.index_select(0, index));
+        out.index_add_(0, index, y * at::tensor(weights[e]).unsqueeze(1));
+    }
+    if (ex.shared_gate.defined())
+        out.add_(mlp(ex.shared_gate_up, ex.shared_down, x) * at::sigmoid(at::mv(x, ex.shared_gate)).unsqueeze(1));
+    return out;
+}
+
+}  // namespace
 
 Session::Session(std::shared_ptr<const Model> model, int64_t batch, int64_t max_length, bool allow_long_context)
     : model_(std::move(model)), batch_(batch), max_length_(max_length) {
@@ -147,6 +199,10 @@ Logits Session::forward(const std::vector<int32_t> &ids, const std::vector<int64
                 const size_t p = static_cast<size_t>(pos_[static_cast<size_t>(r)]);
                 const float *cs = cos_table.data() + p * static_cast<size_t>(half);
                 const float *sn = sin_table.data() + p * static_cast<size_t>(half);
+                if (c.qk_norm_full) {  // the whole q and k projections normalized, before the rotation
+                    kernels::rms_norm(row, layer.q_norm.data_ptr<float>(), row, 1, qdim, eps);
+                    kernels::rms_norm(row + qdim, layer.k_norm.data_ptr<float>(), row + qdim, 1, kvdim, eps);
+                }
                 if (c.qk_norm) {  // each head's q and k normalized on its own, before the rotation
                     kernels::rms_norm(row, layer.q_norm.data_ptr<float>(), row, c.num_heads, hd, eps);
                     kernels::rms_norm(row + qdim, layer.k_norm.data_ptr<float>(), row + qdim, c.num_kv_heads, hd, eps);
@@ -173,7 +229,7 @@ Logits Session::forward(const std::vector<int32_t> &ids, const std::vector<int64
             }
         }
         if (layer.attn_out_norm.defined()) {
-            const at::Tensor delta = layer.o.forward(attn).contiguous();
+            const at::Tensor delta = layer.o.forward(attn.to(act_type)).contiguous();
             norm_in_place(delta, layer.attn_out_norm);
             add_norm(delta, layer.post_norm);
         } else if (layer.o.fuses_residual()) {
@@ -182,10 +238,14 @@ Logits Session::forward(const std::vector<int32_t> &ids, const std::vector<int64
         } else {
             add_norm(layer.o.forward(attn), layer.post_norm);
         }
-        layer.gate_up.forward_glu(x.to(act_type), act, c.gelu_mlp);
         const at::Tensor &next_norm = l + 1 < m.layers_.size() ? m.layers_[l + 1].input_norm : m.final_norm_;
+        if (layer.experts) {
+            add_norm(run_experts(*layer.experts, c, x, act_type), next_norm);
+            continue;
+        }
+        layer.gate_up.forward_glu(x.to(act_type), act, c.gelu_mlp);
         if (layer.mlp_out_norm.defined()) {
-            const at::Tensor delta = layer.down.forward(act).contiguous();
+            const at::Tensor delta = layer.down.forward(act.to(act_type)).contiguous();
             norm_in_place(delta, layer.mlp_out_norm);
             add_norm(delta, next_norm);
         } else if (layer.down.fuses_residual()) {

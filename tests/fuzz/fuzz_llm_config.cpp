@@ -18,6 +18,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (c.vocab_size < 1 || c.vocab_size > ipex::llm::kMaxVocab) __builtin_trap();
         for (int64_t id : c.eos_token_ids)
             if (id < 0 || id >= c.vocab_size) __builtin_trap();
+        if (c.rotary_dim < 2 || c.rotary_dim > c.head_dim || c.rotary_dim % 2 != 0) __builtin_trap();
+        if (!c.sliding_layers.empty() && static_cast<int64_t>(c.sliding_layers.size()) != c.num_layers) __builtin_trap();
+        if (c.num_experts > 0 && (c.experts_per_token < 1 || c.experts_per_token > c.num_experts ||
+                                  static_cast<int64_t>(c.sparse_layers.size()) != c.num_layers))
+            __builtin_trap();
+        const auto half = static_cast<size_t>(c.rotary_dim / 2);
+        if (c.rope_scaling.type == "longrope" &&
+            (c.rope_scaling.short_factor.size() != half || c.rope_scaling.long_factor.size() != half))
+            __builtin_trap();
     } catch (const ipex::Error &e) {
         if (e.code() != ipex::ExitCode::bad_input && e.code() != ipex::ExitCode::unsupported) __builtin_trap();
     }
