@@ -5,6 +5,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -31,6 +32,7 @@ std::vector<int> parse_cpu_list(const std::string &text, const std::string &wher
     std::string item;
     while (std::getline(s, item, ',')) {
         while (!item.empty() && std::isspace(static_cast<unsigned char>(item.back()))) item.pop_back();
+        while (!item.empty() && std::isspace(static_cast<unsigned char>(item.front()))) item.erase(0, 1);
         if (item.empty()) continue;
         const size_t dash = item.find('-');
         const int lo = parse_id(item.substr(0, dash), where);
