@@ -182,5 +182,109 @@ class MultiStream(TestCase):
                                       input_split_hint=runtime.MultiStreamModuleHint(None))(torch.randn(2, 3, 8, 8))
 
 
+class ExampleNet1(torch.nn.Module):
+    def __init__(self):
+        super(ExampleNet1, self).__init__()
+        self.conv = torch.nn.Conv2d(64, 128, (3, 3), stride=(2, 2), padding=(1, 1), bias=False)
+
+    def forward(self, x):
+        x1 = self.conv(x)
+        y = torch.flatten(x1, start_dim=1)
+        return y
+
+
+class ExampleNet2(torch.nn.Module):
+    def __init__(self):
+        super(ExampleNet2, self).__init__()
+        self.conv = torch.nn.Conv2d(64, 128, (3, 3), stride=(2, 2), padding=(1, 1), bias=False)
+        self.conv2 = torch.nn.Conv2d(64, 128, (3, 3), stride=(2, 2), padding=(1, 1), bias=False)
+
+    def forward(self, x1, x2):
+        y1 = self.conv(x1)
+        y2 = self.conv2(x2)
+        y = torch.flatten(y1, start_dim=1)
+        return y1, y
+
+
+class PublishedExamples(TestCase):
+    """IPEX's runtime extension tutorial, with only the import line changed (and the Task
+    example's pools [0-3] and [4-7] cut to this host's CPUs)."""
+
+    def setUp(self):
+        super().setUp()
+        model1 = ExampleNet1()
+        model1.eval()
+        self.x = torch.rand(16, 64, 3, 3)
+        with torch.no_grad():
+            traced_model1 = torch.jit.trace(model1, self.x)
+            self.traced_model1 = torch.jit.freeze(traced_model1)
+        model2 = ExampleNet2()
+        model2.eval()
+        self.x2 = torch.rand(16, 64, 3, 3)
+        with torch.no_grad():
+            traced_model2 = torch.jit.trace(model2, (self.x, self.x2))
+            self.traced_model2 = torch.jit.freeze(traced_model2)
+
+    def test_basic_usage(self):
+        x, traced_model1 = self.x, self.traced_model1
+        cpu_pool = ipex.cpu.runtime.CPUPool(node_id=0)
+        multi_Stream_model = ipex.cpu.runtime.MultiStreamModule(traced_model1, num_streams=2, cpu_pool=cpu_pool)
+        with torch.no_grad():
+            y = multi_Stream_model(x)
+            torch.testing.assert_close(y, traced_model1(x), rtol=1e-5, atol=1e-5)
+
+    def test_auto(self):
+        x, traced_model1 = self.x, self.traced_model1
+        multi_Stream_model = ipex.cpu.runtime.MultiStreamModule(traced_model1)
+        with torch.no_grad():
+            y = multi_Stream_model(x)
+            torch.testing.assert_close(y, traced_model1(x), rtol=1e-5, atol=1e-5)
+
+    def test_structured_inputs_and_outputs(self):
+        x, x2, traced_model2 = self.x, self.x2, self.traced_model2
+        cpu_pool = ipex.cpu.runtime.CPUPool(node_id=0)
+        input_hint = ipex.cpu.runtime.MultiStreamModuleHint(0, 0)
+        output_hint = ipex.cpu.runtime.MultiStreamModuleHint((0, 0))
+        multi_Stream_model = ipex.cpu.runtime.MultiStreamModule(traced_model2,
+                                                                num_streams=2,
+                                                                cpu_pool=cpu_pool,
+                                                                input_split_hint=input_hint,
+                                                                output_concat_hint=output_hint)
+        with torch.no_grad():
+            y = multi_Stream_model(x, x2)
+            for got, want in zip(y, traced_model2(x, x2)):
+                torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+    def test_asynchronous_tasks(self):
+        x, traced_model1 = self.x, self.traced_model1
+        cpu_pool1 = ipex.cpu.runtime.CPUPool([CPUS[0]])
+        cpu_pool2 = ipex.cpu.runtime.CPUPool([CPUS[-1]])
+        task1 = ipex.cpu.runtime.Task(traced_model1, cpu_pool1)
+        task2 = ipex.cpu.runtime.Task(traced_model1, cpu_pool2)
+        y1_future = task1(x)
+        y2_future = task2(x)
+        y1 = y1_future.get()
+        y2 = y2_future.get()
+        with torch.no_grad():
+            want = traced_model1(x)
+        torch.testing.assert_close(y1, want, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(y2, want, rtol=1e-5, atol=1e-5)
+
+    def test_pin(self):
+        x, traced_model1 = self.x, self.traced_model1
+        cpu_pool = ipex.cpu.runtime.CPUPool(node_id=0)
+        with ipex.cpu.runtime.pin(cpu_pool):
+            y_runtime = traced_model1(x)
+        torch.testing.assert_close(y_runtime, traced_model1(x))
+
+    def test_optimized_model_on_streams(self):
+        x = self.x
+        optimized = ipex.optimize(ExampleNet1().eval(), sample_input=x)
+        with torch.no_grad():
+            want = optimized(x)
+            got = ipex.cpu.runtime.MultiStreamModule(optimized, num_streams=2)(x)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
 if __name__ == "__main__":
     main()
