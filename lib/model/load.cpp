@@ -19,6 +19,7 @@
 #include "base/errors.h"
 #include "core/run_errors.h"
 #include "base/json_io.h"
+#include "ir/forward_arguments.h"
 #include "model/zip_check.h"
 
 namespace ipex::model {
@@ -253,33 +254,11 @@ std::vector<std::string> recorded_sample_inputs(const LoadedModel &model) {
     return specs;
 }
 
-namespace {
-
-// A forward taking one List[Tensor] and otherwise only arguments with defaults (torchvision's
-// detectors: images, targets=None) gets the given tensors as that one list; any other forward
-// gets them as they are.
-std::vector<c10::IValue> forward_arguments(torch::jit::Module &module, const std::vector<c10::IValue> &inputs) {
-    const auto &args = module.get_method("forward").function().getSchema().arguments();
-    if (args.size() < 2 || inputs.empty()) return inputs;  // args[0] is self
-    for (size_t i = 2; i < args.size(); ++i)
-        if (!args[i].default_value()) return inputs;  // (a detector's targets default to None)
-    const auto list = args[1].type()->cast<c10::ListType>();
-    if (!list || !list->getElementType()->cast<c10::TensorType>()) return inputs;
-    c10::List<at::Tensor> tensors;
-    for (const auto &v : inputs) {
-        if (!v.isTensor()) return inputs;
-        tensors.push_back(v.toTensor());
-    }
-    return {c10::IValue(std::move(tensors))};
-}
-
-}  // namespace
-
 c10::IValue run_forward(torch::jit::Module &module, const std::vector<c10::IValue> &inputs,
                         const std::string &what) {
     c10::InferenceMode guard;
     try {
-        return module.forward(forward_arguments(module, inputs));
+        return module.forward(ir::forward_arguments(module, inputs));
     } catch (const Error &) {
         throw;
     } catch (const std::exception &e) {  // our ops', libtorch's, or raised by the model's own code

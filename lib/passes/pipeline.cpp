@@ -19,6 +19,7 @@
 #include "base/errors.h"
 #include "core/run_errors.h"
 #include "base/log.h"
+#include "ir/forward_arguments.h"
 #include "ops/ops.h"
 #include "passes/cast_to_lowp.h"
 #include "passes/chain_bf32_outputs.h"
@@ -472,8 +473,9 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
 
     const torch::jit::Method forward = result.module.get_method("forward");
     run.graph = forward.graph();
-    if (!options.sample_inputs.empty())
-        specialize_inputs(run.graph, forward.function().getSchema(), options.sample_inputs);
+    // A detector's image tensors are its one List[Tensor] argument.
+    const std::vector<c10::IValue> sample_args = ir::forward_arguments(result.module, options.sample_inputs);
+    if (!sample_args.empty()) specialize_inputs(run.graph, forward.function().getSchema(), sample_args);
 
     prepare_run(run);
     const std::vector<Pass> &list = pass_list();
@@ -494,7 +496,7 @@ OptimizeResult optimize_module(const torch::jit::Module &input, const OptimizeOp
     std::optional<ops::KernelShapeLog> shapes;
     if (run.selection_at && !options.sample_inputs.empty()) shapes.emplace();
     if (!options.sample_inputs.empty()) {
-        std::vector<c10::IValue> args = options.sample_inputs;
+        std::vector<c10::IValue> args = sample_args;
         try {
             c10::InferenceMode guard;
             result.module.forward(args);
