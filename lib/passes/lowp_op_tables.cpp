@@ -158,6 +158,9 @@ Table build_table() {
     // Our fused attention: query, key and value in the low dtype (cast_to_lowp leaves its mask
     // and bias alone); the output has the query's dtype.
     table[c10::Symbol::fromQualString("ipex::attention")] = {LowpCategory::lowp, OutputRule::same};
+    // Our RoIAlign (replace_torchvision_ops): bf16 feature maps read as they are, fp32 boxes; the
+    // output has the feature map's dtype.
+    table[c10::Symbol::fromQualString("ipex::roi_align")] = {LowpCategory::any, OutputRule::same};
     // Our layer norms: fp32 statistics on operands of any floating dtype; the output has the
     // dtype of input + other (fuse_layer_norm), the weight and bias do not promote.
     for (const char *name : {"ipex::layer_norm", "ipex::add_layer_norm"})

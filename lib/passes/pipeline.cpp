@@ -38,6 +38,7 @@
 #include "passes/fuse_norm_relu.h"
 #include "passes/replace_mul.h"
 #include "passes/replace_pooling.h"
+#include "passes/replace_torchvision_ops.h"
 #include "passes/split_cat_conv.h"
 #include "passes/fuse_linear_binary.h"
 #include "passes/optimize_lstm.h"
@@ -284,6 +285,8 @@ const std::vector<Pass> &pass_list() {
         // Before the dtype cast, so a bf16 model's layer norms are not cast to fp32 and back.
         {"split_cat_conv", nullptr, Needs::prepacked, [](Run &run) { return split_cat_conv(run.graph); }},
         {"fuse_layer_norm", nullptr, Needs::prepacked, [](Run &run) { return fuse_layer_norm(run.graph); }},
+        // Before the dtype cast, which runs ipex::roi_align (not torchvision's) in bf16.
+        {"replace_torchvision_ops", nullptr, Needs::prepacked, [](Run &run) { return replace_torchvision_ops(run.graph); }},
         {"cast_to_lowp", nullptr, Needs::lowp, run_cast_to_lowp, Cleanup::always},
         // After the dtype cast: with --dtype bf16 the merged op stores fp32 tables in bf16.
         {"merge_embedding_bags", nullptr, Needs::prepacked,
