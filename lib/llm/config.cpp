@@ -186,9 +186,9 @@ RopeScaling parse_rope_scaling(const json &j, const std::string &source) {
     if (type.empty()) type = string_field(*it, "type", source);
     if (type == "default" || type.empty()) return r;
     if (type == "su") type = "longrope";  // the name early Phi-3 configs use
-    if (type != "llama3" && type != "linear" && type != "longrope")
+    if (type != "llama3" && type != "linear" && type != "longrope" && type != "yarn" && type != "dynamic")
         throw_unsupported("'" + source + "': rope_scaling type '" + type +
-                          "' is not supported (supported: llama3, linear, longrope, default)");
+                          "' is not supported (supported: llama3, linear, longrope, yarn, dynamic, default)");
     r.type = type;
     if (type == "longrope") {  // the factor is the ratio of the position counts (set_longrope)
         r.short_factor = factor_list(*it, "short_factor", source);
@@ -200,6 +200,20 @@ RopeScaling parse_rope_scaling(const json &j, const std::string &source) {
     }
     r.factor = number_field(*it, "factor", 1e-3, 1e6, -1, source);
     if (r.factor <= 0) fail(source, "field 'rope_scaling.factor' is missing");
+    if (type == "yarn") {
+        r.beta_fast = number_field(*it, "beta_fast", 1e-6, 1e6, 32, source);
+        r.beta_slow = number_field(*it, "beta_slow", 1e-6, 1e6, 1, source);
+        r.mscale = number_field(*it, "mscale", 0, 1e6, 0, source);
+        r.mscale_all_dim = number_field(*it, "mscale_all_dim", 0, 1e6, 0, source);
+        r.attention_factor = number_field(*it, "attention_factor", 1e-3, 1e3, 0, source);
+        r.truncate = bool_field(*it, "truncate", true, source);
+        if (r.beta_slow >= r.beta_fast) fail(source, "rope_scaling.beta_fast must exceed beta_slow");
+        const auto mscale_of = [](double scale, double m) { return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0; };
+        if (r.attention_factor == 0)
+            r.attention_factor = r.mscale > 0 && r.mscale_all_dim > 0
+                                     ? mscale_of(r.factor, r.mscale) / mscale_of(r.factor, r.mscale_all_dim)
+                                     : mscale_of(r.factor, 1.0);
+    }
     if (type == "llama3") {
         r.low_freq_factor = number_field(*it, "low_freq_factor", 1e-6, 1e6, 1.0, source);
         r.high_freq_factor = number_field(*it, "high_freq_factor", 1e-6, 1e6, 4.0, source);
@@ -221,13 +235,13 @@ void set_position_limit(ModelConfig &c, bool stated, const std::string &source) 
     std::string what = "max_position_embeddings " + std::to_string(mpe);
     c.position_limit = mpe;
     const bool extended_already = r.original_max_position_embeddings > 0 && r.original_max_position_embeddings < mpe;
-    if (r.type == "linear" && r.factor > 1 && !extended_already) {
+    if ((r.type == "linear" || r.type == "dynamic") && r.factor > 1 && !extended_already) {
         const double scaled = std::floor(static_cast<double>(mpe) * r.factor);
         c.position_limit = scaled >= static_cast<double>(kMaxPositions) ? kMaxPositions : static_cast<int64_t>(scaled);
         std::string factor = std::to_string(r.factor);  // "4.000000" -> "4"
         factor.erase(factor.find_last_not_of('0') + 1);
         if (factor.back() == '.') factor.pop_back();
-        what += " x rope_scaling.factor " + factor + " (linear) = " + std::to_string(c.position_limit);
+        what += " x rope_scaling.factor " + factor + " (" + r.type + ") = " + std::to_string(c.position_limit);
     }
     c.position_limit_source = what + " (" + source + (stated ? "" : ", which does not state it: the default") + ")";
 }
@@ -278,6 +292,9 @@ ModelConfig parse_config(const std::string &text, const std::string &source) {
     c.rope_theta = number_field(j, "rope_theta", 1, 1e12, 10000.0, source);
     c.rope_scaling = parse_rope_scaling(j, source);
     if (c.rope_scaling.type == "longrope") set_longrope(c, j, source);
+    if ((c.rope_scaling.type == "yarn" || c.rope_scaling.type == "dynamic") &&
+        c.rope_scaling.original_max_position_embeddings == 0)
+        c.rope_scaling.original_max_position_embeddings = c.max_position_embeddings;
     set_position_limit(c, j.contains("max_position_embeddings") && !j["max_position_embeddings"].is_null(), source);
     c.tie_word_embeddings = bool_field(j, "tie_word_embeddings", false, source);
     if (c.family == "qwen2" || c.family == "qwen2_moe") {

@@ -30,7 +30,7 @@ constexpr int64_t kMaxVocab = 1 << 22;
 constexpr int64_t kMaxPositions = 1 << 24;
 
 struct RopeScaling {
-    std::string type;  // "" (none), "llama3", "linear", "longrope"
+    std::string type;  // "" (none), "llama3", "linear", "longrope", "yarn", "dynamic"
     double factor = 1.0;
     double low_freq_factor = 1.0;
     double high_freq_factor = 4.0;
@@ -40,7 +40,14 @@ struct RopeScaling {
     // runs within original_max_position_embeddings, long_factor past it; cos and sin scaled by
     // attention_factor (stated, or sqrt(1 + ln(s) / ln(original)) for s = max positions / original).
     std::vector<double> short_factor, long_factor;
-    double attention_factor = 1.0;
+    double attention_factor = 1.0;  // longrope and yarn: cos and sin scaled by it
+    // yarn: frequencies between beta_fast and beta_slow rotations over the original length are
+    // blended from extrapolated (unscaled) to interpolated (divided by factor); attention_factor
+    // stated, or 0.1 ln(factor) + 1 (with mscale / mscale_all_dim, their ratio of that form).
+    double beta_fast = 32, beta_slow = 1, mscale = 0, mscale_all_dim = 0;
+    bool truncate = true;
+    // dynamic: a call whose last position reaches past original_max_position_embeddings rotates
+    // with base theta * (factor * length / original - (factor - 1))^(d / (d - 2)).
 };
 
 struct ModelConfig {

@@ -3,6 +3,7 @@
 // gate/up, prepacked or weight-only).
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -188,11 +189,40 @@ Linear build(Loader &loader, const std::string &name, const std::vector<Projecti
     return Linear::from_dense(name, weights, biases, format);
 }
 
+// yarn: per frequency, a blend of the unscaled one (above beta_fast rotations over the original
+// length) and the one divided by factor (below beta_slow), linear in between.
+std::vector<float> yarn_frequencies(const ModelConfig &c) {
+    const RopeScaling &r = c.rope_scaling;
+    const double dim = static_cast<double>(c.rotary_dim), base = c.rope_theta;
+    const double original = static_cast<double>(r.original_max_position_embeddings);
+    const auto correction_dim = [&](double rotations) {
+        return dim * std::log(original / (rotations * 2 * M_PI)) / (2 * std::log(base));
+    };
+    double low = correction_dim(r.beta_fast), high = correction_dim(r.beta_slow);
+    if (r.truncate) {
+        low = std::floor(low);
+        high = std::ceil(high);
+    }
+    low = std::max(low, 0.0);
+    high = std::min(high, dim - 1);
+    if (low == high) high += 0.001;
+    std::vector<float> inv(static_cast<size_t>(c.rotary_dim / 2));
+    for (size_t i = 0; i < inv.size(); ++i) {
+        const double extrapolated = 1.0 / std::pow(base, static_cast<double>(2 * i) / dim);
+        const double interpolated = extrapolated / r.factor;
+        const double ramp = std::clamp((static_cast<double>(i) - low) / (high - low), 0.0, 1.0);
+        const double keep = 1 - ramp;  // the share of the unscaled frequency
+        inv[i] = static_cast<float>(interpolated * (1 - keep) + extrapolated * keep);
+    }
+    return inv;
+}
+
 // The rotation's frequencies [rotary_dim / 2]; for longrope, those of short runs (`long_run`
 // false) or long ones.
 std::vector<float> rope_frequencies(const ModelConfig &c, bool long_run) {
     std::vector<float> inv(static_cast<size_t>(c.rotary_dim / 2));
     const RopeScaling &r = c.rope_scaling;
+    if (r.type == "yarn") return yarn_frequencies(c);
     for (size_t i = 0; i < inv.size(); ++i) {
         double f = 1.0 / std::pow(c.rope_theta, static_cast<double>(2 * i) / static_cast<double>(c.rotary_dim));
         if (r.type == "longrope") {

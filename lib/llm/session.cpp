@@ -75,7 +75,8 @@ Session::Session(std::shared_ptr<const Model> model, int64_t batch, int64_t max_
     lengths_.assign(static_cast<size_t>(batch), 0);
     const size_t half = static_cast<size_t>(c.rotary_dim / 2);
     // longrope scales cos and sin by its attention factor (1 for the other kinds).
-    const float scale = c.rope_scaling.type == "longrope" ? static_cast<float>(c.rope_scaling.attention_factor) : 1.f;
+    const std::string &kind = c.rope_scaling.type;
+    const float scale = kind == "longrope" || kind == "yarn" ? static_cast<float>(c.rope_scaling.attention_factor) : 1.f;
     const auto table = [&](const std::vector<float> &inv_freq, std::vector<float> &cos, std::vector<float> &sin) {
         cos.resize(static_cast<size_t>(max_length) * half);
         sin.resize(cos.size());
@@ -160,6 +161,25 @@ Logits Session::forward(const std::vector<int32_t> &ids, const std::vector<int64
     for (int64_t p : pos_) last_pos = std::max(last_pos, p);
     const bool long_rope = !cos_long_.empty() && last_pos + 1 > c.rope_scaling.original_max_position_embeddings;
     const std::vector<float> &cos_global = long_rope ? cos_long_ : cos_, &sin_global = long_rope ? sin_long_ : sin_;
+    // dynamic: a call reaching past the original positions rotates its rows with a base grown
+    // for its length (rows cached earlier keep theirs), as Hugging Face's runs do.
+    std::vector<float> dynamic_cos, dynamic_sin;  // [rows][half]
+    const RopeScaling &rs = c.rope_scaling;
+    if (rs.type == "dynamic" && last_pos + 1 > rs.original_max_position_embeddings) {
+        const double rot = static_cast<double>(c.rotary_dim);
+        const double length = static_cast<double>(last_pos + 1);
+        const double grown = rs.factor * length / static_cast<double>(rs.original_max_position_embeddings) - (rs.factor - 1);
+        const double base = c.rope_theta * std::pow(grown, rot / (rot - 2));
+        dynamic_cos.resize(static_cast<size_t>(rows * half));
+        dynamic_sin.resize(dynamic_cos.size());
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t i = 0; i < half; ++i) {
+                const double inv = 1.0 / std::pow(base, static_cast<double>(2 * i) / rot);
+                const float angle = static_cast<float>(pos_[static_cast<size_t>(r)]) * static_cast<float>(inv);
+                dynamic_cos[static_cast<size_t>(r * half + i)] = std::cos(angle);
+                dynamic_sin[static_cast<size_t>(r * half + i)] = std::sin(angle);
+            }
+    }
     const at::ScalarType act_type = m.cache_type_ == kernels::CacheType::f32 ? at::kFloat : at::kBFloat16;
 
     const auto norm = [&](const at::Tensor &src, const at::Tensor &w) {
@@ -197,8 +217,9 @@ Logits Session::forward(const std::vector<int32_t> &ids, const std::vector<int64
             for (int64_t r = r0; r < r1; ++r) {
                 float *row = qkv_data + r * ld;
                 const size_t p = static_cast<size_t>(pos_[static_cast<size_t>(r)]);
-                const float *cs = cos_table.data() + p * static_cast<size_t>(half);
-                const float *sn = sin_table.data() + p * static_cast<size_t>(half);
+                const bool dynamic = !dynamic_cos.empty() && !local_rope;
+                const float *cs = dynamic ? dynamic_cos.data() + r * half : cos_table.data() + p * static_cast<size_t>(half);
+                const float *sn = dynamic ? dynamic_sin.data() + r * half : sin_table.data() + p * static_cast<size_t>(half);
                 if (c.qk_norm_full) {  // the whole q and k projections normalized, before the rotation
                     kernels::rms_norm(row, layer.q_norm.data_ptr<float>(), row, 1, qdim, eps);
                     kernels::rms_norm(row + qdim, layer.k_norm.data_ptr<float>(), row + qdim, 1, kvdim, eps);

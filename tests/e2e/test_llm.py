@@ -21,7 +21,7 @@ def ids_arg(ids):
 
 class GenerateTest(e2e.ToolTestCase):
     def test_greedy_ids_equal_the_reference(self):
-        for name in ("llama", "mistral", "qwen2", "llama3", "qwen3", "phi3", "phi3_long", "gemma2", "gemma3", "mixtral", "qwen2_moe", "qwen3_moe", "olmoe"):
+        for name in ("llama", "mistral", "qwen2", "llama3", "qwen3", "phi3", "phi3_long", "gemma2", "gemma3", "mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "qwen3_yarn", "llama_dynamic"):
             with self.subTest(model=name):
                 m = MODELS[name]
                 out = self.tool_json("generate", m["dir"], "--prompt-ids", ids_arg(m["prompt"]), "--dtype", "fp32",

@@ -87,7 +87,8 @@ LoadOptions opts(const std::string &dtype, int bits = 0, const std::string &lowp
 
 // One fixture per family and variant (make_llm_fixtures.py): dense, fused, Gemma, experts.
 const char *const kFamilies[] = {"llama", "mistral", "qwen2", "llama3", "qwen3", "phi3", "phi3_long",
-                                 "gemma2", "gemma3", "mixtral", "qwen2_moe", "qwen3_moe", "olmoe"};
+                                 "gemma2", "gemma3", "mixtral", "qwen2_moe", "qwen3_moe", "olmoe",
+                                 "qwen3_yarn", "llama_dynamic"};
 
 TEST(LlmModel, Fp32MatchesReference) {
     NEED_FIXTURES();
