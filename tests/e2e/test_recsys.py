@@ -29,6 +29,38 @@ AGAINST_EAGER = textwrap.dedent("""
 """)
 
 
+# Scripted models that call the ops with a crafted argument (what a damaged or hand-edited
+# optimized model would hold), and their inputs, written to argv[2].
+CRAFTED = textwrap.dedent("""
+    import os, sys, torch
+    from typing import List, Optional
+    torch.ops.load_library(sys.argv[1])
+    out = sys.argv[2]
+
+    class Bags(torch.nn.Module):
+        def __init__(self, mode: int, padding: int):
+            super().__init__()
+            self.mode, self.padding = mode, padding
+            self.table = torch.nn.Parameter(torch.randn(10, 4))
+
+        def forward(self, indices, offsets):
+            weights: List[Optional[torch.Tensor]] = [None]
+            return torch.ops.ipex.merged_embedding_bag([self.table], [indices], [offsets], weights, [self.padding],
+                                                       self.mode, False, None)[0]
+
+    class Pairs(torch.nn.Module):
+        def forward(self, x, y):
+            return torch.ops.ipex.interaction([x, y], None, torch.tensor([1, 2]), torch.tensor([0, 0]), 0, None)
+
+    torch.jit.script(Bags(2, -1)).save(os.path.join(out, "bad_mode.pt"))
+    torch.jit.script(Bags(0, 99)).save(os.path.join(out, "bad_padding.pt"))
+    torch.jit.script(Pairs()).save(os.path.join(out, "bad_pairs.pt"))
+    torch.save(torch.tensor([1, 2, 3]), os.path.join(out, "indices.pt"))
+    torch.save(torch.tensor([0, 1]), os.path.join(out, "offsets.pt"))
+    torch.save(torch.randn(2, 4), os.path.join(out, "features.pt"))
+""")
+
+
 def manifest() -> dict:
     with open(os.path.join(RECSYS, "recsys_fixtures.json")) as f:
         return json.load(f)
@@ -95,6 +127,23 @@ class Recsys(e2e.ToolTestCase):
             with self.subTest(offsets=offsets, indices=indices):
                 result = self.run_tool("verify", out, out, *inputs("dense.pt", indices, offsets))
                 self.assert_error(result, e2e.EXIT_BAD_INPUT, "merged_embedding_bag", mention)
+
+    def test_crafted_op_arguments_exit_3(self):
+        script = self.path("craft.py")  # torch.jit.script reads the classes' source from a file
+        with open(script, "w") as f:
+            f.write(CRAFTED)
+        proc = subprocess.run([e2e.PYTHON, script, e2e.OPS_LIBRARY, self.tmp], capture_output=True, text=True,
+                              timeout=e2e.RUN_TIMEOUT)
+        self.assertEqual(proc.returncode, 0, proc.stderr[-4000:])
+        bags = ("--input", self.path("indices.pt"), "--input", self.path("offsets.pt"))
+        features = ("--input", self.path("features.pt"), "--input", self.path("features.pt"))
+        cases = (("bad_mode.pt", bags, "merged_embedding_bag", "mode must be 0 (sum) or 1 (mean)"),
+                 ("bad_padding.pt", bags, "merged_embedding_bag", "padding_idx 99"),
+                 ("bad_pairs.pt", features, "interaction", "rows[1] = 2"))
+        for model, args, op, mention in cases:
+            with self.subTest(model=model):
+                path = self.path(model)
+                self.assert_error(self.run_tool("verify", path, path, *args), e2e.EXIT_BAD_INPUT, op, mention)
 
 
 if __name__ == "__main__":
