@@ -10,6 +10,22 @@
 #include "ops/recsys/recsys_ops.h"
 
 namespace ipex::ops::recsys {
+namespace {
+
+float widen(float v) { return v; }
+float widen(uint16_t v) { return kernels::from_bf16(v); }
+
+// Lane l += x[k] * y[k] for k = l, l + 16, ...: whole blocks of 16 first (which the compiler
+// vectorizes lane for lane), then the tail.
+template <typename T>
+void dot_lanes(const T *x, const T *y, int64_t dim, float *lanes) {
+    int64_t k = 0;
+    for (; k + kDotLanes <= dim; k += kDotLanes)
+        for (int64_t l = 0; l < kDotLanes; ++l) lanes[l] += widen(x[k + l]) * widen(y[k + l]);
+    for (int64_t l = 0; k + l < dim; ++l) lanes[l] += widen(x[k + l]) * widen(y[k + l]);
+}
+
+}  // namespace
 
 void run_interaction(const InteractionProblem &p) {
     const int64_t element = p.bf16 ? 2 : 4, out_width = p.dim + p.pairs;
@@ -22,14 +38,11 @@ void run_interaction(const InteractionProblem &p) {
         for (int64_t q = 0; q < p.pairs; ++q) {
             float lanes[kDotLanes] = {};
             if (p.bf16) {
-                const auto *x = reinterpret_cast<const uint16_t *>(row[p.rows[q]]);
-                const auto *y = reinterpret_cast<const uint16_t *>(row[p.cols[q]]);
-                for (int64_t k = 0; k < p.dim; ++k)
-                    lanes[k % kDotLanes] += kernels::from_bf16(x[k]) * kernels::from_bf16(y[k]);
+                dot_lanes(reinterpret_cast<const uint16_t *>(row[p.rows[q]]),
+                          reinterpret_cast<const uint16_t *>(row[p.cols[q]]), p.dim, lanes);
             } else {
-                const auto *x = reinterpret_cast<const float *>(row[p.rows[q]]);
-                const auto *y = reinterpret_cast<const float *>(row[p.cols[q]]);
-                for (int64_t k = 0; k < p.dim; ++k) lanes[k % kDotLanes] += x[k] * y[k];
+                dot_lanes(reinterpret_cast<const float *>(row[p.rows[q]]),
+                          reinterpret_cast<const float *>(row[p.cols[q]]), p.dim, lanes);
             }
             for (int64_t width = kDotLanes / 2; width >= 1; width /= 2)
                 for (int64_t l = 0; l < width; ++l) lanes[l] += lanes[l + width];

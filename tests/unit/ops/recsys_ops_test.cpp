@@ -239,6 +239,30 @@ TEST_F(Recsys, InteractionCastsTheFeaturesAsTheModelDid) {
     EXPECT_EQ(interaction(x, c10::nullopt, c10::nullopt, c10::nullopt, -1, at::kBFloat16).scalar_type(), at::kFloat);
 }
 
+// The order interaction_kernel.h documents, which the AVX-512 build also keeps: 16 lane sums,
+// then pairwise.
+float documented_dot(const float *x, const float *y, int64_t dim) {
+    float lanes[kDotLanes] = {};
+    for (int64_t k = 0; k < dim; ++k) lanes[k % kDotLanes] += x[k] * y[k];
+    for (int64_t width = kDotLanes / 2; width >= 1; width /= 2)
+        for (int64_t l = 0; l < width; ++l) lanes[l] += lanes[l + width];
+    return lanes[0];
+}
+
+TEST_F(Recsys, InteractionSumsInTheDocumentedOrder) {
+    for (int64_t dim : {1, 15, 16, 17, 40, 128}) {
+        const std::vector<at::Tensor> x = random_features(3, 2, dim);
+        const at::Tensor got = interaction(x, c10::nullopt, c10::nullopt, c10::nullopt, -1, c10::nullopt);
+        const at::Tensor tril = at::tril_indices(3, 3, -1);
+        for (int64_t b = 0; b < 2; ++b)
+            for (int64_t q = 0; q < tril.size(1); ++q) {
+                const float want = documented_dot(x[tril[0][q].item<int64_t>()][b].data_ptr<float>(),
+                                                  x[tril[1][q].item<int64_t>()][b].data_ptr<float>(), dim);
+                EXPECT_EQ(got[b][dim + q].item<float>(), want) << "dim " << dim;
+            }
+    }
+}
+
 TEST_F(Recsys, InteractionAvx512BuildMatchesThePortableOneToTheBit) {
     if (!avx512::available()) GTEST_SKIP() << "this CPU has no AVX-512 (F, BW, VL): the AVX-512 build cannot run";
     for (bool bf16 : {false, true}) {
