@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -128,6 +129,11 @@ public:
         by_id_[id] = tensor_q(r, key, dtype);
     }
     void add_relu(int64_t in, int64_t out) { relu_out_[in] = out; }
+    // An add of tensors a and b into out: found from either operand.
+    void add_sum(int64_t a, int64_t b, int64_t out) {
+        sums_[a] = {b, out};
+        sums_[b] = {a, out};
+    }
 
     const TensorQ *find(int64_t id) const {
         auto it = by_id_.find(id);
@@ -138,11 +144,29 @@ public:
         auto it = relu_out_.find(id);
         return it == relu_out_.end() ? nullptr : find(it->second);
     }
+    // The id of that tensor, or -1.
+    int64_t relu_output(int64_t id) const {
+        auto it = relu_out_.find(id);
+        return it == relu_out_.end() ? -1 : it->second;
+    }
+    // The add reading tensor `id`: (the other operand's id, the sum's id), or (-1, -1).
+    std::pair<int64_t, int64_t> sum_reading(int64_t id) const {
+        auto it = sums_.find(id);
+        return it == sums_.end() ? std::pair<int64_t, int64_t>{-1, -1} : it->second;
+    }
 
 private:
     std::map<int64_t, TensorQ> by_id_;
     std::map<int64_t, int64_t> relu_out_;
+    std::map<int64_t, std::pair<int64_t, int64_t>> sums_;
 };
+
+// add(a, b) as a method, an operator or a function: "<method 'add' of 'torch._C.TensorBase'
+// objects>", "<built-in function add>", "<built-in method add of type object ...>".
+bool is_add(const std::string &op_type) {
+    return op_type == "<method 'add' of 'torch._C.TensorBase' objects>" || op_type == "<built-in function add>" ||
+           op_type.rfind("<built-in method add of ", 0) == 0;
+}
 
 bool is_relu(const std::string &op_type) {
     return op_type.find(" relu") != std::string::npos || op_type.find("'relu") != std::string::npos ||
@@ -189,6 +213,8 @@ void read_summary(const json &summary, const std::string &where, TensorTable &te
                     }
                 }
                 if (is_relu(op_type) && !in_ids.empty() && !out_ids.empty()) tensors.add_relu(in_ids[0], out_ids[0]);
+                if (is_add(op_type) && in_ids.size() == 2 && !out_ids.empty())
+                    tensors.add_sum(in_ids[0], in_ids[1], out_ids[0]);
                 const std::string kind = kind_of(op_type);
                 if (section == std::string("q_op_infos") && !kind.empty())
                     ops.push_back({path + " (fqn '" + r.str_or("fqn", "") + "', " + short_type(op_type) + ")",
@@ -219,6 +245,25 @@ Range output_bound(const QuantOp &op, const TensorQ &input) {
     Range r{bottom.min().item<double>(), top.max().item<double>()};
     if (op.relu) r.min = std::max(r.min, 0.0);
     return r;
+}
+
+// The residual add the op feeds in the model, in int8 when the summary quantizes both its
+// operands and its result (after the relu that follows it, when the model fuses one); else the
+// add stays float.
+std::optional<AddQ> fused_add(const QuantOp &op, int64_t out_id, const TensorTable &tensors) {
+    if (!op.add) return std::nullopt;
+    const int64_t chain = op.relu ? tensors.relu_output(out_id) : out_id;
+    if (chain < 0) return std::nullopt;
+    const auto [other_id, sum_id] = tensors.sum_reading(chain);
+    const TensorQ *other = other_id < 0 ? nullptr : tensors.find(other_id);
+    const TensorQ *sum = nullptr;
+    if (sum_id >= 0) sum = op.add_relu ? tensors.after_relu(sum_id) : tensors.find(sum_id);
+    if (!other || !sum) return std::nullopt;
+    AddQ a;
+    a.other = *other;
+    a.output = *sum;
+    a.relu = op.add_relu != nullptr;
+    return a;
 }
 
 OpConfig kept_in_float(const QuantOp &op, const std::string &dtype) {
@@ -322,6 +367,7 @@ OpConfig convert_op(const SummaryOp &s, const QuantOp &op, const TensorTable &te
     }
     if (out) {
         c.output = *out;
+        c.add = fused_add(op, out_id, tensors);
     } else {
         const QParams q = qparams_for_range(output_bound(op, c.input), QDtype::u8);
         c.output.dtype = QDtype::u8;

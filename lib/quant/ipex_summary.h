@@ -4,8 +4,10 @@
 // infos: dtypes (inf_dtype, force_dtype), per-tensor activation and per-channel weight
 // "scale"/"zero_point", SmoothQuant "smooth_quant_scaling_factor"s. Tensors are numbered
 // ("id") across the model, so an op's output scale is wherever the tensor it writes is
-// quantized next. Conv/linear/matmul entries are matched to the model's quantizable ops by
-// module path, kind and order within both; an entry that matches none is exit 3 naming it.
+// quantized next, and a residual add the op feeds runs in int8 when the summary quantizes both
+// its operands and its result. Conv/linear/matmul entries are matched to the model's
+// quantizable ops by module path, kind and order within both; an entry that matches none is
+// exit 3 naming it.
 #pragma once
 
 #include <nlohmann/json.hpp>

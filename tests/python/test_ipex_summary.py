@@ -106,6 +106,44 @@ def small_net_summary(model: SmallNet, x: torch.Tensor) -> dict:
                   "layer_output_infos": [{"id": 7, "orig_dtype": "torch.float32", "inf_dtype": "torch.float32"}]}}
 
 
+class Residual(torch.nn.Module):
+    """conv1 -> relu -> conv2 + (the relu's output) -> relu -> pool -> fc: an int8 residual add."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.conv2 = torch.nn.Conv2d(8, 8, 3, padding=1)
+        self.fc = torch.nn.Linear(8, 10)
+
+    def forward(self, x):
+        y = torch.relu(self.conv1(x))
+        z = torch.relu(self.conv2(y) + y)
+        return self.fc(torch.flatten(torch.nn.functional.adaptive_avg_pool2d(z, 1), 1))
+
+
+def residual_summary(model: Residual, x: torch.Tensor) -> dict:
+    """Tensor ids: 0 x, 1 conv1, 2 relu, 3 conv2, 4 add, 5 relu, 6 pool, 7 flatten, 8 logits."""
+    with torch.no_grad():
+        t1 = model.conv1(x)
+        t2 = torch.relu(t1)
+        t3 = model.conv2(t2)
+        t4 = t3 + t2
+        t5 = torch.relu(t4)
+        t6 = torch.nn.functional.adaptive_avg_pool2d(t5, 1)
+        t7 = torch.flatten(t6, 1)
+    q_ops = {
+        "0": q_op(CONV_TYPE, "conv1", [tensor_info(0, x)], [tensor_info(1)], model.conv1.weight),
+        "1": q_op(RELU_TYPE, "", [tensor_info(1, t1)], [tensor_info(2)]),
+        "2": q_op(CONV_TYPE, "conv2", [tensor_info(2, t2)], [tensor_info(3)], model.conv2.weight),
+        "3": q_op("<method 'add' of 'torch._C.TensorBase' objects>", "", [tensor_info(3, t3), tensor_info(2, t2)],
+                  [tensor_info(4)]),
+        "4": q_op(RELU_TYPE, "", [tensor_info(4, t4)], [tensor_info(5)]),
+        "5": q_op(POOL_TYPE, "", [tensor_info(5, t5)], [tensor_info(6, t6)]),
+        "6": q_op(LINEAR_TYPE, "fc", [tensor_info(7, t7)], [tensor_info(8)], model.fc.weight),
+    }
+    return {" ": {"q_op_infos": q_ops, "nonq_op_infos": {}, "layer_output_infos": []}}
+
+
 def mlp_smooth_quant_summary(model: MLP, x: torch.Tensor, alpha: float = 0.5) -> dict:
     """The SmoothQuant form: scales and factors keyed by "<op index>_0", the weight's factors s
     (W * s) and the input's 1/s (x * 1/s), the input scale that of the smoothed input."""
@@ -247,6 +285,21 @@ class IpexSummaryPython(TestCase):
         self.assertTrue(any("fc:linear:0" in w for w in self.ipex_warnings(caught)), self.ipex_warnings(caught))
         converted = convert(prepared)
         self.assertEqual(converted.ipex_tool_report["int8_ops"], 3)
+        with torch.no_grad():
+            x = torch.randn(8, 3, 16, 16)
+            self.assert_close(converted(x), model(x), dtype="int8")
+
+    def test_residual_add_runs_in_int8(self):
+        model = Residual().eval()
+        x = torch.randn(8, 3, 16, 16)
+        path = write_json(self.path("configure.json"), residual_summary(model, x))
+        prepared = prepare(model, ipex.quantization.default_static_qconfig_mapping, example_inputs=x)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the logits' bound
+            prepared.load_qconf_summary(path)
+            converted = convert(prepared)
+        self.assertEqual(converted.ipex_tool_report["fused_add"], 1, converted.ipex_tool_report)
+        self.assertEqual(converted.ipex_tool_report["int8_ops"], 3, converted.ipex_tool_report)
         with torch.no_grad():
             x = torch.randn(8, 3, 16, 16)
             self.assert_close(converted(x), model(x), dtype="int8")
