@@ -98,11 +98,16 @@ void merge(torch::jit::Graph &graph, const std::vector<Call> &group, bool bf16_t
     std::vector<Value *> tables, indices, offsets, weights;
     std::vector<int64_t> padding;
     const bool convert = bf16_tables && group.front().table.scalar_type() == at::kFloat;
+    std::map<Value *, Value *> converted;  // a table two calls read is converted once
     for (const Call &call : group) {
         Value *table = call.node->input(0);
         if (convert) {
-            table = graph.insertConstant(call.table.to(at::kBFloat16));
-            if (call.node->input(0)->hasDebugName()) table->setDebugName(call.node->input(0)->debugName() + "_bf16");
+            Value *&bf16 = converted[table];
+            if (!bf16) {
+                bf16 = graph.insertConstant(call.table.to(at::kBFloat16));
+                if (table->hasDebugName()) bf16->setDebugName(table->debugName() + "_bf16");
+            }
+            table = bf16;
         }
         tables.push_back(table);
         indices.push_back(call.node->input(1));

@@ -152,6 +152,29 @@ TEST_F(RecsysPasses, GroupsByModeAndLeavesMaxPooling) {
               kRecsysTolerance);
 }
 
+// With bf16 tables, a table two calls read is converted once.
+TEST_F(RecsysPasses, Bf16ConvertsASharedTableOnce) {
+    const std::string source =
+        "def forward(self, i, o):\n"
+        "    a, _0, _1, _2 = torch.embedding_bag(self.t0, i, o, False, 0, False, None, False, None)\n"
+        "    b, _3, _4, _5 = torch.embedding_bag(self.t0, o, o, False, 0, False, None, False, None)\n"
+        "    c, _6, _7, _8 = torch.embedding_bag(self.t1, i, o, False, 0, False, None, False, None)\n"
+        "    return a + b + c\n";
+    auto frozen = testing::freeze(
+        testing::make_module("Shared", source, {{"t0", at::randn({6, 4})}, {"t1", at::randn({6, 4})}}));
+    ASSERT_EQ(merge_embedding_bags(frozen.graph, true).count, 1);
+    int merged = 0;
+    for (const auto *node : frozen.graph->nodes()) {
+        if (node->kind() != c10::Symbol::fromQualString("ipex::merged_embedding_bag")) continue;
+        ++merged;
+        const auto tables = node->input(0)->node()->inputs();
+        ASSERT_EQ(tables.size(), 3u);
+        EXPECT_EQ(tables[0], tables[1]);
+        EXPECT_NE(tables[0], tables[2]);
+    }
+    EXPECT_EQ(merged, 1);
+}
+
 TEST_F(RecsysPasses, LeavesCallsWhoseOtherOutputsAreReadOrAlone) {
     const std::string read_bag_size =
         "def forward(self, i, o):\n"
