@@ -34,7 +34,7 @@ void run_interaction(const InteractionProblem &p) {
         for (int64_t f = 0; f < p.features_n; ++f)
             row[f] = static_cast<const char *>(p.features[f]) + b * p.feature_stride[f] * element;
         char *dst = static_cast<char *>(p.dst) + b * out_width * element;
-        std::memcpy(dst, row[0], static_cast<size_t>(p.dim * element));
+        if (p.dim > 0) std::memcpy(dst, row[0], static_cast<size_t>(p.dim * element));
         for (int64_t q = 0; q < p.pairs; ++q) {
             float lanes[kDotLanes] = {};
             if (p.bf16) {
