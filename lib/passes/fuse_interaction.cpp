@@ -25,8 +25,8 @@ bool is_list(const Value *value) { return value->type()->kind() == c10::TypeKind
 
 // Uses of a list that read it without changing it.
 bool reads_list(const Node *node) {
-    static const c10::Symbol kinds[] = {c10::aten::cat, c10::aten::stack, c10::aten::add, c10::aten::len,
-                                        c10::aten::__getitem__, c10::prim::ListUnpack};
+    static const c10::Symbol kinds[] = {c10::aten::cat, c10::aten::stack,       c10::aten::add,
+                                        c10::aten::len, c10::aten::__getitem__, c10::prim::ListUnpack};
     return std::find(std::begin(kinds), std::end(kinds), node->kind()) != std::end(kinds);
 }
 
@@ -163,7 +163,8 @@ struct Pairs {
 // rows = t[0], cols = t[1] with t = tril_indices(F, F, offset) over Z's own size.
 std::optional<int64_t> tril_of(Value *rows, Value *cols, const std::vector<Value *> &zs) {
     Node *r = rows->node(), *c = cols->node();
-    if (!is_kind(r, c10::aten::select) || !is_kind(c, c10::aten::select) || r->input(0) != c->input(0)) return std::nullopt;
+    if (!is_kind(r, c10::aten::select) || !is_kind(c, c10::aten::select) || r->input(0) != c->input(0))
+        return std::nullopt;
     if (constant_int(r->input(1)) != 0 || constant_int(c->input(1)) != 0 || constant_int(r->input(2)) != 0 ||
         constant_int(c->input(2)) != 1)
         return std::nullopt;
@@ -247,11 +248,11 @@ PassResult fuse_interaction(std::shared_ptr<torch::jit::Graph> &graph) {
             cols = pairs.cols;
         }
         Value *features = graph->insertNode(graph->createList(c10::TensorType::get(), stacked->features))->output();
-        Node *fused = graph->create(kInteraction,
-                                    {features, stacked->view_size ? stacked->view_size : none, rows, cols,
-                                     graph->insertConstant(pairs.tril_offset.value_or(0)),
-                                     dtype ? graph->insertConstant(*dtype) : none},
-                                    1);
+        Node *fused = graph->create(
+            kInteraction,
+            {features, stacked->view_size ? stacked->view_size : none, rows, cols,
+             graph->insertConstant(pairs.tril_offset.value_or(0)), dtype ? graph->insertConstant(*dtype) : none},
+            1);
         graph->insertNode(fused);
         fused->output()->setType(cat->output()->type());
         copy_origin(fused, cat);

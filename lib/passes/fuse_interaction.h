@@ -3,10 +3,11 @@
 // 2)) (or matmul, permute(0, 2, 1)), the gathered pairs Z[:, rows, cols] (constant index lists, any
 // index tensors, or torch.tril_indices over Z's own size), and the concatenation of the first
 // feature with them (torch.cat([x, Zflat], 1)). Feature lists may be built with appends and list
-// additions ([x] + ly); the casts cast_to_lowp puts before a bf16 bmm become the op's dtype. Only the dot products the gather reads are computed, and T and Z are not
-// made unless something else reads them. Needs libipex_ops.so; no-op when no concatenation
-// ends such a pattern. Left alone: a first feature that is not the dense vector concatenated
-// after, a bmm of two different tensors, a gather over other dims.
+// additions ([x] + ly); the casts cast_to_lowp puts before a bf16 bmm become the op's dtype. Only
+// the dot products the gather reads are computed, and T and Z are not made unless something else
+// reads them. Needs libipex_ops.so; no-op when no concatenation ends such a pattern. Left alone: a
+// first feature that is not the dense vector concatenated after, a bmm of two different tensors,
+// a gather over other dims.
 #pragma once
 
 #include <torch/csrc/jit/ir/ir.h>

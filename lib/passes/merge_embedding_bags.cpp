@@ -116,13 +116,14 @@ void merge(torch::jit::Graph &graph, const std::vector<Call> &group, bool bf16_t
         padding.push_back(call.padding_idx);
     }
     const auto tensor = c10::TensorType::get();
-    Value *dtype = convert ? graph.insertConstant(static_cast<int64_t>(at::kFloat)) : graph.insertConstant(c10::IValue());
-    Node *merged = graph.create(kMerged,
-                                {list_of(graph, tensor, tables), list_of(graph, tensor, indices),
-                                 list_of(graph, tensor, offsets), list_of(graph, c10::OptionalType::create(tensor), weights),
-                                 graph.insertConstant(padding), graph.insertConstant(group.front().mode),
-                                 graph.insertConstant(group.front().include_last_offset), dtype},
-                                1);
+    Value *dtype =
+        convert ? graph.insertConstant(static_cast<int64_t>(at::kFloat)) : graph.insertConstant(c10::IValue());
+    Node *merged = graph.create(
+        kMerged,
+        {list_of(graph, tensor, tables), list_of(graph, tensor, indices), list_of(graph, tensor, offsets),
+         list_of(graph, c10::OptionalType::create(tensor), weights), graph.insertConstant(padding),
+         graph.insertConstant(group.front().mode), graph.insertConstant(group.front().include_last_offset), dtype},
+        1);
     graph.insertNode(merged);
     merged->output()->setType(c10::ListType::ofTensors());
     copy_origin(merged, group.front().node);
@@ -174,7 +175,8 @@ PassResult merge_embedding_bags(std::shared_ptr<torch::jit::Graph> &graph, bool 
     }
     for (const std::vector<Call> &group : groups) {
         if (group.size() < 2) {
-            if (!group.empty()) result.skipped.push_back(node_label(group.front().node) + ": no other table to merge with");
+            if (!group.empty())
+                result.skipped.push_back(node_label(group.front().node) + ": no other table to merge with");
             continue;
         }
         if (!read_after(group, group.back().node)) {

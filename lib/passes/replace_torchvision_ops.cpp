@@ -16,8 +16,8 @@ constexpr const char *kOps[] = {"roi_align", "nms", "ps_roi_align", "roi_pool"};
 
 // Reads of a tensor that see its strides, not only its values.
 bool sees_strides(const Node *node) {
-    static const c10::Symbol kinds[] = {c10::aten::view, c10::aten::stride,
-                                        c10::Symbol::aten("is_contiguous"), c10::aten::as_strided};
+    static const c10::Symbol kinds[] = {c10::aten::view, c10::aten::stride, c10::Symbol::aten("is_contiguous"),
+                                        c10::aten::as_strided};
     return std::find(std::begin(kinds), std::end(kinds), node->kind()) != std::end(kinds);
 }
 
@@ -41,7 +41,8 @@ PassResult replace_torchvision_ops(std::shared_ptr<torch::jit::Graph> &graph) {
     for (const char *op : kOps) kinds.push_back(c10::Symbol::fromQualString(std::string("torchvision::") + op));
     for (Node *node : collect_nodes_of_kind(graph->block(), kinds)) {
         const std::string name = node->kind().toUnqualString();
-        Node *twin = graph->create(c10::Symbol::fromQualString("ipex::" + name), node->inputs(), node->outputs().size());
+        Node *twin =
+            graph->create(c10::Symbol::fromQualString("ipex::" + name), node->inputs(), node->outputs().size());
         twin->insertBefore(node);
         copy_origin(twin, node);
         for (size_t i = 0; i < node->outputs().size(); ++i) {

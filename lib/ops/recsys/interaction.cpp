@@ -108,8 +108,7 @@ bool kernel_takes(at::TensorList features, c10::optional<at::IntArrayRef> view_s
 // rows/cols as int64 pairs within [0, features), negative ones counted from the end.
 std::vector<int64_t> checked_pairs(const at::Tensor &index, int64_t features, const char *what) {
     IPEX_CHECK_INPUT(index.dim() == 1 && (index.scalar_type() == at::kLong || index.scalar_type() == at::kInt), kOp,
-                     ": ", what, " must be a 1-D int64 or int32 tensor, got ", index.scalar_type(), " ",
-                     index.sizes());
+                     ": ", what, " must be a 1-D int64 or int32 tensor, got ", index.scalar_type(), " ", index.sizes());
     const at::Tensor values = index.to(at::kLong).contiguous();
     std::vector<int64_t> out(values.data_ptr<int64_t>(), values.data_ptr<int64_t>() + values.numel());
     for (size_t q = 0; q < out.size(); ++q) {

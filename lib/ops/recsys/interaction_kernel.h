@@ -14,14 +14,14 @@ namespace ipex::ops::recsys {
 constexpr int64_t kDotLanes = 16;
 
 struct InteractionProblem {
-    bool bf16 = false;                     // features and dst bf16 (bits), else fp32
+    bool bf16 = false;                      // features and dst bf16 (bits), else fp32
     const void *const *features = nullptr;  // F matrices [batch, dim], rows `feature_stride` apart
     const int64_t *feature_stride = nullptr;
     int64_t features_n = 0;
     int64_t dim = 0;
     const int64_t *rows = nullptr, *cols = nullptr;  // pairs of features, each in [0, F)
     int64_t pairs = 0;
-    void *dst = nullptr;  // [batch, dim + pairs], dense
+    void *dst = nullptr;             // [batch, dim + pairs], dense
     int64_t b_begin = 0, b_end = 0;  // the samples computed
 };
 

@@ -33,14 +33,14 @@ at::Tensor checked_offsets(int64_t t, const at::Tensor &offsets, int64_t numel, 
                      ": include_last_offset needs at least one offset (the end of the last bag)");
     const int64_t *p = o.data_ptr<int64_t>();
     if (n > 0)
-        IPEX_CHECK_INPUT(p[0] == 0, kOp, ": table ", t, ": offsets[0] must be 0 (the first bag starts the indices), got ",
-                         p[0]);
+        IPEX_CHECK_INPUT(p[0] == 0, kOp, ": table ", t,
+                         ": offsets[0] must be 0 (the first bag starts the indices), got ", p[0]);
     for (int64_t b = 1; b < n; ++b)
         IPEX_CHECK_INPUT(p[b] >= p[b - 1], kOp, ": table ", t, ": offsets must not decrease, but offsets[", b,
                          "] = ", p[b], " < offsets[", b - 1, "] = ", p[b - 1]);
     if (n > 0)
-        IPEX_CHECK_INPUT(p[n - 1] <= numel, kOp, ": table ", t, ": offsets[", n - 1, "] = ", p[n - 1],
-                         " is past the ", numel, " indices");
+        IPEX_CHECK_INPUT(p[n - 1] <= numel, kOp, ": table ", t, ": offsets[", n - 1, "] = ", p[n - 1], " is past the ",
+                         numel, " indices");
     return o;
 }
 
@@ -78,8 +78,8 @@ Table checked_table(int64_t t, const at::Tensor &weight, const at::Tensor &indic
     table.weight_data = weight.contiguous();
     table.weight = table.weight_data.data_ptr();
     table.out = at::empty({table.bags, table.dim}, weight.options().dtype(dtype.value_or(weight.scalar_type())));
-    IPEX_CHECK_INPUT(table.out.scalar_type() == at::kFloat || table.out.scalar_type() == at::kBFloat16, kOp,
-                     ": table ", t, ": the output dtype must be fp32 or bf16, got ", table.out.scalar_type());
+    IPEX_CHECK_INPUT(table.out.scalar_type() == at::kFloat || table.out.scalar_type() == at::kBFloat16, kOp, ": table ",
+                     t, ": the output dtype must be fp32 or bf16, got ", table.out.scalar_type());
     return table;
 }
 
@@ -137,20 +137,19 @@ std::vector<at::Tensor> merged_embedding_bag(at::TensorList weights, at::TensorL
                                              at::IntArrayRef padding_idx, int64_t mode, bool include_last_offset,
                                              c10::optional<at::ScalarType> dtype) {
     const int64_t n = static_cast<int64_t>(weights.size());
-    IPEX_CHECK_INPUT(static_cast<int64_t>(indices.size()) == n && static_cast<int64_t>(offsets.size()) == n &&
-                         static_cast<int64_t>(per_sample_weights.size()) == n &&
-                         static_cast<int64_t>(padding_idx.size()) == n,
-                     kOp, ": one entry per table in each list: ", n, " weights, ", indices.size(), " indices, ",
-                     offsets.size(), " offsets, ", per_sample_weights.size(), " per_sample_weights, ",
-                     padding_idx.size(), " padding_idx");
+    IPEX_CHECK_INPUT(
+        static_cast<int64_t>(indices.size()) == n && static_cast<int64_t>(offsets.size()) == n &&
+            static_cast<int64_t>(per_sample_weights.size()) == n && static_cast<int64_t>(padding_idx.size()) == n,
+        kOp, ": one entry per table in each list: ", n, " weights, ", indices.size(), " indices, ", offsets.size(),
+        " offsets, ", per_sample_weights.size(), " per_sample_weights, ", padding_idx.size(), " padding_idx");
     IPEX_CHECK_INPUT(mode == 0 || mode == 1, kOp, ": mode must be 0 (sum) or 1 (mean), got ", mode);
     const auto pooling = static_cast<PoolingMode>(mode);
     std::vector<Table> tables;
     tables.reserve(n);
     std::vector<int64_t> first_bag{0};  // bags of the tables before, for the flat work index
     for (int64_t t = 0; t < n; ++t) {
-        tables.push_back(checked_table(t, weights[t], indices[t], offsets[t], per_sample_weights.get(t),
-                                       padding_idx[t], include_last_offset, pooling, dtype));
+        tables.push_back(checked_table(t, weights[t], indices[t], offsets[t], per_sample_weights.get(t), padding_idx[t],
+                                       include_last_offset, pooling, dtype));
         first_bag.push_back(first_bag.back() + tables.back().bags);
     }
     int64_t widest = 0;

@@ -99,7 +99,8 @@ TEST_F(Recsys, MergedEmbeddingBagMatchesAtenTableByTable) {
 }
 
 TEST_F(Recsys, MergedEmbeddingBagBf16Tables) {
-    std::vector<Case> cases{make_case(30, 33, 9, at::kLong, false, true, -1), make_case(8, 4, 5, at::kLong, false, false, 1)};
+    std::vector<Case> cases{make_case(30, 33, 9, at::kLong, false, true, -1),
+                            make_case(8, 4, 5, at::kLong, false, false, 1)};
     const std::vector<at::Tensor> got = merged(cases, 0, false, c10::nullopt, true);
     const std::vector<at::Tensor> as_fp32 = merged(cases, 0, false, at::kFloat, true);
     for (size_t t = 0; t < cases.size(); ++t) {
@@ -204,7 +205,8 @@ TEST_F(Recsys, InteractionOutsideTheKernelIsAtensFormula) {
     const at::Tensor z = at::bmm(t, t.transpose(1, 2));
     const at::Tensor want =
         at::cat({x[0], at::index(z, c10::List<c10::optional<at::Tensor>>({c10::nullopt, tril[0], tril[1]}))}, 1);
-    EXPECT_TRUE(at::allclose(interaction(x, at::IntArrayRef(view), c10::nullopt, c10::nullopt, -1, c10::nullopt), want));
+    EXPECT_TRUE(
+        at::allclose(interaction(x, at::IntArrayRef(view), c10::nullopt, c10::nullopt, -1, c10::nullopt), want));
 }
 
 TEST_F(Recsys, InteractionBf16) {
@@ -299,10 +301,16 @@ TEST_F(Recsys, InteractionAvx512BuildMatchesThePortableOneToTheBit) {
 
 TEST_F(Recsys, InteractionRefusesPairsOutsideTheFeatures) {
     const std::vector<at::Tensor> x = random_features(3, 2, 4);
-    expect_input_error([&] { interaction(x, c10::nullopt, at::tensor({0, 3}), at::tensor({0, 1}), 0, c10::nullopt); },
-                       "interaction", "rows[1] = 3");
-    expect_input_error([&] { interaction(x, c10::nullopt, at::tensor({0, 1}), at::tensor({-4, 1}), 0, c10::nullopt); },
-                       "interaction", "cols[0] = -4");
+    expect_input_error(
+        [&] {
+            interaction(x, c10::nullopt, at::tensor({0, 3}), at::tensor({0, 1}), 0, c10::nullopt);
+        },
+        "interaction", "rows[1] = 3");
+    expect_input_error(
+        [&] {
+            interaction(x, c10::nullopt, at::tensor({0, 1}), at::tensor({-4, 1}), 0, c10::nullopt);
+        },
+        "interaction", "cols[0] = -4");
 }
 
 }  // namespace

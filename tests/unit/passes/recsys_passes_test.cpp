@@ -29,15 +29,19 @@ std::string dlrm_source(const std::string &mode, const std::string &interaction)
     return "def forward(self, dense, idx: List[Tensor], off: List[Tensor], psw):\n"
            "    x = torch.relu(torch.linear(dense, self.bottom_w, self.bottom_b))\n"
            "    ly: List[Tensor] = []\n"
-           "    e0, a0, b0, c0 = torch.embedding_bag(self.t0, idx[0], off[0], False, " + mode +
+           "    e0, a0, b0, c0 = torch.embedding_bag(self.t0, idx[0], off[0], False, " +
+           mode +
            ", False, None, False, None)\n"
            "    ly.append(e0)\n"
-           "    e1, a1, b1, c1 = torch.embedding_bag(self.t1, idx[1], off[1], False, " + mode +
-           ", False, " + (mode == "0" ? "psw" : "None") + ", False, None)\n"
+           "    e1, a1, b1, c1 = torch.embedding_bag(self.t1, idx[1], off[1], False, " +
+           mode + ", False, " + (mode == "0" ? "psw" : "None") +
+           ", False, None)\n"
            "    ly.append(e1)\n"
-           "    e2, a2, b2, c2 = torch.embedding_bag(self.t2, idx[2], off[2], False, " + mode +
+           "    e2, a2, b2, c2 = torch.embedding_bag(self.t2, idx[2], off[2], False, " +
+           mode +
            ", False, None, False, -2)\n"
-           "    ly.append(e2)\n" + interaction;
+           "    ly.append(e2)\n" +
+           interaction;
 }
 
 const char *kViewAndConstantPairs =
@@ -61,8 +65,10 @@ const char *kPermuteAndUnpackedSizes =
 
 torch::jit::Module dlrm(const std::string &mode, const std::string &interaction) {
     const at::Tensor pairs = at::tril_indices(4, 4, -1);
-    testing::Params params{{"bottom_w", at::randn({kDim, 5})}, {"bottom_b", at::randn({kDim})},
-                           {"li", pairs[0].clone()}, {"lj", pairs[1].clone()}};
+    testing::Params params{{"bottom_w", at::randn({kDim, 5})},
+                           {"bottom_b", at::randn({kDim})},
+                           {"li", pairs[0].clone()},
+                           {"lj", pairs[1].clone()}};
     for (int t = 0; t < 3; ++t) params.push_back({"t" + std::to_string(t), at::randn({kRows[t], kDim})});
     return testing::make_module("Dlrm", dlrm_source(mode, interaction), params);
 }
@@ -95,7 +101,8 @@ protected:
         EXPECT_EQ(testing::count(frozen.graph, "ipex::merged_embedding_bag"), merged);
         EXPECT_EQ(testing::count(frozen.graph, "ipex::interaction"), interactions);
         if (merged) EXPECT_EQ(testing::count(frozen.graph, "aten::embedding_bag"), bags - 3);
-        if (interactions) EXPECT_EQ(testing::count(frozen.graph, "aten::bmm") + testing::count(frozen.graph, "aten::matmul"), 0);
+        if (interactions)
+            EXPECT_EQ(testing::count(frozen.graph, "aten::bmm") + testing::count(frozen.graph, "aten::matmul"), 0);
         const Inputs x = dlrm_inputs();
         const auto want = testing::run_graph(original, frozen.module, x);
         const auto got = testing::run_graph(frozen.graph, frozen.module, x);
@@ -139,8 +146,8 @@ TEST_F(RecsysPasses, GroupsByModeAndLeavesMaxPooling) {
         "    m1, _9, _a, _b = torch.embedding_bag(self.t0, i, o, False, 1, False, None, False, None)\n"
         "    x0, _c, _d, _e = torch.embedding_bag(self.t0, i, o, False, 2, False, None, False, None)\n"
         "    return s0 + m0 + s1 + m1 + x0\n";
-    auto frozen = testing::freeze(testing::make_module(
-        "Modes", source, {{"t0", at::randn({6, 4})}, {"t1", at::randn({6, 4})}}));
+    auto frozen =
+        testing::freeze(testing::make_module("Modes", source, {{"t0", at::randn({6, 4})}, {"t1", at::randn({6, 4})}}));
     const auto original = frozen.graph->copy();
     const PassResult r = merge_embedding_bags(frozen.graph, false);
     EXPECT_EQ(r.count, 2);
@@ -160,8 +167,8 @@ TEST_F(RecsysPasses, Bf16ConvertsASharedTableOnce) {
         "    b, _3, _4, _5 = torch.embedding_bag(self.t0, o, o, False, 0, False, None, False, None)\n"
         "    c, _6, _7, _8 = torch.embedding_bag(self.t1, i, o, False, 0, False, None, False, None)\n"
         "    return a + b + c\n";
-    auto frozen = testing::freeze(
-        testing::make_module("Shared", source, {{"t0", at::randn({6, 4})}, {"t1", at::randn({6, 4})}}));
+    auto frozen =
+        testing::freeze(testing::make_module("Shared", source, {{"t0", at::randn({6, 4})}, {"t1", at::randn({6, 4})}}));
     ASSERT_EQ(merge_embedding_bags(frozen.graph, true).count, 1);
     int merged = 0;
     for (const auto *node : frozen.graph->nodes()) {
@@ -186,8 +193,8 @@ TEST_F(RecsysPasses, LeavesCallsWhoseOtherOutputsAreReadOrAlone) {
         "    s0, _0, _1, _2 = torch.embedding_bag(self.t0, i, o, False, 0, False, None, False, None)\n"
         "    return s0\n";
     for (const std::string &source : {read_bag_size, alone}) {
-        auto frozen = testing::freeze(testing::make_module(
-            "Kept", source, {{"t0", at::randn({6, 4})}, {"t1", at::randn({6, 4})}}));
+        auto frozen = testing::freeze(
+            testing::make_module("Kept", source, {{"t0", at::randn({6, 4})}, {"t1", at::randn({6, 4})}}));
         const int before = testing::count(frozen.graph, "aten::embedding_bag");
         const PassResult r = merge_embedding_bags(frozen.graph, false);
         EXPECT_FALSE(r.changed);
