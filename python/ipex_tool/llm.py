@@ -87,9 +87,14 @@ class Model:
                  do_sample: Optional[bool] = None, temperature: Optional[float] = None, top_k: Optional[int] = None,
                  top_p: Optional[float] = None, seed: int = 0, repetition_penalty: Optional[float] = None,
                  max_length: Optional[int] = None, add_special_tokens: bool = True,
-                 allow_long_context: bool = False) -> GenerateOutput:
+                 allow_long_context: bool = False, greedy: Optional[bool] = None) -> GenerateOutput:
         """Generates for one prompt or a batch. Greedy unless ``do_sample=True`` or a sampling
-        option is given (``do_sample=False`` with one is a ValueError)."""
+        option is given (``do_sample=False`` with one is a ValueError); ``greedy`` is the CLI's
+        name for ``not do_sample``."""
+        if greedy is not None:
+            if do_sample is not None and do_sample == greedy:
+                raise ValueError(f"ipex_tool.llm: greedy={greedy} contradicts do_sample={do_sample}")
+            do_sample = not greedy
         sampling = {k: v for k, v in (("temperature", temperature), ("top_k", top_k), ("top_p", top_p))
                     if v is not None}
         if do_sample is False and sampling:

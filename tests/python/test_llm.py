@@ -76,6 +76,10 @@ class Generate(TestCase):
         b = self.llama.generate(m["prompt"], max_new_tokens=8, temperature=1.5, seed=7)
         self.assertEqual(a.ids, b.ids)
         self.assertEqual(len(a.ids[0]) == 8, a.stop_reason[0] == "length")
+        c = self.llama.generate(m["prompt"], max_new_tokens=8, greedy=False, temperature=1.5, seed=7)
+        self.assertEqual(c.ids, a.ids)
+        with self.assertRaisesRegex(ValueError, r"do_sample=False \(greedy\) with temperature"):
+            self.llama.generate(m["prompt"], greedy=True, temperature=1.5)
         top1 = self.llama.generate(m["prompt"], max_new_tokens=len(m["greedy"]), top_k=1, seed=3)
         self.assertEqual(top1.ids, [reference(m)])
 
