@@ -105,10 +105,17 @@ bool kernel_takes(at::TensorList features, c10::optional<at::IntArrayRef> view_s
     }
 }
 
-// rows/cols as int64 pairs within [0, features), negative ones counted from the end.
+// Whether rows and cols are pairs of feature indices: 1-D integer tensors of one length (masks
+// and broadcast index shapes are aten's indexing, left to it).
+bool are_pairs(const at::Tensor &rows, const at::Tensor &cols) {
+    const auto integer = [](const at::Tensor &t) {
+        return t.scalar_type() == at::kLong || t.scalar_type() == at::kInt;
+    };
+    return rows.dim() == 1 && cols.dim() == 1 && rows.numel() == cols.numel() && integer(rows) && integer(cols);
+}
+
+// index as int64 pairs within [0, features), negative ones counted from the end.
 std::vector<int64_t> checked_pairs(const at::Tensor &index, int64_t features, const char *what) {
-    IPEX_CHECK_INPUT(index.dim() == 1 && (index.scalar_type() == at::kLong || index.scalar_type() == at::kInt), kOp,
-                     ": ", what, " must be a 1-D int64 or int32 tensor, got ", index.scalar_type(), " ", index.sizes());
     const at::Tensor values = index.to(at::kLong).contiguous();
     std::vector<int64_t> out(values.data_ptr<int64_t>(), values.data_ptr<int64_t>() + values.numel());
     for (size_t q = 0; q < out.size(); ++q) {
@@ -147,7 +154,7 @@ at::Tensor interaction(at::TensorList features, c10::optional<at::IntArrayRef> v
         r = tril[0];
         c = tril[1];
     }
-    IPEX_CHECK_INPUT(r.sizes() == c.sizes(), kOp, ": rows ", r.sizes(), " and cols ", c.sizes(), " differ in shape");
+    if (!are_pairs(r, c)) return interaction_aten(features, view_size, r, c, dtype);
     const std::vector<int64_t> row_index = checked_pairs(r, n, "rows"), col_index = checked_pairs(c, n, "cols");
     if (!kernel) return interaction_aten(features, view_size, r, c, dtype);
 

@@ -207,6 +207,16 @@ TEST_F(Recsys, InteractionOutsideTheKernelIsAtensFormula) {
         at::cat({x[0], at::index(z, c10::List<c10::optional<at::Tensor>>({c10::nullopt, tril[0], tril[1]}))}, 1);
     EXPECT_TRUE(
         at::allclose(interaction(x, at::IntArrayRef(view), c10::nullopt, c10::nullopt, -1, c10::nullopt), want));
+    // Index tensors that are not pairs (a mask, broadcast shapes): aten's indexing.
+    const std::vector<at::Tensor> y = random_features(3, 2, 4);
+    const at::Tensor s = at::stack(y, 1);
+    const at::Tensor gram = at::bmm(s, s.transpose(1, 2));
+    const at::Tensor mask = at::tensor({1, 0, 1}, at::kByte).to(at::kBool), some = at::tensor({0, 2}, at::kLong);
+    for (const auto &[rows, cols] : {std::make_pair(mask, mask), std::make_pair(some, at::tensor({1}, at::kLong))}) {
+        const auto index = c10::List<c10::optional<at::Tensor>>({c10::nullopt, rows, cols});
+        const at::Tensor expected = at::cat({y[0], at::index(gram, index)}, 1);
+        EXPECT_TRUE(at::allclose(interaction(y, c10::nullopt, rows, cols, 0, c10::nullopt), expected));
+    }
 }
 
 TEST_F(Recsys, InteractionBf16) {
