@@ -201,7 +201,18 @@ at::Tensor SafetensorsFile::tensor(const std::string &name) const {
     }
     at::Tensor out = at::empty(info->shape, info->type);
     if (nbytes) std::memcpy(out.data_ptr(), src, nbytes);
+    release(src, nbytes);
     return out;
+}
+
+void SafetensorsFile::release(const uint8_t *src, size_t nbytes) const {
+    // The whole pages inside the copied bytes leave this process's resident set (the file's
+    // page cache keeps them): a loader converting tensor by tensor holds the mapped file only a
+    // tensor at a time. Reading them again faults them back in.
+    static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const uintptr_t begin = (reinterpret_cast<uintptr_t>(src) + page - 1) / page * page;
+    const uintptr_t end = (reinterpret_cast<uintptr_t>(src) + nbytes) / page * page;
+    if (end > begin) ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
 }
 
 namespace {

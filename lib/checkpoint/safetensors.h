@@ -56,10 +56,12 @@ public:
     const SafetensorsHeader &header() const { return header_; }
     uint64_t bytes() const { return size_; }
     const TensorInfo *find(const std::string &name) const;
-    // A copy of the tensor's data (exit 3 when absent, exit 4 for dtypes libtorch lacks).
+    // A copy of the tensor's data (exit 3 when absent, exit 4 for dtypes libtorch lacks); the
+    // mapped pages it was copied from are released from the resident set.
     at::Tensor tensor(const std::string &name) const;
 
 private:
+    void release(const uint8_t *src, size_t nbytes) const;
     std::string path_;
     const uint8_t *data_ = nullptr;
     size_t size_ = 0;

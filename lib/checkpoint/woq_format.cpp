@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <numeric>
 #include <set>
 
@@ -130,14 +131,24 @@ WoqLayer quantize_rtn(const std::string &name, const at::Tensor &weight, const a
     if (gs <= 0 || k % gs != 0)
         throw_unsupported("layer '" + name + "': group size " + std::to_string(group_size) +
                           " does not divide in_features " + std::to_string(k) + "; pick a divisor or -1");
-    const at::Tensor w = weight.to(at::kFloat).reshape({n, k / gs, gs});
-    const at::Tensor lo = std::get<0>(w.min(2)).clamp_max(0), hi = std::get<0>(w.max(2)).clamp_min(0);
-    at::Tensor scale = (hi - lo) / static_cast<double>(max_q(bits));
-    scale = at::where(scale > 0, scale, at::ones_like(scale));
-    const at::Tensor zero = (-lo / scale).round().clamp(0, max_q(bits));
-    const at::Tensor q = (w / scale.unsqueeze(2)).round().add(zero.unsqueeze(2)).clamp(0, max_q(bits));
+    // Blocks of rows, so the fp32 temporaries stay a few MB whatever the layer's size (an LLM's
+    // lm_head is hundreds of MB in fp32); rows are independent, so the result is the same.
+    const int64_t block = std::max<int64_t>(1, (int64_t(4) << 20) / std::max<int64_t>(k, 1));
+    at::Tensor q = at::empty({n, k}, at::kByte), scale = at::empty({n, k / gs}), zero = at::empty({n, k / gs});
+    for (int64_t r0 = 0; r0 < n; r0 += block) {
+        const int64_t rows = std::min(block, n - r0);
+        const at::Tensor w = weight.narrow(0, r0, rows).to(at::kFloat).reshape({rows, k / gs, gs});
+        const at::Tensor lo = std::get<0>(w.min(2)).clamp_max(0), hi = std::get<0>(w.max(2)).clamp_min(0);
+        at::Tensor s = (hi - lo) / static_cast<double>(max_q(bits));
+        s = at::where(s > 0, s, at::ones_like(s));
+        const at::Tensor z = (-lo / s).round().clamp(0, max_q(bits));
+        const at::Tensor qb = (w / s.unsqueeze(2)).round().add(z.unsqueeze(2)).clamp(0, max_q(bits));
+        q.narrow(0, r0, rows).copy_(qb.reshape({rows, k}));
+        scale.narrow(0, r0, rows).copy_(s);
+        zero.narrow(0, r0, rows).copy_(z);
+    }
     const at::Tensor g_idx = at::arange(k, at::kLong).div(gs, "floor");
-    return make_layer(name, q.reshape({n, k}).to(at::kByte), g_idx, scale, zero, bias, bits, group_size);
+    return make_layer(name, q, g_idx, scale, zero, bias, bits, group_size);
 }
 
 namespace {

@@ -73,7 +73,7 @@ Linear Linear::from_dense(const std::string &name, const std::vector<at::Tensor>
             throw_unsupported("--group-size " + std::to_string(group) + " does not divide the " +
                               std::to_string(w.size(1)) + " input channels of '" + name +
                               "' (use a divisor, or -1 for one group per output channel)");
-        woq::WoqLayer layer = woq::quantize_rtn(name, w.to(at::kFloat), bias, format.woq_bits, group);
+        woq::WoqLayer layer = woq::quantize_rtn(name, w, bias, format.woq_bits, group);  // fp32 by row blocks
         l.woq_bias_ = layer.bias;
         layer.bias = at::Tensor();
         l.in_ = layer.in_features;

@@ -2,6 +2,7 @@
 // shape) before converting anything, then converts the weights once (merged q/k/v and
 // gate/up, prepacked or weight-only).
 #include <ATen/ATen.h>
+#include <malloc.h>
 
 #include <algorithm>
 #include <cmath>
@@ -359,6 +360,9 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
             }
             layer.experts = std::move(experts);
         }
+        // The layer's source copies and temporaries are freed; give the heap's free pages back
+        // so the resident set grows by the converted weights alone.
+        ::malloc_trim(0);
         if (c.qk_norm || c.qk_norm_full) {
             layer.q_norm = norm(p + "self_attn.q_norm.weight");
             layer.k_norm = norm(p + "self_attn.k_norm.weight");
@@ -372,6 +376,7 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
         m->lm_head_ = Linear::from_dense("lm_head", {m->embed_}, {}, format);
     else
         m->lm_head_ = build(loader, "lm_head", {head}, format);
+    ::malloc_trim(0);
     m->inv_freq_ = rope_frequencies(c, false);
     if (c.rope_scaling.type == "longrope") m->inv_freq_long_ = rope_frequencies(c, true);
     if (c.rope_local_theta > 0) {  // Gemma 3's sliding layers: their own base, no scaling

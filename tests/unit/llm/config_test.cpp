@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "llm/config.h"
 #include "unit/test_errors.h"
 
@@ -37,9 +39,16 @@ TEST(LlmConfig, Errors) {
     std::string bad_heads = kTiny;
     bad_heads.replace(bad_heads.find("\"num_key_value_heads\":2"), 23, "\"num_key_value_heads\":3");
     EXPECT_EQ(code_of([&] { parse_config(bad_heads, "c"); }), ExitCode::bad_input);
+    std::string other = kTiny;
+    other.replace(other.find("llama3"), 6, "mrope");
+    EXPECT_EQ(code_of([&] { parse_config(other, "c"); }), ExitCode::unsupported);
+    // yarn: its attention factor 0.1 ln(factor) + 1; beta_fast must exceed beta_slow.
     std::string yarn = kTiny;
     yarn.replace(yarn.find("llama3"), 6, "yarn");
-    EXPECT_EQ(code_of([&] { parse_config(yarn, "c"); }), ExitCode::unsupported);
+    EXPECT_NEAR(parse_config(yarn, "c").rope_scaling.attention_factor, 0.1 * std::log(8.0) + 1, 1e-12);
+    std::string betas = yarn;
+    betas.replace(betas.find("\"factor\""), 8, "\"beta_fast\":1,\"beta_slow\":2,\"factor\"");
+    EXPECT_EQ(code_of([&] { parse_config(betas, "c"); }), ExitCode::bad_input);
     EXPECT_EQ(code_of([] { parse_config("{\"architectures\": 5}", "c"); }), ExitCode::bad_input);
     EXPECT_EQ(code_of([] { parse_config("[1,2]", "c"); }), ExitCode::bad_input);
     std::string huge = kTiny;
