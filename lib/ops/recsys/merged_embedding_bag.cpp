@@ -6,9 +6,30 @@
 
 #include "kernels/bf16.h"
 #include "ops/op_errors.h"
+#include "ops/recsys/embedding_bag_kernel.h"
+#include "ops/recsys/interaction_kernel.h"
 #include "ops/recsys/recsys_ops.h"
 
 namespace ipex::ops::recsys {
+
+void add_row(const void *row, bool bf16, const float *weight, int64_t dim, float *acc) {
+    if (bf16) {
+        const auto *src = static_cast<const uint16_t *>(row);
+        if (weight) {
+            for (int64_t k = 0; k < dim; ++k) acc[k] += kernels::from_bf16(src[k]) * *weight;
+        } else {
+            for (int64_t k = 0; k < dim; ++k) acc[k] += kernels::from_bf16(src[k]);
+        }
+        return;
+    }
+    const auto *src = static_cast<const float *>(row);
+    if (weight) {
+        for (int64_t k = 0; k < dim; ++k) acc[k] += src[k] * *weight;
+    } else {
+        for (int64_t k = 0; k < dim; ++k) acc[k] += src[k];
+    }
+}
+
 namespace {
 
 constexpr const char *kOp = "merged_embedding_bag";
@@ -18,6 +39,7 @@ struct Table {
     at::Tensor weight_data;  // contiguous
     const void *weight = nullptr;
     bool bf16 = false;
+    int64_t element = 4;  // bytes per table value
     int64_t rows = 0, dim = 0;
     at::Tensor indices, offsets, per_sample_weights;  // contiguous; int64 offsets, fp32 weights
     int64_t bags = 0;
@@ -60,6 +82,7 @@ Table checked_table(int64_t t, const at::Tensor &weight, const at::Tensor &indic
     table.rows = weight.size(0);
     table.dim = weight.size(1);
     table.bf16 = weight.scalar_type() == at::kBFloat16;
+    table.element = table.bf16 ? 2 : 4;
     IPEX_CHECK_INPUT(padding_idx >= -1 && padding_idx < table.rows, kOp, ": table ", t, ": padding_idx ", padding_idx,
                      " is not a row of the ", table.rows, "-row table (-1 for none)");
     table.padding_idx = padding_idx;
@@ -83,8 +106,16 @@ Table checked_table(int64_t t, const at::Tensor &weight, const at::Tensor &indic
     return table;
 }
 
+using AddRow = void (*)(const void *, bool, const float *, int64_t, float *);
+
+// The row steps, fastest first, each with what it needs; the portable one last.
+AddRow choose_add_row() {
+    if (avx512::available()) return avx512::add_row;
+    return add_row;
+}
+
 template <typename Index>
-void pool_bag(const Table &table, int64_t t, int64_t b, PoolingMode mode, float *acc) {
+void pool_bag(const Table &table, int64_t t, int64_t b, PoolingMode mode, AddRow add, float *acc) {
     const Index *idx = table.indices.data_ptr<Index>();
     const int64_t *off = table.offsets.data_ptr<int64_t>();
     const int64_t begin = off[b];
@@ -99,21 +130,8 @@ void pool_bag(const Table &table, int64_t t, int64_t b, PoolingMode mode, float 
                          " is outside the ", table.rows, "-row table");
         if (row == table.padding_idx) continue;
         ++count;
-        if (table.bf16) {
-            const uint16_t *src = static_cast<const uint16_t *>(table.weight) + row * dim;
-            if (psw) {
-                for (int64_t k = 0; k < dim; ++k) acc[k] += kernels::from_bf16(src[k]) * psw[j];
-            } else {
-                for (int64_t k = 0; k < dim; ++k) acc[k] += kernels::from_bf16(src[k]);
-            }
-        } else {
-            const float *src = static_cast<const float *>(table.weight) + row * dim;
-            if (psw) {
-                for (int64_t k = 0; k < dim; ++k) acc[k] += src[k] * psw[j];
-            } else {
-                for (int64_t k = 0; k < dim; ++k) acc[k] += src[k];
-            }
-        }
+        add(static_cast<const char *>(table.weight) + row * dim * table.element, table.bf16, psw ? psw + j : nullptr,
+            dim, acc);
     }
     if (mode == PoolingMode::kMean && count > 0) {
         const float n = static_cast<float>(count);
@@ -154,6 +172,7 @@ std::vector<at::Tensor> merged_embedding_bag(at::TensorList weights, at::TensorL
     }
     int64_t widest = 0;
     for (const Table &table : tables) widest = std::max(widest, table.dim);
+    const AddRow add = choose_add_row();
     // Work items: (table, bag) over every table, so small batches still spread over threads.
     at::parallel_for(0, first_bag.back(), 16, [&](int64_t begin, int64_t end) {
         std::vector<float> acc(static_cast<size_t>(widest));
@@ -162,9 +181,9 @@ std::vector<at::Tensor> merged_embedding_bag(at::TensorList weights, at::TensorL
             const int64_t b = item - first_bag[t];
             const Table &table = tables[t];
             if (table.indices.scalar_type() == at::kLong) {
-                pool_bag<int64_t>(table, t, b, pooling, acc.data());
+                pool_bag<int64_t>(table, t, b, pooling, add, acc.data());
             } else {
-                pool_bag<int32_t>(table, t, b, pooling, acc.data());
+                pool_bag<int32_t>(table, t, b, pooling, add, acc.data());
             }
             write_bag(table, b, acc.data());
         }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/isa.h"
+#include "ops/recsys/embedding_bag_kernel.h"
 #include "ops/recsys/interaction_kernel.h"
 #include "ops/recsys/recsys_ops.h"
 
@@ -305,6 +306,26 @@ TEST_F(Recsys, InteractionAvx512BuildMatchesThePortableOneToTheBit) {
             p.dst = vector.data_ptr();
             avx512::run_interaction(p);
             EXPECT_TRUE(at::equal(portable, vector)) << "bf16 " << bf16 << " dim " << dim;
+        }
+    }
+}
+
+TEST_F(Recsys, EmbeddingBagAvx512RowStepMatchesThePortableOneToTheBit) {
+    if (!avx512::available()) GTEST_SKIP() << "this CPU has no AVX-512 (F, BW, VL): the AVX-512 build cannot run";
+    for (bool bf16 : {false, true}) {
+        for (int64_t dim : {1, 15, 16, 17, 128}) {
+            const at::Tensor rows = bf16 ? at::randn({5, dim}).to(at::kBFloat16) : at::randn({5, dim});
+            const at::Tensor weights = at::rand({5});
+            for (bool weighted : {false, true}) {
+                std::vector<float> portable(static_cast<size_t>(dim) + 1, 0.5f), vector = portable;
+                for (int64_t r = 0; r < 5; ++r) {
+                    const char *row = static_cast<const char *>(rows.data_ptr()) + r * dim * rows.element_size();
+                    const float *w = weighted ? weights.data_ptr<float>() + r : nullptr;
+                    add_row(row, bf16, w, dim, portable.data());
+                    avx512::add_row(row, bf16, w, dim, vector.data());
+                }
+                EXPECT_EQ(portable, vector) << "bf16 " << bf16 << " dim " << dim;  // the guard past dim included
+            }
         }
     }
 }
