@@ -27,7 +27,19 @@ class IpexToolWarning(UserWarning):
     """A warning of the ipex_tool library: a knob it cannot honour, a fallback it took."""
 
 
+def _load_torchvision_first() -> None:
+    """libipex_ops.so defines torchvision::'s detection ops under their own names only where no
+    library defined them before it, and torchvision's library cannot load after those names
+    exist. Importing torchvision (when installed) before the bridge keeps its kernels and lets
+    the user import it in any order."""
+    try:
+        import torchvision  # noqa: F401
+    except ImportError:
+        pass
+
+
 def _load_bridge() -> str:
+    _load_torchvision_first()
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), LIBRARY_NAME)
     if not os.path.exists(path):
         raise ImportError(

@@ -25,6 +25,21 @@ class Bert(TinyEncoder):
         return super().forward(ids, torch.ones_like(ids))
 
 
+class ImportOrder(TestCase):
+    def test_torchvision_after_ipex_tool(self):
+        """A script that imports ipex_tool before torchvision (IPEX's examples import it first)
+        runs: the package loads torchvision's library before its own."""
+        import os
+        import subprocess
+        import sys
+        code = ("import ipex_tool, torchvision, torch\n"
+                "assert 'torchvision' in torch._C._dispatch_dump('torchvision::nms')\n"
+                "print('ok')")
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "ok")
+
+
 class ResNetExamples(TestCase):
     def test_resnet50_fp32_imperative(self):
         model = resnet("resnet50")
