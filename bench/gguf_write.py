@@ -1,0 +1,195 @@
+#!/usr/bin/python3
+"""Writes a GGUF (v3) file from a Hugging Face Llama-family directory (config.json and
+model.safetensors of LlamaForCausalLM / MistralForCausalLM), so llama.cpp runs the same weights
+as ipex-tool in bench/llm_compare.py.
+
+Written from the GGUF format as llama.cpp documents it: header, metadata, tensor infos (dims
+innermost first), data aligned to 32 bytes. q_proj/k_proj rows are permuted from Hugging Face's
+rotate-half order to the interleaved pairs llama.cpp's "llama" architecture rotates, as its
+converter does. Norms stay F32; every other matrix is TYPE: f32, f16, bf16, q8_0 (blocks of 32:
+fp16 scale amax/127, int8 round-to-nearest) or q4_0 (blocks of 32: fp16 scale d = v/-8 for the
+value v of largest magnitude, nibbles min(15, trunc(x/d + 8.5)), element j in the low nibble
+and j + 16 in the high one). The vocabulary is a placeholder of the config's size ("llama" model,
+<unk> <s> </s> then byte and filler tokens): the benches feed token ids, never text.
+
+Usage: gguf_write.py HF_DIR OUT.gguf [--type f32|f16|bf16|q8_0|q4_0]
+"""
+
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+import torch
+
+GGML = {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 8, "bf16": 30}
+FILE_TYPE = {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 7, "bf16": 32}
+ALIGN = 32
+U32, I32, F32, BOOL, STRING, ARRAY, U64 = 4, 5, 6, 7, 8, 9, 10
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        base = 8 + n
+        out = {}
+        dtypes = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
+        for name, info in header.items():
+            if name == "__metadata__":
+                continue
+            b, e = info["data_offsets"]
+            f.seek(base + b)
+            raw = bytearray(f.read(e - b))
+            out[name] = torch.frombuffer(raw, dtype=dtypes[info["dtype"]]).reshape(info["shape"]).clone()
+        return out
+
+
+def permute(w, heads):
+    return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def q8_0(x):
+    b = x.float().reshape(-1, 32).numpy().astype(np.float32)
+    amax = np.abs(b).max(1, keepdims=True)
+    d = amax / 127.0
+    inv = np.where(d > 0, 1.0 / np.where(d > 0, d, 1), 0)
+    q = np.clip(np.round(b * inv), -128, 127).astype(np.int8)  # roundf: halves away from zero
+    q = np.where(np.abs(b * inv - np.trunc(b * inv)) == 0.5, np.trunc(b * inv) + np.sign(b * inv), q).astype(np.int8)
+    out = np.zeros((b.shape[0], 34), np.uint8)
+    out[:, :2] = d.astype(np.float16).view(np.uint8)
+    out[:, 2:] = q.view(np.uint8)
+    return out.tobytes()
+
+
+def q4_0(x):
+    b = x.float().reshape(-1, 32).numpy().astype(np.float32)
+    idx = np.abs(b).argmax(1)
+    vmax = b[np.arange(b.shape[0]), idx][:, None]
+    d = vmax / -8.0
+    inv = np.where(d != 0, 1.0 / np.where(d != 0, d, 1), 0)
+    q = np.minimum(15, np.trunc(b * inv + 8.5)).astype(np.uint8)
+    out = np.zeros((b.shape[0], 18), np.uint8)
+    out[:, :2] = d.astype(np.float16).view(np.uint8)
+    out[:, 2:] = q[:, :16] | (q[:, 16:] << 4)
+    return out.tobytes()
+
+
+def encode(t, kind):
+    if kind == "f32":
+        return t.float().contiguous().numpy().tobytes()
+    if kind == "f16":
+        return t.half().contiguous().numpy().tobytes()
+    if kind == "bf16":
+        return t.bfloat16().contiguous().view(torch.int16).numpy().tobytes()
+    return q8_0(t) if kind == "q8_0" else q4_0(t)
+
+
+def gguf_string(s):
+    b = s.encode()
+    return struct.pack("<Q", len(b)) + b
+
+
+def kv(key, kind, value):
+    out = gguf_string(key) + struct.pack("<I", kind)
+    if kind == U32:
+        return out + struct.pack("<I", value)
+    if kind == I32:
+        return out + struct.pack("<i", value)
+    if kind == F32:
+        return out + struct.pack("<f", value)
+    if kind == BOOL:
+        return out + struct.pack("<?", value)
+    if kind == STRING:
+        return out + gguf_string(value)
+    elem, items = value
+    out += struct.pack("<IQ", elem, len(items))
+    fmt = {I32: "<i", F32: "<f"}
+    return out + b"".join(gguf_string(v) if elem == STRING else struct.pack(fmt[elem], v) for v in items)
+
+
+def main():
+    src, dst = sys.argv[1], sys.argv[2]
+    kind = sys.argv[sys.argv.index("--type") + 1] if "--type" in sys.argv else "f16"
+    cfg = json.load(open(os.path.join(src, "config.json")))
+    w = read_safetensors(os.path.join(src, "model.safetensors"))
+    H, heads = cfg["hidden_size"], cfg["num_attention_heads"]
+    kv_heads = cfg.get("num_key_value_heads", heads)
+    head_dim = cfg.get("head_dim", H // heads)
+    vocab = cfg["vocab_size"]
+
+    names = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
+             "lm_head.weight": "output.weight"}
+    per_layer = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm", "self_attn.q_proj": "attn_q",
+                 "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
+                 "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
+    tensors = []
+    for name, t in w.items():
+        if name in names:
+            gname = names[name]
+        else:
+            parts = name.split(".")  # model.layers.N.<module>.weight
+            gname = f"blk.{parts[2]}.{per_layer['.'.join(parts[3:-1])]}.weight"
+        if name.endswith("q_proj.weight"):
+            t = permute(t, heads)
+        elif name.endswith("k_proj.weight"):
+            t = permute(t, kv_heads)
+        tkind = "f32" if t.dim() == 1 or (kind in ("q8_0", "q4_0") and t.shape[-1] % 32) else kind
+        tensors.append((gname, t, tkind))
+
+    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{i:02X}>" for i in range(256)]
+    tokens += [f"t{i}" for i in range(len(tokens), vocab)]
+    tokens = tokens[:vocab]
+    token_type = [2, 3, 3] + [6] * 256 + [1] * vocab
+    meta = [
+        kv("general.architecture", STRING, "llama"),
+        kv("general.name", STRING, os.path.basename(os.path.abspath(src))),
+        kv("general.file_type", U32, FILE_TYPE[kind]),
+        kv("general.quantization_version", U32, 2),
+        kv("general.alignment", U32, ALIGN),
+        kv("llama.context_length", U32, cfg.get("max_position_embeddings", 2048)),
+        kv("llama.embedding_length", U32, H),
+        kv("llama.block_count", U32, cfg["num_hidden_layers"]),
+        kv("llama.feed_forward_length", U32, cfg["intermediate_size"]),
+        kv("llama.rope.dimension_count", U32, head_dim),
+        kv("llama.attention.head_count", U32, heads),
+        kv("llama.attention.head_count_kv", U32, kv_heads),
+        kv("llama.attention.key_length", U32, head_dim),
+        kv("llama.attention.value_length", U32, head_dim),
+        kv("llama.attention.layer_norm_rms_epsilon", F32, cfg.get("rms_norm_eps", 1e-6)),
+        kv("llama.rope.freq_base", F32, cfg.get("rope_theta", 10000.0)),
+        kv("tokenizer.ggml.model", STRING, "llama"),
+        kv("tokenizer.ggml.tokens", ARRAY, (STRING, tokens)),
+        kv("tokenizer.ggml.scores", ARRAY, (F32, [0.0] * vocab)),
+        kv("tokenizer.ggml.token_type", ARRAY, (I32, token_type[:vocab])),
+        kv("tokenizer.ggml.bos_token_id", U32, 1),
+        kv("tokenizer.ggml.eos_token_id", U32, 2),
+        kv("tokenizer.ggml.unknown_token_id", U32, 0),
+        kv("tokenizer.ggml.add_bos_token", BOOL, False),
+    ]
+    if cfg.get("sliding_window"):
+        sys.exit("gguf_write.py: sliding_window models are not written (llama.cpp's llama architecture has none)")
+
+    blobs, infos, offset = [], [], 0
+    for gname, t, tkind in tensors:
+        data = encode(t, tkind)
+        pad = (-offset) % ALIGN
+        offset += pad
+        blobs.append(b"\0" * pad + data)
+        dims = list(reversed(t.shape))
+        infos.append(gguf_string(gname) + struct.pack("<I", len(dims)) + struct.pack(f"<{len(dims)}Q", *dims)
+                     + struct.pack("<IQ", GGML[tkind], offset))
+        offset += len(data)
+    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(meta)) + b"".join(meta) + b"".join(infos)
+    head += b"\0" * ((-len(head)) % ALIGN)
+    tmp = dst + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(head)
+        for b in blobs:
+            f.write(b)
+    os.replace(tmp, dst)
+
+
+if __name__ == "__main__":
+    main()
