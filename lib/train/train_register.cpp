@@ -1,0 +1,23 @@
+// The fused optimizer steps as ipex:: ops (train_ops.h).
+#include <torch/library.h>
+
+#include "ops/op_errors.h"
+#include "train/train_ops.h"
+
+TORCH_LIBRARY_FRAGMENT(ipex, m) {
+    using namespace ipex::train;
+    m.def(
+        "sgd_step(Tensor(a!) param, Tensor grad, Tensor(b!)? momentum_buf, Tensor(c!)? trail, float lr, "
+        "float momentum, float dampening, float weight_decay, bool nesterov, bool maximize, bool first_step) -> ()",
+        IPEX_GUARDED(sgd_step));
+    m.def(
+        "adam_step(Tensor(a!) param, Tensor grad, Tensor(b!) exp_avg, Tensor(c!) exp_avg_sq, "
+        "Tensor(d!)? max_exp_avg_sq, Tensor(e!)? trail, int step, float lr, float beta1, float beta2, float eps, "
+        "float weight_decay, bool amsgrad, bool maximize) -> ()",
+        IPEX_GUARDED(adam_step));
+    m.def(
+        "adamw_step(Tensor(a!) param, Tensor grad, Tensor(b!) exp_avg, Tensor(c!) exp_avg_sq, "
+        "Tensor(d!)? max_exp_avg_sq, Tensor(e!)? trail, int step, float lr, float beta1, float beta2, float eps, "
+        "float weight_decay, bool amsgrad, bool maximize) -> ()",
+        IPEX_GUARDED(adamw_step));
+}
