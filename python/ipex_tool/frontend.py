@@ -18,7 +18,7 @@ import warnings
 
 import torch
 
-from . import _bridge, _script, math_mode
+from . import _bridge, _script, math_mode, optim
 
 # IPEX's keyword -> the knob of `ipex-tool optimize` (--[no-]KNOB).
 IPEX_KNOBS = {
@@ -180,11 +180,19 @@ def optimize(model, dtype=None, optimizer=None, level="O1", inplace=False, conv_
     eager model is traced at its first call. Besides IPEX's knobs, the CLI's others are keywords
     too (``channels_last``, ``fuse_attention``, ``conv_chains``), as are ``portable`` and
     ``keep_dtype``. A knob that cannot be honoured is a warning naming it.
+
+    With ``optimizer`` (torch.optim.SGD, Adam or AdamW) it prepares eager training instead and
+    returns ``(model, optimizer)``, both changed in place: fused optimizer steps and, with
+    ``dtype=torch.bfloat16``, split bf16 master weights (``ipex_tool.optim``). The inference
+    knobs do not apply there.
     """
     if optimizer is not None:
-        raise NotImplementedError(
-            "ipex_tool.optimize: optimizer= (training: split bf16 master weights, fused update steps) is not "
-            "supported yet (issue 51); optimize the model for inference in eval mode without an optimizer")
+        unknown = sorted(set(kwargs) - set(_knob_keywords()) - set(EXTRA_OPTIONS))
+        if unknown:
+            raise TypeError(f"ipex_tool.optimize: unknown keyword argument {unknown[0]!r}")
+        for name in TRAINING_KNOBS:
+            _check_bool(name, locals()[name])
+        return optim.optimize_training(model, optimizer, dtype, split_master_weight_for_bf16, fuse_update_step)
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"ipex_tool.optimize: model must be a torch.nn.Module or ScriptModule, not {type(model).__name__}")
 

@@ -40,10 +40,10 @@ class OptimizeErrors(TestCase):
         self.model = ConvBnRelu().eval()
         self.x = torch.randn(2, 3, 16, 16)
 
-    def test_optimizer_names_the_training_issue(self):
-        sgd = torch.optim.SGD(self.model.parameters(), lr=0.1)
-        with self.assertRaisesRegex(NotImplementedError, "optimizer=.*issue 51"):
-            ipex.optimize(self.model, optimizer=sgd)
+    def test_unfused_optimizer_is_named(self):
+        adagrad = torch.optim.Adagrad(self.model.parameters(), lr=0.1)
+        with self.assertRaisesRegex(NotImplementedError, "torch.optim.adagrad.Adagrad has no fused step.*issue 51"):
+            ipex.optimize(self.model, optimizer=adagrad)
 
     def test_unknown_keyword_suggests_the_knob(self):
         with self.assertRaisesRegex(TypeError, "unknown keyword argument 'conv_bn_fold'.*'conv_bn_folding'"):
