@@ -1,18 +1,21 @@
 #!/usr/bin/python3
-"""Writes a GGUF (v3) file from a Hugging Face Llama-family directory (config.json and
-model.safetensors of LlamaForCausalLM / MistralForCausalLM), so llama.cpp runs the same weights
-as ipex-tool in bench/llm_compare.py.
+"""Writes a GGUF (v3) file from a Hugging Face decoder directory (config.json and
+model.safetensors of LlamaForCausalLM, MistralForCausalLM without a sliding window,
+Qwen2ForCausalLM, Qwen3ForCausalLM), so llama.cpp runs the same weights as ipex-tool in
+bench/llm_compare.py, and the tests have GGUF files made by the format's own conversion rules.
 
 Written from the GGUF format as llama.cpp documents it: header, metadata, tensor infos (dims
 innermost first), data aligned to 32 bytes. q_proj/k_proj rows are permuted from Hugging Face's
 rotate-half order to the interleaved pairs llama.cpp's "llama" architecture rotates, as its
-converter does. Norms stay F32; every other matrix is TYPE: f32, f16, bf16, q8_0 (blocks of 32:
+converter does (qwen2 and qwen3 keep them). Norms stay F32; every other matrix is TYPE: f32, f16, bf16, q8_0 (blocks of 32:
 fp16 scale amax/127, int8 round-to-nearest) or q4_0 (blocks of 32: fp16 scale d = v/-8 for the
 value v of largest magnitude, nibbles min(15, trunc(x/d + 8.5)), element j in the low nibble
 and j + 16 in the high one). The vocabulary is a placeholder of the config's size ("llama" model,
 <unk> <s> </s> then byte and filler tokens): the benches feed token ids, never text.
 
 Usage: gguf_write.py HF_DIR OUT.gguf [--type f32|f16|bf16|q8_0|q4_0]
+As a module: write_gguf(HF_DIR, OUT, kind) returns the weights as the file holds them, in
+Hugging Face names and order (the rounding of each type applied): a test's reference.
 """
 
 import json
@@ -50,39 +53,49 @@ def permute(w, heads):
     return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
+def permute_back(w, heads):
+    return w.reshape(heads, w.shape[0] // heads // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
 def q8_0(x):
+    """(bytes, dequantized values)."""
     b = x.float().reshape(-1, 32).numpy().astype(np.float32)
     amax = np.abs(b).max(1, keepdims=True)
-    d = amax / 127.0
-    inv = np.where(d > 0, 1.0 / np.where(d > 0, d, 1), 0)
-    q = np.clip(np.round(b * inv), -128, 127).astype(np.int8)  # roundf: halves away from zero
-    q = np.where(np.abs(b * inv - np.trunc(b * inv)) == 0.5, np.trunc(b * inv) + np.sign(b * inv), q).astype(np.int8)
+    d = amax / np.float32(127.0)
+    inv = np.where(d > 0, np.float32(1.0) / np.where(d > 0, d, 1), 0).astype(np.float32)
+    v = b * inv
+    t = np.trunc(v)
+    q = np.clip(np.where(np.abs(v - t) >= 0.5, t + np.sign(v), t), -128, 127).astype(np.int8)  # roundf
     out = np.zeros((b.shape[0], 34), np.uint8)
-    out[:, :2] = d.astype(np.float16).view(np.uint8)
+    dh = d.astype(np.float16)
+    out[:, :2] = dh.view(np.uint8)
     out[:, 2:] = q.view(np.uint8)
-    return out.tobytes()
+    return out.tobytes(), torch.from_numpy(q.astype(np.float32) * dh.astype(np.float32)).reshape(x.shape)
 
 
 def q4_0(x):
     b = x.float().reshape(-1, 32).numpy().astype(np.float32)
     idx = np.abs(b).argmax(1)
     vmax = b[np.arange(b.shape[0]), idx][:, None]
-    d = vmax / -8.0
-    inv = np.where(d != 0, 1.0 / np.where(d != 0, d, 1), 0)
-    q = np.minimum(15, np.trunc(b * inv + 8.5)).astype(np.uint8)
+    d = vmax / np.float32(-8.0)
+    inv = np.where(d != 0, np.float32(1.0) / np.where(d != 0, d, 1), 0).astype(np.float32)
+    q = np.minimum(15, np.trunc(b * inv + np.float32(8.5))).astype(np.uint8)
     out = np.zeros((b.shape[0], 18), np.uint8)
-    out[:, :2] = d.astype(np.float16).view(np.uint8)
+    dh = d.astype(np.float16)
+    out[:, :2] = dh.view(np.uint8)
     out[:, 2:] = q[:, :16] | (q[:, 16:] << 4)
-    return out.tobytes()
+    deq = (q.astype(np.float32) - 8) * dh.astype(np.float32)
+    return out.tobytes(), torch.from_numpy(deq).reshape(x.shape)
 
 
 def encode(t, kind):
+    """(bytes, the values the file holds as fp32)."""
     if kind == "f32":
-        return t.float().contiguous().numpy().tobytes()
+        return t.float().contiguous().numpy().tobytes(), t.float()
     if kind == "f16":
-        return t.half().contiguous().numpy().tobytes()
+        return t.half().contiguous().numpy().tobytes(), t.half().float()
     if kind == "bf16":
-        return t.bfloat16().contiguous().view(torch.int16).numpy().tobytes()
+        return t.bfloat16().contiguous().view(torch.int16).numpy().tobytes(), t.bfloat16().float()
     return q8_0(t) if kind == "q8_0" else q4_0(t)
 
 
@@ -109,10 +122,21 @@ def kv(key, kind, value):
     return out + b"".join(gguf_string(v) if elem == STRING else struct.pack(fmt[elem], v) for v in items)
 
 
-def main():
-    src, dst = sys.argv[1], sys.argv[2]
-    kind = sys.argv[sys.argv.index("--type") + 1] if "--type" in sys.argv else "f16"
+def first(ids, fallback):
+    if isinstance(ids, list):
+        return ids[0] if ids else fallback
+    return fallback if ids is None else ids
+
+
+ARCHES = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "llama", "Qwen2ForCausalLM": "qwen2",
+          "Qwen3ForCausalLM": "qwen3"}
+
+
+def write_gguf(src, dst, kind):
     cfg = json.load(open(os.path.join(src, "config.json")))
+    arch = ARCHES.get(cfg["architectures"][0])
+    if arch is None:
+        sys.exit(f"gguf_write.py: {cfg['architectures'][0]} is not written")
     w = read_safetensors(os.path.join(src, "model.safetensors"))
     H, heads = cfg["hidden_size"], cfg["num_attention_heads"]
     kv_heads = cfg.get("num_key_value_heads", heads)
@@ -123,57 +147,59 @@ def main():
              "lm_head.weight": "output.weight"}
     per_layer = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm", "self_attn.q_proj": "attn_q",
                  "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
+                 "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm",
                  "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
-    tensors = []
+    tensors, held = [], {}
     for name, t in w.items():
         if name in names:
             gname = names[name]
         else:
-            parts = name.split(".")  # model.layers.N.<module>.weight
-            gname = f"blk.{parts[2]}.{per_layer['.'.join(parts[3:-1])]}.weight"
-        if name.endswith("q_proj.weight"):
-            t = permute(t, heads)
-        elif name.endswith("k_proj.weight"):
-            t = permute(t, kv_heads)
+            parts = name.split(".")  # model.layers.N.<module>.weight|bias
+            gname = f"blk.{parts[2]}.{per_layer['.'.join(parts[3:-1])]}.{parts[-1]}"
+        permuted = arch == "llama" and name.endswith(("q_proj.weight", "k_proj.weight"))
+        if permuted:
+            t = permute(t, heads if "q_proj" in name else kv_heads)
         tkind = "f32" if t.dim() == 1 or (kind in ("q8_0", "q4_0") and t.shape[-1] % 32) else kind
-        tensors.append((gname, t, tkind))
+        data, values = encode(t, tkind)
+        # quantized row by row, so the values of the original row order are those of the rows
+        held[name] = permute_back(values, heads if "q_proj" in name else kv_heads) if permuted else values
+        tensors.append((gname, t, tkind, data))
 
     tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{i:02X}>" for i in range(256)]
     tokens += [f"t{i}" for i in range(len(tokens), vocab)]
     tokens = tokens[:vocab]
     token_type = [2, 3, 3] + [6] * 256 + [1] * vocab
     meta = [
-        kv("general.architecture", STRING, "llama"),
+        kv("general.architecture", STRING, arch),
         kv("general.name", STRING, os.path.basename(os.path.abspath(src))),
         kv("general.file_type", U32, FILE_TYPE[kind]),
         kv("general.quantization_version", U32, 2),
         kv("general.alignment", U32, ALIGN),
-        kv("llama.context_length", U32, cfg.get("max_position_embeddings", 2048)),
-        kv("llama.embedding_length", U32, H),
-        kv("llama.block_count", U32, cfg["num_hidden_layers"]),
-        kv("llama.feed_forward_length", U32, cfg["intermediate_size"]),
-        kv("llama.rope.dimension_count", U32, head_dim),
-        kv("llama.attention.head_count", U32, heads),
-        kv("llama.attention.head_count_kv", U32, kv_heads),
-        kv("llama.attention.key_length", U32, head_dim),
-        kv("llama.attention.value_length", U32, head_dim),
-        kv("llama.attention.layer_norm_rms_epsilon", F32, cfg.get("rms_norm_eps", 1e-6)),
-        kv("llama.rope.freq_base", F32, cfg.get("rope_theta", 10000.0)),
+        kv(f"{arch}.context_length", U32, cfg.get("max_position_embeddings", 2048)),
+        kv(f"{arch}.embedding_length", U32, H),
+        kv(f"{arch}.block_count", U32, cfg["num_hidden_layers"]),
+        kv(f"{arch}.feed_forward_length", U32, cfg["intermediate_size"]),
+        kv(f"{arch}.rope.dimension_count", U32, head_dim),
+        kv(f"{arch}.attention.head_count", U32, heads),
+        kv(f"{arch}.attention.head_count_kv", U32, kv_heads),
+        kv(f"{arch}.attention.key_length", U32, head_dim),
+        kv(f"{arch}.attention.value_length", U32, head_dim),
+        kv(f"{arch}.attention.layer_norm_rms_epsilon", F32, cfg.get("rms_norm_eps", 1e-6)),
+        kv(f"{arch}.rope.freq_base", F32, cfg.get("rope_theta", 10000.0)),
         kv("tokenizer.ggml.model", STRING, "llama"),
         kv("tokenizer.ggml.tokens", ARRAY, (STRING, tokens)),
         kv("tokenizer.ggml.scores", ARRAY, (F32, [0.0] * vocab)),
         kv("tokenizer.ggml.token_type", ARRAY, (I32, token_type[:vocab])),
-        kv("tokenizer.ggml.bos_token_id", U32, 1),
-        kv("tokenizer.ggml.eos_token_id", U32, 2),
+        kv("tokenizer.ggml.bos_token_id", U32, cfg.get("bos_token_id") or 1),
+        kv("tokenizer.ggml.eos_token_id", U32, first(cfg.get("eos_token_id"), 2)),
         kv("tokenizer.ggml.unknown_token_id", U32, 0),
         kv("tokenizer.ggml.add_bos_token", BOOL, False),
     ]
-    if cfg.get("sliding_window"):
+    if cfg.get("sliding_window") and arch == "llama":
         sys.exit("gguf_write.py: sliding_window models are not written (llama.cpp's llama architecture has none)")
 
     blobs, infos, offset = [], [], 0
-    for gname, t, tkind in tensors:
-        data = encode(t, tkind)
+    for gname, t, tkind, data in tensors:
         pad = (-offset) % ALIGN
         offset += pad
         blobs.append(b"\0" * pad + data)
@@ -189,6 +215,12 @@ def main():
         for b in blobs:
             f.write(b)
     os.replace(tmp, dst)
+    return held
+
+
+def main():
+    kind = sys.argv[sys.argv.index("--type") + 1] if "--type" in sys.argv else "f16"
+    write_gguf(sys.argv[1], sys.argv[2], kind)
 
 
 if __name__ == "__main__":

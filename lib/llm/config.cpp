@@ -9,6 +9,7 @@
 #include "base/bounded_file.h"
 #include "base/errors.h"
 #include "base/json_io.h"
+#include "llm/tensor_source.h"
 
 namespace ipex::llm {
 namespace {
@@ -348,10 +349,12 @@ ModelConfig parse_config(const std::string &text, const std::string &source) {
 }
 
 ModelConfig read_config(const std::string &dir) {
+    if (is_gguf(dir)) return parse_config(gguf_config(dir).dump(), dir + " (GGUF metadata)");
     const std::string path = dir + "/config.json";
     struct stat st {};
     if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-        throw_bad_input("'" + dir + "' is not a directory (expected a Hugging Face model directory)");
+        throw_bad_input("'" + dir + "' is neither a directory nor a GGUF file (expected a Hugging Face model directory "
+                        "or a .gguf file)");
     if (::stat(path.c_str(), &st) != 0)
         throw_bad_input("'" + dir + "' has no config.json (expected a Hugging Face model directory)");
     return parse_config(read_bounded_file(path, kMaxConfigBytes, "config.json"), path);

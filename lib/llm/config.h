@@ -135,7 +135,7 @@ const std::vector<std::string> &supported_architectures();
 
 // Parses config.json text; `source` names the file in messages.
 ModelConfig parse_config(const std::string &text, const std::string &source);
-// Reads <dir>/config.json.
+// Reads <dir>/config.json, or the metadata of a GGUF file given in place of the directory.
 ModelConfig read_config(const std::string &dir);
 
 GenerationDefaults parse_generation_config(const std::string &text, const std::string &source);

@@ -1,4 +1,4 @@
-// Model::load: reads config.json, checks every tensor the architecture needs (name, rank,
+// Model::load: reads config.json (or a GGUF file's metadata), checks every tensor the architecture needs (name, rank,
 // shape) before converting anything, then converts the weights once (merged q/k/v and
 // gate/up, prepacked or weight-only).
 #include <ATen/ATen.h>
@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "llm/limits.h"
 #include "llm/model.h"
+#include "llm/tensor_source.h"
 #include "ops/ops.h"
 #include "checkpoint/import_checkpoint.h"
 #include "checkpoint/quant_config.h"
@@ -109,7 +110,9 @@ ExpertNames expert_names(const ModelConfig &c, int64_t layer) {
 
 class Loader {
 public:
-    Loader(const std::string &dir, const ModelConfig &config) : dir_(dir), config_(config), ck_(dir) {
+    Loader(const std::string &dir, const ModelConfig &config, bool gguf)
+        : dir_(dir), config_(config), ck_(gguf ? gguf_source(dir) : safetensors_source(dir)) {
+        if (gguf) return;  // its quantized types are read as weights (dequantized)
         const auto qc = woq::detect_quant_config(dir);
         if (qc && (qc->method == "gptq" || qc->method == "awq" || qc->bits > 0)) {
             woq::ImportResult imported = woq::load_low_precision_checkpoint(dir);
@@ -126,16 +129,16 @@ public:
     bool any_quantized() const { return !quantized_.empty(); }
 
     void check_tensor(const std::string &name, const std::vector<int64_t> &shape) const {
-        if (!ck_.has(name))
+        if (!ck_->has(name))
             throw_bad_input("'" + dir_ + "': tensor '" + name + "' is missing (" + config_.architecture + " with " +
                             std::to_string(config_.num_layers) + " layers needs it; is the checkpoint complete?)");
-        const auto &info = ck_.info(name);
-        if (info.shape != shape)
-            throw_bad_input("'" + dir_ + "': tensor '" + name + "' has shape " + shape_str(info.shape) +
+        if (ck_->shape(name) != shape)
+            throw_bad_input("'" + dir_ + "': tensor '" + name + "' has shape " + shape_str(ck_->shape(name)) +
                             ", config.json implies " + shape_str(shape));
-        if (info.type != at::kFloat && info.type != at::kBFloat16 && info.type != at::kHalf)
-            throw_bad_input("'" + dir_ + "': tensor '" + name + "' has dtype " + info.dtype +
-                            " (expected F32, BF16 or F16)");
+        if (!ck_->readable(name))
+            throw_bad_input("'" + dir_ + "': tensor '" + name + "' has dtype " + ck_->dtype(name) +
+                            " (expected F32, BF16 or F16, or a GGUF type: q8_0, q4_0, q4_1, q5_0, q5_1, q4_K, q5_K, "
+                            "q6_K)");
     }
 
     void check_projection(const Projection &p) const {
@@ -151,7 +154,7 @@ public:
         if (p.bias) check_tensor(p.name + ".bias", {p.out});
     }
 
-    at::Tensor tensor(const std::string &name) const { return ck_.tensor(name); }
+    at::Tensor tensor(const std::string &name) const { return ck_->tensor(name); }
     woq::WoqLayer take(const std::string &name) {
         woq::WoqLayer l = std::move(quantized_.at(name));
         quantized_.erase(name);
@@ -161,7 +164,7 @@ public:
 private:
     std::string dir_;
     const ModelConfig &config_;
-    woq::Checkpoint ck_;
+    std::unique_ptr<TensorSource> ck_;
     std::map<std::string, woq::WoqLayer> quantized_;
     std::string method_;
 };
@@ -258,11 +261,12 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
         throw_usage("--lowp-mode must be auto, fp32, bf16 or int8, got '" + options.lowp_mode + "'");
     std::shared_ptr<Model> m(new Model());
     m->dir_ = dir;
+    const bool gguf = is_gguf(dir);  // a GGUF file where a directory is expected
     m->config_ = read_config(dir);
     m->generation_ = read_generation_defaults(dir, m->config_);
     check_generation_ids(m->generation_, m->config_, dir + "/generation_config.json");
     const ModelConfig &c = m->config_;
-    Loader loader(dir, c);
+    Loader loader(dir, c, gguf);
     if (loader.any_quantized() && options.woq_bits != 0)
         throw_usage("'" + dir + "' is already a " + loader.method() + " checkpoint; drop --woq-dtype");
 
@@ -335,15 +339,13 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
         const std::string p = "model.layers." + std::to_string(l) + ".";
         const auto proj = projections(c, l);
         log::verbose("converting layer " + std::to_string(l));
-        m->layers_.push_back(DecoderLayer{
-            build(loader, p + "self_attn.qkv_proj", proj.qkv, format),
-            build(loader, p + "self_attn.o_proj", proj.o, format),
-            build(loader, p + "mlp.gate_up_proj", proj.gate_up, format),
-            build(loader, p + "mlp.down_proj", proj.down, format),
-            norm(p + "input_layernorm.weight"),
-            norm(p + (c.gemma_norms ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight")),
-        });
-        DecoderLayer &layer = m->layers_.back();
+        DecoderLayer &layer = m->layers_.emplace_back();
+        layer.qkv = build(loader, p + "self_attn.qkv_proj", proj.qkv, format);
+        layer.o = build(loader, p + "self_attn.o_proj", proj.o, format);
+        layer.gate_up = build(loader, p + "mlp.gate_up_proj", proj.gate_up, format);
+        layer.down = build(loader, p + "mlp.down_proj", proj.down, format);
+        layer.input_norm = norm(p + "input_layernorm.weight");
+        layer.post_norm = norm(p + (c.gemma_norms ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight"));
         if (c.sparse(l)) {
             const ExpertNames n = expert_names(c, l);
             auto experts = std::make_shared<Experts>();

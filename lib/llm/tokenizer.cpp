@@ -10,6 +10,7 @@
 #include "base/errors.h"
 #include "base/json_io.h"
 #include "llm/config.h"
+#include "llm/tensor_source.h"
 
 namespace ipex::llm {
 namespace {
@@ -81,6 +82,9 @@ std::string pattern_string(const json &j, const std::string &source, const std::
 }  // namespace
 
 Tokenizer Tokenizer::load(const std::string &dir) {
+    if (is_gguf(dir))
+        throw_unsupported("'" + dir + "': reading the tokenizer from a GGUF file's metadata is not supported yet; give "
+                          "--prompt-ids (output ids are printed), or run the Hugging Face directory");
     const std::string path = dir + "/tokenizer.json";
     return parse(read_bounded_file(path, kMaxTokenizerBytes, "tokenizer.json"), path);
 }

@@ -49,7 +49,7 @@ Case load_case(const std::string &name) {
     c.prompt = m["prompt"].get<std::vector<int32_t>>();
     c.greedy = m["greedy"].get<std::vector<int32_t>>();
     c.vocab = m["vocab"].get<int64_t>();
-    std::ifstream in(c.dir + "/ref_logits.bin", std::ios::binary);
+    std::ifstream in(m.value("ref_logits", c.dir + "/ref_logits.bin"), std::ios::binary);
     c.ref.resize(c.prompt.size() * static_cast<size_t>(c.vocab));
     in.read(reinterpret_cast<char *>(c.ref.data()), static_cast<std::streamsize>(c.ref.size() * 4));
     return c;
@@ -88,7 +88,8 @@ LoadOptions opts(const std::string &dtype, int bits = 0, const std::string &lowp
 // One fixture per family and variant (make_llm_fixtures.py): dense, fused, Gemma, experts.
 const char *const kFamilies[] = {"llama", "mistral", "qwen2", "llama3", "qwen3", "phi3", "phi3_long",
                                  "gemma2", "gemma3", "mixtral", "qwen2_moe", "qwen3_moe", "olmoe",
-                                 "qwen3_yarn", "llama_dynamic"};
+                                 "qwen3_yarn", "llama_dynamic", "gguf_llama_f32", "gguf_llama_q8_0",
+                                 "gguf_llama_q4_0", "gguf_qwen2_f16", "gguf_qwen3_bf16"};
 
 TEST(LlmModel, Fp32MatchesReference) {
     NEED_FIXTURES();
