@@ -205,6 +205,34 @@ void sgd_step(at::Tensor param, const at::Tensor &grad, const c10::optional<at::
     });
 }
 
+void adagrad_step(at::Tensor param, const at::Tensor &grad, at::Tensor state_sum,
+                  const c10::optional<at::Tensor> &trail, int64_t step, double lr, double lr_decay,
+                  double weight_decay, double eps, bool maximize) {
+    const char *op = "ipex::adagrad_step";
+    const Master master = master_of(op, param, trail);
+    const Grad g = grad_of(op, param, grad);
+    check_state(op, param, state_sum, "state_sum");
+    IPEX_CHECK_INPUT(step >= 1, op, ": step counts from 1, got ", step);
+    float *sum = state_sum.data_ptr<float>();
+    const bool has_decay = weight_decay != 0;
+    const float decay = static_cast<float>(weight_decay);
+    const float eps_f = static_cast<float>(eps);
+    const float neg_clr = static_cast<float>(-(lr / (1 + static_cast<double>(step - 1) * lr_decay)));
+
+    at::parallel_for(0, param.numel(), kGrain, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+            const float p = master.load(i);
+            float d = g.load(i);
+            if (maximize) d = -d;
+            if (has_decay) d = std::fma(p, decay, d);
+            const float s = std::fma(d, d, sum[i]);
+            sum[i] = s;
+            const float std_dev = std::sqrt(s) + eps_f;
+            master.store(i, p + neg_clr * d / std_dev);
+        }
+    });
+}
+
 void adam_step(at::Tensor param, const at::Tensor &grad, at::Tensor exp_avg, at::Tensor exp_avg_sq,
                const c10::optional<at::Tensor> &max_exp_avg_sq, const c10::optional<at::Tensor> &trail,
                int64_t step, double lr, double beta1, double beta2, double eps, double weight_decay,

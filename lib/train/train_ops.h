@@ -1,4 +1,4 @@
-// Fused in-place optimizer steps (ipex::sgd_step, ipex::adam_step, ipex::adamw_step): one pass
+// Fused in-place optimizer steps (ipex::sgd_step, adagrad_step, adam_step, adamw_step): one pass
 // over a parameter, its gradient and its state. Each takes an fp32 parameter, or a bf16 one with
 // its `trail` (int16): the parameter holds the top 16 bits of the fp32 master weight and the
 // trail the bottom 16, so top + trail is the master exactly. The update is the fp32 formula of
@@ -18,6 +18,12 @@ namespace ipex::train {
 void sgd_step(at::Tensor param, const at::Tensor &grad, const c10::optional<at::Tensor> &momentum_buf,
               const c10::optional<at::Tensor> &trail, double lr, double momentum, double dampening,
               double weight_decay, bool nesterov, bool maximize, bool first_step);
+
+// torch.optim.Adagrad's step on a dense gradient: `state_sum` accumulates the squared
+// gradients; `step` counts from 1 (the learning rate decays as lr / (1 + (step - 1) * lr_decay)).
+void adagrad_step(at::Tensor param, const at::Tensor &grad, at::Tensor state_sum,
+                  const c10::optional<at::Tensor> &trail, int64_t step, double lr, double lr_decay,
+                  double weight_decay, double eps, bool maximize);
 
 // torch.optim.Adam's step (L2 weight decay added to the gradient); `step` counts from 1.
 void adam_step(at::Tensor param, const at::Tensor &grad, at::Tensor exp_avg, at::Tensor exp_avg_sq,

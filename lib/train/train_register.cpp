@@ -11,6 +11,10 @@ TORCH_LIBRARY_FRAGMENT(ipex, m) {
         "float momentum, float dampening, float weight_decay, bool nesterov, bool maximize, bool first_step) -> ()",
         IPEX_GUARDED(sgd_step));
     m.def(
+        "adagrad_step(Tensor(a!) param, Tensor grad, Tensor(b!) state_sum, Tensor(c!)? trail, int step, float lr, "
+        "float lr_decay, float weight_decay, float eps, bool maximize) -> ()",
+        IPEX_GUARDED(adagrad_step));
+    m.def(
         "adam_step(Tensor(a!) param, Tensor grad, Tensor(b!) exp_avg, Tensor(c!) exp_avg_sq, "
         "Tensor(d!)? max_exp_avg_sq, Tensor(e!)? trail, int step, float lr, float beta1, float beta2, float eps, "
         "float weight_decay, bool amsgrad, bool maximize) -> ()",

@@ -2,7 +2,8 @@
 split bf16 master weights (issue 51).
 
 The optimizer's ``step`` becomes one fused op per parameter (``ipex::sgd_step``,
-``ipex::adam_step``, ``ipex::adamw_step``: torch.optim's formula, one pass over memory). With
+``ipex::adagrad_step``, ``ipex::adam_step``, ``ipex::adamw_step``: torch.optim's formula, one
+pass over memory). With
 ``dtype=torch.bfloat16`` the weights and biases of the model's convolutions, linears and
 embeddings become bf16 tensors holding the top 16 bits of their fp32 master weights; the bottom
 16 bits (the "trail", int16) live in the optimizer's state beside exp_avg / momentum_buffer, so
@@ -16,7 +17,8 @@ import types
 import torch
 
 # torch.optim classes with a fused step here -> the op that steps them.
-FUSED_OPTIMIZERS = {torch.optim.SGD: "sgd", torch.optim.Adam: "adam", torch.optim.AdamW: "adamw"}
+FUSED_OPTIMIZERS = {torch.optim.SGD: "sgd", torch.optim.Adagrad: "adagrad", torch.optim.Adam: "adam",
+                    torch.optim.AdamW: "adamw"}
 # Modules whose weight and bias become split bf16 master weights.
 SPLIT_MODULES = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d, torch.nn.ConvTranspose1d, torch.nn.ConvTranspose2d,
                  torch.nn.ConvTranspose3d, torch.nn.Linear, torch.nn.Embedding, torch.nn.EmbeddingBag)
@@ -64,6 +66,27 @@ def _sgd_step(self, closure=None):
                                         state.get("trail"), group["lr"], momentum, group["dampening"],
                                         group["weight_decay"], group["nesterov"], group.get("maximize", False),
                                         first_step)
+    return loss
+
+
+def _adagrad_step(self, closure=None):
+    loss = None
+    if closure is not None:
+        with torch.enable_grad():
+            loss = closure()
+    with torch.no_grad():
+        for group in self.param_groups:
+            for param in group["params"]:
+                if param.grad is None:
+                    continue
+                state = self.state[param]
+                if "sum" not in state:
+                    state["step"] = torch.tensor(0.0)
+                    state["sum"] = torch.full(param.shape, group["initial_accumulator_value"], dtype=torch.float32)
+                state["step"] += 1
+                torch.ops.ipex.adagrad_step(param, param.grad.contiguous(), state["sum"], state.get("trail"),
+                                            int(state["step"].item()), group["lr"], group["lr_decay"],
+                                            group["weight_decay"], group["eps"], group.get("maximize", False))
     return loss
 
 
@@ -138,7 +161,7 @@ def optimize_training(model, optimizer, dtype, split_master_weight_for_bf16, fus
     if kind is None:
         raise NotImplementedError(
             f"ipex_tool.optimize: optimizer {_optimizer_name(optimizer)} has no fused step here; torch.optim.SGD, "
-            "Adam and AdamW have (Adagrad, Lamb, Lars: issue 51). Leave optimizer= out to keep it as it is")
+            "Adagrad, Adam and AdamW have (Lamb, Lars and others: issue 51). Leave optimizer= out to keep it as it is")
     if getattr(optimizer, "_ipex_tool_fused", None):
         raise ValueError("ipex_tool.optimize: this optimizer is already optimized")
     if dtype not in (None, torch.float32, torch.bfloat16):
@@ -184,6 +207,7 @@ def optimize_training(model, optimizer, dtype, split_master_weight_for_bf16, fus
                     if key not in ("trail", "step") and isinstance(value, torch.Tensor):
                         optimizer.state[param][key] = value.float()
     optimizer._ipex_tool_fused = kind
-    optimizer.step = types.MethodType(_sgd_step if kind == "sgd" else _adam_step, optimizer)
+    steps = {"sgd": _sgd_step, "adagrad": _adagrad_step, "adam": _adam_step, "adamw": _adam_step}
+    optimizer.step = types.MethodType(steps[kind], optimizer)
     optimizer.load_state_dict = types.MethodType(_load_state_dict, optimizer)
     return model, optimizer

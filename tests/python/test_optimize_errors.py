@@ -41,9 +41,9 @@ class OptimizeErrors(TestCase):
         self.x = torch.randn(2, 3, 16, 16)
 
     def test_unfused_optimizer_is_named(self):
-        adagrad = torch.optim.Adagrad(self.model.parameters(), lr=0.1)
-        with self.assertRaisesRegex(NotImplementedError, "torch.optim.adagrad.Adagrad has no fused step.*issue 51"):
-            ipex.optimize(self.model, optimizer=adagrad)
+        rprop = torch.optim.Rprop(self.model.parameters(), lr=0.1)
+        with self.assertRaisesRegex(NotImplementedError, "torch.optim.rprop.Rprop has no fused step.*issue 51"):
+            ipex.optimize(self.model, optimizer=rprop)
 
     def test_unknown_keyword_suggests_the_knob(self):
         with self.assertRaisesRegex(TypeError, "unknown keyword argument 'conv_bn_fold'.*'conv_bn_folding'"):

@@ -1,5 +1,5 @@
-"""Training with ipex_tool.optimize(model, optimizer=...): the fused steps of SGD, Adam and
-AdamW equal torch.optim's (fp32 models, every option, bitwise); with dtype=torch.bfloat16 the
+"""Training with ipex_tool.optimize(model, optimizer=...): the fused steps of SGD, Adagrad, Adam
+and AdamW equal torch.optim's (fp32 models, every option, bitwise); with dtype=torch.bfloat16 the
 conv/linear weights become bf16 tops whose trails the optimizer holds, and after every step the
 recombined fp32 masters equal torch.optim's fp32 update of the same bf16 gradients, exactly;
 state_dicts restore the masters exactly; bad use is an exception naming the cause."""
@@ -41,6 +41,9 @@ OPTIMIZERS = [
     (torch.optim.SGD, dict(lr=0.05, momentum=0.9, weight_decay=1e-2)),
     (torch.optim.SGD, dict(lr=0.05, momentum=0.9, dampening=0.1, maximize=True)),
     (torch.optim.SGD, dict(lr=0.05, momentum=0.9, nesterov=True, weight_decay=1e-3)),
+    (torch.optim.Adagrad, dict(lr=1e-2)),
+    (torch.optim.Adagrad, dict(lr=1e-2, lr_decay=1e-2, weight_decay=1e-2, initial_accumulator_value=0.1, eps=1e-6,
+                               maximize=True)),
     (torch.optim.Adam, dict(lr=1e-2)),
     (torch.optim.Adam, dict(lr=1e-2, weight_decay=1e-2, amsgrad=True)),
     (torch.optim.Adam, dict(lr=1e-2, betas=(0.8, 0.99), eps=1e-6, maximize=True)),
@@ -136,7 +139,8 @@ class Training(TestCase):
             opt.step()
 
     def test_state_dicts_restore_the_masters_exactly(self):
-        for opt_cls, options in [(torch.optim.Adam, dict(amsgrad=True)), (torch.optim.SGD, dict(momentum=0.9))]:
+        for opt_cls, options in [(torch.optim.Adam, dict(amsgrad=True)), (torch.optim.SGD, dict(momentum=0.9)),
+                                 (torch.optim.Adagrad, dict(lr_decay=1e-2))]:
             with self.subTest(optimizer=opt_cls.__name__):
                 model, opt = self.make(0, opt_cls, **options)
                 self.train(model, opt, 3)

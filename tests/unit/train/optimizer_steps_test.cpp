@@ -1,4 +1,4 @@
-// The fused optimizer steps (lib/train) against libtorch's torch::optim::SGD, Adam and AdamW on
+// The fused optimizer steps (lib/train) against libtorch's torch::optim::SGD, Adagrad, Adam, AdamW on
 // the same gradients over 200 steps, for each option combination (elementwise within 1 ulp:
 // the steps follow aten's order of operations and its fused multiply-adds); split bf16 against
 // the fp32 step on the same bf16-valued gradients after every step (bitwise); maximize against
@@ -149,6 +149,82 @@ TEST(SgdStep, MaximizeIsTheNegatedGradient) {
     EXPECT_TRUE(at::equal(a, b));
 }
 
+struct AdagradCase {
+    double lr_decay, weight_decay, initial_accumulator_value;
+};
+
+std::vector<AdagradCase> adagrad_cases() {
+    std::vector<AdagradCase> cases;
+    for (double lr_decay : {0.0, 1e-3})
+        for (double weight_decay : {0.0, 1e-2})
+            for (double initial : {0.0, 0.1}) cases.push_back({lr_decay, weight_decay, initial});
+    return cases;
+}
+
+std::string describe(const AdagradCase &c) {
+    return "lr_decay=" + std::to_string(c.lr_decay) + " weight_decay=" + std::to_string(c.weight_decay) +
+           " initial_accumulator_value=" + std::to_string(c.initial_accumulator_value);
+}
+
+constexpr double kAdagradLr = 1e-2, kAdagradEps = 1e-10;
+
+TEST(AdagradStep, EqualsTorchOptimOver200Steps) {
+    for (const AdagradCase &c : adagrad_cases()) {
+        SCOPED_TRACE(describe(c));
+        at::manual_seed(13);
+        auto reference = torch::randn({kNumel}).requires_grad_(true);
+        auto fused = reference.detach().clone();
+        auto sum = at::full({kNumel}, c.initial_accumulator_value);
+        torch::optim::Adagrad optimizer({reference}, torch::optim::AdagradOptions(kAdagradLr)
+                                                         .lr_decay(c.lr_decay)
+                                                         .weight_decay(c.weight_decay)
+                                                         .initial_accumulator_value(c.initial_accumulator_value)
+                                                         .eps(kAdagradEps));
+        const auto grads = gradients(14);
+        for (int s = 0; s < kSteps; ++s) {
+            reference.mutable_grad() = grads[s].clone();
+            optimizer.step();
+            adagrad_step(fused, grads[s], sum, c10::nullopt, s + 1, kAdagradLr, c.lr_decay, c.weight_decay,
+                         kAdagradEps, false);
+            ASSERT_LE(max_ulp(fused, reference.detach()), kMaxUlp) << "step " << s;
+        }
+    }
+}
+
+TEST(AdagradStep, SplitBf16EqualsFp32StepExactly) {
+    for (const AdagradCase &c : adagrad_cases()) {
+        SCOPED_TRACE(describe(c));
+        at::manual_seed(15);
+        auto master = at::randn({kNumel});
+        Split split(master);
+        auto sum = at::full({kNumel}, c.initial_accumulator_value);
+        auto split_sum = sum.clone();
+        const auto grads = gradients(16);
+        for (int s = 0; s < kSteps; ++s) {
+            const auto grad = grads[s].to(at::kBFloat16);
+            adagrad_step(master, grad.to(at::kFloat), sum, c10::nullopt, s + 1, kAdagradLr, c.lr_decay,
+                         c.weight_decay, kAdagradEps, false);
+            adagrad_step(split.top, grad, split_sum, split.trail, s + 1, kAdagradLr, c.lr_decay, c.weight_decay,
+                         kAdagradEps, false);
+            ASSERT_TRUE(at::equal(split.master().view(at::kInt), master.view(at::kInt))) << "step " << s;
+        }
+    }
+}
+
+TEST(AdagradStep, MaximizeIsTheNegatedGradient) {
+    at::manual_seed(17);
+    auto a = at::randn({kNumel});
+    auto b = a.clone();
+    auto sum_a = at::zeros({kNumel});
+    auto sum_b = at::zeros({kNumel});
+    const auto grads = gradients(18);
+    for (int s = 0; s < 20; ++s) {
+        adagrad_step(a, grads[s], sum_a, c10::nullopt, s + 1, kAdagradLr, 1e-3, 1e-2, kAdagradEps, true);
+        adagrad_step(b, -grads[s], sum_b, c10::nullopt, s + 1, kAdagradLr, 1e-3, 1e-2, kAdagradEps, false);
+    }
+    EXPECT_TRUE(at::equal(a, b));
+}
+
 struct AdamCase {
     bool decoupled, amsgrad;
     double weight_decay;
@@ -295,6 +371,9 @@ TEST(OptimizerSteps, BadInputsAreClearErrors) {
                   adamw_step(p.clone(), g, at::zeros({8}), at::zeros({8}), c10::nullopt, c10::nullopt, 1, 1e-3, 0.9,
                              0.999, 1e-8, 0, true, false);
               }).find("amsgrad needs max_exp_avg_sq"),
+              std::string::npos);
+    EXPECT_NE(error_of([&] { adagrad_step(p.clone(), g, at::zeros({8}, at::kBFloat16), c10::nullopt, 1, 0.1, 0, 0, 1e-10, false); })
+                  .find("state_sum must be float32"),
               std::string::npos);
     EXPECT_NE(error_of([&] {
                   adam_step(p.clone(), g, at::zeros({8}), at::zeros({8}), c10::nullopt, c10::nullopt, 0, 1e-3, 0.9,
