@@ -5,7 +5,7 @@ The optimizer's ``step`` becomes one fused op per parameter (``ipex::sgd_step``,
 ``ipex::adagrad_step``, ``ipex::adam_step``, ``ipex::adamw_step``: torch.optim's formula, one
 pass over memory). With
 ``dtype=torch.bfloat16`` the weights and biases of the model's convolutions, linears and
-embeddings become bf16 tensors holding the top 16 bits of their fp32 master weights; the bottom
+embeddings (not EmbeddingBags) become bf16 tensors holding the top 16 bits of their fp32 master weights; the bottom
 16 bits (the "trail", int16) live in the optimizer's state beside exp_avg / momentum_buffer, so
 ``optimizer.state_dict()`` and ``model.state_dict()`` together restore the fp32 masters exactly.
 Other parameters stay fp32 and take the fused fp32 step. The forward and backward of the bf16
@@ -19,9 +19,10 @@ import torch
 # torch.optim classes with a fused step here -> the op that steps them.
 FUSED_OPTIMIZERS = {torch.optim.SGD: "sgd", torch.optim.Adagrad: "adagrad", torch.optim.Adam: "adam",
                     torch.optim.AdamW: "adamw"}
-# Modules whose weight and bias become split bf16 master weights.
+# Modules whose weight and bias become split bf16 master weights. Not EmbeddingBag: torch 1.13's
+# CPU embedding_bag takes no bf16 weight, so its weight stays fp32 (the fused fp32 step).
 SPLIT_MODULES = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d, torch.nn.ConvTranspose1d, torch.nn.ConvTranspose2d,
-                 torch.nn.ConvTranspose3d, torch.nn.Linear, torch.nn.Embedding, torch.nn.EmbeddingBag)
+                 torch.nn.ConvTranspose3d, torch.nn.Linear, torch.nn.Embedding)
 # Optimizer options the fused steps do not implement, with the value they must keep.
 UNSUPPORTED_OPTIONS = {"capturable": False, "differentiable": False, "fused": False}
 
