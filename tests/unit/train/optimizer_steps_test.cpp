@@ -2,7 +2,8 @@
 // the same gradients over 200 steps, for each option combination (elementwise within 1 ulp:
 // the steps follow aten's order of operations and its fused multiply-adds); split bf16 against
 // the fp32 step on the same bf16-valued gradients after every step (bitwise); maximize against
-// the negated gradient; and the input errors.
+// the negated gradient; the portable and AVX2 builds of the loops against each other (bitwise);
+// and the input errors.
 #include <gtest/gtest.h>
 
 #include <torch/torch.h>
@@ -13,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "base/isa.h"
+#include "train/step_kernels.h"
 #include "train/train_ops.h"
 
 namespace ipex::train {
@@ -321,6 +324,107 @@ TEST(AdamStep, MaximizeIsTheNegatedGradient) {
         }
         EXPECT_TRUE(at::equal(a, b));
     }
+}
+
+// Random buffers for one loop call of every kind: fp32 or split master, fp32 or bf16 gradient.
+struct LoopData {
+    at::Tensor master, top, trail, grad, grad_bf16, s1, s2, s3;
+    LoopData(uint64_t seed, int64_t n) {
+        at::manual_seed(seed);
+        master = at::randn({n});
+        Split split(master);
+        top = split.top;
+        trail = split.trail;
+        grad = at::randn({n}) * 0.1;
+        grad_bf16 = grad.to(at::kBFloat16);
+        s1 = at::randn({n}) * 0.01;
+        s2 = at::rand({n}) * 0.01;
+        s3 = at::rand({n}) * 0.01;
+    }
+    StepBuffers io(bool split, bool bf16_grad) {
+        StepBuffers b;
+        if (split) {
+            b.top = reinterpret_cast<uint16_t *>(top.data_ptr<at::BFloat16>());
+            b.trail = reinterpret_cast<uint16_t *>(trail.data_ptr<int16_t>());
+        } else {
+            b.master = master.data_ptr<float>();
+        }
+        if (bf16_grad) {
+            b.grad_bf16 = grad_bf16.data_ptr<at::BFloat16>();
+        } else {
+            b.grad = grad.data_ptr<float>();
+        }
+        return b;
+    }
+    std::vector<at::Tensor> outputs() const { return {master, top.view(at::kShort), trail, s1, s2, s3}; }
+};
+
+TEST(StepKernels, PortableAndAvx2BuildsAgreeBitwise) {
+    if (!isa::avx2_fma()) GTEST_SKIP() << "this CPU has no AVX2 + FMA";
+    constexpr int64_t kN = 1037;
+    int calls = 0;
+    for (bool split : {false, true})
+        for (bool bf16_grad : {false, true})
+            for (int variant = 0; variant < 4; ++variant) {
+                SCOPED_TRACE("split=" + std::to_string(split) + " bf16_grad=" + std::to_string(bf16_grad) +
+                             " variant=" + std::to_string(variant));
+                const bool flag = variant & 1, decay = variant & 2;
+                LoopData ref_data(20 + variant, kN), avx2_data(20 + variant, kN);
+                auto both = [&](auto &&call) {
+                    call(ref_data, true);
+                    call(avx2_data, false);
+                    const auto got = avx2_data.outputs(), want = ref_data.outputs();
+                    const auto bits = [](const at::Tensor &t) { return t.scalar_type() == at::kFloat ? t.view(at::kInt) : t; };
+                    for (size_t t = 0; t < got.size(); ++t)
+                        ASSERT_TRUE(at::equal(bits(got[t]), bits(want[t]))) << "output " << t;
+                    ++calls;
+                };
+                both([&](LoopData &d, bool portable) {
+                    SgdArgs a;
+                    a.io = d.io(split, bf16_grad);
+                    a.momentum_buf = d.s1.data_ptr<float>();
+                    a.has_decay = decay;
+                    a.decay = 1e-2f;
+                    a.momentum = 0.9f;
+                    a.one_minus_dampening = 0.9f;
+                    a.neg_lr = -0.05f;
+                    a.nesterov = flag;
+                    a.maximize = flag;
+                    (portable ? ref::sgd_range : avx2::sgd_range)(a, 0, kN);
+                });
+                both([&](LoopData &d, bool portable) {
+                    AdagradArgs a;
+                    a.io = d.io(split, bf16_grad);
+                    a.sum = d.s2.data_ptr<float>();
+                    a.has_decay = decay;
+                    a.decay = 1e-2f;
+                    a.eps = 1e-10f;
+                    a.neg_clr = -0.01f;
+                    a.maximize = flag;
+                    (portable ? ref::adagrad_range : avx2::adagrad_range)(a, 0, kN);
+                });
+                both([&](LoopData &d, bool portable) {
+                    AdamArgs a;
+                    a.io = d.io(split, bf16_grad);
+                    a.exp_avg = d.s1.data_ptr<float>();
+                    a.exp_avg_sq = d.s2.data_ptr<float>();
+                    a.max_exp_avg_sq = flag ? d.s3.data_ptr<float>() : nullptr;
+                    a.decoupled = flag;
+                    a.has_decay = decay;
+                    a.decay = 0.999f;
+                    a.l2 = 1e-2f;
+                    a.beta1 = 0.9f;
+                    a.one_minus_beta1 = 0.1f;
+                    a.beta2 = 0.999f;
+                    a.one_minus_beta2 = 0.001f;
+                    a.bias_correction2_sqrt = 0.1f;
+                    a.eps = 1e-8f;
+                    a.neg_step_size = -1e-3f;
+                    a.maximize = flag;
+                    (portable ? ref::adam_range : avx2::adam_range)(a, 0, kN);
+                });
+            }
+    EXPECT_EQ(calls, 2 * 2 * 4 * 3);
 }
 
 // The message of the c10::Error fn raises ("" when none).

@@ -1,0 +1,12 @@
+// The portable build of the fused steps' loops (step_kernels.h).
+#include "train/step_kernels.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace ipex::train::ref {
+
+#include "train/step_kernels.inc"
+
+}  // namespace ipex::train::ref
