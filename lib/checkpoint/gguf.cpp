@@ -4,16 +4,10 @@
 #include <ATen/Parallel.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 
-#include "base/atomic_file.h"
 #include "base/errors.h"
 
 namespace ipex::woq {
@@ -363,31 +357,9 @@ void dequantize_ggml(uint32_t type, const uint8_t *src, uint64_t count, float *d
     });
 }
 
-GgufFile::GgufFile(const std::string &path) : path_(path) {
-    check_input_file(path, "GGUF file");
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw_bad_input("GGUF file '" + path + "': " + std::strerror(errno));
-    struct stat st {};
-    if (fstat(fd, &st) != 0 || st.st_size <= 0) {
-        ::close(fd);
-        throw_bad_input("GGUF file '" + path + "' cannot be read or is empty");
-    }
-    size_ = static_cast<size_t>(st.st_size);
-    void *map = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    ::close(fd);
-    if (map == MAP_FAILED) throw_bad_input("GGUF file '" + path + "': mmap failed: " + std::strerror(errno));
-    data_ = static_cast<const uint8_t *>(map);
-    try {
-        header_ = parse_gguf_header(data_, size_, path);
-    } catch (...) {
-        munmap(const_cast<uint8_t *>(data_), size_);
-        throw;
-    }
+GgufFile::GgufFile(const std::string &path) : path_(path), map_(path, "GGUF file") {
+    header_ = parse_gguf_header(map_.data(), map_.size(), path);
     for (size_t i = 0; i < header_.tensors.size(); ++i) index_[header_.tensors[i].name] = i;
-}
-
-GgufFile::~GgufFile() {
-    if (data_) munmap(const_cast<uint8_t *>(data_), size_);
 }
 
 const GgufTensorInfo *GgufFile::find(const std::string &name) const {
@@ -398,15 +370,17 @@ const GgufTensorInfo *GgufFile::find(const std::string &name) const {
 at::Tensor GgufFile::tensor(const std::string &name) const {
     const GgufTensorInfo *t = find(name);
     if (!t) throw_bad_input("GGUF file '" + path_ + "' has no tensor '" + name + "'");
-    const uint8_t *src = data_ + header_.data_start + t->offset;
+    const uint8_t *src = map_.data() + header_.data_start + t->offset;
     const auto type = static_cast<GgmlType>(t->type);
     if (type == GgmlType::f16 || type == GgmlType::bf16 || type == GgmlType::f32) {
         at::Tensor out = at::empty(t->shape, type == GgmlType::f32 ? at::kFloat : type == GgmlType::f16 ? at::kHalf : at::kBFloat16);
         std::memcpy(out.data_ptr(), src, t->bytes);
+        map_.release(src, t->bytes);
         return out;
     }
     at::Tensor out = at::empty(t->shape, at::kFloat);
     dequantize_ggml(t->type, src, static_cast<uint64_t>(out.numel()), out.data_ptr<float>());
+    map_.release(src, t->bytes);
     return out;
 }
 

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/mapped_file.h"
+
 namespace ipex::woq {
 
 constexpr uint64_t kMaxGgufTensors = uint64_t(1) << 20;
@@ -62,7 +64,6 @@ void dequantize_ggml(uint32_t type, const uint8_t *src, uint64_t count, float *d
 class GgufFile {
 public:
     explicit GgufFile(const std::string &path);
-    ~GgufFile();
     GgufFile(const GgufFile &) = delete;
     GgufFile &operator=(const GgufFile &) = delete;
 
@@ -75,8 +76,7 @@ public:
 
 private:
     std::string path_;
-    const uint8_t *data_ = nullptr;
-    size_t size_ = 0;
+    MappedFile map_;
     GgufHeader header_;
     std::map<std::string, size_t> index_;
 };

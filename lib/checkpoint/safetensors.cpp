@@ -154,31 +154,9 @@ SafetensorsHeader parse_safetensors_header(const uint8_t *data, size_t size, con
     return header;
 }
 
-SafetensorsFile::SafetensorsFile(const std::string &path) : path_(path) {
-    check_input_file(path, "checkpoint file");
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw_bad_input("checkpoint file '" + path + "': " + std::strerror(errno));
-    struct stat st {};
-    if (fstat(fd, &st) != 0 || st.st_size <= 0) {
-        ::close(fd);
-        throw_bad_input("checkpoint file '" + path + "' cannot be read");
-    }
-    size_ = static_cast<size_t>(st.st_size);
-    void *map = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    ::close(fd);
-    if (map == MAP_FAILED) throw_bad_input("checkpoint file '" + path + "': mmap failed: " + std::strerror(errno));
-    data_ = static_cast<const uint8_t *>(map);
-    try {
-        header_ = parse_safetensors_header(data_, size_, path);
-    } catch (...) {
-        munmap(const_cast<uint8_t *>(data_), size_);
-        throw;
-    }
+SafetensorsFile::SafetensorsFile(const std::string &path) : path_(path), map_(path, "checkpoint file") {
+    header_ = parse_safetensors_header(map_.data(), map_.size(), path);
     for (size_t i = 0; i < header_.tensors.size(); ++i) index_[header_.tensors[i].name] = i;
-}
-
-SafetensorsFile::~SafetensorsFile() {
-    if (data_) munmap(const_cast<uint8_t *>(data_), size_);
 }
 
 const TensorInfo *SafetensorsFile::find(const std::string &name) const {
@@ -192,7 +170,7 @@ at::Tensor SafetensorsFile::tensor(const std::string &name) const {
     if (info->type == at::ScalarType::Undefined)
         throw_unsupported("tensor '" + name + "' in '" + path_ + "' has dtype " + info->dtype +
                           ", which libtorch cannot hold; convert the checkpoint to F16/BF16/F32");
-    const uint8_t *src = data_ + header_.data_start + info->begin;
+    const uint8_t *src = map_.data() + header_.data_start + info->begin;
     const size_t nbytes = info->end - info->begin;
     if (info->type == at::kBool) {
         at::Tensor bytes = at::empty(info->shape, at::kByte);
@@ -201,19 +179,10 @@ at::Tensor SafetensorsFile::tensor(const std::string &name) const {
     }
     at::Tensor out = at::empty(info->shape, info->type);
     if (nbytes) std::memcpy(out.data_ptr(), src, nbytes);
-    release(src, nbytes);
+    map_.release(src, nbytes);  // copied: the mapped pages leave the resident set
     return out;
 }
 
-void SafetensorsFile::release(const uint8_t *src, size_t nbytes) const {
-    // The whole pages inside the copied bytes leave this process's resident set (the file's
-    // page cache keeps them): a loader converting tensor by tensor holds the mapped file only a
-    // tensor at a time. Reading them again faults them back in.
-    static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-    const uintptr_t begin = (reinterpret_cast<uintptr_t>(src) + page - 1) / page * page;
-    const uintptr_t end = (reinterpret_cast<uintptr_t>(src) + nbytes) / page * page;
-    if (end > begin) ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
-}
 
 namespace {
 

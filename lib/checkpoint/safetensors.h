@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "checkpoint/mapped_file.h"
+
 namespace ipex::woq {
 
 // Largest JSON header accepted (the format's own reference reader uses the same bound).
@@ -48,23 +50,20 @@ size_t safetensors_dtype_size(const std::string &dtype);
 class SafetensorsFile {
 public:
     explicit SafetensorsFile(const std::string &path);
-    ~SafetensorsFile();
     SafetensorsFile(const SafetensorsFile &) = delete;
     SafetensorsFile &operator=(const SafetensorsFile &) = delete;
 
     const std::string &path() const { return path_; }
     const SafetensorsHeader &header() const { return header_; }
-    uint64_t bytes() const { return size_; }
+    uint64_t bytes() const { return map_.size(); }
     const TensorInfo *find(const std::string &name) const;
     // A copy of the tensor's data (exit 3 when absent, exit 4 for dtypes libtorch lacks); the
     // mapped pages it was copied from are released from the resident set.
     at::Tensor tensor(const std::string &name) const;
 
 private:
-    void release(const uint8_t *src, size_t nbytes) const;
     std::string path_;
-    const uint8_t *data_ = nullptr;
-    size_t size_ = 0;
+    MappedFile map_;
     SafetensorsHeader header_;
     std::map<std::string, size_t> index_;
 };

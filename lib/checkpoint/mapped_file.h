@@ -1,0 +1,32 @@
+// A whole file mapped read-only, for the checkpoint readers (safetensors, GGUF): their contents
+// are untrusted and validated by the reader before use.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace ipex::woq {
+
+class MappedFile {
+public:
+    // Exit 3 naming `what` ("checkpoint file", "GGUF file") and the path when the file is
+    // missing, a directory, empty, unreadable or cannot be mapped.
+    MappedFile(const std::string &path, const std::string &what);
+    ~MappedFile();
+    MappedFile(const MappedFile &) = delete;
+    MappedFile &operator=(const MappedFile &) = delete;
+
+    const uint8_t *data() const { return data_; }
+    size_t size() const { return size_; }
+    // The whole pages inside [p, p + n) leave this process's resident set (the file's page cache
+    // keeps them; reading them again faults them back in): a loader that copies tensor by tensor
+    // holds the mapping a tensor at a time.
+    void release(const uint8_t *p, size_t n) const;
+
+private:
+    const uint8_t *data_ = nullptr;
+    size_t size_ = 0;
+};
+
+}  // namespace ipex::woq
