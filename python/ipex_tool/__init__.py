@@ -2,8 +2,9 @@
 
 ``import ipex_tool as ipex`` in place of ``import intel_extension_for_pytorch as ipex``:
 ``ipex.optimize`` runs the pipeline of ``ipex-tool optimize`` on the model and returns a
-TorchScript model; ``ipex.set_fp32_math_mode`` / ``get_fp32_math_mode`` / ``FP32MathMode`` set
-the fp32 math mode of the models optimized afterwards; ``ipex.quantization`` prepares,
+TorchScript model, and with an ``optimizer`` (SGD, Adagrad, Adam, AdamW) prepares training with
+fused optimizer steps and split bf16 master weights (``ipex_tool.optim``);
+``ipex.set_fp32_math_mode`` / ``get_fp32_math_mode`` / ``FP32MathMode`` set the fp32 math mode of the models optimized afterwards; ``ipex.quantization`` prepares,
 calibrates and converts to INT8; ``ipex.llm`` loads Hugging Face decoders into the native
 runtime and generates; ``ipex.cpu.runtime`` pins work to CPU pools and runs models on several
 streams at once. What differs from IPEX is in
@@ -11,12 +12,12 @@ docs/migration.md. Importing the package loads libipex_pybridge.so and libipex_o
 of the optimized models) into the process.
 """
 
-from . import cpu, llm, quantization
+from . import cpu, llm, optim, quantization
 from ._bridge import IpexToolWarning, ops_library_path
 from .frontend import optimize
 from .math_mode import FP32MathMode, get_fp32_math_mode, set_fp32_math_mode
 
 __version__ = "0.1.0"
 
-__all__ = ["optimize", "quantization", "llm", "cpu", "set_fp32_math_mode", "get_fp32_math_mode", "FP32MathMode", "IpexToolWarning",
+__all__ = ["optimize", "quantization", "llm", "cpu", "optim", "set_fp32_math_mode", "get_fp32_math_mode", "FP32MathMode", "IpexToolWarning",
            "ops_library_path"]
