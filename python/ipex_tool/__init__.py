@@ -4,8 +4,9 @@
 ``ipex.optimize`` runs the pipeline of ``ipex-tool optimize`` on the model and returns a
 TorchScript model, and with an ``optimizer`` (SGD, Adagrad, Adam, AdamW) prepares training with
 fused optimizer steps and split bf16 master weights (``ipex_tool.optim``);
-``ipex.set_fp32_math_mode`` / ``get_fp32_math_mode`` / ``FP32MathMode`` set the fp32 math mode of the models optimized afterwards; ``ipex.quantization`` prepares,
-calibrates and converts to INT8; ``ipex.llm`` loads Hugging Face decoders into the native
+``ipex.set_fp32_math_mode`` / ``get_fp32_math_mode`` / ``FP32MathMode`` set the fp32 math mode
+of the models optimized afterwards; ``ipex.quantization`` prepares, calibrates and converts to
+INT8; ``ipex.llm`` loads Hugging Face decoders into the native
 runtime and generates; ``ipex.cpu.runtime`` pins work to CPU pools and runs models on several
 streams at once. What differs from IPEX is in
 docs/migration.md. Importing the package loads libipex_pybridge.so and libipex_ops.so (the ops
