@@ -5,8 +5,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "bench/machine_limits.h"
 #include "commands/json_output.h"
@@ -32,6 +34,9 @@ struct LlmLimits {
     std::string peak_kind = "given";  // given | bf16_dot | fp32_fma
     double bandwidth_gbs = 0;
     bool bandwidth_given = false;
+    // A measured limit the run itself went past, after one more measurement:
+    // "prefill_above_measured_peak", "decode_above_measured_bandwidth".
+    std::vector<std::string> flags;
 
     nlohmann::json to_json() const;
 };
@@ -51,5 +56,11 @@ struct LlmBenchReport {
 
 // Checks the request against the model's config, measures the limits, loads and times.
 LlmBenchReport run_llm_bench(const LlmBenchRequest &request);
+
+// A measured limit the run went past was measured low (a busy host, a short probe): `remeasure`
+// once and keep the higher figure of each; one still beaten is flagged in report.limits.flags
+// (and warned), so no share above the limit reads as a fact. Given limits are the user's and
+// stay as they are.
+void reconcile_limits(LlmBenchReport &report, const std::function<bench::MachineLimits()> &remeasure);
 
 }  // namespace ipex::commands

@@ -124,7 +124,7 @@ TEST(LlmBenchReport, GivenLimits) {
     const nlohmann::json j = r.to_json();
     EXPECT_EQ(j["limits"], nlohmann::json({{"measured", false}, {"peak_gflops", 500.0}, {"peak_source", "given"},
                                            {"peak_kind", "given"}, {"bandwidth_gbs", 50.0},
-                                           {"bandwidth_source", "given"}}));
+                                           {"bandwidth_source", "given"}, {"flags", nlohmann::json::array()}}));
     EXPECT_DOUBLE_EQ(j["bandwidth_floor_ms"].get<double>(), 2.0);
     EXPECT_DOUBLE_EQ(j["next_token_over_floor"].get<double>(), 2.0);
     EXPECT_DOUBLE_EQ(j["prefill_share_of_peak"].get<double>(), 0.1);
@@ -153,6 +153,53 @@ TEST(LlmBenchReport, MeasuredLimits) {
     EXPECT_EQ(j["peak_kind"], "fp32_fma");
     EXPECT_EQ(j["bandwidth_source"], "measured");
     EXPECT_TRUE(has(r.text(), "25.0% of the measured peak 200)"));
+}
+
+// A measured limit the run beats is measured again; still beaten, it is flagged (never a share
+// above the limit as a fact); beaten only by the first measurement, the higher figure stands.
+TEST(LlmBenchReport, LimitsTheRunBeatIsMeasuredAgainThenFlagged) {
+    const auto measured_report = [] {
+        LlmBenchReport r = llm_bench_report();  // 50 GFLOP/s prefill, 4 ms decode of 100 MB
+        bench::MachineLimits m;
+        m.fp32_fma_gflops = 40;  // below the run's 50
+        m.read_gbs = 20;         // floor 5 ms: above the run's 4 ms
+        r.limits.measured = m;
+        r.limits.peak_gflops = 40;
+        r.limits.peak_kind = "fp32_fma";
+        r.limits.bandwidth_gbs = 20;
+        return r;
+    };
+    LlmBenchReport low = measured_report();
+    int calls = 0;
+    reconcile_limits(low, [&] {
+        ++calls;
+        bench::MachineLimits again;
+        again.fp32_fma_gflops = 45;
+        again.read_gbs = 22;
+        return again;
+    });
+    EXPECT_EQ(calls, 1);
+    EXPECT_DOUBLE_EQ(low.limits.peak_gflops, 45);
+    EXPECT_EQ(low.limits.flags,
+              (std::vector<std::string>{"prefill_above_measured_peak", "decode_above_measured_bandwidth"}));
+    EXPECT_EQ(low.to_json()["limits"]["flags"].size(), 2u);
+    EXPECT_TRUE(has(low.text(), "note:        the prefill ran faster than the measured peak"));
+
+    LlmBenchReport fixed = measured_report();
+    reconcile_limits(fixed, [] {
+        bench::MachineLimits again;
+        again.fp32_fma_gflops = 400;
+        again.read_gbs = 60;
+        return again;
+    });
+    EXPECT_DOUBLE_EQ(fixed.limits.peak_gflops, 400);
+    EXPECT_DOUBLE_EQ(fixed.limits.bandwidth_gbs, 60);
+    EXPECT_TRUE(fixed.limits.flags.empty());
+
+    LlmBenchReport given = measured_report();  // the user's figures are not second-guessed
+    given.limits.peak_given = given.limits.bandwidth_given = true;
+    reconcile_limits(given, [&]() -> bench::MachineLimits { ADD_FAILURE() << "measured again"; return {}; });
+    EXPECT_TRUE(given.limits.flags.empty());
 }
 
 TEST(PerplexityReport, FiniteAndGated) {
