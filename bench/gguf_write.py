@@ -122,6 +122,46 @@ def kv(key, kind, value):
     return out + b"".join(gguf_string(v) if elem == STRING else struct.pack(fmt[elem], v) for v in items)
 
 
+PRE_TOKENIZERS = {
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+":
+        "llama-bpe",
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+":
+        "qwen2",
+}
+
+
+def byte_level_tokenizer(src, vocab_size):
+    """A byte-level BPE tokenizer.json as GGUF's "gpt2" tokenizer (tokens by id, merges as "a b",
+    the pre-tokenizer named by its split pattern, added special tokens as control), or None."""
+    path = os.path.join(src, "tokenizer.json")
+    if not os.path.exists(path):
+        return None
+    tok = json.load(open(path, encoding="utf-8"))
+    model = tok.get("model", {})
+    pre = tok.get("pre_tokenizer") or {}
+    splits = [p for p in pre.get("pretokenizers", []) if p.get("type") == "Split"]
+    if model.get("type") != "BPE" or not splits:
+        return None
+    name = PRE_TOKENIZERS.get(splits[0]["pattern"].get("Regex"))
+    if name is None:
+        return None
+    tokens = [None] * vocab_size
+    for t, i in model["vocab"].items():
+        if i < vocab_size:
+            tokens[i] = t
+    types = [1] * vocab_size
+    for a in tok.get("added_tokens", []):
+        if a["id"] < vocab_size:
+            tokens[a["id"]] = a["content"]
+            types[a["id"]] = 3 if a.get("special") else 4
+    tokens = [t if t is not None else f"[PAD{i}]" for i, t in enumerate(tokens)]
+    merges = [" ".join(m) if isinstance(m, list) else m for m in model.get("merges", [])]
+    add_bos = (tok.get("post_processor") or {}).get("type") == "TemplateProcessing"
+    return [kv("tokenizer.ggml.model", STRING, "gpt2"), kv("tokenizer.ggml.pre", STRING, name),
+            kv("tokenizer.ggml.tokens", ARRAY, (STRING, tokens)), kv("tokenizer.ggml.token_type", ARRAY, (I32, types)),
+            kv("tokenizer.ggml.merges", ARRAY, (STRING, merges)), kv("tokenizer.ggml.add_bos_token", BOOL, add_bos)]
+
+
 def first(ids, fallback):
     if isinstance(ids, list):
         return ids[0] if ids else fallback
@@ -165,6 +205,7 @@ def write_gguf(src, dst, kind):
         held[name] = permute_back(values, heads if "q_proj" in name else kv_heads) if permuted else values
         tensors.append((gname, t, tkind, data))
 
+    tokenizer_meta = byte_level_tokenizer(src, vocab)
     tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{i:02X}>" for i in range(256)]
     tokens += [f"t{i}" for i in range(len(tokens), vocab)]
     tokens = tokens[:vocab]
@@ -186,14 +227,15 @@ def write_gguf(src, dst, kind):
         kv(f"{arch}.attention.value_length", U32, head_dim),
         kv(f"{arch}.attention.layer_norm_rms_epsilon", F32, cfg.get("rms_norm_eps", 1e-6)),
         kv(f"{arch}.rope.freq_base", F32, cfg.get("rope_theta", 10000.0)),
+    ] + (tokenizer_meta or [
         kv("tokenizer.ggml.model", STRING, "llama"),
         kv("tokenizer.ggml.tokens", ARRAY, (STRING, tokens)),
         kv("tokenizer.ggml.scores", ARRAY, (F32, [0.0] * vocab)),
         kv("tokenizer.ggml.token_type", ARRAY, (I32, token_type[:vocab])),
+        kv("tokenizer.ggml.unknown_token_id", U32, 0),
+        kv("tokenizer.ggml.add_bos_token", BOOL, False)]) + [
         kv("tokenizer.ggml.bos_token_id", U32, cfg.get("bos_token_id") or 1),
         kv("tokenizer.ggml.eos_token_id", U32, first(cfg.get("eos_token_id"), 2)),
-        kv("tokenizer.ggml.unknown_token_id", U32, 0),
-        kv("tokenizer.ggml.add_bos_token", BOOL, False),
     ]
     if cfg.get("sliding_window") and arch == "llama":
         sys.exit("gguf_write.py: sliding_window models are not written (llama.cpp's llama architecture has none)")

@@ -176,4 +176,71 @@ nlohmann::json gguf_config(const std::string &path) {
     return c;
 }
 
+nlohmann::json gguf_tokenizer(const std::string &path) {
+    const woq::GgufFile file(path);
+    const nlohmann::json &md = file.metadata();
+    const std::string kind = md.value("tokenizer.ggml.model", std::string());
+    if (kind != "gpt2")
+        throw_unsupported("GGUF file '" + path + "': tokenizer kind '" + kind + "' is not read yet (supported: gpt2, "
+                          "the byte-level BPE); give --prompt-ids");
+    // The split patterns of the pre-tokenizers GGUF files name (those of the models' own
+    // tokenizer.json files).
+    static const std::map<std::string, std::string> patterns = {
+        {"llama-bpe", R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+        {"qwen2", R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+        {"gpt2", R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)"},
+    };
+    std::string pre = md.value("tokenizer.ggml.pre", std::string("gpt2"));
+    if (pre == "default") pre = "gpt2";
+    const auto pattern = patterns.find(pre);
+    if (pattern == patterns.end())
+        throw_unsupported("GGUF file '" + path + "': pre-tokenizer '" + pre + "' is not known (supported: llama-bpe, "
+                          "qwen2, gpt2)");
+    const auto tokens = md.find("tokenizer.ggml.tokens");
+    const auto merges = md.find("tokenizer.ggml.merges");
+    if (tokens == md.end() || !tokens->is_array() || merges == md.end() || !merges->is_array())
+        throw_bad_input("GGUF file '" + path + "': a gpt2 tokenizer needs tokenizer.ggml.tokens and tokenizer.ggml.merges");
+    const auto types = md.find("tokenizer.ggml.token_type");
+    nlohmann::json vocab = nlohmann::json::object(), added = nlohmann::json::array(), pairs = nlohmann::json::array();
+    for (size_t i = 0; i < tokens->size(); ++i) {
+        const auto &t = (*tokens)[i];
+        if (!t.is_string()) throw_bad_input("GGUF file '" + path + "': token " + std::to_string(i) + " is not a string");
+        vocab[t.get<std::string>()] = i;
+        const bool control = types != md.end() && types->is_array() && i < types->size() && (*types)[i] == 3;
+        if (control)
+            added.push_back({{"id", i}, {"content", t}, {"single_word", false}, {"lstrip", false}, {"rstrip", false},
+                             {"normalized", false}, {"special", true}});
+    }
+    for (const auto &m : *merges) {
+        const std::string text = m.is_string() ? m.get<std::string>() : std::string();
+        const size_t space = text.find(' ');
+        if (space == std::string::npos || space == 0 || space + 1 == text.size())
+            throw_bad_input("GGUF file '" + path + "': a merge is not two tokens separated by a space");
+        pairs.push_back({text.substr(0, space), text.substr(space + 1)});
+    }
+    nlohmann::json post = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}};
+    if (md.value("tokenizer.ggml.add_bos_token", false) && md.contains("tokenizer.ggml.bos_token_id")) {
+        const auto bos = md["tokenizer.ggml.bos_token_id"].get<uint64_t>();
+        if (bos >= tokens->size()) throw_bad_input("GGUF file '" + path + "': bos_token_id is past the vocabulary");
+        const std::string name = (*tokens)[bos].get<std::string>();
+        post = {{"type", "TemplateProcessing"},
+                {"single", {{{"SpecialToken", {{"id", name}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+                {"pair", nlohmann::json::array()},
+                {"special_tokens", {{name, {{"id", name}, {"ids", {bos}}, {"tokens", {name}}}}}}};
+    }
+    return {{"version", "1.0"},
+            {"added_tokens", added},
+            {"normalizer", pre == "qwen2" ? nlohmann::json{{"type", "NFC"}} : nlohmann::json()},
+            {"pre_tokenizer",
+             {{"type", "Sequence"},
+              {"pretokenizers",
+               {{{"type", "Split"}, {"pattern", {{"Regex", pattern->second}}}, {"behavior", "Isolated"}, {"invert", false}},
+                {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}}}}}},
+            {"post_processor", post},
+            {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}},
+            {"model",
+             {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"fuse_unk", false}, {"byte_fallback", false},
+              {"ignore_merges", pre == "llama-bpe"}, {"vocab", vocab}, {"merges", pairs}}}};
+}
+
 }  // namespace ipex::llm

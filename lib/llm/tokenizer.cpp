@@ -82,9 +82,15 @@ std::string pattern_string(const json &j, const std::string &source, const std::
 }  // namespace
 
 Tokenizer Tokenizer::load(const std::string &dir) {
-    if (is_gguf(dir))
-        throw_unsupported("'" + dir + "': reading the tokenizer from a GGUF file's metadata is not supported yet; give "
-                          "--prompt-ids (output ids are printed), or run the Hugging Face directory");
+    if (is_gguf(dir)) {
+        std::string text;
+        try {
+            text = gguf_tokenizer(dir).dump();
+        } catch (const nlohmann::json::exception &) {  // a token that is not UTF-8
+            throw_bad_input("GGUF file '" + dir + "': its tokenizer holds a token that is not UTF-8 text");
+        }
+        return parse(text, dir + " (GGUF tokenizer)");
+    }
     const std::string path = dir + "/tokenizer.json";
     return parse(read_bounded_file(path, kMaxTokenizerBytes, "tokenizer.json"), path);
 }

@@ -40,6 +40,21 @@ class GenerateTest(e2e.ToolTestCase):
                 self.assertEqual(seq["prompt_ids"], m["prompt"])
                 self.assertGreater(out["timings"]["first_token_ms"], 0)
 
+    def test_gguf_tokenizer_equals_the_directory(self):
+        """GGUF's byte-level BPE ("gpt2", its pre-tokenizer by name, BOS as the file says) splits
+        text as the Hugging Face directory's tokenizer.json does; a SentencePiece file asks for ids."""
+        text = "The quick brown fox, 42 times:\n über  café"
+        for directory, gguf in (("qwen2", "gguf_qwen2_f16"), ("llama3", "gguf_llama3_f16")):
+            with self.subTest(model=directory):
+                ids = []
+                for model in (MODELS[directory]["dir"], MODELS[gguf]["dir"]):
+                    out = self.tool_json("generate", model, "--prompt", text, "--greedy", "--max-new-tokens", "1",
+                                         "--dtype", "fp32", "--json")
+                    ids.append(out["sequences"][0]["prompt_ids"])
+                self.assertEqual(ids[0], ids[1])
+        r = self.run_tool("generate", MODELS["gguf_llama_f32"]["dir"], "--prompt", "hello")
+        self.assert_error(r, e2e.EXIT_UNSUPPORTED, "tokenizer kind 'llama'", "--prompt-ids")
+
     def test_text_prompt_streams_utf8(self):
         for name in ("llama", "qwen2", "llama3", "mistral"):
             with self.subTest(model=name):
