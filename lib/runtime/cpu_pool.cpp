@@ -121,15 +121,18 @@ std::vector<CpuPool> split_pool(const CpuPool &pool, int64_t parts) {
 }
 
 void pin_current_thread(const CpuPool &pool, int threads) {
+    // ATen sets each thread's OpenMP thread count from a process-wide value the first time the
+    // thread runs a parallel op; do that now so the count set below stays. The OpenMP runtime
+    // initializes its state for this thread on these first calls, and LLVM's binds the thread to
+    // the process's CPUs then: pin after them.
+    at::internal::lazy_init_num_threads();
+    omp_set_num_threads(threads > 0 ? threads : static_cast<int>(pool.cpus.size()));
+    (void)omp_get_max_threads();
     cpu_set_t set;
     CPU_ZERO(&set);
     for (int c : pool.cpus) CPU_SET(c, &set);
     if (sched_setaffinity(0, sizeof(set), &set) != 0)
         throw_usage("cannot pin a thread to CPUs " + pool.text() + ": " + std::strerror(errno));
-    // ATen sets each thread's OpenMP thread count from a process-wide value the first time the
-    // thread runs a parallel op; do that now so the count set below stays.
-    at::internal::lazy_init_num_threads();
-    omp_set_num_threads(threads > 0 ? threads : static_cast<int>(pool.cpus.size()));
 }
 
 }  // namespace ipex::runtime

@@ -34,10 +34,12 @@ float reduce(__m512 acc) {
 
 void run_interaction(const InteractionProblem &p) {
     const int64_t element = p.bf16 ? 2 : 4, out_width = p.dim + p.pairs;
+    if (out_width == 0) return;  // nothing to write (and no output data)
     std::vector<const char *> row(static_cast<size_t>(p.features_n));
     for (int64_t b = p.b_begin; b < p.b_end; ++b) {
         for (int64_t f = 0; f < p.features_n; ++f)
-            row[f] = static_cast<const char *>(p.features[f]) + b * p.feature_stride[f] * element;
+            row[f] = p.features[f] ? static_cast<const char *>(p.features[f]) + b * p.feature_stride[f] * element
+                                   : nullptr;  // an empty feature (width 0) has no data
         char *dst = static_cast<char *>(p.dst) + b * out_width * element;
         if (p.dim > 0) std::memcpy(dst, row[0], static_cast<size_t>(p.dim * element));
         for (int64_t q = 0; q < p.pairs; ++q) {
