@@ -74,7 +74,7 @@ Session::Session(std::shared_ptr<const Model> model, int64_t batch, int64_t max_
     cache_ = KvCache(model_->cache_type(), c.num_layers, batch, c.num_kv_heads, c.head_dim, max_length);
     lengths_.assign(static_cast<size_t>(batch), 0);
     const size_t half = static_cast<size_t>(c.rotary_dim / 2);
-    // longrope scales cos and sin by its attention factor (1 for the other kinds).
+    // longrope and yarn scale cos and sin by their attention factor (1 for the other kinds).
     const std::string &kind = c.rope_scaling.type;
     const float scale = kind == "longrope" || kind == "yarn" ? static_cast<float>(c.rope_scaling.attention_factor) : 1.f;
     const auto table = [&](const std::vector<float> &inv_freq, std::vector<float> &cos, std::vector<float> &sin) {
