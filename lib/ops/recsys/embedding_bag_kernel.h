@@ -1,17 +1,33 @@
 // The merged EmbeddingBag's inner step, torch-free: one table row added to a bag's fp32 sums,
-// acc[k] += row[k] (times the index's weight, a product then a sum, each rounded; bf16 rows
-// widened exactly). Each element's sum runs over the bag's rows in index order in every build, so
-// the portable and AVX-512 builds agree to the bit.
+// acc[k] += row[k] (times the index's weight, a product then a sum, each rounded). bf16 rows are
+// widened exactly; uint8 rows are dequantized first, value = q * scale + bias (a product then a
+// sum, each rounded in fp32). Each element's sum runs over the bag's rows in index order in every
+// build, so the portable and AVX-512 builds agree to the bit.
 #pragma once
 
 #include <cstdint>
 
 namespace ipex::ops::recsys {
 
+// How a table stores its rows.
+enum class RowType {
+    fp32,
+    bf16,
+    // `dim` uint8 values, then the row's fp32 scale and fp32 bias (8 bytes, unaligned): aten's
+    // and fbgemm's byte row-wise layout (quantized::embedding_bag_byte_prepack).
+    uint8_rowwise,
+};
+
+// Bytes after a uint8 row's values: its fp32 scale and bias.
+constexpr int64_t kRowwiseTailBytes = 8;
+
 // weight: the index's per-sample weight, or nullptr for none.
-void add_row(const void *row, bool bf16, const float *weight, int64_t dim, float *acc);  // portable
+void add_row(const void *row, RowType type, const float *weight, int64_t dim, float *acc);  // portable
 namespace avx512 {
-void add_row(const void *row, bool bf16, const float *weight, int64_t dim, float *acc);
+void add_row(const void *row, RowType type, const float *weight, int64_t dim, float *acc);
 }  // namespace avx512
+
+// A uint8 row's scale and bias (after its `dim` values).
+void read_row_tail(const void *row, int64_t dim, float *scale, float *bias);
 
 }  // namespace ipex::ops::recsys

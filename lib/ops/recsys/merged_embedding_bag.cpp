@@ -1,6 +1,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -12,13 +13,30 @@
 
 namespace ipex::ops::recsys {
 
-void add_row(const void *row, bool bf16, const float *weight, int64_t dim, float *acc) {
-    if (bf16) {
+void read_row_tail(const void *row, int64_t dim, float *scale, float *bias) {
+    const auto *tail = static_cast<const char *>(row) + dim;
+    std::memcpy(scale, tail, sizeof(float));
+    std::memcpy(bias, tail + sizeof(float), sizeof(float));
+}
+
+void add_row(const void *row, RowType type, const float *weight, int64_t dim, float *acc) {
+    if (type == RowType::bf16) {
         const auto *src = static_cast<const uint16_t *>(row);
         if (weight) {
             for (int64_t k = 0; k < dim; ++k) acc[k] += kernels::from_bf16(src[k]) * *weight;
         } else {
             for (int64_t k = 0; k < dim; ++k) acc[k] += kernels::from_bf16(src[k]);
+        }
+        return;
+    }
+    if (type == RowType::uint8_rowwise) {
+        const auto *src = static_cast<const uint8_t *>(row);
+        float scale = 0.f, bias = 0.f;
+        read_row_tail(row, dim, &scale, &bias);
+        if (weight) {
+            for (int64_t k = 0; k < dim; ++k) acc[k] += (static_cast<float>(src[k]) * scale + bias) * *weight;
+        } else {
+            for (int64_t k = 0; k < dim; ++k) acc[k] += static_cast<float>(src[k]) * scale + bias;
         }
         return;
     }
@@ -38,8 +56,8 @@ constexpr const char *kOp = "merged_embedding_bag";
 struct Table {
     at::Tensor weight_data;  // contiguous
     const void *weight = nullptr;
-    bool bf16 = false;
-    int64_t element = 4;  // bytes per table value
+    RowType type = RowType::fp32;
+    int64_t row_bytes = 0;  // from one row to the next
     int64_t rows = 0, dim = 0;
     at::Tensor indices, offsets, per_sample_weights;  // contiguous; int64 offsets, fp32 weights
     int64_t bags = 0;
@@ -70,8 +88,12 @@ Table checked_table(int64_t t, const at::Tensor &weight, const at::Tensor &indic
                     const c10::optional<at::Tensor> &per_sample_weights, int64_t padding_idx, bool include_last_offset,
                     PoolingMode mode, c10::optional<at::ScalarType> dtype) {
     IPEX_CHECK_INPUT(weight.dim() == 2, kOp, ": table ", t, ": weight must be [rows, dim], got ", weight.sizes());
-    IPEX_CHECK_INPUT(weight.scalar_type() == at::kFloat || weight.scalar_type() == at::kBFloat16, kOp, ": table ", t,
-                     ": weight must be fp32 or bf16, got ", weight.scalar_type());
+    const at::ScalarType stored = weight.scalar_type();
+    IPEX_CHECK_INPUT(stored == at::kFloat || stored == at::kBFloat16 || stored == at::kByte, kOp, ": table ", t,
+                     ": weight must be fp32, bf16 or uint8 row-wise, got ", stored);
+    IPEX_CHECK_INPUT(stored != at::kByte || weight.size(1) >= kRowwiseTailBytes, kOp, ": table ", t,
+                     ": a uint8 weight must be [rows, dim + 8] (each row's values, then its fp32 scale and bias), got ",
+                     weight.sizes());
     IPEX_CHECK_INPUT(indices.dim() == 1 && (indices.scalar_type() == at::kLong || indices.scalar_type() == at::kInt),
                      kOp, ": table ", t, ": indices must be a 1-D int64 or int32 tensor, got ", indices.scalar_type(),
                      " ", indices.sizes());
@@ -80,9 +102,11 @@ Table checked_table(int64_t t, const at::Tensor &weight, const at::Tensor &indic
                      " ", offsets.sizes());
     Table table;
     table.rows = weight.size(0);
-    table.dim = weight.size(1);
-    table.bf16 = weight.scalar_type() == at::kBFloat16;
-    table.element = table.bf16 ? 2 : 4;
+    table.type = stored == at::kByte ? RowType::uint8_rowwise
+                 : stored == at::kBFloat16 ? RowType::bf16
+                                           : RowType::fp32;
+    table.dim = stored == at::kByte ? weight.size(1) - kRowwiseTailBytes : weight.size(1);
+    table.row_bytes = weight.size(1) * weight.element_size();
     IPEX_CHECK_INPUT(padding_idx >= -1 && padding_idx < table.rows, kOp, ": table ", t, ": padding_idx ", padding_idx,
                      " is not a row of the ", table.rows, "-row table (-1 for none)");
     table.padding_idx = padding_idx;
@@ -100,13 +124,15 @@ Table checked_table(int64_t t, const at::Tensor &weight, const at::Tensor &indic
     }
     table.weight_data = weight.contiguous();
     table.weight = table.weight_data.data_ptr();
-    table.out = at::empty({table.bags, table.dim}, weight.options().dtype(dtype.value_or(weight.scalar_type())));
+    // A uint8 table pools to fp32 unless told otherwise.
+    const at::ScalarType out_dtype = dtype.value_or(stored == at::kByte ? at::kFloat : stored);
+    table.out = at::empty({table.bags, table.dim}, weight.options().dtype(out_dtype));
     IPEX_CHECK_INPUT(table.out.scalar_type() == at::kFloat || table.out.scalar_type() == at::kBFloat16, kOp, ": table ",
                      t, ": the output dtype must be fp32 or bf16, got ", table.out.scalar_type());
     return table;
 }
 
-using AddRow = void (*)(const void *, bool, const float *, int64_t, float *);
+using AddRow = void (*)(const void *, RowType, const float *, int64_t, float *);
 
 // The row steps, fastest first, each with what it needs; the portable one last.
 AddRow choose_add_row() {
@@ -130,8 +156,8 @@ void pool_bag(const Table &table, int64_t t, int64_t b, PoolingMode mode, AddRow
                          " is outside the ", table.rows, "-row table");
         if (row == table.padding_idx) continue;
         ++count;
-        add(static_cast<const char *>(table.weight) + row * dim * table.element, table.bf16, psw ? psw + j : nullptr,
-            dim, acc);
+        add(static_cast<const char *>(table.weight) + row * table.row_bytes, table.type, psw ? psw + j : nullptr, dim,
+            acc);
     }
     if (mode == PoolingMode::kMean && count > 0) {
         const float n = static_cast<float>(count);

@@ -3,8 +3,9 @@
 // them as ipex:: ops; the passes merge_embedding_bags and fuse_interaction put them in a graph.
 //
 // merged_embedding_bag: aten::embedding_bag's sum and mean pooling over each table in one call
-// (one pass over each table's offsets and indices, parallel over bags of every table), fp32 or
-// bf16 tables (bf16 rows widened exactly, sums in fp32, one rounding of each output).
+// (one pass over each table's offsets and indices, parallel over bags of every table), fp32,
+// bf16 or uint8 row-wise tables (bf16 rows widened exactly, uint8 rows dequantized as they are
+// read, sums in fp32, one rounding of each output).
 // interaction: T = the features stacked [B, F, D] (or concatenated and viewed), Z = T T^T, out =
 // cat(features[0], Z[:, rows, cols]); only the dot products the gather reads are computed.
 // Refused with an input error (exit 3), naming the op and the table: ranks and dtypes, offsets
@@ -22,16 +23,25 @@ namespace ipex::ops::recsys {
 // aten::embedding_bag's pooling modes the merged op has (max is not merged).
 enum class PoolingMode : int64_t { kSum = 0, kMean = 1 };
 
-// Per table t: weights[t] [rows, D] fp32 or bf16; indices[t] 1-D int32/int64; offsets[t] 1-D
+// Per table t: weights[t] [rows, D] fp32 or bf16, or [rows, D + 8] uint8 row-wise (a row's D
+// values q, then its fp32 scale and fp32 bias: value = q * scale + bias; aten's byte row-wise
+// layout, quantized::embedding_bag_byte_prepack's output); indices[t] 1-D int32/int64; offsets[t] 1-D
 // int32/int64, bag b = [offsets[b], offsets[b + 1]) with the last bag ending at the indices'
 // end unless include_last_offset (then offsets has one entry more than there are bags);
 // per_sample_weights[t] (sum only) one weight per index; padding_idx[t] a row skipped (neither
 // summed nor counted by mean), -1 for none. -> [bags, D] per table, of `dtype` (default: the
-// table's dtype). An empty bag gives zeros.
+// table's dtype, fp32 for uint8). An empty bag gives zeros.
 std::vector<at::Tensor> merged_embedding_bag(at::TensorList weights, at::TensorList indices, at::TensorList offsets,
                                              const c10::List<c10::optional<at::Tensor>> &per_sample_weights,
                                              at::IntArrayRef padding_idx, int64_t mode, bool include_last_offset,
                                              c10::optional<at::ScalarType> dtype);
+
+// An fp32 or bf16 table [rows, D] as uint8 rows [rows, D + 8] (layout above): per row, bias =
+// the row's min, scale = (max - min) / 255, q = round((x - bias) / scale), so each value is within
+// scale / 2 of its dequantized one (plus fp32 rounding). A NaN or infinity is an input error.
+at::Tensor quantize_rows_uint8(const at::Tensor &table);
+// uint8 rows back to fp32 [rows, D] (q * scale + bias, each rounded as the merged op does).
+at::Tensor dequantize_rows_uint8(const at::Tensor &packed);
 
 // features: F tensors; view_size: when given, T = cat(features, 1).view(view_size), else T =
 // stack(features, 1); dtype: when given, T is cast to it before the products (a bf16 model's

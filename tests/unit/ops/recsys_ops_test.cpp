@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/isa.h"
+#include "recsys_test_utils.h"
 #include "ops/recsys/embedding_bag_kernel.h"
 #include "ops/recsys/interaction_kernel.h"
 #include "ops/recsys/recsys_ops.h"
@@ -18,65 +19,7 @@
 namespace ipex::ops::recsys {
 namespace {
 
-constexpr double kFp32Tolerance = 1e-5;  // relative to the largest output
-constexpr double kBf16Tolerance = 1e-2;  // one bf16 rounding of each output
-
-double relative_error(const at::Tensor &got, const at::Tensor &want) {
-    if (want.numel() == 0) return got.numel() == 0 ? 0.0 : 1.0;
-    const double scale = std::max(1.0, want.abs().max().item<double>());
-    return (got.to(at::kDouble) - want.to(at::kDouble)).abs().max().item<double>() / scale;
-}
-
-// One table's arguments and what aten computes from them.
-struct Case {
-    at::Tensor weight, indices, offsets, psw;
-    int64_t padding_idx = -1;  // as the merged op takes it
-};
-
-// Bags of random sizes (some 0) over a table of `rows` rows.
-Case make_case(int64_t rows, int64_t dim, int64_t bags, at::ScalarType index_dtype, bool include_last_offset,
-               bool weighted, int64_t padding_idx) {
-    Case c;
-    c.weight = at::randn({rows, dim});
-    const at::Tensor sizes = at::randint(0, 5, {bags}, at::kLong);
-    if (bags > 1) sizes[1] = 0;  // an empty bag
-    const int64_t total = bags ? sizes.sum().item<int64_t>() : 0;
-    c.indices = at::randint(0, rows, {total}, at::kLong).to(index_dtype);
-    if (padding_idx >= 0 && total > 2) c.indices.slice(0, 0, 3).fill_(padding_idx);
-    at::Tensor ends = at::cumsum(sizes, 0);
-    c.offsets = at::cat({at::zeros({1}, at::kLong), ends}).slice(0, 0, include_last_offset ? bags + 1 : bags);
-    c.offsets = c.offsets.to(index_dtype);
-    if (weighted) c.psw = at::rand({total});
-    c.padding_idx = padding_idx;
-    return c;
-}
-
-at::Tensor aten_bag(const Case &c, int64_t mode, bool include_last_offset) {
-    const c10::optional<int64_t> padding = c.padding_idx >= 0 ? c10::optional<int64_t>(c.padding_idx) : c10::nullopt;
-    return std::get<0>(at::embedding_bag(c.weight, c.indices, c.offsets, false, mode, false,
-                                         c.psw.defined() ? c10::optional<at::Tensor>(c.psw) : c10::nullopt,
-                                         include_last_offset, padding));
-}
-
-std::vector<at::Tensor> merged(const std::vector<Case> &cases, int64_t mode, bool include_last_offset,
-                               c10::optional<at::ScalarType> dtype = c10::nullopt, bool bf16_tables = false) {
-    std::vector<at::Tensor> weights, indices, offsets;
-    c10::List<c10::optional<at::Tensor>> psw;
-    std::vector<int64_t> padding;
-    for (const Case &c : cases) {
-        weights.push_back(bf16_tables ? c.weight.to(at::kBFloat16) : c.weight);
-        indices.push_back(c.indices);
-        offsets.push_back(c.offsets);
-        psw.push_back(c.psw.defined() ? c10::optional<at::Tensor>(c.psw) : c10::nullopt);
-        padding.push_back(c.padding_idx);
-    }
-    return merged_embedding_bag(weights, indices, offsets, psw, padding, mode, include_last_offset, dtype);
-}
-
-class Recsys : public ::testing::Test {
-protected:
-    void SetUp() override { at::manual_seed(0); }
-};
+using namespace testing_recsys;
 
 TEST_F(Recsys, MergedEmbeddingBagMatchesAtenTableByTable) {
     for (int64_t mode : {0, 1}) {
@@ -102,8 +45,8 @@ TEST_F(Recsys, MergedEmbeddingBagMatchesAtenTableByTable) {
 TEST_F(Recsys, MergedEmbeddingBagBf16Tables) {
     std::vector<Case> cases{make_case(30, 33, 9, at::kLong, false, true, -1),
                             make_case(8, 4, 5, at::kLong, false, false, 1)};
-    const std::vector<at::Tensor> got = merged(cases, 0, false, c10::nullopt, true);
-    const std::vector<at::Tensor> as_fp32 = merged(cases, 0, false, at::kFloat, true);
+    const std::vector<at::Tensor> got = merged(cases, 0, false, c10::nullopt, at::kBFloat16);
+    const std::vector<at::Tensor> as_fp32 = merged(cases, 0, false, at::kFloat, at::kBFloat16);
     for (size_t t = 0; t < cases.size(); ++t) {
         Case rounded = cases[t];
         rounded.weight = cases[t].weight.to(at::kBFloat16).to(at::kFloat);
@@ -112,17 +55,6 @@ TEST_F(Recsys, MergedEmbeddingBagBf16Tables) {
         EXPECT_EQ(as_fp32[t].scalar_type(), at::kFloat);
         EXPECT_LE(relative_error(got[t], want), kBf16Tolerance) << t;
         EXPECT_LE(relative_error(as_fp32[t], want), kFp32Tolerance) << t;  // fp32 sums of the bf16 rows
-    }
-}
-
-void expect_input_error(const std::function<void()> &call, const std::string &op, const std::string &mention) {
-    try {
-        call();
-        ADD_FAILURE() << "no error; expected " << mention;
-    } catch (const c10::Error &e) {
-        const std::string what = e.what();
-        EXPECT_NE(what.find(op), std::string::npos) << what;
-        EXPECT_NE(what.find(mention), std::string::npos) << what;
     }
 }
 
@@ -312,19 +244,23 @@ TEST_F(Recsys, InteractionAvx512BuildMatchesThePortableOneToTheBit) {
 
 TEST_F(Recsys, EmbeddingBagAvx512RowStepMatchesThePortableOneToTheBit) {
     if (!avx512::available()) GTEST_SKIP() << "this CPU has no AVX-512 (F, BW, VL): the AVX-512 build cannot run";
-    for (bool bf16 : {false, true}) {
+    for (RowType type : {RowType::fp32, RowType::bf16, RowType::uint8_rowwise}) {
         for (int64_t dim : {1, 15, 16, 17, 128}) {
-            const at::Tensor rows = bf16 ? at::randn({5, dim}).to(at::kBFloat16) : at::randn({5, dim});
+            const at::Tensor fp32 = at::randn({5, dim});
+            const at::Tensor rows = type == RowType::bf16            ? fp32.to(at::kBFloat16)
+                                    : type == RowType::uint8_rowwise ? quantize_rows_uint8(fp32)
+                                                                     : fp32;
             const at::Tensor weights = at::rand({5});
             for (bool weighted : {false, true}) {
                 std::vector<float> portable(static_cast<size_t>(dim) + 1, 0.5f), vector = portable;
                 for (int64_t r = 0; r < 5; ++r) {
-                    const char *row = static_cast<const char *>(rows.data_ptr()) + r * dim * rows.element_size();
+                    const char *row = static_cast<const char *>(rows.data_ptr()) + r * rows.stride(0) * rows.element_size();
                     const float *w = weighted ? weights.data_ptr<float>() + r : nullptr;
-                    add_row(row, bf16, w, dim, portable.data());
-                    avx512::add_row(row, bf16, w, dim, vector.data());
+                    add_row(row, type, w, dim, portable.data());
+                    avx512::add_row(row, type, w, dim, vector.data());
                 }
-                EXPECT_EQ(portable, vector) << "bf16 " << bf16 << " dim " << dim;  // the guard past dim included
+                // The guard past dim included.
+                EXPECT_EQ(portable, vector) << "type " << static_cast<int>(type) << " dim " << dim;
             }
         }
     }
