@@ -6,79 +6,16 @@
 // and each double hyper-parameter is rounded to float where aten rounds it.
 #include "train/train_ops.h"
 
-#include <ATen/Parallel.h>
-
 #include <cmath>
 #include <cstdint>
 #include <string>
 
-#include "base/isa.h"
 #include "ops/op_errors.h"
+#include "train/step_args.h"
 #include "train/step_kernels.h"
 
 namespace ipex::train {
 namespace {
-
-constexpr int64_t kGrain = 16384;  // elements per parallel chunk
-
-void check_same_shape(const char *op, const at::Tensor &param, const at::Tensor &other, const char *name) {
-    IPEX_CHECK_INPUT(other.sizes() == param.sizes(), op, ": ", name, " has shape ", other.sizes(),
-                     " but the parameter has ", param.sizes());
-    IPEX_CHECK_INPUT(other.is_contiguous(), op, ": ", name, " must be contiguous (call .contiguous() on it)");
-    IPEX_CHECK_INPUT(other.device().is_cpu(), op, ": ", name, " must be a CPU tensor, not on ", other.device());
-}
-
-float *state_of(const char *op, const at::Tensor &param, const at::Tensor &state, const char *name) {
-    IPEX_CHECK_INPUT(state.defined(), op, ": ", name, " is required here");
-    IPEX_CHECK_INPUT(state.scalar_type() == at::kFloat, op, ": ", name, " must be float32 (fp32 optimizer state), not ",
-                     state.scalar_type());
-    check_same_shape(op, param, state, name);
-    return state.data_ptr<float>();
-}
-
-// The parameter (and trail) and gradient buffers of one step, checked.
-StepBuffers buffers_of(const char *op, at::Tensor &param, const at::Tensor &grad,
-                       const c10::optional<at::Tensor> &trail) {
-    IPEX_CHECK_INPUT(param.defined(), op, ": the parameter is undefined");
-    IPEX_CHECK_INPUT(param.device().is_cpu(), op, ": the parameter must be a CPU tensor, not on ", param.device());
-    IPEX_CHECK_INPUT(param.is_contiguous(), op, ": the parameter must be contiguous");
-    const bool has_trail = trail.has_value() && trail->defined();
-    StepBuffers io;
-    if (param.scalar_type() == at::kFloat) {
-        IPEX_CHECK_INPUT(!has_trail, op, ": a trail goes with a bf16 parameter (the top 16 bits of its master), "
-                                         "but the parameter is float32");
-        io.master = param.data_ptr<float>();
-    } else {
-        IPEX_CHECK_INPUT(param.scalar_type() == at::kBFloat16, op, ": the parameter must be float32, or bfloat16 with "
-                         "its int16 trail (split master weight), not ", param.scalar_type());
-        IPEX_CHECK_INPUT(has_trail, op, ": a bfloat16 parameter needs its trail (int16, the low 16 bits of the fp32 "
-                                        "master weight)");
-        IPEX_CHECK_INPUT(trail->scalar_type() == at::kShort, op, ": the trail must be int16, not ",
-                         trail->scalar_type());
-        check_same_shape(op, param, *trail, "the trail");
-        io.top = reinterpret_cast<uint16_t *>(param.data_ptr<at::BFloat16>());
-        io.trail = reinterpret_cast<uint16_t *>(trail->data_ptr<int16_t>());
-    }
-    IPEX_CHECK_INPUT(grad.defined(), op, ": the gradient is undefined");
-    IPEX_CHECK_INPUT(!grad.is_sparse(), op, ": sparse gradients are not supported; use a dense gradient");
-    check_same_shape(op, param, grad, "the gradient");
-    if (grad.scalar_type() == at::kFloat) {
-        io.grad = grad.data_ptr<float>();
-    } else {
-        IPEX_CHECK_INPUT(grad.scalar_type() == at::kBFloat16, op, ": the gradient must be float32 or bfloat16, not ",
-                         grad.scalar_type());
-        io.grad_bf16 = grad.data_ptr<at::BFloat16>();
-    }
-    return io;
-}
-
-// Runs `range` (the AVX2 build where the CPU has it) over the elements in parallel chunks.
-template <typename Args>
-void run(void (*ref_range)(const Args &, int64_t, int64_t), void (*avx2_range)(const Args &, int64_t, int64_t),
-         const Args &args, int64_t numel) {
-    const auto range = isa::avx2_fma() ? avx2_range : ref_range;
-    at::parallel_for(0, numel, kGrain, [&](int64_t begin, int64_t end) { range(args, begin, end); });
-}
 
 void adam_like_step(const char *op, bool decoupled, at::Tensor &param, const at::Tensor &grad,
                     at::Tensor &exp_avg, at::Tensor &exp_avg_sq, const c10::optional<at::Tensor> &max_exp_avg_sq,
@@ -108,6 +45,7 @@ void adam_like_step(const char *op, bool decoupled, at::Tensor &param, const at:
     a.eps = static_cast<float>(eps);
     a.neg_step_size = static_cast<float>(-(lr / bias_correction1));
     run(&ref::adam_range, &avx2::adam_range, a, param.numel());
+    bump_versions(param, trail, {&exp_avg, &exp_avg_sq, amsgrad ? &*max_exp_avg_sq : nullptr});
 }
 
 }  // namespace
@@ -131,6 +69,7 @@ void sgd_step(at::Tensor param, const at::Tensor &grad, const c10::optional<at::
     a.one_minus_dampening = static_cast<float>(1 - dampening);
     a.neg_lr = static_cast<float>(-lr);
     run(&ref::sgd_range, &avx2::sgd_range, a, param.numel());
+    bump_versions(param, trail, {momentum != 0 ? &*momentum_buf : nullptr});
 }
 
 void adagrad_step(at::Tensor param, const at::Tensor &grad, at::Tensor state_sum,
@@ -147,6 +86,7 @@ void adagrad_step(at::Tensor param, const at::Tensor &grad, at::Tensor state_sum
     a.eps = static_cast<float>(eps);
     a.neg_clr = static_cast<float>(-(lr / (1 + static_cast<double>(step - 1) * lr_decay)));
     run(&ref::adagrad_range, &avx2::adagrad_range, a, param.numel());
+    bump_versions(param, trail, {&state_sum});
 }
 
 void adam_step(at::Tensor param, const at::Tensor &grad, at::Tensor exp_avg, at::Tensor exp_avg_sq,
