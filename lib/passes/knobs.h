@@ -35,6 +35,10 @@ inline constexpr Knob kKnobs[] = {
      "a max pooling that alone reads a convolution (a stem), and residual blocks of convolutions (a ResNet "
      "stage), in one op, a few images at a time when their activations outgrow the cache (needs "
      "libipex_ops.so; off with --portable or --no-weights-prepack)"},
+    {"embedding-int8", false,
+     "store the EmbeddingBag tables merge_embedding_bags takes as uint8 rows with a per-row fp32 scale and "
+     "bias (a quarter of the fp32 bytes; each pooled value within sum |w| * row range / 510 of fp32, see "
+     "the man page; needs libipex_ops.so: off with --portable or --no-weights-prepack)"},
     {"auto-kernel-selection", false,
      "for fp32 linears, time the oneDNN op against aten::linear at the --sample-input shape and keep the "
      "faster; for convolutions with an own kernel beside oneDNN's (depthwise, 1x1, grouped, or ending in "

@@ -290,7 +290,9 @@ const std::vector<Pass> &pass_list() {
         {"cast_to_lowp", nullptr, Needs::lowp, run_cast_to_lowp, Cleanup::always},
         // After the dtype cast: with --dtype bf16 the merged op stores fp32 tables in bf16.
         {"merge_embedding_bags", nullptr, Needs::prepacked,
-         [](Run &run) { return merge_embedding_bags(run.graph, run.options.dtype == "bf16"); }},
+         [](Run &run) {
+             return merge_embedding_bags(run.graph, {run.options.dtype == "bf16", run.knob("embedding-int8")});
+         }},
         {"fuse_interaction", nullptr, Needs::prepacked, [](Run &run) { return fuse_interaction(run.graph); }},
         // After the dtype cast: a bf16 model runs its LSTM/GRU in bf16.
         {"optimize_lstm", "optimize-lstm", Needs::prepacked,
@@ -383,6 +385,9 @@ void run_passes(const Pass *first, const Pass *last, Run &run) {
 void prepare_run(Run &run) {
     const OptimizeOptions &o = run.options;
     run.fp32_math = o.fp32_math_mode;
+    if (!run.prepacked && o.knob_overrides.count("embedding-int8") && o.knob_overrides.at("embedding-int8"))
+        run.warn("--embedding-int8 needs the merged EmbeddingBag op (libipex_ops.so: off with --portable or "
+                 "--no-weights-prepack); tables kept as they are");
     if (!run.prepacked) {
         if (o.fp32_math_mode == "bf32")
             run.warn("--fp32-math-mode bf32 needs the prepacked oneDNN ops (off with --portable or --no-weights-prepack); "

@@ -93,7 +93,7 @@ protected:
         auto frozen = testing::freeze(model);
         const auto original = frozen.graph->copy();
         const int bags = testing::count(frozen.graph, "aten::embedding_bag");
-        const PassResult m = merge_embedding_bags(frozen.graph, bf16_tables);
+        const PassResult m = merge_embedding_bags(frozen.graph, {bf16_tables, false});
         const PassResult f = fuse_interaction(frozen.graph);
         torch::jit::EliminateDeadCode(frozen.graph);
         EXPECT_EQ(m.count, merged) << *frozen.graph;
@@ -126,7 +126,7 @@ TEST_F(RecsysPasses, MergesTheTablesAndFusesTheInteraction) {
 TEST_F(RecsysPasses, Bf16TablesReturnFp32) {
     auto frozen = testing::freeze(dlrm("0", kViewAndConstantPairs));
     const auto original = frozen.graph->copy();
-    ASSERT_EQ(merge_embedding_bags(frozen.graph, true).count, 1);
+    ASSERT_EQ(merge_embedding_bags(frozen.graph, {true, false}).count, 1);
     for (const auto *node : frozen.graph->nodes())
         if (node->kind() == c10::Symbol::fromQualString("ipex::merged_embedding_bag"))
             for (const auto *table : node->input(0)->node()->inputs())
@@ -149,7 +149,7 @@ TEST_F(RecsysPasses, GroupsByModeAndLeavesMaxPooling) {
     auto frozen =
         testing::freeze(testing::make_module("Modes", source, {{"t0", at::randn({6, 4})}, {"t1", at::randn({6, 4})}}));
     const auto original = frozen.graph->copy();
-    const PassResult r = merge_embedding_bags(frozen.graph, false);
+    const PassResult r = merge_embedding_bags(frozen.graph, {});
     EXPECT_EQ(r.count, 2);
     EXPECT_EQ(testing::count(frozen.graph, "ipex::merged_embedding_bag"), 2);
     EXPECT_EQ(testing::count(frozen.graph, "aten::embedding_bag"), 1);  // max pooling stays
@@ -169,7 +169,7 @@ TEST_F(RecsysPasses, Bf16ConvertsASharedTableOnce) {
         "    return a + b + c\n";
     auto frozen =
         testing::freeze(testing::make_module("Shared", source, {{"t0", at::randn({6, 4})}, {"t1", at::randn({6, 4})}}));
-    ASSERT_EQ(merge_embedding_bags(frozen.graph, true).count, 1);
+    ASSERT_EQ(merge_embedding_bags(frozen.graph, {true, false}).count, 1);
     int merged = 0;
     for (const auto *node : frozen.graph->nodes()) {
         if (node->kind() != c10::Symbol::fromQualString("ipex::merged_embedding_bag")) continue;
@@ -196,7 +196,7 @@ TEST_F(RecsysPasses, LeavesCallsWhoseOtherOutputsAreReadOrAlone) {
         auto frozen = testing::freeze(
             testing::make_module("Kept", source, {{"t0", at::randn({6, 4})}, {"t1", at::randn({6, 4})}}));
         const int before = testing::count(frozen.graph, "aten::embedding_bag");
-        const PassResult r = merge_embedding_bags(frozen.graph, false);
+        const PassResult r = merge_embedding_bags(frozen.graph, {});
         EXPECT_FALSE(r.changed);
         EXPECT_FALSE(r.skipped.empty());
         EXPECT_EQ(testing::count(frozen.graph, "aten::embedding_bag"), before);
