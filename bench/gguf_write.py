@@ -10,8 +10,10 @@ rotate-half order to the interleaved pairs llama.cpp's "llama" architecture rota
 converter does (qwen2 and qwen3 keep them). Norms stay F32; every other matrix is TYPE: f32, f16, bf16, q8_0 (blocks of 32:
 fp16 scale amax/127, int8 round-to-nearest) or q4_0 (blocks of 32: fp16 scale d = v/-8 for the
 value v of largest magnitude, nibbles min(15, trunc(x/d + 8.5)), element j in the low nibble
-and j + 16 in the high one). The vocabulary is a placeholder of the config's size ("llama" model,
-<unk> <s> </s> then byte and filler tokens): the benches feed token ids, never text.
+and j + 16 in the high one). The tokenizer is the directory's byte-level BPE tokenizer.json as
+"gpt2", else its SentencePiece tokenizer.model as "llama" (as llama.cpp's converter writes them),
+else a placeholder of the config's size ("llama" model, <unk> <s> </s> then byte and filler
+tokens): the benches feed token ids, never text.
 
 Usage: gguf_write.py HF_DIR OUT.gguf [--type f32|f16|bf16|q8_0|q4_0]
 As a module: write_gguf(HF_DIR, OUT, kind) returns the weights as the file holds them, in
@@ -162,6 +164,46 @@ def byte_level_tokenizer(src, vocab_size):
             kv("tokenizer.ggml.merges", ARRAY, (STRING, merges)), kv("tokenizer.ggml.add_bos_token", BOOL, add_bos)]
 
 
+def sentencepiece_tokenizer(src, vocab_size):
+    """tokenizer.model (SentencePiece) as GGUF's "llama" tokenizer, as llama.cpp's converter writes
+    it: pieces, scores and types by id (unknown 2, control 3, unused 5, byte 6, else normal 1;
+    ids past the model [PADn], unused, score -10000), add_space_prefix from the model's dummy
+    prefix, add_bos/add_eos from tokenizer_config.json when it says; or None."""
+    path = os.path.join(src, "tokenizer.model")
+    if not os.path.exists(path):
+        return None
+    import sentencepiece  # only for files with a SentencePiece model
+    sp = sentencepiece.SentencePieceProcessor(model_file=path)
+    tokens, scores, types = [], [], []
+    for i in range(vocab_size):
+        if i >= sp.vocab_size():
+            tokens.append(f"[PAD{i}]")
+            scores.append(-10000.0)
+            types.append(5)
+            continue
+        tokens.append(sp.id_to_piece(i))
+        scores.append(sp.get_score(i))
+        types.append(2 if sp.is_unknown(i) else 3 if sp.is_control(i) else 5 if sp.is_unused(i) else
+                     6 if sp.is_byte(i) else 1)
+    # The dummy prefix shows as a leading space mark on any text (the model proto needs protobuf).
+    space_prefix = sp.encode("x", out_type=str)[0].startswith("\u2581")
+    meta = [kv("tokenizer.ggml.model", STRING, "llama"), kv("tokenizer.ggml.tokens", ARRAY, (STRING, tokens)),
+            kv("tokenizer.ggml.scores", ARRAY, (F32, scores)), kv("tokenizer.ggml.token_type", ARRAY, (I32, types)),
+            kv("tokenizer.ggml.add_space_prefix", BOOL, space_prefix)]
+    if sp.unk_id() >= 0:
+        meta.append(kv("tokenizer.ggml.unknown_token_id", U32, sp.unk_id()))
+    if sp.pad_id() >= 0:
+        meta.append(kv("tokenizer.ggml.padding_token_id", U32, sp.pad_id()))
+    config = os.path.join(src, "tokenizer_config.json")
+    tc = json.load(open(config, encoding="utf-8")) if os.path.exists(config) else {}
+    for key in ("add_bos_token", "add_eos_token"):
+        if isinstance(tc.get(key), bool):
+            meta.append(kv("tokenizer.ggml." + key, BOOL, tc[key]))
+    if isinstance(tc.get("chat_template"), str):
+        meta.append(kv("tokenizer.chat_template", STRING, tc["chat_template"]))
+    return meta
+
+
 def first(ids, fallback):
     if isinstance(ids, list):
         return ids[0] if ids else fallback
@@ -205,7 +247,7 @@ def write_gguf(src, dst, kind):
         held[name] = permute_back(values, heads if "q_proj" in name else kv_heads) if permuted else values
         tensors.append((gname, t, tkind, data))
 
-    tokenizer_meta = byte_level_tokenizer(src, vocab)
+    tokenizer_meta = byte_level_tokenizer(src, vocab) or sentencepiece_tokenizer(src, vocab)
     tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{i:02X}>" for i in range(256)]
     tokens += [f"t{i}" for i in range(len(tokens), vocab)]
     tokens = tokens[:vocab]

@@ -8,6 +8,8 @@
 #include "base/bounded_file.h"
 #include "base/errors.h"
 #include "llm/config.h"
+#include "llm/tensor_source.h"
+#include "llm/tokenizer.h"
 #include "llm/unicode.h"
 
 namespace ipex::commands {
@@ -151,6 +153,19 @@ bool has_tokenizer(const std::string &dir) {
     return ::stat((dir + "/tokenizer.json").c_str(), &st) == 0;
 }
 
+// The tokenizer for decoding when the prompts are ids: a directory's tokenizer.json, or a GGUF
+// file's when its kind is one we read (another kind leaves the output without text).
+std::unique_ptr<llm::Tokenizer> tokenizer_for_ids(const std::string &model, const llm::ModelConfig &config) {
+    if (has_tokenizer(model)) return std::make_unique<llm::Tokenizer>(llm::load_tokenizer(model, config));
+    if (!llm::is_gguf(model)) return nullptr;
+    try {
+        return std::make_unique<llm::Tokenizer>(llm::load_tokenizer(model, config));
+    } catch (const Error &e) {
+        if (e.code() != ExitCode::unsupported) throw;
+        return nullptr;
+    }
+}
+
 }  // namespace
 
 GenerateReport run_generate(const GenerateRequest &request, const std::function<void(const std::string &)> &on_text) {
@@ -164,8 +179,8 @@ GenerateReport run_generate(const GenerateRequest &request, const std::function<
     // the model's limits: all before the weights load.
     const llm::ModelConfig config = llm::read_config(request.model);
     std::unique_ptr<llm::Tokenizer> tokenizer;
-    if (!texts.empty() || has_tokenizer(request.model))
-        tokenizer = std::make_unique<llm::Tokenizer>(llm::load_tokenizer(request.model, config));
+    tokenizer = texts.empty() ? tokenizer_for_ids(request.model, config)
+                              : std::make_unique<llm::Tokenizer>(llm::load_tokenizer(request.model, config));
     for (const auto &t : texts) prompts.push_back(tokenizer->encode(t, !request.no_special));
     llm::check_generate(config, prompts, o);
 
@@ -178,7 +193,7 @@ LoadedLlm load_for_generate(const std::string &dir, const LlmLoadRequest &load) 
     LoadedLlm loaded;
     loaded.dir = dir;
     const llm::ModelConfig config = llm::read_config(dir);
-    if (has_tokenizer(dir)) loaded.tokenizer = std::make_shared<const llm::Tokenizer>(llm::load_tokenizer(dir, config));
+    loaded.tokenizer = tokenizer_for_ids(dir, config);
     loaded.model = load_llm(dir, load);
     return loaded;
 }

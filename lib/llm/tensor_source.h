@@ -36,9 +36,5 @@ bool is_gguf(const std::string &path);
 // parse_config (exit 4 naming an architecture this loader does not map).
 std::unique_ptr<TensorSource> gguf_source(const std::string &path);
 nlohmann::json gguf_config(const std::string &path);
-// The GGUF file's tokenizer as a Hugging Face tokenizer.json object: the byte-level BPE kind
-// ("gpt2": tokens, merges, the pre-tokenizer its "tokenizer.ggml.pre" names, control tokens as
-// special added tokens, BOS as add_bos_token says). Exit 4 naming another kind or pre-tokenizer.
-nlohmann::json gguf_tokenizer(const std::string &path);
 
 }  // namespace ipex::llm

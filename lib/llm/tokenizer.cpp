@@ -10,6 +10,7 @@
 #include "base/errors.h"
 #include "base/json_io.h"
 #include "llm/config.h"
+#include "llm/gguf_tokenizer.h"
 #include "llm/tensor_source.h"
 
 namespace ipex::llm {
@@ -471,8 +472,10 @@ std::string Tokenizer::decode(const std::vector<int32_t> &ids, bool skip_special
 
 std::string StreamDecoder::push(int32_t id) {
     const std::string p = tokenizer_.piece(id, first_);
+    // The leading-space strip is of the whole text: a first token that is only the stripped
+    // space ends it too (skipped special tokens do not).
+    if (first_ && (!p.empty() || !tokenizer_.piece(id, false).empty())) first_ = false;
     if (p.empty()) return "";
-    first_ = false;
     pending_ += p;
     std::string out;
     for (;;) {

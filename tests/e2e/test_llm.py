@@ -24,7 +24,7 @@ class GenerateTest(e2e.ToolTestCase):
         # every family and variant, and GGUF files (a file where a directory goes)
         for name in ("llama", "mistral", "qwen2", "llama3", "qwen3", "phi3", "phi3_long", "gemma2", "gemma3",
                      "mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "qwen3_yarn", "llama_dynamic", "gguf_llama_f32",
-                     "gguf_llama_q8_0", "gguf_llama_q4_0", "gguf_qwen2_f16", "gguf_qwen3_bf16"):
+                     "gguf_llama_q8_0", "gguf_llama_q4_0", "gguf_qwen2_f16", "gguf_qwen3_bf16", "gguf_llama_spm_f32"):
             with self.subTest(model=name):
                 m = MODELS[name]
                 out = self.tool_json("generate", m["dir"], "--prompt-ids", ids_arg(m["prompt"]), "--dtype", "fp32",
@@ -42,7 +42,7 @@ class GenerateTest(e2e.ToolTestCase):
 
     def test_gguf_tokenizer_equals_the_directory(self):
         """GGUF's byte-level BPE ("gpt2", its pre-tokenizer by name, BOS as the file says) splits
-        text as the Hugging Face directory's tokenizer.json does; a SentencePiece file asks for ids."""
+        text as the Hugging Face directory's tokenizer.json does."""
         text = "The quick brown fox, 42 times:\n über  café"
         for directory, gguf in (("qwen2", "gguf_qwen2_f16"), ("llama3", "gguf_llama3_f16")):
             with self.subTest(model=directory):
@@ -52,8 +52,26 @@ class GenerateTest(e2e.ToolTestCase):
                                          "--dtype", "fp32", "--json")
                     ids.append(out["sequences"][0]["prompt_ids"])
                 self.assertEqual(ids[0], ids[1])
-        r = self.run_tool("generate", MODELS["gguf_llama_f32"]["dir"], "--prompt", "hello")
-        self.assert_error(r, e2e.EXIT_UNSUPPORTED, "tokenizer kind 'llama'", "--prompt-ids")
+
+    def test_gguf_sentencepiece_tokenizer_equals_sentencepiece(self):
+        """GGUF's "llama" tokenizer (pieces, scores, byte tokens) and the tokenizer.json of the same
+        SentencePiece model give sentencepiece's own ids; greedy text decodes as sentencepiece does."""
+        spm = MANIFEST["spm"]
+        if "skip" in spm:
+            self.skipTest(spm["skip"])
+        for model in (spm["dir"], spm["gguf"]):
+            with self.subTest(model=model):
+                args = ["generate", model, "--max-new-tokens", "0", "--json"]
+                for t in spm["texts"]:
+                    args += ["--prompt", t]
+                got = [s["prompt_ids"] for s in self.tool_json(*args)["sequences"]]
+                self.assertEqual(got, spm["ids"])
+        m = MODELS["gguf_llama_spm_f32"]
+        out = self.tool_json("generate", spm["gguf"], "--prompt-ids", ids_arg(m["prompt"]), "--greedy", "--dtype", "fp32",
+                             "--max-new-tokens", len(m["greedy"]), "--json")
+        want = m["greedy"][:m["greedy"].index(2)] if 2 in m["greedy"] else m["greedy"]
+        self.assertEqual(out["sequences"][0]["ids"], want)
+        self.assertEqual(out["sequences"][0]["text"], spm["greedy_text"])
 
     def test_text_prompt_streams_utf8(self):
         for name in ("llama", "qwen2", "llama3", "mistral"):
