@@ -8,6 +8,7 @@
 #include "base/bounded_file.h"
 #include "base/errors.h"
 #include "llm/config.h"
+#include "llm/gguf_tokenizer.h"
 #include "llm/tensor_source.h"
 #include "llm/tokenizer.h"
 #include "llm/unicode.h"
@@ -84,6 +85,7 @@ nlohmann::json GenerateReport::to_json() const {
         {"model", model},
         {"architecture", architecture},
         {"weights", weights},
+        {"chat_template", chat_template ? nlohmann::json(*chat_template) : nlohmann::json(nullptr)},
         {"sequences", seqs},
         {"non_finite_logits", non_finite},
         {"timings", {{"first_token_ms", r.prefill_ms},
@@ -138,6 +140,7 @@ GenerateReport generate_on(const GenerateRequest &request, llm::GenerateOptions 
     o.sampling.repetition_penalty = request.repetition_penalty.value_or(defaults.repetition_penalty);
     GenerateReport report;
     report.model = dir;
+    report.chat_template = llm::chat_template(dir);
     report.architecture = model->config().architecture;
     report.weights = model->weights_description();
     report.tokenizer = tokenizer != nullptr;

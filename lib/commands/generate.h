@@ -42,9 +42,13 @@ struct GenerateReport {
     std::string model, architecture, weights;
     bool tokenizer = false;  // text prompts or a tokenizer.json: the result has text
     bool streamed = false;   // the text went to on_text as it came
+    // The model's chat template as text (GGUF tokenizer.chat_template or tokenizer_config.json's),
+    // reported, never applied: the prompts are used as given.
+    std::optional<std::string> chat_template;
     llm::GenerateResult result;
 
-    // {"model", "architecture", "weights", "sequences": [...], "non_finite_logits", "timings"}
+    // {"model", "architecture", "weights", "chat_template", "sequences": [...], "non_finite_logits",
+    //  "timings"}
     nlohmann::json to_json() const;
     // What follows the streamed text (a newline), else a line per sequence: its text, or its ids.
     std::string text() const;

@@ -1,5 +1,7 @@
 #include "llm/gguf_tokenizer.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -7,7 +9,9 @@
 #include <unordered_map>
 
 #include "base/errors.h"
+#include "base/json_io.h"
 #include "checkpoint/gguf.h"
+#include "llm/tensor_source.h"
 #include "llm/tokenizer.h"
 
 namespace ipex::llm {
@@ -284,6 +288,27 @@ nlohmann::json gguf_tokenizer_config(const nlohmann::json &md, const std::string
     if (meta.find("tokenizer.ggml.add_eos_token") || spm) c["add_eos_token"] = meta.flag("tokenizer.ggml.add_eos_token", false);
     if (meta.find("tokenizer.chat_template")) c["chat_template"] = meta.text("tokenizer.chat_template", "");
     return c;
+}
+
+std::optional<std::string> chat_template(const std::string &model) {
+    if (is_gguf(model)) {
+        const woq::GgufFile file(model);
+        const Meta meta(file.metadata(), model);
+        if (!meta.find("tokenizer.chat_template")) return std::nullopt;
+        return meta.text("tokenizer.chat_template", "");
+    }
+    const std::string path = model + "/tokenizer_config.json";
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+    const json c = read_json_object(path, kMaxTokenizerBytes, "tokenizer_config.json");
+    const auto it = c.find("chat_template");
+    if (it == c.end() || it->is_null()) return std::nullopt;
+    if (it->is_string()) return it->get<std::string>();
+    if (it->is_array())
+        for (const json &t : *it)
+            if (t.is_object() && t.value("name", json()) == "default" && t.contains("template") && t["template"].is_string())
+                return t["template"].get<std::string>();
+    throw_bad_input("'" + path + "': field 'chat_template' is neither a string nor a list holding a \"default\" template");
 }
 
 }  // namespace ipex::llm

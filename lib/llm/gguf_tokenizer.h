@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 
 namespace ipex::llm {
@@ -28,5 +29,11 @@ nlohmann::json gguf_tokenizer_json(const nlohmann::json &metadata, const std::st
 // name, add_bos_token, add_eos_token and chat_template (tokenizer.chat_template, kept as text;
 // nothing here renders it). Only the fields the file has.
 nlohmann::json gguf_tokenizer_config(const nlohmann::json &metadata, const std::string &path);
+
+// The chat template a model carries, as text (nothing renders it): a GGUF file's
+// tokenizer.chat_template, or a directory's tokenizer_config.json "chat_template" (a string,
+// or of a list of named templates the one named "default"). None when absent; exit 3 when the
+// field or the file is malformed.
+std::optional<std::string> chat_template(const std::string &model);
 
 }  // namespace ipex::llm

@@ -73,6 +73,26 @@ class GenerateTest(e2e.ToolTestCase):
         self.assertEqual(out["sequences"][0]["ids"], want)
         self.assertEqual(out["sequences"][0]["text"], spm["greedy_text"])
 
+    def test_chat_template_is_reported(self):
+        """The chat template a GGUF file or tokenizer_config.json carries is in generate --json."""
+        spm = MANIFEST["spm"]
+        if "skip" in spm:
+            self.skipTest(spm["skip"])
+        for model in (spm["dir"], spm["gguf"]):
+            out = self.tool_json("generate", model, "--prompt", "hi", "--max-new-tokens", "1", "--json")
+            self.assertEqual(out["chat_template"], spm["chat_template"])
+        out = self.tool_json("generate", MODELS["llama"]["dir"], "--prompt", "hi", "--max-new-tokens", "1", "--json")
+        self.assertIsNone(out["chat_template"])
+        bad = self.path("bad_template")
+        os.makedirs(bad)
+        for f in os.listdir(spm["dir"]):
+            if f != "tokenizer_config.json":
+                os.symlink(os.path.join(spm["dir"], f), os.path.join(bad, f))
+        with open(os.path.join(bad, "tokenizer_config.json"), "w") as f:
+            json.dump({"chat_template": 3}, f)
+        r = self.run_tool("generate", bad, "--prompt", "hi", "--max-new-tokens", "1", "--json")
+        self.assert_error(r, e2e.EXIT_BAD_INPUT, "tokenizer_config.json", "chat_template")
+
     def test_text_prompt_streams_utf8(self):
         for name in ("llama", "qwen2", "llama3", "mistral"):
             with self.subTest(model=name):
@@ -127,6 +147,15 @@ class BenchPerplexityTest(e2e.ToolTestCase):
                 self.assertGreater(out[key][stat], 0)
         self.assertGreater(out["tokens_per_second"], 0)
         self.assertGreater(out["peak_rss_bytes"], 0)
+        self.assertGreater(out["load_peak_rss_bytes"], 0)
+        self.assertLessEqual(out["load_peak_rss_bytes"], out["peak_rss_bytes"])
+        # The fixture's fp32-held weights: embedding, norms and projections, each held once.
+        with open(os.path.join(MODELS["llama"]["dir"], "config.json")) as f:
+            cfg = json.load(f)
+        h, inter, layers, vocab = cfg["hidden_size"], cfg["intermediate_size"], cfg["num_hidden_layers"], cfg["vocab_size"]
+        kv = cfg.get("num_key_value_heads", cfg["num_attention_heads"]) * h // cfg["num_attention_heads"]
+        self.assertGreaterEqual(out["resident_weight_bytes"], 2 * (layers * (h * (h + 2 * kv) + h * h + 3 * h * inter) + vocab * h))
+        self.assertAlmostEqual(out["peak_rss_over_resident_weights"], out["peak_rss_bytes"] / out["resident_weight_bytes"])
         self.assertGreater(out["next_token_over_floor"], 0)
         # The given bandwidth is used as is; the peak is measured at start-up on the run's threads.
         limits = out["limits"]
