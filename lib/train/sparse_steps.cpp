@@ -3,7 +3,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
-#include <numeric>
+#include <utility>
 #include <vector>
 
 #include "ops/op_errors.h"
@@ -78,14 +78,17 @@ void sparse_adagrad_step(at::Tensor param, const at::Tensor &indices, const at::
     a.maximize = maximize;
     a.eps = static_cast<float>(eps);
     a.neg_clr = static_cast<float>(-(lr / (1 + static_cast<double>(step - 1) * lr_decay)));
-    // torch's coalesce: the entries sorted by index (stably), equal indices summed in that order.
-    std::vector<int64_t> order(static_cast<size_t>(a.rows.nnz));
-    std::iota(order.begin(), order.end(), 0);
+    // torch's coalesce: the entries sorted by index with std::sort, as aten 1.13 sorts them
+    // (unstable: the same comparisons give the same order of equal indices), equal indices
+    // summed in that order.
     const int64_t *index = a.rows.indices;
-    std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return index[x] < index[y]; });
-    std::vector<int64_t> starts;
-    for (size_t k = 0; k < order.size(); ++k) {
-        if (k == 0 || index[order[k]] != index[order[k - 1]]) starts.push_back(static_cast<int64_t>(k));
+    std::vector<std::pair<int64_t, int64_t>> sorted(static_cast<size_t>(a.rows.nnz));
+    for (int64_t k = 0; k < a.rows.nnz; ++k) sorted[k] = {index[k], k};
+    std::sort(sorted.begin(), sorted.end(), [](const auto &x, const auto &y) { return x.first < y.first; });
+    std::vector<int64_t> order(sorted.size()), starts;
+    for (size_t k = 0; k < sorted.size(); ++k) {
+        order[k] = sorted[k].second;
+        if (k == 0 || sorted[k].first != sorted[k - 1].first) starts.push_back(static_cast<int64_t>(k));
     }
     const int64_t distinct = static_cast<int64_t>(starts.size());
     starts.push_back(a.rows.nnz);

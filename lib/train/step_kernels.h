@@ -66,7 +66,8 @@ struct SquareSums {
 // Sparse row steps: rows `indices[k]` of the master (row length `row`) take the gradient row
 // `k` of `values`. SGD applies the rows one after the other in their order (duplicates too,
 // as torch's index_add_); Adagrad first sums the rows of each distinct index (`order` lists
-// the entries sorted by index, stably; `starts` where each distinct index begins in it).
+// the entries in the order torch's coalesce sorts them; `starts` where each distinct index
+// begins in it).
 struct SparseRows {
     StepBuffers io;  // io.grad / io.grad_bf16: the values, nnz x row
     const int64_t *indices = nullptr;

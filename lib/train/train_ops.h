@@ -64,8 +64,9 @@ void lars_step(at::Tensor param, const at::Tensor &grad, const c10::optional<at:
 void sparse_sgd_step(at::Tensor param, const at::Tensor &indices, const at::Tensor &values,
                      const c10::optional<at::Tensor> &trail, double lr, bool maximize);
 
-// torch.optim.Adagrad's sparse step (no weight decay): the rows of each index summed (in fp32,
-// in their order, as torch's coalesce), then for those rows only sum += g * g and
+// torch.optim.Adagrad's sparse step (no weight decay): the rows of each index summed in fp32 in
+// the order torch's coalesce sums them (aten 1.13 sorts the indices with std::sort, which is
+// not stable; the step sorts them the same way), then for those rows only sum += g * g and
 // p += -clr * g / (sqrt(sum) + eps), clr = lr / (1 + (step - 1) * lr_decay).
 void sparse_adagrad_step(at::Tensor param, const at::Tensor &indices, const at::Tensor &values, at::Tensor state_sum,
                          const c10::optional<at::Tensor> &trail, int64_t step, double lr, double lr_decay, double eps,
