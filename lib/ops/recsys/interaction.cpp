@@ -1,12 +1,11 @@
 #include <ATen/Parallel.h>
 
-#include <cstring>
 #include <vector>
 
 #include "base/isa.h"
 #include "kernels/bf16.h"
 #include "ops/op_errors.h"
-#include "ops/recsys/interaction_kernel.h"
+#include "ops/recsys/interaction_driver.h"
 #include "ops/recsys/recsys_ops.h"
 
 namespace ipex::ops::recsys {
@@ -16,46 +15,25 @@ float widen(float v) { return v; }
 float widen(uint16_t v) { return kernels::from_bf16(v); }
 
 // Lane l += x[k] * y[k] for k = l, l + 16, ...: whole blocks of 16 first (which the compiler
-// vectorizes lane for lane), then the tail.
+// vectorizes lane for lane), then the tail; the lanes reduced in the documented order.
 template <typename T>
-void dot_lanes(const T *x, const T *y, int64_t dim, float *lanes) {
+float dot_lanes(const T *x, const T *y, int64_t dim) {
+    float lanes[kDotLanes] = {};
     int64_t k = 0;
     for (; k + kDotLanes <= dim; k += kDotLanes)
         for (int64_t l = 0; l < kDotLanes; ++l) lanes[l] += widen(x[k + l]) * widen(y[k + l]);
     for (int64_t l = 0; k + l < dim; ++l) lanes[l] += widen(x[k + l]) * widen(y[k + l]);
+    return reduce_lanes(lanes);
+}
+
+float dot(const void *x, const void *y, bool bf16, int64_t dim) {
+    if (bf16) return dot_lanes(static_cast<const uint16_t *>(x), static_cast<const uint16_t *>(y), dim);
+    return dot_lanes(static_cast<const float *>(x), static_cast<const float *>(y), dim);
 }
 
 }  // namespace
 
-void run_interaction(const InteractionProblem &p) {
-    const int64_t element = p.bf16 ? 2 : 4, out_width = p.dim + p.pairs;
-    if (out_width == 0) return;  // nothing to write (and no output data)
-    std::vector<const char *> row(static_cast<size_t>(p.features_n));
-    for (int64_t b = p.b_begin; b < p.b_end; ++b) {
-        for (int64_t f = 0; f < p.features_n; ++f)
-            row[f] = p.features[f] ? static_cast<const char *>(p.features[f]) + b * p.feature_stride[f] * element
-                                   : nullptr;  // an empty feature (width 0) has no data
-        char *dst = static_cast<char *>(p.dst) + b * out_width * element;
-        if (p.dim > 0) std::memcpy(dst, row[0], static_cast<size_t>(p.dim * element));
-        for (int64_t q = 0; q < p.pairs; ++q) {
-            float lanes[kDotLanes] = {};
-            if (p.bf16) {
-                dot_lanes(reinterpret_cast<const uint16_t *>(row[p.rows[q]]),
-                          reinterpret_cast<const uint16_t *>(row[p.cols[q]]), p.dim, lanes);
-            } else {
-                dot_lanes(reinterpret_cast<const float *>(row[p.rows[q]]),
-                          reinterpret_cast<const float *>(row[p.cols[q]]), p.dim, lanes);
-            }
-            for (int64_t width = kDotLanes / 2; width >= 1; width /= 2)
-                for (int64_t l = 0; l < width; ++l) lanes[l] += lanes[l + width];
-            if (p.bf16) {
-                reinterpret_cast<uint16_t *>(dst)[p.dim + q] = kernels::to_bf16(lanes[0]);
-            } else {
-                reinterpret_cast<float *>(dst)[p.dim + q] = lanes[0];
-            }
-        }
-    }
-}
+void run_interaction(const InteractionProblem &p) { drive_interaction(p, dot); }
 
 namespace avx512 {
 bool available() { return isa::avx512(); }
