@@ -1,9 +1,10 @@
-"""Training with ``ipex_tool.optimize(model, optimizer=opt, ...)``: fused optimizer steps and
+"""``ipex_tool.optimize(model, optimizer=opt, ...)`` for training: fused optimizer steps and
 split bf16 master weights (issue 51).
 
 The optimizer's ``step`` becomes one fused op per parameter (``ipex::sgd_step``,
 ``ipex::adagrad_step``, ``ipex::adam_step``, ``ipex::adamw_step``: torch.optim's formula, one
-pass over memory). With
+pass over memory; ``ipex::lamb_step`` / ``ipex::lars_step`` for IPEX's Lamb and Lars, whose own
+step is already the fused one; sparse embedding gradients: ``_steps``). With
 ``dtype=torch.bfloat16`` the weights and biases of the model's convolutions, linears and
 embeddings (not EmbeddingBags) become bf16 tensors holding the top 16 bits of their fp32 master weights; the bottom
 16 bits (the "trail", int16) live in the optimizer's state beside exp_avg / momentum_buffer, so
@@ -16,9 +17,15 @@ import types
 
 import torch
 
-# torch.optim classes with a fused step here -> the op that steps them.
+from . import _steps
+from ._lamb import Lamb
+from ._lars import Lars
+
+# Optimizer classes with a fused step here -> the kind of step.
 FUSED_OPTIMIZERS = {torch.optim.SGD: "sgd", torch.optim.Adagrad: "adagrad", torch.optim.Adam: "adam",
-                    torch.optim.AdamW: "adamw"}
+                    torch.optim.AdamW: "adamw", Lamb: "lamb", Lars: "lars"}
+STEPS = {"sgd": _steps.sgd_step, "adagrad": _steps.adagrad_step, "adam": _steps.adam_step,
+         "adamw": _steps.adam_step, "lamb": _steps.lamb_step, "lars": _steps.lars_step}
 # Modules whose weight and bias become split bf16 master weights. Not EmbeddingBag: torch 1.13's
 # CPU embedding_bag takes no bf16 weight, so its weight stays fp32 (the fused fp32 step).
 SPLIT_MODULES = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d, torch.nn.ConvTranspose1d, torch.nn.ConvTranspose2d,
@@ -44,79 +51,6 @@ def combine_master(top: torch.Tensor, trail: torch.Tensor) -> torch.Tensor:
 def _optimizer_name(optimizer) -> str:
     cls = type(optimizer)
     return f"{cls.__module__}.{cls.__qualname__}"
-
-
-def _sgd_step(self, closure=None):
-    loss = None
-    if closure is not None:
-        with torch.enable_grad():
-            loss = closure()
-    with torch.no_grad():
-        for group in self.param_groups:
-            momentum = group["momentum"]
-            for param in group["params"]:
-                if param.grad is None:
-                    continue
-                state = self.state[param]
-                buf = state.get("momentum_buffer")
-                first_step = buf is None
-                if momentum != 0 and first_step:
-                    buf = torch.empty(param.shape, dtype=torch.float32)
-                    state["momentum_buffer"] = buf
-                torch.ops.ipex.sgd_step(param, param.grad.contiguous(), buf if momentum != 0 else None,
-                                        state.get("trail"), group["lr"], momentum, group["dampening"],
-                                        group["weight_decay"], group["nesterov"], group.get("maximize", False),
-                                        first_step)
-    return loss
-
-
-def _adagrad_step(self, closure=None):
-    loss = None
-    if closure is not None:
-        with torch.enable_grad():
-            loss = closure()
-    with torch.no_grad():
-        for group in self.param_groups:
-            for param in group["params"]:
-                if param.grad is None:
-                    continue
-                state = self.state[param]
-                if "sum" not in state:
-                    state["step"] = torch.tensor(0.0)
-                    state["sum"] = torch.full(param.shape, group["initial_accumulator_value"], dtype=torch.float32)
-                state["step"] += 1
-                torch.ops.ipex.adagrad_step(param, param.grad.contiguous(), state["sum"], state.get("trail"),
-                                            int(state["step"].item()), group["lr"], group["lr_decay"],
-                                            group["weight_decay"], group["eps"], group.get("maximize", False))
-    return loss
-
-
-def _adam_step(self, closure=None):
-    loss = None
-    if closure is not None:
-        with torch.enable_grad():
-            loss = closure()
-    op = torch.ops.ipex.adamw_step if self._ipex_tool_fused == "adamw" else torch.ops.ipex.adam_step
-    with torch.no_grad():
-        for group in self.param_groups:
-            beta1, beta2 = group["betas"]
-            amsgrad = group["amsgrad"]
-            for param in group["params"]:
-                if param.grad is None:
-                    continue
-                state = self.state[param]
-                if "step" not in state:
-                    state["step"] = torch.tensor(0.0)
-                    state["exp_avg"] = torch.zeros(param.shape, dtype=torch.float32)
-                    state["exp_avg_sq"] = torch.zeros(param.shape, dtype=torch.float32)
-                    if amsgrad:
-                        state["max_exp_avg_sq"] = torch.zeros(param.shape, dtype=torch.float32)
-                state["step"] += 1
-                op(param, param.grad.contiguous(), state["exp_avg"], state["exp_avg_sq"],
-                   state.get("max_exp_avg_sq") if amsgrad else None, state.get("trail"), int(state["step"].item()),
-                   group["lr"], beta1, beta2, group["eps"], group["weight_decay"], amsgrad,
-                   group.get("maximize", False))
-    return loss
 
 
 def _load_state_dict(self, state_dict):
@@ -162,7 +96,7 @@ def optimize_training(model, optimizer, dtype, split_master_weight_for_bf16, fus
     if kind is None:
         raise NotImplementedError(
             f"ipex_tool.optimize: optimizer {_optimizer_name(optimizer)} has no fused step here; torch.optim.SGD, "
-            "Adagrad, Adam and AdamW have (Lamb, Lars and others: issue 51). Leave optimizer= out to keep it as it is")
+            "Adagrad, Adam, AdamW and ipex_tool.optim.Lamb, Lars have. Leave optimizer= out to keep it as it is")
     if getattr(optimizer, "_ipex_tool_fused", None):
         raise ValueError("ipex_tool.optimize: this optimizer is already optimized")
     if dtype not in (None, torch.float32, torch.bfloat16):
@@ -182,6 +116,8 @@ def optimize_training(model, optimizer, dtype, split_master_weight_for_bf16, fus
     names = {id(p): name for name, p in model.named_parameters()}
     for group in optimizer.param_groups:
         for option, value in UNSUPPORTED_OPTIONS.items():
+            if kind == "lamb" and option == "fused":
+                continue  # IPEX's Lamb(fused=...): the step here is fused either way
             if group.get(option, value) != value:
                 raise NotImplementedError(f"ipex_tool.optimize: {_optimizer_name(optimizer)}({option}="
                                           f"{group[option]!r}) has no fused step; leave {option} at {value!r}")
@@ -208,7 +144,6 @@ def optimize_training(model, optimizer, dtype, split_master_weight_for_bf16, fus
                     if key not in ("trail", "step") and isinstance(value, torch.Tensor):
                         optimizer.state[param][key] = value.float()
     optimizer._ipex_tool_fused = kind
-    steps = {"sgd": _sgd_step, "adagrad": _adagrad_step, "adam": _adam_step, "adamw": _adam_step}
-    optimizer.step = types.MethodType(steps[kind], optimizer)
+    optimizer.step = types.MethodType(STEPS[kind], optimizer)
     optimizer.load_state_dict = types.MethodType(_load_state_dict, optimizer)
     return model, optimizer
