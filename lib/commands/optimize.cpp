@@ -151,6 +151,7 @@ OptimizeReport run_optimize(const OptimizeRequest &r) {
         {"keep_dtype", r.keep_dtype},
         {"portable", !result.prepacked && !woq},
         {"fp32_math_mode", result.fp32_math_mode},
+        {"embedding_int8", result.prepacked && passes::knob_enabled(*passes::find_knob("embedding-int8"), options)},
         {"source", absolute_path(r.in)},
         {"source_bytes", input.bytes},
         {"sample_inputs", report.sample_inputs},

@@ -1,5 +1,7 @@
 #include "commands/verify.h"
 
+#include <algorithm>
+
 #include "base/errors.h"
 #include "core/tensor_spec.h"
 #include "model/inspect.h"
@@ -17,11 +19,26 @@ std::vector<std::string> default_inputs(const model::LoadedModel &a, const model
     throw_usage("give the model inputs with --input SPEC (e.g. --input 1x3x224x224)");
 }
 
+// The cosine a model with uint8 EmbeddingBag tables is held to by default (the low-precision one).
+constexpr double kEmbeddingInt8MinCosine = 0.999;
+
+// Whether optimize stored the model's EmbeddingBag tables in uint8 rows (--embedding-int8).
+bool uint8_tables(const model::LoadedModel &m) {
+    const auto &meta = m.metadata;
+    return meta && meta->contains("embedding_int8") && (*meta)["embedding_int8"] == true;
+}
+
 }  // namespace
 
-nlohmann::json VerifyReport::to_json() const { return model::diffs_to_json(diffs, tolerance, dtype); }
+nlohmann::json VerifyReport::to_json() const {
+    nlohmann::json j = model::diffs_to_json(diffs, tolerance, dtype);
+    if (!note.empty()) j["note"] = note;
+    return j;
+}
 
-std::string VerifyReport::text() const { return model::format_diffs(diffs, tolerance); }
+std::string VerifyReport::text() const {
+    return (note.empty() ? "" : "note: " + note + "\n") + model::format_diffs(diffs, tolerance);
+}
 
 bool VerifyReport::ok() const { return to_json()["ok"].get<bool>(); }
 
@@ -42,6 +59,11 @@ VerifyReport run_verify(const VerifyRequest &r) {
     report.dtype = model::precision_dtype(b);
     if (report.dtype == "fp32") report.dtype = model::precision_dtype(a);
     report.tolerance = model::default_tolerance(report.dtype);
+    if (uint8_tables(a) || uint8_tables(b)) {
+        report.note = "EmbeddingBag tables stored as uint8 rows (--embedding-int8): each pooled value is within "
+                      "sum |w| * row range / 510 of fp32";
+        report.tolerance.min_cosine = std::min(report.tolerance.min_cosine, kEmbeddingInt8MinCosine);
+    }
     if (r.min_cosine) report.tolerance.min_cosine = *r.min_cosine;
     report.tolerance.atol = r.atol;
     report.tolerance.rtol = r.rtol;

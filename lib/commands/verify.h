@@ -24,6 +24,7 @@ struct VerifyReport {
     std::string a, b;
     std::string dtype;  // the lower-precision side's
     model::Tolerance tolerance;
+    std::string note;   // what else sets the expected error (uint8 embedding tables), or empty
     std::vector<model::OutputDiff> diffs;
 
     nlohmann::json to_json() const;

@@ -211,6 +211,21 @@ std::optional<std::pair<Value *, Pairs>> read_gather(Value *flat) {
     return std::make_pair(z, pairs);
 }
 
+// Whether `value` is the interaction written as one dot product a pair, stacked: stack of
+// sum(mul(a, b), 1) (a Python loop over the pairs, unrolled by tracing or scripting).
+bool is_dot_per_pair(Value *value) {
+    Node *stack = value->node();
+    if (!is_kind(stack, c10::aten::stack)) return false;
+    const auto dots = list_elements(stack->input(0), stack);
+    if (!dots || dots->empty()) return false;
+    for (Value *dot : *dots) {
+        Node *sum = dot->node();
+        if (!is_kind(sum, c10::aten::sum) || sum->inputs().empty() || !is_kind(sum->input(0)->node(), c10::aten::mul))
+            return false;
+    }
+    return true;
+}
+
 }  // namespace
 
 PassResult fuse_interaction(std::shared_ptr<torch::jit::Graph> &graph) {
@@ -220,7 +235,14 @@ PassResult fuse_interaction(std::shared_ptr<torch::jit::Graph> &graph) {
         const auto parts = list_elements(cat->input(0), cat);
         if (!parts || parts->size() != 2) continue;
         const auto gather = read_gather((*parts)[1]);
-        if (!gather) continue;
+        if (!gather) {
+            if (is_dot_per_pair((*parts)[1]))
+                result.skipped.push_back(node_label(cat) +
+                                         ": the interaction is one dot product a pair ((a * b).sum(1) stacked, a "
+                                         "Python loop unrolled); not fused: write it as bmm(T, T.transpose(1, 2)) "
+                                         "and a gather of the pairs");
+            continue;
+        }
         const std::string label = node_label(cat);
         const auto [t, dtype] = gram_input(gather->first);
         if (!t) {

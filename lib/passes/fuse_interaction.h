@@ -7,7 +7,8 @@
 // the dot products the gather reads are computed, and T and Z are not made unless something else
 // reads them. Needs libipex_ops.so; no-op when no concatenation ends such a pattern. Left alone: a
 // first feature that is not the dense vector concatenated after, a bmm of two different tensors,
-// a gather over other dims.
+// a gather over other dims, and the interaction written as one dot product a pair ((a * b).sum(1)
+// for each pair, stacked: a Python loop unrolled by tracing), which is named in skipped.
 #pragma once
 
 #include <torch/csrc/jit/ir/ir.h>

@@ -2,8 +2,10 @@
 """DLRM-style models (tests/fixtures/make_recsys_fixtures.py), scripted and traced: optimize merges
 the EmbeddingBag tables into one ipex::merged_embedding_bag and the dot interaction into one
 ipex::interaction (op counts before and after), the outputs equal the eager model's in fp32
-(<= 1e-5 relative) and stay close in bf16, and crafted inputs (offsets that decrease, an index
-past its table) exit 3 naming the op."""
+(<= 1e-5 relative) and stay close in bf16; --embedding-int8 stores the tables as uint8 rows (the
+report's table bytes, verify's note and tolerance); a model that already calls aten's byte
+row-wise op merges as it is; crafted inputs (offsets that decrease, an index past its table)
+exit 3 naming the op."""
 
 import json
 import os
@@ -83,6 +85,9 @@ class Recsys(e2e.ToolTestCase):
 
     def fused(self, name: str, *flags) -> str:
         """Optimizes; checks the passes' counts and the op histogram; returns the output path."""
+        return self.fused_with_report(name, *flags)[0]
+
+    def fused_with_report(self, name: str, *flags):
         src = os.path.join(RECSYS, f"{name}.pt")
         out = self.path(f"{name}.opt.pt")
         _, report = self.optimize(src, out, *flags)
@@ -92,11 +97,13 @@ class Recsys(e2e.ToolTestCase):
         self.assertEqual(self.pass_entry(report, "fuse_interaction")["count"], 1, report)
         before = self.inspect(src)["op_histogram"]
         after = self.inspect(out)["op_histogram"]
-        self.assertEqual(e2e.count_aten(before, ("embedding_bag",)), manifest()[name]["tables"], before)
+        bags = before.get("quantized::embedding_bag_byte_rowwise_offsets", 0) + e2e.count_aten(before, ("embedding_bag",))
+        self.assertEqual(bags, manifest()[name]["tables"], before)
         self.assertEqual(e2e.count_aten(after, ("embedding_bag", "bmm", "index")), 0, after)
+        self.assertNotIn("quantized::embedding_bag_byte_rowwise_offsets", after)
         self.assertEqual(after.get("ipex::merged_embedding_bag"), 1, after)
         self.assertEqual(after.get("ipex::interaction"), 1, after)
-        return out
+        return out, report
 
     def test_scripted_dlrm_fp32(self):
         out = self.fused("dlrm_scripted")
@@ -106,12 +113,44 @@ class Recsys(e2e.ToolTestCase):
         out = self.fused("dlrm_traced")
         self.assertLessEqual(self.relative_error_to_eager(out, "dlrm_traced"), FP32_RELATIVE)
 
+    def test_other_forms(self):
+        """Scripted stack + bmm + index tensors and stack + tril_indices fuse; the traced loop of dot
+        products merges its tables, and the report says why its interaction stays."""
+        for name in ("dlrm_scripted_stack", "dlrm_scripted_tril"):
+            with self.subTest(model=name):
+                out = self.fused(name)
+                self.assertLessEqual(self.relative_error_to_eager(out, name), FP32_RELATIVE)
+        src = os.path.join(RECSYS, "dlrm_traced_loop.pt")
+        out = self.path("dlrm_traced_loop.opt.pt")
+        _, report = self.optimize(src, out)
+        self.assertEqual(self.pass_entry(report, "merge_embedding_bags")["count"], 1, report)
+        fuse = self.pass_entry(report, "fuse_interaction")
+        self.assertEqual(fuse["count"], 0, report)
+        self.assertTrue(any("one dot product a pair" in why for why in fuse["skipped"]), fuse)
+        self.assertLessEqual(self.relative_error_to_eager(out, "dlrm_traced_loop"), FP32_RELATIVE)
+
     def test_bf16(self):
         for name in ("dlrm_scripted", "dlrm_traced"):
             with self.subTest(model=name):
                 out = self.fused(name, "--dtype", "bf16")
                 self.tool("verify", os.path.join(RECSYS, f"{name}.pt"), out, *inputs(*INPUTS),
                           "--min-cosine", BF16_MIN_COSINE)
+
+    def test_embedding_int8(self):
+        for name in ("dlrm_scripted", "dlrm_traced"):
+            with self.subTest(model=name):
+                out, report = self.fused_with_report(name, "--embedding-int8")
+                details = self.pass_entry(report, "merge_embedding_bags")["details"]
+                self.assertEqual(details["uint8_tables"], manifest()[name]["tables"], details)
+                # dim 16: 4 * 16 bytes a row in fp32, 16 + 8 in uint8.
+                self.assertEqual(details["table_bytes_after"] * 64, details["table_bytes_before"] * 24, details)
+                result = self.tool("verify", os.path.join(RECSYS, f"{name}.pt"), out, *inputs(*INPUTS), "--json")
+                self.assertIn("uint8 rows", result.json()["note"])
+                self.assertEqual(result.json()["tolerance"]["min_cosine"], 0.999)
+
+    def test_byte_rowwise_model(self):
+        out = self.fused("dlrm_byte")
+        self.assertLessEqual(self.relative_error_to_eager(out, "dlrm_byte"), FP32_RELATIVE)
 
     def test_portable_keeps_aten(self):
         out = self.path("portable.pt")

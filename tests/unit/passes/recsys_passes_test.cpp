@@ -63,6 +63,18 @@ const char *kPermuteAndUnpackedSizes =
     "    t = torch.tril_indices(ni, nj, -1)\n"
     "    return torch.cat([x, Z[:, t[0], t[1]]], 1)\n";
 
+const char *kStackAndIndexTensors =
+    "    T = torch.stack([x] + ly, dim=1)\n"
+    "    Z = torch.bmm(T, T.transpose(1, 2))\n"
+    "    return torch.cat([x, Z[:, self.li, self.lj]], dim=1)\n";
+
+// One dot product a pair, as a Python loop unrolled: not fused (named in skipped).
+const char *kDotPerPair =
+    "    t = [x] + ly\n"
+    "    d = torch.stack([(t[1] * t[0]).sum(1), (t[2] * t[0]).sum(1), (t[2] * t[1]).sum(1), (t[3] * t[0]).sum(1),\n"
+    "                     (t[3] * t[1]).sum(1), (t[3] * t[2]).sum(1)], dim=1)\n"
+    "    return torch.cat([x, d], dim=1)\n";
+
 torch::jit::Module dlrm(const std::string &mode, const std::string &interaction) {
     const at::Tensor pairs = at::tril_indices(4, 4, -1);
     testing::Params params{{"bottom_w", at::randn({kDim, 5})},
@@ -120,7 +132,17 @@ TEST_F(RecsysPasses, MergesTheTablesAndFusesTheInteraction) {
         expect_fused(dlrm(mode, kViewAndConstantPairs), 1, 1);
         expect_fused(dlrm(mode, kStackAndTril), 1, 1);
         expect_fused(dlrm(mode, kPermuteAndUnpackedSizes), 1, 1);
+        expect_fused(dlrm(mode, kStackAndIndexTensors), 1, 1);
     }
+}
+
+TEST_F(RecsysPasses, NamesTheDotPerPairFormItLeaves) {
+    auto frozen = testing::freeze(dlrm("0", kDotPerPair));
+    const PassResult r = fuse_interaction(frozen.graph);
+    EXPECT_FALSE(r.changed);
+    ASSERT_EQ(r.skipped.size(), 1u);
+    EXPECT_NE(r.skipped[0].find("one dot product a pair"), std::string::npos) << r.skipped[0];
+    expect_fused(dlrm("0", kDotPerPair), 1, 0);  // the tables still merge
 }
 
 TEST_F(RecsysPasses, Bf16TablesReturnFp32) {
