@@ -36,12 +36,28 @@ const std::map<std::string, std::string> &gguf_architectures() {
     return m;
 }
 
+// Tensor names: Hugging Face's beside GGUF's, outside the layers and (without "blk.N.") inside.
+const std::vector<std::pair<std::string, std::string>> &top_names() {
+    static const std::vector<std::pair<std::string, std::string>> t = {{"model.embed_tokens.weight", "token_embd.weight"},
+                                                                       {"model.norm.weight", "output_norm.weight"},
+                                                                       {"lm_head.weight", "output.weight"}};
+    return t;
+}
+const std::vector<std::pair<std::string, std::string>> &layer_names() {
+    static const std::vector<std::pair<std::string, std::string>> t = {
+        {"input_layernorm", "attn_norm"},   {"post_attention_layernorm", "ffn_norm"},
+        {"self_attn.q_proj", "attn_q"},     {"self_attn.k_proj", "attn_k"},
+        {"self_attn.v_proj", "attn_v"},     {"self_attn.o_proj", "attn_output"},
+        {"self_attn.q_norm", "attn_q_norm"}, {"self_attn.k_norm", "attn_k_norm"},
+        {"mlp.gate_proj", "ffn_gate"},      {"mlp.up_proj", "ffn_up"},
+        {"mlp.down_proj", "ffn_down"}};
+    return t;
+}
+
 // The GGUF name of a Hugging Face tensor name ("" for none).
 std::string gguf_name(const std::string &hf) {
-    static const std::map<std::string, std::string> top = {{"model.embed_tokens.weight", "token_embd.weight"},
-                                                           {"model.norm.weight", "output_norm.weight"},
-                                                           {"lm_head.weight", "output.weight"}};
-    if (const auto it = top.find(hf); it != top.end()) return it->second;
+    for (const auto &[h, g] : top_names())
+        if (h == hf) return g;
     static const std::string prefix = "model.layers.";
     if (hf.rfind(prefix, 0) != 0) return "";
     const size_t dot = hf.find('.', prefix.size());
@@ -50,15 +66,24 @@ std::string gguf_name(const std::string &hf) {
     const std::string rest = hf.substr(dot + 1);  // "self_attn.q_proj.weight"
     const size_t last = rest.rfind('.');
     if (last == std::string::npos) return "";
-    static const std::map<std::string, std::string> parts = {
-        {"input_layernorm", "attn_norm"},   {"post_attention_layernorm", "ffn_norm"},
-        {"self_attn.q_proj", "attn_q"},     {"self_attn.k_proj", "attn_k"},
-        {"self_attn.v_proj", "attn_v"},     {"self_attn.o_proj", "attn_output"},
-        {"self_attn.q_norm", "attn_q_norm"}, {"self_attn.k_norm", "attn_k_norm"},
-        {"mlp.gate_proj", "ffn_gate"},      {"mlp.up_proj", "ffn_up"},
-        {"mlp.down_proj", "ffn_down"}};
-    const auto it = parts.find(rest.substr(0, last));
-    return it == parts.end() ? "" : "blk." + layer + "." + it->second + rest.substr(last);
+    for (const auto &[h, g] : layer_names())
+        if (h == rest.substr(0, last)) return "blk." + layer + "." + g + rest.substr(last);
+    return "";
+}
+
+// The Hugging Face name of a GGUF tensor name ("" for none).
+std::string hf_name(const std::string &gguf) {
+    for (const auto &[h, g] : top_names())
+        if (g == gguf) return h;
+    static const std::string prefix = "blk.";
+    if (gguf.rfind(prefix, 0) != 0) return "";
+    const size_t dot = gguf.find('.', prefix.size());
+    const size_t last = gguf.rfind('.');
+    if (dot == std::string::npos || last <= dot) return "";
+    const std::string part = gguf.substr(dot + 1, last - dot - 1);
+    for (const auto &[h, g] : layer_names())
+        if (g == part) return "model.layers." + gguf.substr(prefix.size(), dot - prefix.size()) + "." + h + gguf.substr(last);
+    return "";
 }
 
 class Gguf final : public TensorSource {
@@ -126,6 +151,19 @@ bool is_gguf(const std::string &path) {
 }
 
 std::unique_ptr<TensorSource> gguf_source(const std::string &path) { return std::make_unique<Gguf>(path); }
+
+std::vector<std::string> gguf_tensor_names(const std::string &path) {
+    const woq::GgufFile file(path);
+    std::vector<std::string> names;
+    for (const auto &t : file.header().tensors) {
+        if (t.name == "rope_freqs.weight") continue;  // derived from the config's rope scaling
+        const std::string hf = hf_name(t.name);
+        if (hf.empty() || gguf_name(hf) != t.name)
+            throw_unsupported("GGUF file '" + path + "': tensor '" + t.name + "' has no Hugging Face name this loader knows");
+        names.push_back(hf);
+    }
+    return names;
+}
 
 nlohmann::json gguf_config(const std::string &path) {
     const woq::GgufFile file(path);

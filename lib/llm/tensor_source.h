@@ -36,5 +36,8 @@ bool is_gguf(const std::string &path);
 // parse_config (exit 4 naming an architecture this loader does not map).
 std::unique_ptr<TensorSource> gguf_source(const std::string &path);
 nlohmann::json gguf_config(const std::string &path);
+// The Hugging Face names of every tensor in the GGUF file, in file order (exit 4 naming a
+// tensor without one; rope_freqs, which the config's rope scaling gives, is left out).
+std::vector<std::string> gguf_tensor_names(const std::string &path);
 
 }  // namespace ipex::llm
