@@ -2,7 +2,7 @@
 
 ``import ipex_tool as ipex`` in place of ``import intel_extension_for_pytorch as ipex``:
 ``ipex.optimize`` runs the pipeline of ``ipex-tool optimize`` on the model and returns a
-TorchScript model, and with an ``optimizer`` (SGD, Adagrad, Adam, AdamW) prepares training with
+TorchScript model, and with an ``optimizer`` (SGD, Adagrad, Adam, AdamW, Lamb, Lars) prepares training with
 fused optimizer steps and split bf16 master weights (``ipex_tool.optim``);
 ``ipex.set_fp32_math_mode`` / ``get_fp32_math_mode`` / ``FP32MathMode`` set the fp32 math mode
 of the models optimized afterwards; ``ipex.quantization`` prepares, calibrates and converts to

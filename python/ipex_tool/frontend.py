@@ -181,7 +181,7 @@ def optimize(model, dtype=None, optimizer=None, level="O1", inplace=False, conv_
     too (``channels_last``, ``fuse_attention``, ``conv_chains``), as are ``portable`` and
     ``keep_dtype``. A knob that cannot be honoured is a warning naming it.
 
-    With ``optimizer`` (torch.optim.SGD, Adagrad, Adam or AdamW) it prepares eager training instead and
+    With ``optimizer`` (torch.optim.SGD, Adagrad, Adam, AdamW; ipex_tool.optim.Lamb, Lars) it prepares eager training instead and
     returns ``(model, optimizer)``, both changed in place: fused optimizer steps and, with
     ``dtype=torch.bfloat16``, split bf16 master weights (``ipex_tool.optim``). The inference
     knobs do not apply there.
