@@ -11,15 +11,18 @@ bottom MLP 13-512-256-D, N nn.EmbeddingBag tables of rows spread geometrically f
 to --rows-max (sum pooling), the dot interaction of facebookresearch/dlrm, top MLP
 to 1024-1024-512-256-1), model.onnx (the same weights), inputs/ (dense [B, 13] fp32, indices
 [N, B * L] int64, offsets [N, B] int64: L random rows per bag, Criteo's one-hot at L = 1) and
-ours_fp32.pt / ours_bf16.pt by `ipex-tool optimize`. Defaults are the issue's Criteo-like shapes:
+ours_fp32.pt / ours_bf16.pt / ours_int8emb.pt (fp32 with --embedding-int8: uint8 rows) by
+`ipex-tool optimize`. Defaults are the issue's Criteo-like shapes:
 26 tables of 100k-1M rows x 128, batch 2048 (about 5 GB of fp32 tables, written three times).
 
 Then (without --make, on a directory --make wrote):
   1. bench/ort_compare.py OUTDIR with --target ours_bf16=2x --target ours_fp32=1.2x (ONNX
      Runtime fp32 at IPEX_ORT_DIR, stock libtorch, ours; rounds interleaved, same weights and
      inputs); options after -- go to it.
-  2. ipex::merged_embedding_bag alone on the model's tables and inputs, fp32 and bf16 tables,
-     in alternating processes: median time, GB/s of the bytes it touches (each index's row,
+     ours_int8emb is timed beside them with no target of its own.
+  2. ipex::merged_embedding_bag alone on the model's tables and inputs, fp32, bf16 and uint8
+     row-wise tables (aten's byte prepack, the layout --embedding-int8 stores), in alternating
+     processes: median time, GB/s of the bytes it touches (each index's row,
      the indices and offsets, the output) and their share of `ipex-tool info --limits`'s
      read_gbs measured in the same run (target >= 60%).
 Ratios only; results go to bench/RESULTS.md with the date and build.
@@ -94,9 +97,10 @@ def make(args) -> int:
     with open(os.path.join(args.outdir, "model.json"), "w") as f:
         json.dump({"label": f"DLRM {len(rows)} tables x {args.dim}, batch {args.batch}", "rows": rows,
                    "dim": args.dim, "batch": args.batch, "bag_size": args.bag_size}, f, indent=1)
-    for dtype in ("fp32", "bf16"):
-        subprocess.run([args.tool, "optimize", src, os.path.join(args.outdir, f"ours_{dtype}.pt"), "--dtype", dtype,
-                        "--report", os.path.join(args.outdir, f"ours_{dtype}.report.json")], check=True)
+    for name, flags in (("fp32", ["--dtype", "fp32"]), ("bf16", ["--dtype", "bf16"]),
+                        ("int8emb", ["--dtype", "fp32", "--embedding-int8"])):
+        subprocess.run([args.tool, "optimize", src, os.path.join(args.outdir, f"ours_{name}.pt"), *flags,
+                        "--report", os.path.join(args.outdir, f"ours_{name}.report.json")], check=True)
     print(f"wrote {args.outdir}; run: IPEX_ORT_DIR=/tmp/ortdir {sys.argv[0]} {args.outdir}")
     return 0
 
@@ -109,7 +113,10 @@ torch.ops.load_library(ops)
 torch.set_num_threads(int(threads))
 m = torch.jit.load(model)
 tables = [p for n, p in m.named_parameters() if n.startswith("emb.")]
-tables = [t.to(torch.bfloat16) if dtype == "bf16" else t for t in tables]
+if dtype == "bf16":
+    tables = [t.to(torch.bfloat16) for t in tables]
+elif dtype == "uint8":  # a row's values, then its fp32 scale and bias
+    tables = [torch.ops.quantized.embedding_bag_byte_prepack(t.detach()) for t in tables]
 indices = torch.from_numpy(np.load(inputs + "/1_indices.npy"))
 offsets = torch.from_numpy(np.load(inputs + "/2_offsets.npy"))
 idx, off = list(indices.unbind(0)), list(offsets.unbind(0))
@@ -123,7 +130,8 @@ for _ in range(int(iterations)):
     call()
     samples.append(time.perf_counter() - start)
 row = tables[0].shape[1] * tables[0].element_size()
-touched = indices.numel() * (row + 8) + offsets.numel() * 8 + offsets.numel() * tables[0].shape[1] * 4
+dim = tables[0].shape[1] - (8 if dtype == "uint8" else 0)
+touched = indices.numel() * (row + 8) + offsets.numel() * 8 + offsets.numel() * dim * 4
 print(json.dumps({"median_s": sorted(samples)[len(samples) // 2], "bytes": touched}))
 """
 
@@ -142,10 +150,11 @@ def embedding_bandwidth(args) -> bool:
         return False
     limits = json.loads(subprocess.run([args.tool, "info", "--limits", "--threads", str(args.threads), "--json"],
                                        check=True, capture_output=True, text=True).stdout)["limits"]
-    runs = {"fp32": [], "bf16": []}
+    kinds = ("fp32", "bf16", "uint8")
+    runs = {kind: [] for kind in kinds}
     touched = {}
     for _ in range(args.rounds):
-        for dtype in (("fp32", "bf16") if _ % 2 == 0 else ("bf16", "fp32")):
+        for dtype in (kinds if _ % 2 == 0 else tuple(reversed(kinds))):
             out = subprocess.run([PYTHON, "-c", TIME_MERGED, ops, os.path.join(args.outdir, "model.pt"),
                                   os.path.join(args.outdir, "inputs"), dtype, str(args.threads), "3", "20"],
                                  check=True, capture_output=True, text=True).stdout
@@ -189,7 +198,7 @@ def main() -> int:
         return 2
     if args.make:
         return make(args)
-    for name in ("model.pt", "model.onnx", "ours_fp32.pt", "ours_bf16.pt"):
+    for name in ("model.pt", "model.onnx", "ours_fp32.pt", "ours_bf16.pt", "ours_int8emb.pt"):
         if not os.path.exists(os.path.join(args.outdir, name)):
             print(f"{args.outdir}/{name} is missing; write the directory with --make", file=sys.stderr)
             return 3
