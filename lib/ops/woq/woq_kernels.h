@@ -96,6 +96,13 @@ void gemv_s8_ref(const WeightView &w, const GemvS8 &a, int64_t n_begin, int64_t 
 void dequant_f32_ref(const WeightView &w, float *dst, int64_t ld, int64_t n_begin, int64_t n_end);
 void dequant_bf16_ref(const WeightView &w, uint16_t *dst, int64_t ld, int64_t n_begin, int64_t n_end);
 
+// AVX2 + FMA versions (need w.block_aligned()); call only when isa::avx2_fma(). For CPUs
+// without AVX-512: fp32 and int8 activations (VPMADDUBSW for int4 weights), and the fp32
+// dequantization of the large-batch path (the same values as dequant_f32_ref, bit for bit).
+void gemv_f32_avx2(const WeightView &w, const GemvF32 &a, int64_t n_begin, int64_t n_end);
+void gemv_s8_avx2(const WeightView &w, const GemvS8 &a, int64_t n_begin, int64_t n_end);
+void dequant_f32_avx2(const WeightView &w, float *dst, int64_t ld, int64_t n_begin, int64_t n_end);
+
 // AVX-512 versions (need w.block_aligned()); call only when isa::avx512() (base/isa.h), and
 // isa::avx512_vnni() / isa::avx512_bf16() where they say so. Where the CPU has AMX-BF16
 // (isa::amx_bf16_present()) oneDNN's bf16 matmul (AMX tiles) beats gemm_bf16_avx512 on large

@@ -58,6 +58,11 @@ bool use_simd(const kernels::WeightView &w) {
     return !g_force_portable.load() && w.block_aligned() && isa::avx512();
 }
 
+// The AVX2 kernels, where the AVX-512 ones cannot run.
+bool use_avx2(const kernels::WeightView &w) {
+    return !g_force_portable.load() && w.block_aligned() && !isa::avx512() && isa::avx2_fma();
+}
+
 // x [M, K] fp32 -> [M, Kp] zero padded.
 at::Tensor pad_channels(const at::Tensor &x, int64_t kp) {
     if (x.size(1) == kp) return x.contiguous();
@@ -70,9 +75,10 @@ at::Tensor gemv_f32(const kernels::WeightView &w, const at::Tensor &x2d) {
     const at::Tensor xsum = x.narrow(1, 0, w.k).reshape({m, w.groups, w.group_size}).sum(2).contiguous();
     at::Tensor out = at::empty({m, w.n}, at::kFloat);
     const kernels::GemvF32 a{x.data_ptr<float>(), xsum.data_ptr<float>(), m, out.data_ptr<float>(), w.n};
-    const bool simd = use_simd(w);
+    const bool simd = use_simd(w), avx2 = use_avx2(w);
     for_row_chunks(w.n, [&](int64_t n0, int64_t n1) {
         if (simd) kernels::gemv_f32_avx512(w, a, n0, n1);
+        else if (avx2) kernels::gemv_f32_avx2(w, a, n0, n1);
         else kernels::gemv_f32_ref(w, a, n0, n1);
     });
     return out;
@@ -89,9 +95,10 @@ at::Tensor gemv_s8(const kernels::WeightView &w, const at::Tensor &x2d) {
     at::Tensor out = at::empty({m, w.n}, at::kFloat);
     const kernels::GemvS8 a{xq.data_ptr<int8_t>(), scale.data_ptr<float>(), xsum.data_ptr<int32_t>(), m,
                             out.data_ptr<float>(), w.n};
-    const bool simd = use_simd(w) && isa::avx512_vnni();
+    const bool simd = use_simd(w) && isa::avx512_vnni(), avx2 = !simd && use_avx2(w);
     for_row_chunks(w.n, [&](int64_t n0, int64_t n1) {
         if (simd) kernels::gemv_s8_avx512vnni(w, a, n0, n1);
+        else if (avx2) kernels::gemv_s8_avx2(w, a, n0, n1);
         else kernels::gemv_s8_ref(w, a, n0, n1);
     });
     return out;
@@ -254,7 +261,7 @@ at::Tensor blocked_matmul(const kernels::WeightView &w, const at::Tensor &x2d, b
     const int64_t elem = fp32 ? 4 : 2;
     void *buf = reusable_buffer(0, rows * w.k * elem);
     const at::Tensor part = at::from_blob(reusable_buffer(1, rows * m * 4), {rows, m}, at::kFloat);
-    const bool simd = use_simd(w) && (fp32 || isa::avx512_bf16());
+    const bool simd = use_simd(w) && (fp32 || isa::avx512_bf16()), avx2 = fp32 && use_avx2(w);
     dnnl::memory xt({{w.k, m}, dt, tag::ba}, ops::cpu_engine(), x.data_ptr());
     for (int64_t b = 0; b < blocks; ++b) {
         const int64_t n0 = b * rows, n1 = std::min(w.n, n0 + rows), nb = n1 - n0;
@@ -262,6 +269,7 @@ at::Tensor blocked_matmul(const kernels::WeightView &w, const at::Tensor &x2d, b
             if (fp32) {
                 float *dst = static_cast<float *>(buf) + (r0 - n0) * w.k;
                 if (simd) kernels::dequant_f32_avx512(w, dst, w.k, r0, r1);
+                else if (avx2) kernels::dequant_f32_avx2(w, dst, w.k, r0, r1);
                 else kernels::dequant_f32_ref(w, dst, w.k, r0, r1);
             } else {
                 uint16_t *dst = static_cast<uint16_t *>(buf) + (r0 - n0) * w.k;

@@ -149,6 +149,52 @@ TEST(WoqFormat, RoundToNearestErrorIsAtMostHalfAStep) {
     EXPECT_THROW(ipex::woq::quantize_rtn("l", w, at::Tensor(), 4, 48), ipex::Error);
 }
 
+ipex::woq::kernels::WeightView view_of(const WoqLayer &l, const Case &c) {
+    ipex::woq::kernels::WeightView w;
+    w.qweight = l.qweight.data_ptr<uint8_t>();
+    w.scales = l.scales.data_ptr<float>();
+    w.zeros = l.zeros.data_ptr<float>();
+    w.n = c.n;
+    w.k = c.k;
+    w.kp = (c.k + 31) / 32 * 32;
+    w.groups = l.groups();
+    w.group_size = l.group_size;
+    w.bits = c.bits;
+    return w;
+}
+
+// The AVX2 kernels called directly (woq_linear prefers the AVX-512 ones where they run): the
+// dequantization equals the portable one bit for bit, the products agree with it to rounding.
+TEST(WoqKernels, Avx2KernelsMatchPortable) {
+    if (!ipex::isa::avx2_fma()) GTEST_SKIP() << "no AVX2 and FMA on this CPU";
+    namespace k = ipex::woq::kernels;
+    for (const Case &c : {Case{4, 9, 200, -1, false}, Case{4, 8, 256, 64, false}, Case{8, 5, 96, 32, false},
+                          Case{8, 7, 300, -1, false}}) {
+        const WoqLayer l = make(c, 23);
+        const k::WeightView w = view_of(l, c);
+        at::Tensor f = at::full({c.n, c.k + 5}, -1.f), fr = f.clone();
+        k::dequant_f32_avx2(w, f.data_ptr<float>(), c.k + 5, 0, c.n);
+        k::dequant_f32_ref(w, fr.data_ptr<float>(), c.k + 5, 0, c.n);
+        EXPECT_TRUE(at::equal(f, fr)) << "bits " << c.bits << " k " << c.k;
+        for (const int64_t m : {1, 2, 5}) {
+            const at::Tensor x = at::constant_pad_nd(at::randn({m, c.k}), {0, w.kp - c.k}, 0).contiguous();
+            const at::Tensor xsum = x.narrow(1, 0, c.k).reshape({m, w.groups, -1}).sum(2).contiguous();
+            at::Tensor got = at::empty({m, c.n}), want = at::empty({m, c.n});
+            k::gemv_f32_avx2(w, {x.data_ptr<float>(), xsum.data_ptr<float>(), m, got.data_ptr<float>(), c.n}, 0, c.n);
+            k::gemv_f32_ref(w, {x.data_ptr<float>(), xsum.data_ptr<float>(), m, want.data_ptr<float>(), c.n}, 0, c.n);
+            EXPECT_LT(rel_err(got, want), 1e-5) << "fp32 bits " << c.bits << " k " << c.k << " m " << m;
+            // int8 activations: integer sums, so equal up to the final fp32 scaling.
+            const at::Tensor xq = at::randint(-127, 128, {m, w.kp}, at::kChar).index_put_(
+                {at::indexing::Slice(), at::indexing::Slice(c.k, at::indexing::None)}, 0);
+            const at::Tensor qsum = xq.narrow(1, 0, c.k).to(at::kInt).reshape({m, w.groups, -1}).sum(2, false, at::kInt).contiguous();
+            const at::Tensor xs = at::rand({m}) + 0.01;
+            k::gemv_s8_avx2(w, {xq.data_ptr<int8_t>(), xs.data_ptr<float>(), qsum.data_ptr<int32_t>(), m, got.data_ptr<float>(), c.n}, 0, c.n);
+            k::gemv_s8_ref(w, {xq.data_ptr<int8_t>(), xs.data_ptr<float>(), qsum.data_ptr<int32_t>(), m, want.data_ptr<float>(), c.n}, 0, c.n);
+            EXPECT_LT(rel_err(got, want), 1e-5) << "int8 bits " << c.bits << " k " << c.k << " m " << m;
+        }
+    }
+}
+
 TEST(WoqKernels, VectorDequantizationMatchesPortableBitForBit) {
     if (!ipex::isa::avx512_bf16()) GTEST_SKIP() << "no AVX512-BF16 on this CPU";
     for (const Case &c : {Case{4, 9, 200, -1, false}, Case{4, 8, 256, 64, false}, Case{8, 5, 96, 32, false}}) {

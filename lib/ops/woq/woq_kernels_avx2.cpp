@@ -1,0 +1,266 @@
+// AVX2 + FMA kernels of ipex::woq_linear, for CPUs without AVX-512. This file is compiled with
+// -mavx2 -mfma; callers check isa::avx2_fma() first. It includes no libtorch header.
+//
+// The same algebra as the AVX-512 kernels (woq_kernels_avx512.cpp): weights are widened in
+// registers, the per-group dot products are scaled once per group and the zero points come
+// in through the group sums of x:
+//   y[n] = sum_g s[n,g] * (sum_{k in g} q[n,k] x[k] - z[n,g] * sum_{k in g} x[k]).
+// With int8 activations, int4 weights (0..15) meet them in VPMADDUBSW, whose 16-bit pair sums
+// stay below 2 * 15 * 127 and never saturate; int8 weights (0..255) would, so they are widened
+// to 16 bits and multiplied with VPMADDWD instead.
+#include <immintrin.h>
+
+#include "ops/woq/woq_kernels.h"
+#include "ops/woq/woq_layout.h"
+
+namespace ipex::woq::kernels {
+namespace {
+
+constexpr int kRows = 4;  // output channels per step of the batch-1 kernels
+// Tiles of kRows rows fetched ahead while one is read (as in the AVX-512 kernels).
+constexpr int64_t kPrefetchTiles = 4;
+
+template <int kR>
+inline void prefetch_next_tile(const uint8_t *const *rows, int64_t row_bytes, int64_t offset) {
+    if (offset % 64 != 0) return;
+    for (int r = 0; r < kR; ++r)
+        _mm_prefetch(reinterpret_cast<const char *>(rows[r] + offset + kPrefetchTiles * kR * row_bytes), _MM_HINT_T0);
+}
+
+int64_t blocks_per_group(const WeightView &w) { return (w.groups == 1 ? w.kp : w.group_size) / kBlock; }
+int64_t block_bytes(const WeightView &w) { return w.bits == 4 ? kBlock / 2 : kBlock; }
+
+inline float hsum(__m256 v) {
+    const __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    const __m128 q = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_add_ss(q, _mm_movehdup_ps(q)));
+}
+
+// The 32 weights of one block as four vectors of 8 floats (channels 0-7, 8-15, 16-23, 24-31).
+template <int kBits>
+inline void load_block_f32(const uint8_t *src, __m256 v[4]) {
+    if constexpr (kBits == 4) {
+        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src));
+        const __m256i lo = _mm256_cvtepu8_epi32(b);                     // bytes 0-7
+        const __m256i hi = _mm256_cvtepu8_epi32(_mm_srli_si128(b, 8));  // bytes 8-15
+        const __m256i mask = _mm256_set1_epi32(0x0f);
+        v[0] = _mm256_cvtepi32_ps(_mm256_and_si256(lo, mask));
+        v[1] = _mm256_cvtepi32_ps(_mm256_and_si256(hi, mask));
+        v[2] = _mm256_cvtepi32_ps(_mm256_srli_epi32(lo, 4));
+        v[3] = _mm256_cvtepi32_ps(_mm256_srli_epi32(hi, 4));
+    } else {
+        for (int j = 0; j < 4; ++j)
+            v[j] = _mm256_cvtepi32_ps(
+                _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(src + 8 * j))));
+    }
+}
+
+// Batch 1: kR weight rows share each activation load.
+template <int kBits, int kR>
+void gemv_f32_rows(const WeightView &w, const GemvF32 &a, int64_t n) {
+    const int64_t rb = w.row_bytes(), bpg = blocks_per_group(w), bb = block_bytes(w);
+    const uint8_t *rows[kR];
+    for (int r = 0; r < kR; ++r) rows[r] = w.qweight + (n + r) * rb;
+    const float *x = a.x;
+    __m256 acc[kR];
+    float corr[kR];
+    for (int r = 0; r < kR; ++r) {
+        acc[r] = _mm256_setzero_ps();
+        corr[r] = 0.f;
+    }
+    for (int64_t g = 0; g < w.groups; ++g) {
+        // Two chains per row (channels 0-15 and 16-31 of each block): the FMA latency is hidden.
+        __m256 ga[kR], gb[kR];
+        for (int r = 0; r < kR; ++r) ga[r] = gb[r] = _mm256_setzero_ps();
+        for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) {
+            prefetch_next_tile<kR>(rows, rb, b * bb);
+            const float *xb = x + b * kBlock;
+            for (int r = 0; r < kR; ++r) {
+                __m256 v[4];
+                load_block_f32<kBits>(rows[r] + b * bb, v);
+                ga[r] = _mm256_fmadd_ps(v[0], _mm256_loadu_ps(xb), ga[r]);
+                gb[r] = _mm256_fmadd_ps(v[2], _mm256_loadu_ps(xb + 16), gb[r]);
+                ga[r] = _mm256_fmadd_ps(v[1], _mm256_loadu_ps(xb + 8), ga[r]);
+                gb[r] = _mm256_fmadd_ps(v[3], _mm256_loadu_ps(xb + 24), gb[r]);
+            }
+        }
+        for (int r = 0; r < kR; ++r) {
+            const float s = w.scales[(n + r) * w.groups + g];
+            acc[r] = _mm256_fmadd_ps(_mm256_add_ps(ga[r], gb[r]), _mm256_set1_ps(s), acc[r]);
+            corr[r] += s * w.zeros[(n + r) * w.groups + g] * a.xsum[g];
+        }
+    }
+    for (int r = 0; r < kR; ++r) a.out[n + r] = hsum(acc[r]) - corr[r];
+}
+
+// kR weight rows x kM activation rows: each weight block is converted and scaled once and
+// used for kM rows of x.
+template <int kBits, int kR, int kM>
+void gemm_f32_tile(const WeightView &w, const GemvF32 &a, int64_t n, int64_t m0) {
+    const int64_t rb = w.row_bytes(), bpg = blocks_per_group(w), bb = block_bytes(w);
+    __m256 acc[kR][kM];
+    float corr[kR][kM];
+    for (int r = 0; r < kR; ++r)
+        for (int i = 0; i < kM; ++i) {
+            acc[r][i] = _mm256_setzero_ps();
+            corr[r][i] = 0.f;
+        }
+    for (int64_t g = 0; g < w.groups; ++g) {
+        __m256 sv[kR];
+        for (int r = 0; r < kR; ++r) {
+            const float s = w.scales[(n + r) * w.groups + g];
+            const float sz = s * w.zeros[(n + r) * w.groups + g];
+            sv[r] = _mm256_set1_ps(s);
+            for (int i = 0; i < kM; ++i) corr[r][i] += sz * a.xsum[(m0 + i) * w.groups + g];
+        }
+        for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) {
+            __m256 v[kR][4];
+            for (int r = 0; r < kR; ++r) {
+                load_block_f32<kBits>(w.qweight + (n + r) * rb + b * bb, v[r]);
+                for (int j = 0; j < 4; ++j) v[r][j] = _mm256_mul_ps(v[r][j], sv[r]);
+            }
+            for (int i = 0; i < kM; ++i) {
+                const float *x = a.x + (m0 + i) * w.kp + b * kBlock;
+                for (int j = 0; j < 4; ++j) {
+                    const __m256 xv = _mm256_loadu_ps(x + 8 * j);
+                    for (int r = 0; r < kR; ++r) acc[r][i] = _mm256_fmadd_ps(v[r][j], xv, acc[r][i]);
+                }
+            }
+        }
+    }
+    for (int r = 0; r < kR; ++r)
+        for (int i = 0; i < kM; ++i) a.out[(m0 + i) * a.ldo + n + r] = hsum(acc[r][i]) - corr[r][i];
+}
+
+template <int kBits, int kR>
+void gemm_f32_rows(const WeightView &w, const GemvF32 &a, int64_t n) {
+    constexpr int kTileM = 4;
+    int64_t m = 0;
+    for (; m + kTileM <= a.m; m += kTileM) gemm_f32_tile<kBits, kR, kTileM>(w, a, n, m);
+    switch (a.m - m) {
+    case 3: gemm_f32_tile<kBits, kR, 3>(w, a, n, m); break;
+    case 2: gemm_f32_tile<kBits, kR, 2>(w, a, n, m); break;
+    case 1: gemm_f32_tile<kBits, kR, 1>(w, a, n, m); break;
+    default: break;
+    }
+}
+
+// Sum of the products of 32 weights (unsigned, in channel order) with 32 int8 activations, as
+// eight int32 partial sums.
+template <int kBits>
+inline __m256i dot_block_s8(const uint8_t *src, const int8_t *x) {
+    if constexpr (kBits == 4) {
+        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src));
+        const __m128i mask = _mm_set1_epi8(0x0f);
+        const __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(b, mask)),
+                                                  _mm_and_si128(_mm_srli_epi16(b, 4), mask), 1);
+        const __m256i pairs = _mm256_maddubs_epi16(q, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x)));
+        return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+    } else {
+        const __m256i q0 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src)));
+        const __m256i q1 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src + 16)));
+        const __m256i x0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(x)));
+        const __m256i x1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(x + 16)));
+        return _mm256_add_epi32(_mm256_madd_epi16(q0, x0), _mm256_madd_epi16(q1, x1));
+    }
+}
+
+template <int kBits, int kR>
+void gemv_s8_rows(const WeightView &w, const GemvS8 &a, int64_t n) {
+    const int64_t rb = w.row_bytes(), bpg = blocks_per_group(w), bb = block_bytes(w);
+    const uint8_t *rows[kR];
+    for (int r = 0; r < kR; ++r) rows[r] = w.qweight + (n + r) * rb;
+    for (int64_t m = 0; m < a.m; ++m) {
+        const int8_t *x = a.xq + m * w.kp;
+        const int32_t *xsum = a.xsum + m * w.groups;
+        __m256 acc[kR];
+        float corr[kR];
+        for (int r = 0; r < kR; ++r) {
+            acc[r] = _mm256_setzero_ps();
+            corr[r] = 0.f;
+        }
+        for (int64_t g = 0; g < w.groups; ++g) {
+            __m256i ga[kR];
+            for (int r = 0; r < kR; ++r) ga[r] = _mm256_setzero_si256();
+            for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) {
+                if (m == 0) prefetch_next_tile<kR>(rows, rb, b * bb);
+                for (int r = 0; r < kR; ++r)
+                    ga[r] = _mm256_add_epi32(ga[r], dot_block_s8<kBits>(rows[r] + b * bb, x + b * kBlock));
+            }
+            for (int r = 0; r < kR; ++r) {
+                const float s = w.scales[(n + r) * w.groups + g];
+                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ga[r]), _mm256_set1_ps(s), acc[r]);
+                corr[r] += s * w.zeros[(n + r) * w.groups + g] * static_cast<float>(xsum[g]);
+            }
+        }
+        for (int r = 0; r < kR; ++r) a.out[m * a.ldo + n + r] = (hsum(acc[r]) - corr[r]) * a.xscale[m];
+    }
+}
+
+template <int kBits>
+void gemv_f32_range(const WeightView &w, const GemvF32 &a, int64_t n0, int64_t n1) {
+    int64_t n = n0;
+    if (a.m == 1) {
+        for (; n + kRows <= n1; n += kRows) gemv_f32_rows<kBits, kRows>(w, a, n);
+        for (; n < n1; ++n) gemv_f32_rows<kBits, 1>(w, a, n);
+        return;
+    }
+    // Two weight rows by four of x: eight accumulators and the eight converted weight
+    // vectors fit the sixteen registers.
+    for (; n + 2 <= n1; n += 2) gemm_f32_rows<kBits, 2>(w, a, n);
+    for (; n < n1; ++n) gemm_f32_rows<kBits, 1>(w, a, n);
+}
+
+template <int kBits>
+void gemv_s8_range(const WeightView &w, const GemvS8 &a, int64_t n0, int64_t n1) {
+    int64_t n = n0;
+    for (; n + kRows <= n1; n += kRows) gemv_s8_rows<kBits, kRows>(w, a, n);
+    for (; n < n1; ++n) gemv_s8_rows<kBits, 1>(w, a, n);
+}
+
+// One dequantized row as fp32, its first w.k channels (the padding channels are not written).
+template <int kBits>
+void dequant_row(const WeightView &w, int64_t n, float *dst) {
+    const int64_t bpg = blocks_per_group(w), bb = block_bytes(w);
+    const uint8_t *row = w.qweight + n * w.row_bytes();
+    for (int64_t g = 0; g < w.groups; ++g) {
+        const __m256 s = _mm256_set1_ps(w.scales[n * w.groups + g]);
+        const __m256 z = _mm256_set1_ps(w.zeros[n * w.groups + g]);
+        for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) {
+            __m256 v[4];
+            load_block_f32<kBits>(row + b * bb, v);
+            for (int j = 0; j < 4; ++j) {
+                const int64_t k0 = b * kBlock + 8 * j;
+                const __m256 d = _mm256_mul_ps(_mm256_sub_ps(v[j], z), s);
+                if (k0 + 8 <= w.k) {
+                    _mm256_storeu_ps(dst + k0, d);
+                } else if (k0 < w.k) {
+                    alignas(32) float tmp[8];
+                    _mm256_store_ps(tmp, d);
+                    for (int64_t e = 0; e < w.k - k0; ++e) dst[k0 + e] = tmp[e];
+                }
+            }
+        }
+    }
+}
+
+}  // namespace
+
+void gemv_f32_avx2(const WeightView &w, const GemvF32 &a, int64_t n_begin, int64_t n_end) {
+    if (w.bits == 4) gemv_f32_range<4>(w, a, n_begin, n_end);
+    else gemv_f32_range<8>(w, a, n_begin, n_end);
+}
+
+void gemv_s8_avx2(const WeightView &w, const GemvS8 &a, int64_t n_begin, int64_t n_end) {
+    if (w.bits == 4) gemv_s8_range<4>(w, a, n_begin, n_end);
+    else gemv_s8_range<8>(w, a, n_begin, n_end);
+}
+
+void dequant_f32_avx2(const WeightView &w, float *dst, int64_t ld, int64_t n_begin, int64_t n_end) {
+    for (int64_t n = n_begin; n < n_end; ++n) {
+        if (w.bits == 4) dequant_row<4>(w, n, dst + (n - n_begin) * ld);
+        else dequant_row<8>(w, n, dst + (n - n_begin) * ld);
+    }
+}
+
+}  // namespace ipex::woq::kernels
