@@ -91,6 +91,8 @@ nlohmann::json LlmBenchReport::to_json() const {
         {"kv_cache_bytes", r.kv_cache_bytes},
         {"non_finite_logits", r.non_finite_logits},
         {"peak_rss_bytes", r.peak_rss_bytes},
+        {"load_peak_rss_bytes", load_peak_rss_bytes},
+        {"resident_weight_bytes", r.resident_weight_bytes},
         {"limits", limits.to_json()},
     };
     const double floor_ms = bandwidth_floor_ms();
@@ -98,6 +100,9 @@ nlohmann::json LlmBenchReport::to_json() const {
         j["bandwidth_floor_ms"] = floor_ms;
         j["next_token_over_floor"] = r.next_token_ms.p50 / floor_ms;
     }
+    if (r.resident_weight_bytes > 0)
+        j["peak_rss_over_resident_weights"] =
+            static_cast<double>(r.peak_rss_bytes) / static_cast<double>(r.resident_weight_bytes);
     if (limits.peak_gflops > 0) j["prefill_share_of_peak"] = r.prefill_gflops / limits.peak_gflops;
     return j;
 }
@@ -122,7 +127,12 @@ std::string LlmBenchReport::text() const {
             << source(limits.bandwidth_given) << " " << fmt(limits.bandwidth_gbs, 1) << " GB/s)";
     out << "\nthroughput:  " << fmt(r.tokens_per_second, 1) << " tokens/s; weights "
         << fmt(r.weight_bytes_per_token / 1e6, 1) << " MB/token; peak RSS "
-        << fmt(static_cast<double>(r.peak_rss_bytes) / (1 << 20), 0) << " MiB\n";
+        << fmt(static_cast<double>(r.peak_rss_bytes) / (1 << 20), 0) << " MiB";
+    if (load_peak_rss_bytes > 0) out << " (" << fmt(static_cast<double>(load_peak_rss_bytes) / (1 << 20), 0) << " MiB at load)";
+    if (r.resident_weight_bytes > 0)
+        out << ", " << fmt(static_cast<double>(r.peak_rss_bytes) / static_cast<double>(r.resident_weight_bytes))
+            << "x the " << fmt(static_cast<double>(r.resident_weight_bytes) / (1 << 20), 0) << " MiB of weights held";
+    out << "\n";
     for (const std::string &flag : limits.flags) out << "note:        " << flag_text(flag) << "\n";
     return out.str();
 }
@@ -137,6 +147,7 @@ LlmBenchReport run_llm_bench(const LlmBenchRequest &request) {
     report.run = request.run;
     report.limits = llm_limits(request, thread_count(request.load.threads));
     const auto model = load_llm(request.model, request.load);
+    report.load_peak_rss_bytes = llm::peak_rss_bytes();
     report.result = llm::bench_llm(model, request.run);
     report.architecture = model->config().architecture;
     report.weights = model->weights_description();

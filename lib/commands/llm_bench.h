@@ -47,6 +47,7 @@ struct LlmBenchReport {
     llm::LlmBenchOptions run;
     llm::LlmBenchResult result;
     LlmLimits limits;
+    uint64_t load_peak_rss_bytes = 0;  // the process's peak RSS when the model had loaded
 
     // Milliseconds one token takes to stream the weights at the bandwidth (0: no bandwidth).
     double bandwidth_floor_ms() const;

@@ -316,6 +316,7 @@ LlmBenchResult bench_llm(std::shared_ptr<const Model> model, const LlmBenchOptio
     r.prefill_gflops = model->prefill_flops(o.input_tokens) * static_cast<double>(o.batch) / (r.first_token_ms.p50 * 1e6);
     r.weight_bytes_per_token = model->weight_bytes_per_token();
     r.peak_rss_bytes = peak_rss_bytes();
+    r.resident_weight_bytes = model->resident_weight_bytes();
     r.kv_cache_bytes = session.cache_bytes();
     return r;
 }

@@ -99,6 +99,7 @@ struct LlmBenchResult {
     uint64_t weight_bytes_per_token = 0;
     uint64_t peak_rss_bytes = 0;
     uint64_t kv_cache_bytes = 0;
+    uint64_t resident_weight_bytes = 0;  // Model::resident_weight_bytes
     // The greedy steps met NaN/Inf logits (timings stand; a warning said where).
     bool non_finite_logits = false;
 };

@@ -33,6 +33,8 @@ public:
 
     int64_t in_features() const { return k_; }
     int64_t out_features() const { return n_; }
+    // Bytes of this layout (a copy besides the WOQ layer's).
+    uint64_t bytes() const { return data_.size() + (scales_.size() + offsets_.size()) * sizeof(float); }
 
 private:
     int64_t n_ = 0, k_ = 0, group_size_ = 0, groups_ = 0, tiles_ = 0;

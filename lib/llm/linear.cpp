@@ -92,7 +92,9 @@ Linear Linear::from_dense(const std::string &name, const std::vector<at::Tensor>
     l.out_ = w.size(0);
     l.bytes_ = static_cast<uint64_t>(w.numel()) * w.element_size();
     const c10::optional<at::Tensor> b = bias.defined() ? c10::optional<at::Tensor>(bias) : c10::nullopt;
-    l.dense_ = c10::make_intrusive<ops::LinearContext>(w, b, format.dtype, ops::PostOps{}, 1);
+    // One resident copy: oneDNN reads the plain weight in place (its kernels copy blocks as
+    // they go), which the decode kernel reads too.
+    l.dense_ = c10::make_intrusive<ops::LinearContext>(w, b, format.dtype, ops::PostOps{}, 1, /*weight_in_place=*/true);
     l.dense_add_ = l.dense_->with_post_ops({ops::PostOp{"add", 0, 0}});
     // The decode kernel reads the same tensor the context holds as its plain weight.
     if (math == at::kBFloat16) l.bf16_decode_ = std::make_shared<const Bf16Decode>(w, bias);
@@ -193,6 +195,13 @@ void Linear::forward_glu(const at::Tensor &x, at::Tensor &out, bool gelu) const 
         if (gelu) kernels::gelu_tanh_mul(src, dst, r1 - r0, inter);
         else kernels::silu_mul(src, dst, r1 - r0, inter);
     });
+}
+
+uint64_t Linear::resident_bytes() const {
+    uint64_t bytes = bytes_ + (woq_bias_.defined() ? woq_bias_.nbytes() : 0);
+    if (dense_) bytes += static_cast<uint64_t>(dense_->packed_bytes());
+    if (decode_) bytes += decode_->bytes();
+    return bytes;
 }
 
 std::string Linear::describe() const {

@@ -1,5 +1,5 @@
 // One projection of the decoder, y = x W^T + b, converted once at load into the form the
-// runtime multiplies with: a oneDNN inner product with the weight prepacked (fp32 or bf16,
+// runtime multiplies with: a oneDNN matmul reading the plain weight in place (fp32 or bf16,
 // through lib/ops' LinearContext), or weight-only int4/int8 (lib/woq's woq_linear kernels).
 // Projections that read the same input (q/k/v, gate/up) are merged into one weight; WOQ parts
 // whose layouts differ (act-order GPTQ) are kept as parts writing to slices of one output.
@@ -55,6 +55,9 @@ public:
     int64_t out_features() const { return out_; }
     // Bytes of weights (and scales/zeros) one forward reads.
     uint64_t weight_bytes() const { return bytes_; }
+    // Bytes held for this projection: the weight as read, every other layout of it (oneDNN's
+    // packed copy where one was made, the int4 decode tiles) and the bias.
+    uint64_t resident_bytes() const;
     const std::string &name() const { return name_; }
     std::string describe() const;
 

@@ -61,6 +61,9 @@ public:
     const std::string &directory() const { return dir_; }
     // Bytes of weights one decode step reads (all projections, lm_head, one embedding row).
     uint64_t weight_bytes_per_token() const;
+    // Bytes of every weight the model holds, in every layout it keeps (embedding, norms,
+    // projections and their other copies): what peak RSS is compared with.
+    uint64_t resident_weight_bytes() const;
     // Floating-point operations of a prefill of `tokens` tokens (projections, causal
     // attention, lm_head of the last position).
     double prefill_flops(int64_t tokens) const;

@@ -14,6 +14,7 @@
 #include "llm/limits.h"
 #include "llm/model.h"
 #include "llm/tensor_source.h"
+#include "ops/cpu_allocator.h"
 #include "ops/ops.h"
 #include "checkpoint/import_checkpoint.h"
 #include "checkpoint/quant_config.h"
@@ -168,6 +169,12 @@ private:
     std::map<std::string, woq::WoqLayer> quantized_;
     std::string method_;
 };
+
+// Freed memory back to the system: the blocks the ops' CPU cache holds, then the heap's free pages.
+void release_free_memory() {
+    if (ops::CachingCpuAllocator *cache = ops::installed_cpu_cache()) cache->release_cached();
+    ::malloc_trim(0);
+}
 
 // Merges projections that read the same input into one Linear.
 Linear build(Loader &loader, const std::string &name, const std::vector<Projection> &parts, const WeightFormat &format) {
@@ -362,9 +369,10 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
             }
             layer.experts = std::move(experts);
         }
-        // The layer's source copies and temporaries are freed; give the heap's free pages back
-        // so the resident set grows by the converted weights alone.
-        ::malloc_trim(0);
+        // The layer's source copies and temporaries are freed; give them back (the ops' block
+        // cache keeps freed blocks otherwise, and the heap its free pages) so the resident set
+        // grows by the converted weights alone.
+        release_free_memory();
         if (c.qk_norm || c.qk_norm_full) {
             layer.q_norm = norm(p + "self_attn.q_norm.weight");
             layer.k_norm = norm(p + "self_attn.k_norm.weight");
@@ -378,7 +386,7 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
         m->lm_head_ = Linear::from_dense("lm_head", {m->embed_}, {}, format);
     else
         m->lm_head_ = build(loader, "lm_head", {head}, format);
-    ::malloc_trim(0);
+    release_free_memory();
     m->inv_freq_ = rope_frequencies(c, false);
     if (c.rope_scaling.type == "longrope") m->inv_freq_long_ = rope_frequencies(c, true);
     if (c.rope_local_theta > 0) {  // Gemma 3's sliding layers: their own base, no scaling
@@ -402,6 +410,21 @@ uint64_t Model::weight_bytes_per_token() const {
         for (size_t e = 0; e < x.gate_up.size(); ++e) all += x.gate_up[e].weight_bytes() + x.down[e].weight_bytes();
         bytes += static_cast<uint64_t>(x.router.nbytes()) + x.shared_gate_up.weight_bytes() + x.shared_down.weight_bytes() +
                  all / x.gate_up.size() * static_cast<uint64_t>(config_.experts_per_token);
+    }
+    return bytes;
+}
+
+uint64_t Model::resident_weight_bytes() const {
+    const auto t = [](const at::Tensor &x) { return x.defined() ? static_cast<uint64_t>(x.nbytes()) : uint64_t(0); };
+    uint64_t bytes = t(embed_) + t(final_norm_) + lm_head_.resident_bytes();
+    for (const auto &l : layers_) {
+        for (const Linear *p : {&l.qkv, &l.o, &l.gate_up, &l.down}) bytes += p->resident_bytes();
+        for (const at::Tensor *n : {&l.input_norm, &l.post_norm, &l.q_norm, &l.k_norm, &l.attn_out_norm, &l.mlp_out_norm})
+            bytes += t(*n);
+        if (!l.experts) continue;
+        const Experts &x = *l.experts;
+        bytes += t(x.router) + t(x.shared_gate) + x.shared_gate_up.resident_bytes() + x.shared_down.resident_bytes();
+        for (size_t e = 0; e < x.gate_up.size(); ++e) bytes += x.gate_up[e].resident_bytes() + x.down[e].resident_bytes();
     }
     return bytes;
 }

@@ -20,7 +20,7 @@ struct LinearContext::Entry {
 };
 
 LinearContext::LinearContext(at::Tensor weight, c10::optional<at::Tensor> bias, std::string dtype,
-                             PostOps post_ops, int64_t rows_hint)
+                             PostOps post_ops, int64_t rows_hint, bool weight_in_place)
     : weight_(std::move(weight)), dtype_(std::move(dtype)), post_ops_(std::move(post_ops)),
       rows_hint_(rows_hint) {
     const ComputeTypes types = compute_types(dtype_);
@@ -35,6 +35,7 @@ LinearContext::LinearContext(at::Tensor weight, c10::optional<at::Tensor> bias, 
     const at::Tensor plain = weight_.to(types.math).contiguous();
     weights_ = std::make_shared<WeightCache>(
         plain, memory::desc({in_features(), out_features()}, to_dnnl(types.math), memory::dims{1, in_features()}));
+    if (weight_in_place) weights_->adopt_plain();
     reset_caches();
     if (tensor_post_op(post_ops_) < 0)
         entry_for(rows_hint_ > 0 ? rows_hint_ : kDefaultRows, types.output, "", types.output);

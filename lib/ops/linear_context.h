@@ -31,9 +31,12 @@ public:
     static constexpr size_t kMaxPrimitives = 64;
 
     // `weight` is [out_features, in_features]; `rows_hint` the rows (product of the leading
-    // input dims) to prepack for now (0 = kDefaultRows).
+    // input dims) to prepack for now (0 = kDefaultRows). With `weight_in_place` (and a weight
+    // already contiguous in the math dtype) no packed copy is made where oneDNN has a
+    // non-reference implementation reading the plain weight: the caller's tensor is the only
+    // copy (the runtime of LLMs, whose weights are most of the memory). Not part of the state.
     LinearContext(at::Tensor weight, c10::optional<at::Tensor> bias, std::string dtype, PostOps post_ops,
-                  int64_t rows_hint);
+                  int64_t rows_hint, bool weight_in_place = false);
 
     at::Tensor run(const at::Tensor &input, const c10::optional<at::Tensor> &other) const;
 
@@ -51,6 +54,8 @@ public:
     std::string describe() const;
     size_t cached_shapes() const { return primitives_->size(); }
     size_t packed_layouts() const { return weights_->layouts(); }
+    // Bytes of weight copies held besides the plain weight (0: read in place).
+    int64_t packed_bytes() const { return weights_->packed_bytes(); }
 
 private:
     struct Entry;

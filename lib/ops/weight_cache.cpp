@@ -21,6 +21,14 @@ WeightCache::Packed WeightCache::get(const dnnl::memory::desc &desc) {
     return packed_.back().second;
 }
 
+void WeightCache::adopt_plain() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    TORCH_CHECK(packed_.empty(), "WeightCache::adopt_plain: the weight is already packed");
+    const dnnl::memory::desc desc = plain_desc_ == dnnl::memory::desc() ? strided_desc(plain_) : plain_desc_;
+    packed_.push_back({desc, {plain_, wrap(plain_, desc)}});
+    adopted_ = true;
+}
+
 dnnl::memory::desc WeightCache::first_layout() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return packed_.empty() ? dnnl::memory::desc() : packed_.front().first;
@@ -31,6 +39,14 @@ bool WeightCache::holds(const dnnl::memory::desc &desc) const {
     for (const auto &entry : packed_)
         if (entry.first == desc) return true;
     return false;
+}
+
+int64_t WeightCache::packed_bytes() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    int64_t bytes = 0;
+    for (const auto &entry : packed_)
+        if (!entry.second.buffer.is_same(plain_)) bytes += entry.second.buffer.nbytes();
+    return bytes;
 }
 
 size_t WeightCache::layouts() const {

@@ -29,10 +29,17 @@ public:
         dnnl::memory memory;  // describes them
     };
 
-    // The weight reordered into `desc` (done once per distinct desc).
+    // The weight reordered into `desc` (done once per distinct desc); the plain tensor itself,
+    // no copy, when `desc` is its own layout and it was adopted (adopt_plain).
     Packed get(const dnnl::memory::desc &desc);
+    // Makes the plain tensor's own layout the first "packed" one: primitives that take it
+    // (prefer_packed) read the weight in place, so one copy serves every shape. Call before
+    // the first get().
+    void adopt_plain();
 
     size_t layouts() const;
+    // Bytes of the copies made (an adopted plain weight counts nothing).
+    int64_t packed_bytes() const;
     // Whether a copy in `desc` is held.
     bool holds(const dnnl::memory::desc &desc) const;
     const at::Tensor &plain() const { return plain_; }
@@ -49,7 +56,9 @@ public:
         if (first == dnnl::memory::desc() || chosen.weights_desc() == first) return chosen;
         try {
             auto packed = make(first);
-            if (std::string(packed.impl_info_str()) == chosen.impl_info_str()) return packed;
+            const std::string impl = packed.impl_info_str();
+            // An adopted plain weight is read in place by any implementation but the reference one.
+            if (impl == chosen.impl_info_str() || (adopted_ && impl.rfind("ref", 0) != 0)) return packed;
         } catch (const dnnl::error &) {
             // no implementation takes that layout for this shape: a second copy it is
         }
@@ -59,6 +68,7 @@ public:
 private:
     at::Tensor plain_;
     dnnl::memory::desc plain_desc_;  // zero: the strides of plain_
+    bool adopted_ = false;
     mutable std::mutex mutex_;
     std::vector<std::pair<dnnl::memory::desc, Packed>> packed_;
 };

@@ -111,6 +111,8 @@ LlmBenchReport llm_bench_report() {
     r.result.weight_bytes_per_token = 100'000'000;
     r.result.tokens_per_second = 250;
     r.result.peak_rss_bytes = 512 << 20;
+    r.result.resident_weight_bytes = 400 << 20;
+    r.load_peak_rss_bytes = 450 << 20;
     return r;
 }
 
@@ -133,7 +135,11 @@ TEST(LlmBenchReport, GivenLimits) {
               "first token: mean 10.00 ms, p50 10.00 ms (50.0 GFLOP/s, 10.0% of the given peak 500)\n"
               "next token:  mean 4.00 ms, p50 4.00, p90 5.00, p99 6.00 ms (2.00x the bandwidth floor 2.00 ms at given "
               "50.0 GB/s)\n"
-              "throughput:  250.0 tokens/s; weights 100.0 MB/token; peak RSS 512 MiB\n");
+              "throughput:  250.0 tokens/s; weights 100.0 MB/token; peak RSS 512 MiB (450 MiB at load), 1.28x the 400 "
+              "MiB of weights held\n");
+    EXPECT_EQ(j["resident_weight_bytes"], 400 << 20);
+    EXPECT_EQ(j["load_peak_rss_bytes"], 450 << 20);
+    EXPECT_DOUBLE_EQ(j["peak_rss_over_resident_weights"].get<double>(), 1.28);
 }
 
 TEST(LlmBenchReport, MeasuredLimits) {

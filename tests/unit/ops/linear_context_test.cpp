@@ -151,6 +151,33 @@ TEST_F(OpsLinear, FiftySequenceLengthsKeepOnePackedWeight) {
     }
 }
 
+// A weight adopted in place (the LLM runtime's one resident copy): the same outputs at every
+// row count, with and without a fused residual, and no copy of the weight made, the caller's
+// tensor being what oneDNN reads.
+TEST_F(OpsLinear, WeightInPlaceMakesNoCopy) {
+    at::manual_seed(6);
+    for (const std::string dtype : {"fp32", "bf16"}) {
+        if (!ipex::testing::onednn_runs(dtype)) continue;
+        const at::Tensor w = (at::randn({96, 64}) * 0.2).to(dtype == "fp32" ? at::kFloat : at::kBFloat16);
+        const at::Tensor b = at::randn({96});
+        LinearContext in_place(w, b, dtype, {}, 1, /*weight_in_place=*/true);
+        const auto with_add = in_place.with_post_ops({{"add", 0, 0}});
+        for (const int64_t rows : {1, 3, 8, 17, 64, 300}) {
+            const std::string what = dtype + " rows " + std::to_string(rows);
+            const at::Tensor x = at::randn({rows, 64});
+            const at::Tensor r = at::randn({rows, 96});
+            const at::Tensor ref = testing::reference_linear(x, w.to(at::kFloat), b);
+            expect_close(in_place.run(x, c10::nullopt), ref, dtype, what);
+            expect_close(with_add->run(x, r), ref + r, dtype, what + " + residual");
+        }
+        EXPECT_EQ(in_place.packed_bytes(), 0) << dtype;
+        EXPECT_EQ(with_add->packed_bytes(), 0) << dtype;
+        // The default packs: a copy as large as the weight at least (oneDNN's layout, maybe padded).
+        LinearContext packed(w, b, dtype, {}, 1);
+        EXPECT_GE(packed.packed_bytes(), w.nbytes()) << dtype;
+    }
+}
+
 TEST(RowBuckets, ExactFirstThenBucketsOfAtMostAnEighthMore) {
     RowBuckets buckets;
     for (int64_t rows = 100; rows < 100 + static_cast<int64_t>(RowBuckets::kExactRows); ++rows)
