@@ -1,19 +1,31 @@
 #!/usr/bin/python3
 """Writes a GGUF (v3) file from a Hugging Face decoder directory (config.json and
 model.safetensors of LlamaForCausalLM, MistralForCausalLM without a sliding window,
-Qwen2ForCausalLM, Qwen3ForCausalLM), so llama.cpp runs the same weights as ipex-tool in
-bench/llm_compare.py, and the tests have GGUF files made by the format's own conversion rules.
+MixtralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM,
+Phi3ForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM), so llama.cpp runs the same weights as
+ipex-tool in bench/llm_compare.py, and the tests have GGUF files made by the format's own
+conversion rules.
 
 Written from the GGUF format as llama.cpp documents it: header, metadata, tensor infos (dims
-innermost first), data aligned to 32 bytes. q_proj/k_proj rows are permuted from Hugging Face's
-rotate-half order to the interleaved pairs llama.cpp's "llama" architecture rotates, as its
-converter does (qwen2 and qwen3 keep them). Norms stay F32; every other matrix is TYPE: f32, f16, bf16, q8_0 (blocks of 32:
-fp16 scale amax/127, int8 round-to-nearest) or q4_0 (blocks of 32: fp16 scale d = v/-8 for the
-value v of largest magnitude, nibbles min(15, trunc(x/d + 8.5)), element j in the low nibble
-and j + 16 in the high one). The tokenizer is the directory's byte-level BPE tokenizer.json as
-"gpt2", else its SentencePiece tokenizer.model as "llama" (as llama.cpp's converter writes them),
-else a placeholder of the config's size ("llama" model, <unk> <s> </s> then byte and filler
-tokens): the benches feed token ids, never text.
+innermost first), data aligned to 32 bytes; names, keys and tensor forms as llama.cpp's converter
+writes them. q_proj/k_proj rows are permuted from Hugging Face's rotate-half order to the
+interleaved pairs llama.cpp's "llama" architecture (Mixtral too) rotates (the others keep them).
+Gemma: norms stored as 1 + w, lm_head dropped, post_attention_norm / ffn_norm / post_ffw_norm,
+soft caps and the sliding window as keys. Phi-3: attn_qkv and a double-width ffn_up as stored,
+rope dimension count, longrope's lists as rope_factors_long/short tensors with the original
+length and attention factor. Mixtures: each layer's experts stacked into 3-D
+ffn_{gate,up,down}_exps [experts, rows, columns], the router ffn_gate_inp, Qwen2-MoE's shared
+expert ffn_*_shexp and its gate ffn_gate_inp_shexp (squeezed to 1-D), expert_count,
+expert_used_count, expert_feed_forward_length, expert_shared_feed_forward_length (a layer of
+mlp_only_layers keeps dense ffn_gate/up/down, which llama.cpp itself would not load). A model
+llama.cpp would run differently from its config (values its loader fixes: check_representable) is
+refused. Norms, routers and rope lists stay F32; every other matrix is TYPE: f32, f16, bf16, q8_0
+(blocks of 32: fp16 scale amax/127, int8 round-to-nearest) or q4_0 (blocks of 32: fp16 scale
+d = v/-8 for the value v of largest magnitude, nibbles min(15, trunc(x/d + 8.5)), element j in the
+low nibble and j + 16 in the high one). The tokenizer is the directory's byte-level BPE
+tokenizer.json as "gpt2", else its SentencePiece tokenizer.model as "llama" (as llama.cpp's
+converter writes them), else a placeholder of the config's size ("llama" model, <unk> <s> </s>
+then byte and filler tokens): the benches feed token ids, never text.
 
 Usage: gguf_write.py HF_DIR OUT.gguf [--type f32|f16|bf16|q8_0|q4_0]
 As a module: write_gguf(HF_DIR, OUT, kind) returns the weights as the file holds them, in
@@ -21,6 +33,7 @@ Hugging Face names and order (the rounding of each type applied): a test's refer
 """
 
 import json
+import math
 import os
 import struct
 import sys
@@ -210,66 +223,201 @@ def first(ids, fallback):
     return fallback if ids is None else ids
 
 
-ARCHES = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "llama", "Qwen2ForCausalLM": "qwen2",
-          "Qwen3ForCausalLM": "qwen3"}
+ARCHES = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "llama", "MixtralForCausalLM": "llama",
+          "Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3", "Gemma2ForCausalLM": "gemma2",
+          "Gemma3ForCausalLM": "gemma3", "Phi3ForCausalLM": "phi3", "Qwen2MoeForCausalLM": "qwen2moe",
+          "Qwen3MoeForCausalLM": "qwen3moe"}
+TOP = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
+       "lm_head.weight": "output.weight"}
+# (Hugging Face expert name "experts.E.<leaf>" under a block, GGUF stack) per architecture
+EXPERTS = {"llama": {"w1": "ffn_gate_exps", "w3": "ffn_up_exps", "w2": "ffn_down_exps"},
+           "qwen2moe": {"gate_proj": "ffn_gate_exps", "up_proj": "ffn_up_exps", "down_proj": "ffn_down_exps"}}
+EXPERTS["qwen3moe"] = EXPERTS["qwen2moe"]
 
 
-def write_gguf(src, dst, kind):
+def layer_names(arch):
+    """Hugging Face module -> GGUF name inside a layer, as llama.cpp's tensor map gives them."""
+    t = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm", "self_attn.q_proj": "attn_q",
+         "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
+         "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm",
+         "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down",
+         "block_sparse_moe.gate": "ffn_gate_inp", "mlp.gate": "ffn_gate_inp",
+         "mlp.shared_expert.gate_proj": "ffn_gate_shexp", "mlp.shared_expert.up_proj": "ffn_up_shexp",
+         "mlp.shared_expert.down_proj": "ffn_down_shexp", "mlp.shared_expert_gate": "ffn_gate_inp_shexp"}
+    if arch in ("gemma2", "gemma3"):
+        t.update({"post_attention_layernorm": "post_attention_norm", "pre_feedforward_layernorm": "ffn_norm",
+                  "post_feedforward_layernorm": "post_ffw_norm"})
+    if arch == "phi3":  # fused, kept as Hugging Face stores them (ffn_up is gate | up)
+        t.update({"self_attn.qkv_proj": "attn_qkv", "mlp.gate_up_proj": "ffn_up"})
+    return t
+
+
+def refuse(why):
+    sys.exit("gguf_write.py: " + why)
+
+
+def check_representable(cfg, arch):
+    """Refuses what llama.cpp's converter would write into a file that runs another model:
+    values its loader fixes instead of reading (Gemma's attention scale, sliding pattern and
+    local rotary base; the mixtures' renormalization), a lm_head Gemma's converter drops."""
+    if cfg.get("sliding_window") and arch == "llama":
+        refuse("sliding_window models are not written (llama.cpp's llama architecture has none)")
+    if arch in ("gemma2", "gemma3"):
+        layers, H, heads = cfg["num_hidden_layers"], cfg["hidden_size"], cfg["num_attention_heads"]
+        head_dim = cfg.get("head_dim", H // heads)
+        scale = H // heads if layers == (46 if arch == "gemma2" else 62) else head_dim
+        if cfg.get("query_pre_attn_scalar", head_dim) != scale:
+            refuse(f"query_pre_attn_scalar {cfg['query_pre_attn_scalar']}: llama.cpp's {arch} scales by {scale}")
+        if not cfg.get("tie_word_embeddings", True):
+            refuse(f"{arch} with its own lm_head: llama.cpp's converter drops it (tied embeddings)")
+        if arch == "gemma2" and cfg.get("rope_theta", 10000.0) != 10000.0:
+            refuse("gemma2 with rope_theta other than 10000: llama.cpp's converter does not write it")
+        if arch == "gemma3":
+            if cfg.get("rope_local_base_freq", 10000.0) != 10000.0:
+                refuse("rope_local_base_freq other than 10000: llama.cpp's gemma3 fixes it")
+            pattern = [(l + 1) % 6 != 0 for l in range(layers)]
+            types = cfg.get("layer_types")
+            stated = ([t == "sliding_attention" for t in types] if types else
+                      [(l + 1) % cfg.get("sliding_window_pattern", 6) != 0 for l in range(layers)])
+            if cfg.get("sliding_window") and stated != pattern:
+                refuse("sliding layers other than five in six: llama.cpp's gemma3 fixes the pattern")
+            if cfg.get("attn_logit_softcapping"):
+                refuse("gemma3 with attn_logit_softcapping: llama.cpp's converter refuses it")
+    if arch == "qwen2moe" and cfg.get("norm_topk_prob"):
+        refuse("qwen2moe with norm_topk_prob: llama.cpp's qwen2moe does not renormalize")
+    if arch == "qwen3moe" and not cfg.get("norm_topk_prob", True):
+        refuse("qwen3moe without norm_topk_prob: llama.cpp's qwen3moe renormalizes")
+
+
+def arch_metadata(cfg, arch, head_dim):
+    """The architecture's own keys beyond the common ones."""
+    meta, p = [], arch + "."
+    if arch in ("gemma2", "gemma3"):
+        if arch == "gemma2" or cfg.get("final_logit_softcapping"):
+            meta.append(kv(p + "final_logit_softcapping", F32, cfg.get("final_logit_softcapping") or 0.0))
+        if arch == "gemma2":
+            meta.append(kv(p + "attn_logit_softcapping", F32, cfg.get("attn_logit_softcapping") or 0.0))
+        if cfg.get("sliding_window"):
+            meta.append(kv(p + "attention.sliding_window", U32, cfg["sliding_window"]))
+        rs = cfg.get("rope_scaling") or {}
+        if arch == "gemma3" and rs.get("rope_type", rs.get("type")) == "linear":
+            meta += [kv(p + "rope.scaling.type", STRING, "linear"), kv(p + "rope.scaling.factor", F32, rs["factor"])]
+    if arch == "phi3":
+        meta.append(kv(p + "attention.sliding_window", U32, cfg.get("sliding_window") or 0))
+        rs = cfg.get("rope_scaling") or {}
+        orig = rs.get("original_max_position_embeddings", cfg.get("original_max_position_embeddings"))
+        if orig:
+            meta.append(kv(p + "rope.scaling.original_context_length", U32, orig))
+        if rs.get("long_factor"):
+            scale = cfg["max_position_embeddings"] / orig
+            attn = math.sqrt(1 + math.log(scale) / math.log(orig)) if scale > 1.0 else 1.0
+            meta.append(kv(p + "rope.scaling.attn_factor", F32, attn))
+    if arch == "llama" and cfg.get("num_local_experts"):
+        meta += [kv(p + "expert_count", U32, cfg["num_local_experts"]),
+                 kv(p + "expert_used_count", U32, cfg["num_experts_per_tok"])]
+    if arch in ("qwen2moe", "qwen3moe"):
+        meta += [kv(p + "expert_count", U32, cfg["num_experts"]),
+                 kv(p + "expert_used_count", U32, cfg["num_experts_per_tok"]),
+                 kv(p + "expert_feed_forward_length", U32, cfg["moe_intermediate_size"])]
+        if cfg.get("shared_expert_intermediate_size"):
+            meta.append(kv(p + "expert_shared_feed_forward_length", U32, cfg["shared_expert_intermediate_size"]))
+    return meta
+
+
+def write_gguf(src, dst, kind, drop=(), extra=None, edit=None):
+    """drop: GGUF tensor names left out; extra: {GGUF name: tensor} added; edit(meta list) -> meta:
+    the tests' malformed files."""
     cfg = json.load(open(os.path.join(src, "config.json")))
     arch = ARCHES.get(cfg["architectures"][0])
     if arch is None:
         sys.exit(f"gguf_write.py: {cfg['architectures'][0]} is not written")
+    check_representable(cfg, arch)
     w = read_safetensors(os.path.join(src, "model.safetensors"))
     H, heads = cfg["hidden_size"], cfg["num_attention_heads"]
     kv_heads = cfg.get("num_key_value_heads", heads)
     head_dim = cfg.get("head_dim", H // heads)
     vocab = cfg["vocab_size"]
+    gemma = arch in ("gemma2", "gemma3")
+    per_layer = layer_names(arch)
+    experts = EXPERTS.get(arch, {})
 
-    names = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
-             "lm_head.weight": "output.weight"}
-    per_layer = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm", "self_attn.q_proj": "attn_q",
-                 "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
-                 "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm",
-                 "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
-    tensors, held = [], {}
+    def kind_of(t, gname):
+        small = t.dim() == 1 or (kind in ("q8_0", "q4_0") and t.shape[-1] % 32)
+        return "f32" if small or gname.endswith(("ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight")) else kind
+
+    tensors, held, stacks = [], {}, {}
     for name, t in w.items():
-        if name in names:
-            gname = names[name]
+        if gemma and name == "lm_head.weight":
+            continue  # llama.cpp's Gemma converters drop it: tied embeddings
+        parts = name.split(".")  # model.layers.N.<module>.weight|bias
+        if name in TOP:
+            gname = TOP[name]
+        elif "experts" in parts and parts[-2] in experts:  # ...<block>.experts.E.<leaf>.weight
+            stacks.setdefault((parts[2], experts[parts[-2]]), {})[int(parts[-3])] = name
+            continue
         else:
-            parts = name.split(".")  # model.layers.N.<module>.weight|bias
             gname = f"blk.{parts[2]}.{per_layer['.'.join(parts[3:-1])]}.{parts[-1]}"
         permuted = arch == "llama" and name.endswith(("q_proj.weight", "k_proj.weight"))
         if permuted:
             t = permute(t, heads if "q_proj" in name else kv_heads)
-        tkind = "f32" if t.dim() == 1 or (kind in ("q8_0", "q4_0") and t.shape[-1] % 32) else kind
+        if gemma and name.endswith("norm.weight"):
+            t = t.float() + 1  # llama.cpp stores Gemma's norms as 1 + w
+        t = t.squeeze()
+        tkind = kind_of(t, gname)
         data, values = encode(t, tkind)
         # quantized row by row, so the values of the original row order are those of the rows
         held[name] = permute_back(values, heads if "q_proj" in name else kv_heads) if permuted else values
+        if gemma and name.endswith("norm.weight"):
+            held[name] = values - 1
+        held[name] = held[name].reshape(w[name].shape)
         tensors.append((gname, t, tkind, data))
+    for (layer, gpart), by_expert in sorted(stacks.items()):
+        names = [by_expert[e] for e in range(len(by_expert))]
+        t = torch.stack([w[n] for n in names])  # [experts, rows, columns]
+        gname = f"blk.{layer}.{gpart}.weight"
+        tkind = kind_of(t, gname)
+        data, values = encode(t, tkind)
+        for e, n in enumerate(names):
+            held[n] = values[e]
+        tensors.append((gname, t, tkind, data))
+    rs = cfg.get("rope_scaling") or {}
+    if arch == "phi3" and rs.get("long_factor"):  # llama.cpp keeps longrope's lists as tensors
+        for gname, key in (("rope_factors_long.weight", "long_factor"), ("rope_factors_short.weight", "short_factor")):
+            t = torch.tensor(rs[key], dtype=torch.float32)
+            tensors.append((gname, t, "f32", encode(t, "f32")[0]))
+    for gname, t in (extra or {}).items():
+        tensors.append((gname, t, "f32", encode(t, "f32")[0]))
+    tensors = [x for x in tensors if x[0] not in drop]
 
     tokenizer_meta = byte_level_tokenizer(src, vocab) or sentencepiece_tokenizer(src, vocab)
     tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{i:02X}>" for i in range(256)]
     tokens += [f"t{i}" for i in range(len(tokens), vocab)]
     tokens = tokens[:vocab]
     token_type = [2, 3, 3] + [6] * 256 + [1] * vocab
+    rotary = int(cfg.get("partial_rotary_factor", 1.0) * H) // heads if arch == "phi3" else head_dim
+    common = [
+        kv(f"{arch}.context_length", U32, cfg.get("max_position_embeddings", 2048)),
+        kv(f"{arch}.embedding_length", U32, H),
+        kv(f"{arch}.block_count", U32, cfg["num_hidden_layers"]),
+        kv(f"{arch}.feed_forward_length", U32, cfg["intermediate_size"]),
+        kv(f"{arch}.attention.head_count", U32, heads),
+        kv(f"{arch}.attention.head_count_kv", U32, kv_heads),
+        kv(f"{arch}.attention.layer_norm_rms_epsilon", F32, cfg.get("rms_norm_eps", 1e-6)),
+    ]
+    if arch != "phi3":
+        common += [kv(f"{arch}.attention.key_length", U32, head_dim),
+                   kv(f"{arch}.attention.value_length", U32, head_dim)]
+    if arch in ("llama", "qwen2", "qwen3", "phi3"):
+        common.append(kv(f"{arch}.rope.dimension_count", U32, rotary))
+    if arch != "gemma2":
+        common.append(kv(f"{arch}.rope.freq_base", F32, cfg.get("rope_theta", 10000.0)))
     meta = [
         kv("general.architecture", STRING, arch),
         kv("general.name", STRING, os.path.basename(os.path.abspath(src))),
         kv("general.file_type", U32, FILE_TYPE[kind]),
         kv("general.quantization_version", U32, 2),
         kv("general.alignment", U32, ALIGN),
-        kv(f"{arch}.context_length", U32, cfg.get("max_position_embeddings", 2048)),
-        kv(f"{arch}.embedding_length", U32, H),
-        kv(f"{arch}.block_count", U32, cfg["num_hidden_layers"]),
-        kv(f"{arch}.feed_forward_length", U32, cfg["intermediate_size"]),
-        kv(f"{arch}.rope.dimension_count", U32, head_dim),
-        kv(f"{arch}.attention.head_count", U32, heads),
-        kv(f"{arch}.attention.head_count_kv", U32, kv_heads),
-        kv(f"{arch}.attention.key_length", U32, head_dim),
-        kv(f"{arch}.attention.value_length", U32, head_dim),
-        kv(f"{arch}.attention.layer_norm_rms_epsilon", F32, cfg.get("rms_norm_eps", 1e-6)),
-        kv(f"{arch}.rope.freq_base", F32, cfg.get("rope_theta", 10000.0)),
-    ] + (tokenizer_meta or [
+    ] + common + arch_metadata(cfg, arch, head_dim) + (tokenizer_meta or [
         kv("tokenizer.ggml.model", STRING, "llama"),
         kv("tokenizer.ggml.tokens", ARRAY, (STRING, tokens)),
         kv("tokenizer.ggml.scores", ARRAY, (F32, [0.0] * vocab)),
@@ -279,8 +427,8 @@ def write_gguf(src, dst, kind):
         kv("tokenizer.ggml.bos_token_id", U32, cfg.get("bos_token_id") or 1),
         kv("tokenizer.ggml.eos_token_id", U32, first(cfg.get("eos_token_id"), 2)),
     ]
-    if cfg.get("sliding_window") and arch == "llama":
-        sys.exit("gguf_write.py: sliding_window models are not written (llama.cpp's llama architecture has none)")
+    if edit:
+        meta = edit(meta)
 
     blobs, infos, offset = [], [], 0
     for gname, t, tkind, data in tensors:

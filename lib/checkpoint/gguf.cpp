@@ -370,17 +370,38 @@ const GgufTensorInfo *GgufFile::find(const std::string &name) const {
 at::Tensor GgufFile::tensor(const std::string &name) const {
     const GgufTensorInfo *t = find(name);
     if (!t) throw_bad_input("GGUF file '" + path_ + "' has no tensor '" + name + "'");
-    const uint8_t *src = map_.data() + header_.data_start + t->offset;
-    const auto type = static_cast<GgmlType>(t->type);
+    return read(*t, 0, t->bytes, t->shape);
+}
+
+at::Tensor GgufFile::tensor(const std::string &name, int64_t index) const {
+    const GgufTensorInfo *t = find(name);
+    if (!t) throw_bad_input("GGUF file '" + path_ + "' has no tensor '" + name + "'");
+    if (t->shape.size() < 2 || index < 0 || index >= t->shape[0])
+        throw_bad_input("GGUF file '" + path_ + "': tensor '" + name + "' has no slice " + std::to_string(index));
+    uint64_t block_elements = 0, block_bytes = 0;
+    ggml_type_layout(t->type, block_elements, block_bytes);
+    std::vector<int64_t> shape(t->shape.begin() + 1, t->shape.end());
+    uint64_t elements = 1;
+    for (int64_t d : shape) elements *= static_cast<uint64_t>(d);
+    if (block_elements == 0 || elements % block_elements != 0)
+        throw_bad_input("GGUF file '" + path_ + "': tensor '" + name + "' is not sliced on whole blocks");
+    const uint64_t bytes = elements / block_elements * block_bytes;
+    return read(*t, static_cast<uint64_t>(index) * bytes, bytes, shape);
+}
+
+at::Tensor GgufFile::read(const GgufTensorInfo &t, uint64_t offset, uint64_t bytes,
+                          const std::vector<int64_t> &shape) const {
+    const uint8_t *src = map_.data() + header_.data_start + t.offset + offset;
+    const auto type = static_cast<GgmlType>(t.type);
     if (type == GgmlType::f16 || type == GgmlType::bf16 || type == GgmlType::f32) {
-        at::Tensor out = at::empty(t->shape, type == GgmlType::f32 ? at::kFloat : type == GgmlType::f16 ? at::kHalf : at::kBFloat16);
-        std::memcpy(out.data_ptr(), src, t->bytes);
-        map_.release(src, t->bytes);
+        at::Tensor out = at::empty(shape, type == GgmlType::f32 ? at::kFloat : type == GgmlType::f16 ? at::kHalf : at::kBFloat16);
+        std::memcpy(out.data_ptr(), src, bytes);
+        map_.release(src, bytes);
         return out;
     }
-    at::Tensor out = at::empty(t->shape, at::kFloat);
-    dequantize_ggml(t->type, src, static_cast<uint64_t>(out.numel()), out.data_ptr<float>());
-    map_.release(src, t->bytes);
+    at::Tensor out = at::empty(shape, at::kFloat);
+    dequantize_ggml(t.type, src, static_cast<uint64_t>(out.numel()), out.data_ptr<float>());
+    map_.release(src, bytes);
     return out;
 }
 

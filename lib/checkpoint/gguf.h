@@ -73,8 +73,11 @@ public:
     const GgufTensorInfo *find(const std::string &name) const;
     // The tensor as fp32, or as stored for f16 / bf16 / f32 (exit 3 when absent).
     at::Tensor tensor(const std::string &name) const;
+    // Slice `index` of the outermost dimension (an expert of a 3-D expert tensor), read alone.
+    at::Tensor tensor(const std::string &name, int64_t index) const;
 
 private:
+    at::Tensor read(const GgufTensorInfo &t, uint64_t offset, uint64_t bytes, const std::vector<int64_t> &shape) const;
     std::string path_;
     MappedFile map_;
     GgufHeader header_;

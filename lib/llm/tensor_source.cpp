@@ -3,12 +3,13 @@
 #include <ATen/ATen.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <fstream>
-#include <map>
 
 #include "base/errors.h"
 #include "checkpoint/gguf.h"
 #include "checkpoint/safetensors.h"
+#include "llm/gguf_names.h"
 
 namespace ipex::llm {
 namespace {
@@ -29,75 +30,81 @@ private:
     woq::Checkpoint ck_;
 };
 
-// GGUF architectures and the Hugging Face class each maps to.
-const std::map<std::string, std::string> &gguf_architectures() {
-    static const std::map<std::string, std::string> m = {
-        {"llama", "LlamaForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"}};
-    return m;
+// A metadata integer by key, or `fallback`.
+int64_t md_int(const nlohmann::json &md, const std::string &key, int64_t fallback) {
+    const auto it = md.find(key);
+    return it != md.end() && it->is_number_integer() ? it->get<int64_t>() : fallback;
 }
 
-// Tensor names: Hugging Face's beside GGUF's, outside the layers and (without "blk.N.") inside.
-const std::vector<std::pair<std::string, std::string>> &top_names() {
-    static const std::vector<std::pair<std::string, std::string>> t = {{"model.embed_tokens.weight", "token_embd.weight"},
-                                                                       {"model.norm.weight", "output_norm.weight"},
-                                                                       {"lm_head.weight", "output.weight"}};
-    return t;
-}
-const std::vector<std::pair<std::string, std::string>> &layer_names() {
-    static const std::vector<std::pair<std::string, std::string>> t = {
-        {"input_layernorm", "attn_norm"},   {"post_attention_layernorm", "ffn_norm"},
-        {"self_attn.q_proj", "attn_q"},     {"self_attn.k_proj", "attn_k"},
-        {"self_attn.v_proj", "attn_v"},     {"self_attn.o_proj", "attn_output"},
-        {"self_attn.q_norm", "attn_q_norm"}, {"self_attn.k_norm", "attn_k_norm"},
-        {"mlp.gate_proj", "ffn_gate"},      {"mlp.up_proj", "ffn_up"},
-        {"mlp.down_proj", "ffn_down"}};
-    return t;
+std::string shape_text(const std::vector<int64_t> &shape) {
+    std::string s = "[";
+    for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
 }
 
-// The GGUF name of a Hugging Face tensor name ("" for none).
-std::string gguf_name(const std::string &hf) {
-    for (const auto &[h, g] : top_names())
-        if (h == hf) return g;
-    static const std::string prefix = "model.layers.";
-    if (hf.rfind(prefix, 0) != 0) return "";
-    const size_t dot = hf.find('.', prefix.size());
-    if (dot == std::string::npos) return "";
-    const std::string layer = hf.substr(prefix.size(), dot - prefix.size());
-    const std::string rest = hf.substr(dot + 1);  // "self_attn.q_proj.weight"
-    const size_t last = rest.rfind('.');
-    if (last == std::string::npos) return "";
-    for (const auto &[h, g] : layer_names())
-        if (h == rest.substr(0, last)) return "blk." + layer + "." + g + rest.substr(last);
-    return "";
-}
-
-// The Hugging Face name of a GGUF tensor name ("" for none).
-std::string hf_name(const std::string &gguf) {
-    for (const auto &[h, g] : top_names())
-        if (g == gguf) return h;
-    static const std::string prefix = "blk.";
-    if (gguf.rfind(prefix, 0) != 0) return "";
-    const size_t dot = gguf.find('.', prefix.size());
-    const size_t last = gguf.rfind('.');
-    if (dot == std::string::npos || last <= dot) return "";
-    const std::string part = gguf.substr(dot + 1, last - dot - 1);
-    for (const auto &[h, g] : layer_names())
-        if (g == part) return "model.layers." + gguf.substr(prefix.size(), dot - prefix.size()) + "." + h + gguf.substr(last);
-    return "";
+// Every tensor of the file has a Hugging Face name of its architecture (exit 4 naming one that
+// does not: a vision tower, a projector or another part this decoder does not run), expert
+// stacks hold expert_count experts, and each layer with a router has its experts and, where the
+// file states a shared expert size, the shared expert and its gate (exit 3 naming the tensor).
+void check_gguf_tensors(const woq::GgufFile &file, const std::string &arch) {
+    const auto &md = file.metadata();
+    const std::string &path = file.path();
+    const int64_t experts = md_int(md, arch + ".expert_count", 0);
+    for (const auto &t : file.header().tensors) {
+        if (is_rope_table(t.name)) continue;
+        const std::vector<std::string> hf = gguf_hf_names(arch, t.name, std::max<int64_t>(experts, 1));
+        if (hf.empty() || gguf_slot(arch, hf[0]).tensor != t.name)
+            throw_unsupported("GGUF file '" + path + "': tensor '" + t.name + "' is not part of the " + arch +
+                              " decoder this loader runs (a vision tower, projector or other part is not supported; "
+                              "a file converted from the text model alone loads)");
+        if (!is_expert_stack(t.name)) continue;
+        if (experts <= 0)
+            throw_bad_input("GGUF file '" + path + "': tensor '" + t.name + "' stacks experts but '" + arch +
+                            ".expert_count' is not set");
+        if (t.shape.size() != 3 || t.shape[0] != experts)
+            throw_bad_input("GGUF file '" + path + "': tensor '" + t.name + "' has shape " + shape_text(t.shape) +
+                            ", not [" + std::to_string(experts) + " experts, rows, columns] ('" + arch +
+                            ".expert_count' = " + std::to_string(experts) + ")");
+    }
+    const int64_t shared = md_int(md, arch + ".expert_shared_feed_forward_length", 0);
+    const int64_t layers = md_int(md, arch + ".block_count", 0);
+    for (int64_t l = 0; l < layers && experts > 0; ++l) {
+        const std::string p = "blk." + std::to_string(l) + ".";
+        if (!file.find(p + "ffn_gate_inp.weight")) continue;  // a dense layer
+        std::vector<std::string> parts = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
+        if (shared > 0) parts.insert(parts.end(), {"ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp", "ffn_gate_inp_shexp"});
+        for (const auto &part : parts)
+            if (!file.find(p + part + ".weight"))
+                throw_bad_input("GGUF file '" + path + "': tensor '" + p + part + ".weight' is missing (layer " +
+                                std::to_string(l) + " has a router, ffn_gate_inp" +
+                                (part.find("shexp") != std::string::npos
+                                     ? ", and '" + arch + ".expert_shared_feed_forward_length' is " + std::to_string(shared)
+                                     : std::string()) +
+                                ")");
+    }
 }
 
 class Gguf final : public TensorSource {
 public:
     explicit Gguf(const std::string &path) : file_(path) {
         const auto &md = file_.metadata();
+        gguf_hf_architecture(md, path);  // exit 4 for an architecture without a mapping
         arch_ = md.value("general.architecture", std::string());
         if (arch_ == "llama") {  // llama.cpp's converter interleaves q/k rows for this architecture
-            heads_ = md.value("llama.attention.head_count", int64_t(0));
-            kv_heads_ = md.value("llama.attention.head_count_kv", heads_);
+            heads_ = md_int(md, "llama.attention.head_count", 0);
+            kv_heads_ = md_int(md, "llama.attention.head_count_kv", heads_);
         }
+        gemma_ = arch_ == "gemma2" || arch_ == "gemma3";
+        check_gguf_tensors(file_, arch_);
     }
     bool has(const std::string &name) const override { return info(name) != nullptr; }
-    std::vector<int64_t> shape(const std::string &name) const override { return info(name)->shape; }
+    std::vector<int64_t> shape(const std::string &name) const override {
+        const GgufSlot slot = gguf_slot(arch_, name);
+        const auto *t = file_.find(slot.tensor);
+        if (slot.expert >= 0) return {t->shape.begin() + 1, t->shape.end()};
+        if (t->shape.size() == 1 && ends_with(name, "shared_expert_gate.weight")) return {1, t->shape[0]};
+        return t->shape;
+    }
     std::string dtype(const std::string &name) const override { return woq::ggml_type_name(info(name)->type); }
     bool readable(const std::string &name) const override {
         using T = woq::GgmlType;
@@ -108,35 +115,39 @@ public:
         }
     }
     at::Tensor tensor(const std::string &name) const override {
-        at::Tensor t = file_.tensor(gguf_name(name));
-        const bool q = name.find("self_attn.q_proj.weight") != std::string::npos;
-        const bool k = name.find("self_attn.k_proj.weight") != std::string::npos;
+        const GgufSlot slot = gguf_slot(arch_, name);
+        at::Tensor t = slot.expert >= 0 ? file_.tensor(slot.tensor, slot.expert) : file_.tensor(slot.tensor);
+        const bool q = ends_with(name, "self_attn.q_proj.weight");
+        const bool k = ends_with(name, "self_attn.k_proj.weight");
         if ((q || k) && heads_ > 0) {  // rows (head, pair, 2) back to (head, 2, half)
             const int64_t heads = q ? heads_ : kv_heads_, out = t.size(0), in = t.size(1);
             if (heads <= 0 || out % (2 * heads) != 0)
-                throw_bad_input("GGUF file '" + file_.path() + "': '" + gguf_name(name) + "' has " + std::to_string(out) +
+                throw_bad_input("GGUF file '" + file_.path() + "': '" + slot.tensor + "' has " + std::to_string(out) +
                                 " rows, not whole pairs of " + std::to_string(heads) + " heads");
             t = t.reshape({heads, out / heads / 2, 2, in}).transpose(1, 2).reshape({out, in}).contiguous();
         }
+        // llama.cpp's converter stores Gemma's norms as 1 + w; Hugging Face keeps w.
+        if (gemma_ && ends_with(name, "norm.weight")) t = t.to(at::kFloat) - 1;
+        if (t.dim() == 1 && ends_with(name, "shared_expert_gate.weight")) t = t.reshape({1, t.size(0)});
         return t;
     }
 
 private:
+    static bool ends_with(const std::string &s, const std::string &tail) {
+        return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+    }
     const woq::GgufTensorInfo *info(const std::string &name) const {
-        const std::string g = gguf_name(name);
-        return g.empty() ? nullptr : file_.find(g);
+        const GgufSlot slot = gguf_slot(arch_, name);
+        if (slot.tensor.empty()) return nullptr;
+        const auto *t = file_.find(slot.tensor);
+        if (t && slot.expert >= 0 && (t->shape.size() != 3 || slot.expert >= t->shape[0])) return nullptr;
+        return t;
     }
     woq::GgufFile file_;
     std::string arch_;
+    bool gemma_ = false;
     int64_t heads_ = 0, kv_heads_ = 0;
 };
-
-// A metadata number by key, or `fallback`.
-template <class T>
-T number(const nlohmann::json &md, const std::string &key, T fallback) {
-    const auto it = md.find(key);
-    return it != md.end() && it->is_number() ? it->get<T>() : fallback;
-}
 
 }  // namespace
 
@@ -154,64 +165,16 @@ std::unique_ptr<TensorSource> gguf_source(const std::string &path) { return std:
 
 std::vector<std::string> gguf_tensor_names(const std::string &path) {
     const woq::GgufFile file(path);
+    gguf_hf_architecture(file.metadata(), path);
+    const std::string arch = file.metadata().value("general.architecture", std::string());
+    check_gguf_tensors(file, arch);
+    const int64_t experts = md_int(file.metadata(), arch + ".expert_count", 0);
     std::vector<std::string> names;
     for (const auto &t : file.header().tensors) {
-        if (t.name == "rope_freqs.weight") continue;  // derived from the config's rope scaling
-        const std::string hf = hf_name(t.name);
-        if (hf.empty() || gguf_name(hf) != t.name)
-            throw_unsupported("GGUF file '" + path + "': tensor '" + t.name + "' has no Hugging Face name this loader knows");
-        names.push_back(hf);
+        if (is_rope_table(t.name)) continue;  // derived from the config's rope scaling
+        for (auto &hf : gguf_hf_names(arch, t.name, experts)) names.push_back(std::move(hf));
     }
     return names;
-}
-
-nlohmann::json gguf_config(const std::string &path) {
-    const woq::GgufFile file(path);
-    const nlohmann::json &md = file.metadata();
-    const std::string arch = md.value("general.architecture", std::string());
-    const auto known = gguf_architectures().find(arch);
-    if (known == gguf_architectures().end()) {
-        std::string list;
-        for (const auto &[a, hf] : gguf_architectures()) list += (list.empty() ? "" : ", ") + a;
-        throw_unsupported("GGUF file '" + path + "': architecture '" + arch + "' is not supported (supported: " + list +
-                          ")");
-    }
-    const std::string p = arch + ".";
-    nlohmann::json c = {{"architectures", {known->second}}};
-    const auto copy = [&](const char *gguf_key, const char *hf_key) {
-        if (md.contains(p + gguf_key) && md[p + gguf_key].is_number()) c[hf_key] = md[p + gguf_key];
-    };
-    copy("embedding_length", "hidden_size");
-    copy("feed_forward_length", "intermediate_size");
-    copy("block_count", "num_hidden_layers");
-    copy("attention.head_count", "num_attention_heads");
-    copy("attention.head_count_kv", "num_key_value_heads");
-    copy("attention.key_length", "head_dim");
-    copy("context_length", "max_position_embeddings");
-    copy("attention.layer_norm_rms_epsilon", "rms_norm_eps");
-    copy("rope.freq_base", "rope_theta");
-    const int64_t heads = number<int64_t>(md, p + "attention.head_count", 0);
-    const int64_t hidden = number<int64_t>(md, p + "embedding_length", 0);
-    const int64_t head_dim = number<int64_t>(md, p + "attention.key_length", heads > 0 ? hidden / heads : 0);
-    const int64_t rotary = number<int64_t>(md, p + "rope.dimension_count", head_dim);
-    if (head_dim > 0 && rotary > 0 && rotary != head_dim)
-        c["partial_rotary_factor"] = static_cast<double>(rotary) / static_cast<double>(head_dim);
-    if (md.value(p + "rope.scaling.type", std::string()) == "linear")
-        c["rope_scaling"] = {{"type", "linear"}, {"factor", number<double>(md, p + "rope.scaling.factor", 1.0)}};
-    else if (md.contains(p + "rope.scaling.type") && md[p + "rope.scaling.type"] != "none")
-        throw_unsupported("GGUF file '" + path + "': rope scaling " +
-                          (md[p + "rope.scaling.type"].is_string() ? "'" + md[p + "rope.scaling.type"].get<std::string>() + "'"
-                                                                   : std::string("of a non-string type")) +
-                          " is not supported (supported: linear, none)");
-    const auto *embed = file.find("token_embd.weight");
-    if (md.contains("tokenizer.ggml.tokens") && md["tokenizer.ggml.tokens"].is_array())
-        c["vocab_size"] = md["tokenizer.ggml.tokens"].size();
-    else if (embed)
-        c["vocab_size"] = embed->shape[0];
-    c["tie_word_embeddings"] = file.find("output.weight") == nullptr;
-    if (md.contains("tokenizer.ggml.bos_token_id")) c["bos_token_id"] = md["tokenizer.ggml.bos_token_id"];
-    if (md.contains("tokenizer.ggml.eos_token_id")) c["eos_token_id"] = md["tokenizer.ggml.eos_token_id"];
-    return c;
 }
 
 }  // namespace ipex::llm

@@ -31,13 +31,17 @@ std::unique_ptr<TensorSource> safetensors_source(const std::string &path);
 // Whether `path` names a GGUF file (by its magic, not its name).
 bool is_gguf(const std::string &path);
 
-// A GGUF file: tensors under Hugging Face names (q/k rows of the "llama" architecture put back
-// in rotate-half order), and its metadata as a Hugging Face config.json object for
-// parse_config (exit 4 naming an architecture this loader does not map).
+// A GGUF file (architectures llama, with expert_count Mixtral, qwen2, qwen3, gemma2, gemma3,
+// phi3, qwen2moe, qwen3moe): tensors under Hugging Face names (q/k rows of the "llama"
+// architecture put back in rotate-half order, Gemma's norms back to w from llama.cpp's 1 + w,
+// each expert a slice of its 3-D stack), and its metadata as a Hugging Face config.json object
+// for parse_config (gguf_config.cpp). Exit 4 naming an architecture or a tensor (a vision tower,
+// a projector) this loader does not map; exit 3 naming an expert stack of the wrong size or a
+// missing expert or shared-expert tensor.
 std::unique_ptr<TensorSource> gguf_source(const std::string &path);
 nlohmann::json gguf_config(const std::string &path);
-// The Hugging Face names of every tensor in the GGUF file, in file order (exit 4 naming a
-// tensor without one; rope_freqs, which the config's rope scaling gives, is left out).
+// The Hugging Face names of every tensor in the GGUF file, in file order, one per expert for the
+// 3-D expert stacks (rope_freqs and rope_factors_*, which the config gives, are left out).
 std::vector<std::string> gguf_tensor_names(const std::string &path);
 
 }  // namespace ipex::llm
