@@ -191,7 +191,8 @@ void merge(torch::jit::Graph &graph, const std::vector<Call> &group, TableBytes 
         kMerged,
         {list_of(graph, tensor, tables), list_of(graph, tensor, indices), list_of(graph, tensor, offsets),
          list_of(graph, c10::OptionalType::create(tensor), weights), graph.insertConstant(padding),
-         graph.insertConstant(group.front().mode), graph.insertConstant(group.front().include_last_offset), dtype},
+         graph.insertConstant(group.front().mode), graph.insertConstant(group.front().include_last_offset), dtype,
+         graph.insertConstant(false)},  // sparse: an optimized model is not trained
         1);
     graph.insertNode(merged);
     merged->output()->setType(c10::ListType::ofTensors());

@@ -7,6 +7,7 @@
 
 #include "kernels/bf16.h"
 #include "ops/op_errors.h"
+#include "ops/recsys/bag_args.h"
 #include "ops/recsys/embedding_bag_kernel.h"
 #include "ops/recsys/interaction_kernel.h"
 #include "ops/recsys/recsys_ops.h"
@@ -48,6 +49,25 @@ void add_row(const void *row, RowType type, const float *weight, int64_t dim, fl
     }
 }
 
+// The table's offsets as int64, checked: starting at 0, non-decreasing, within the indices.
+at::Tensor checked_offsets(const char *op, int64_t t, const at::Tensor &offsets, int64_t numel, bool include_last_offset) {
+    const at::Tensor o = offsets.to(at::kLong).contiguous();
+    const int64_t n = o.numel();
+    IPEX_CHECK_INPUT(!include_last_offset || n >= 1, op, ": table ", t,
+                     ": include_last_offset needs at least one offset (the end of the last bag)");
+    const int64_t *p = o.data_ptr<int64_t>();
+    if (n > 0)
+        IPEX_CHECK_INPUT(p[0] == 0, op, ": table ", t,
+                         ": offsets[0] must be 0 (the first bag starts the indices), got ", p[0]);
+    for (int64_t b = 1; b < n; ++b)
+        IPEX_CHECK_INPUT(p[b] >= p[b - 1], op, ": table ", t, ": offsets must not decrease, but offsets[", b,
+                         "] = ", p[b], " < offsets[", b - 1, "] = ", p[b - 1]);
+    if (n > 0)
+        IPEX_CHECK_INPUT(p[n - 1] <= numel, op, ": table ", t, ": offsets[", n - 1, "] = ", p[n - 1], " is past the ",
+                         numel, " indices");
+    return o;
+}
+
 namespace {
 
 constexpr const char *kOp = "merged_embedding_bag";
@@ -64,25 +84,6 @@ struct Table {
     int64_t padding_idx = -1;
     at::Tensor out;
 };
-
-// The table's offsets as int64, checked: starting at 0, non-decreasing, within the indices.
-at::Tensor checked_offsets(int64_t t, const at::Tensor &offsets, int64_t numel, bool include_last_offset) {
-    const at::Tensor o = offsets.to(at::kLong).contiguous();
-    const int64_t n = o.numel();
-    IPEX_CHECK_INPUT(!include_last_offset || n >= 1, kOp, ": table ", t,
-                     ": include_last_offset needs at least one offset (the end of the last bag)");
-    const int64_t *p = o.data_ptr<int64_t>();
-    if (n > 0)
-        IPEX_CHECK_INPUT(p[0] == 0, kOp, ": table ", t,
-                         ": offsets[0] must be 0 (the first bag starts the indices), got ", p[0]);
-    for (int64_t b = 1; b < n; ++b)
-        IPEX_CHECK_INPUT(p[b] >= p[b - 1], kOp, ": table ", t, ": offsets must not decrease, but offsets[", b,
-                         "] = ", p[b], " < offsets[", b - 1, "] = ", p[b - 1]);
-    if (n > 0)
-        IPEX_CHECK_INPUT(p[n - 1] <= numel, kOp, ": table ", t, ": offsets[", n - 1, "] = ", p[n - 1], " is past the ",
-                         numel, " indices");
-    return o;
-}
 
 Table checked_table(int64_t t, const at::Tensor &weight, const at::Tensor &indices, const at::Tensor &offsets,
                     const c10::optional<at::Tensor> &per_sample_weights, int64_t padding_idx, bool include_last_offset,
@@ -111,7 +112,7 @@ Table checked_table(int64_t t, const at::Tensor &weight, const at::Tensor &indic
                      " is not a row of the ", table.rows, "-row table (-1 for none)");
     table.padding_idx = padding_idx;
     table.indices = indices.contiguous();
-    table.offsets = checked_offsets(t, offsets, indices.numel(), include_last_offset);
+    table.offsets = checked_offsets(kOp, t, offsets, indices.numel(), include_last_offset);
     table.bags = include_last_offset ? table.offsets.numel() - 1 : table.offsets.numel();
     if (per_sample_weights && per_sample_weights->defined()) {
         const at::Tensor &w = *per_sample_weights;

@@ -36,6 +36,43 @@ std::vector<at::Tensor> merged_embedding_bag(at::TensorList weights, at::TensorL
                                              at::IntArrayRef padding_idx, int64_t mode, bool include_last_offset,
                                              c10::optional<at::ScalarType> dtype);
 
+// The op as registered (ipex::merged_embedding_bag): the forward above; `sparse` chooses the
+// layout of the tables' gradients when autograd differentiates it (merged_embedding_bag_autograd.cpp),
+// as aten::embedding_bag's does.
+std::vector<at::Tensor> merged_embedding_bag_op(at::TensorList weights, at::TensorList indices, at::TensorList offsets,
+                                                const c10::List<c10::optional<at::Tensor>> &per_sample_weights,
+                                                at::IntArrayRef padding_idx, int64_t mode, bool include_last_offset,
+                                                c10::optional<at::ScalarType> dtype, bool sparse);
+
+// The gradient rows of merged_embedding_bag, as aten's sparse EmbeddingBag backward makes them
+// (nn.EmbeddingBag(sparse=True)): per table, one row per index position j that lies in a bag and
+// is not padding_idx, in position order (duplicates not summed): indices[k] (int64) = the table
+// row, values[k] (fp32 [D]) = grad_outputs[t][the bag of j], times per_sample_weights[j] (sum), or
+// times 1 / n (mean; n = the bag's rows that are not padding_idx; 1 / n rounded to fp32 first, as
+// aten does). grad_outputs[t] is [bags, D], fp32 or bf16; weights[t] fp32 or bf16 (only its shape
+// is read). The arguments are checked as the forward's; indices outside the table, a gradient of
+// the wrong shape or dtype are input errors naming the table and the argument.
+struct GradRows {
+    at::Tensor indices, values;
+};
+std::vector<GradRows> merged_embedding_bag_grad_rows(at::TensorList grad_outputs, at::TensorList weights,
+                                                     at::TensorList indices, at::TensorList offsets,
+                                                     const c10::List<c10::optional<at::Tensor>> &per_sample_weights,
+                                                     at::IntArrayRef padding_idx, int64_t mode,
+                                                     bool include_last_offset);
+
+// merged_embedding_bag's backward. weight_grads: per table the weight's gradient, with `sparse` a
+// sparse COO tensor [rows, D] of the rows above (uncoalesced, as nn.EmbeddingBag(sparse=True)
+// gives it; an empty one has indices [1, 0]), else dense [rows, D] (the rows added in position
+// order); in the table's dtype. per_sample_weights_grads: per index position dot(grad_output of
+// its bag, its table row), summed in double and rounded once, 0 at padding_idx, in the weights'
+// dtype. A list is empty when not asked for; a table without per_sample_weights has an undefined
+// entry.
+std::tuple<std::vector<at::Tensor>, std::vector<at::Tensor>> merged_embedding_bag_backward(
+    at::TensorList grad_outputs, at::TensorList weights, at::TensorList indices, at::TensorList offsets,
+    const c10::List<c10::optional<at::Tensor>> &per_sample_weights, at::IntArrayRef padding_idx, int64_t mode,
+    bool include_last_offset, bool sparse, bool weight_grads, bool per_sample_weights_grads);
+
 // An fp32 or bf16 table [rows, D] as uint8 rows [rows, D + 8] (layout above): per row, bias =
 // the row's min, scale = (max - min) / 255, q = round((x - bias) / scale), so each value is within
 // scale / 2 of its dequantized one (plus fp32 rounding). A NaN or infinity is an input error.
