@@ -13,12 +13,12 @@ docs/migration.md. Importing the package loads libipex_pybridge.so and libipex_o
 of the optimized models) into the process.
 """
 
-from . import cpu, llm, optim, quantization
+from . import cpu, llm, nn, optim, quantization
 from ._bridge import IpexToolWarning, ops_library_path
 from .frontend import optimize
 from .math_mode import FP32MathMode, get_fp32_math_mode, set_fp32_math_mode
 
 __version__ = "0.1.0"
 
-__all__ = ["optimize", "quantization", "llm", "cpu", "optim", "set_fp32_math_mode", "get_fp32_math_mode", "FP32MathMode", "IpexToolWarning",
+__all__ = ["optimize", "quantization", "llm", "cpu", "nn", "optim", "set_fp32_math_mode", "get_fp32_math_mode", "FP32MathMode", "IpexToolWarning",
            "ops_library_path"]

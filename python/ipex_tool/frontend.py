@@ -18,7 +18,7 @@ import warnings
 
 import torch
 
-from . import _bridge, _script, math_mode, optim
+from . import _bridge, _script, math_mode, nn, optim
 
 # IPEX's keyword -> the knob of `ipex-tool optimize` (--[no-]KNOB).
 IPEX_KNOBS = {
@@ -192,7 +192,11 @@ def optimize(model, dtype=None, optimizer=None, level="O1", inplace=False, conv_
             raise TypeError(f"ipex_tool.optimize: unknown keyword argument {unknown[0]!r}")
         for name in TRAINING_KNOBS:
             _check_bool(name, locals()[name])
-        return optim.optimize_training(model, optimizer, dtype, split_master_weight_for_bf16, fuse_update_step)
+        merged_tables = nn.plan_training(model, optimizer, fuse_update_step)
+        model, optimizer = optim.optimize_training(model, optimizer, dtype, split_master_weight_for_bf16,
+                                                   fuse_update_step)
+        nn.apply_training(merged_tables, optimizer, dtype, split_master_weight_for_bf16)
+        return model, optimizer
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"ipex_tool.optimize: model must be a torch.nn.Module or ScriptModule, not {type(model).__name__}")
 
