@@ -1,7 +1,10 @@
 """ipex-tool import gguf IN.gguf OUT_DIR on the GGUF fixtures of make_llm_fixtures.py: the
 directory it writes (safetensors, config, generation config, tokenizer.json, tokenizer_config.json)
 loads in generate to the same greedy ids and prompt ids as the .gguf file; OUT_DIR is never
-half-written, a directory holding files is refused without --force, bad input is exit 3."""
+half-written, a directory holding files is refused without --force, bad input is exit 3. The
+files of gemma2, gemma3, phi3 and the mixtures (llama with experts, qwen2moe, qwen3moe) give the
+greedy ids of the Hugging Face checkpoint they were written from, and run in bench --llm and
+perplexity."""
 
 import json
 import os
@@ -34,7 +37,8 @@ class ImportGgufTest(e2e.ToolTestCase):
         return [s["prompt_ids"] for s in self.tool_json(*args)["sequences"]]
 
     def test_imported_directory_generates_as_the_file(self):
-        names = ["gguf_llama_f32", "gguf_llama_q8_0", "gguf_qwen2_f16", "gguf_llama3_f16"]
+        names = ["gguf_llama_f32", "gguf_llama_q8_0", "gguf_qwen2_f16", "gguf_llama3_f16", "gguf_gemma3_f32",
+                 "gguf_gemma2_f32", "gguf_phi3_f32", "gguf_mixtral_q8_0", "gguf_qwen2_moe_f32"]
         if "skip" not in MANIFEST["spm"]:
             names.append("gguf_llama_spm_f32")
         for name in names:
@@ -55,6 +59,31 @@ class ImportGgufTest(e2e.ToolTestCase):
                 tc = json.load(f)
             self.assertEqual(tc["chat_template"], MANIFEST["spm"]["chat_template"])
             self.assertEqual((tc["bos_token"], tc["eos_token"], tc["add_bos_token"]), ("<s>", "</s>", True))
+
+    def test_architectures_give_the_hf_checkpoints_ids(self):
+        for name, source in MANIFEST["gguf_pairs"].items():
+            with self.subTest(model=name):
+                m = MODELS[name]
+                got = self.greedy(m["dir"], m["prompt"], len(m["greedy"]))
+                self.assertEqual(got, self.greedy(MODELS[source]["dir"], m["prompt"], len(m["greedy"])))
+                want = m["greedy"]
+                for i, t in enumerate(want):
+                    if t in m["eos"]:
+                        want = want[:i]
+                        break
+                self.assertEqual(got, want)
+
+    def test_bench_and_perplexity_take_the_files(self):
+        text = os.path.join(LLM, "text.txt")
+        ppl = [self.tool_json("perplexity", MODELS[n]["dir"], "--text", text, "--context", "32", "--json")["perplexity"]
+               for n in ("gguf_qwen2_moe_f32", "qwen2_moe")]  # one tokenizer: the same tokens
+        self.assertAlmostEqual(ppl[0], ppl[1], delta=1e-6 * ppl[1])
+        for name in ("gguf_gemma3_f32", "gguf_mixtral_f32", "gguf_phi3_f32"):
+            with self.subTest(model=name):
+                out = self.tool_json("bench", MODELS[name]["dir"], "--llm", "--input-tokens", "4", "--output-tokens",
+                                     "2", "--iterations", "1", "--dtype", "fp32", "--json")
+                with open(os.path.join(MODELS[MANIFEST["gguf_pairs"][name]]["dir"], "config.json")) as f:
+                    self.assertEqual(out["architecture"], json.load(f)["architectures"][0])
 
     def test_bf16_and_the_output_directory_rules(self):
         src = MODELS["gguf_llama_f32"]["dir"]
@@ -78,7 +107,9 @@ class ImportGgufTest(e2e.ToolTestCase):
 
     def test_bad_input_writes_nothing(self):
         bad = MANIFEST["bad"]
-        for name, code in (("gguf_truncated", e2e.EXIT_BAD_INPUT), ("gguf_architecture", e2e.EXIT_UNSUPPORTED)):
+        for name, code in (("gguf_truncated", e2e.EXIT_BAD_INPUT), ("gguf_architecture", e2e.EXIT_UNSUPPORTED),
+                           ("gguf_expert_count", e2e.EXIT_BAD_INPUT), ("gguf_missing_shexp", e2e.EXIT_BAD_INPUT),
+                           ("gguf_unknown_arch", e2e.EXIT_UNSUPPORTED), ("gguf_gemma3_vision", e2e.EXIT_UNSUPPORTED)):
             with self.subTest(case=name):
                 parent = self.path("bad_" + name)
                 os.makedirs(parent)
