@@ -131,10 +131,21 @@ WoqLayer quantize_rtn(const std::string &name, const at::Tensor &weight, const a
     if (gs <= 0 || k % gs != 0)
         throw_unsupported("layer '" + name + "': group size " + std::to_string(group_size) +
                           " does not divide in_features " + std::to_string(k) + "; pick a divisor or -1");
-    // Blocks of rows, so the fp32 temporaries stay a few MB whatever the layer's size (an LLM's
-    // lm_head is hundreds of MB in fp32); rows are independent, so the result is the same.
-    const int64_t block = std::max<int64_t>(1, (int64_t(4) << 20) / std::max<int64_t>(k, 1));
-    at::Tensor q = at::empty({n, k}, at::kByte), scale = at::empty({n, k / gs}), zero = at::empty({n, k / gs});
+    // Blocks of rows, so the temporaries stay a few MB whatever the layer's size (an LLM's
+    // lm_head is hundreds of MB in fp32): each block is quantized and packed into its rows of
+    // the result, so only the packed weight grows. Rows are independent: the same result.
+    const int64_t block = std::max<int64_t>(1, (int64_t(1) << 20) / std::max<int64_t>(k, 1));
+    WoqLayer layer;
+    layer.name = name;
+    layer.in_features = k;
+    layer.out_features = n;
+    layer.bits = bits;
+    layer.group_size = gs;
+    layer.source_group_size = group_size;
+    layer.qweight = at::empty({n, packed_row_bytes(k, bits)}, at::kByte);
+    layer.scales = at::empty({n, k / gs});
+    layer.zeros = at::empty({n, k / gs});
+    layer.bias = bias.defined() ? bias.to(at::kFloat).contiguous() : bias;
     for (int64_t r0 = 0; r0 < n; r0 += block) {
         const int64_t rows = std::min(block, n - r0);
         const at::Tensor w = weight.narrow(0, r0, rows).to(at::kFloat).reshape({rows, k / gs, gs});
@@ -143,12 +154,11 @@ WoqLayer quantize_rtn(const std::string &name, const at::Tensor &weight, const a
         s = at::where(s > 0, s, at::ones_like(s));
         const at::Tensor z = (-lo / s).round().clamp(0, max_q(bits));
         const at::Tensor qb = (w / s.unsqueeze(2)).round().add(z.unsqueeze(2)).clamp(0, max_q(bits));
-        q.narrow(0, r0, rows).copy_(qb.reshape({rows, k}));
-        scale.narrow(0, r0, rows).copy_(s);
-        zero.narrow(0, r0, rows).copy_(z);
+        layer.qweight.narrow(0, r0, rows).copy_(pack_weight(qb.reshape({rows, k}).to(at::kByte), bits));
+        layer.scales.narrow(0, r0, rows).copy_(s);
+        layer.zeros.narrow(0, r0, rows).copy_(z);
     }
-    const at::Tensor g_idx = at::arange(k, at::kLong).div(gs, "floor");
-    return make_layer(name, q, g_idx, scale, zero, bias, bits, group_size);
+    return layer;
 }
 
 namespace {

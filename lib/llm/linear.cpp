@@ -58,6 +58,17 @@ namespace {
 constexpr int64_t kDefaultGroup = 128;
 }  // namespace
 
+woq::WoqLayer Linear::quantize(const std::string &name, const at::Tensor &weight, const at::Tensor &bias,
+                               const WeightFormat &format) {
+    int64_t group = format.group_size;
+    const int64_t k = weight.size(1);
+    if (group == 0) group = k % kDefaultGroup == 0 ? kDefaultGroup : -1;
+    else if (group > 0 && k % group != 0)
+        throw_unsupported("--group-size " + std::to_string(group) + " does not divide the " + std::to_string(k) +
+                          " input channels of '" + name + "' (use a divisor, or -1 for one group per output channel)");
+    return woq::quantize_rtn(name, weight, bias, format.woq_bits, group);  // fp32 by row blocks
+}
+
 Linear Linear::from_dense(const std::string &name, const std::vector<at::Tensor> &weights,
                           const std::vector<at::Tensor> &biases, const WeightFormat &format) {
     Linear l;
@@ -67,13 +78,7 @@ Linear Linear::from_dense(const std::string &name, const std::vector<at::Tensor>
     const at::Tensor bias = stacked_bias(biases, rows);
     if (format.woq_bits != 0) {
         const at::Tensor w = weights.size() == 1 ? weights[0] : at::cat(weights, 0);
-        int64_t group = format.group_size;
-        if (group == 0) group = w.size(1) % kDefaultGroup == 0 ? kDefaultGroup : -1;
-        else if (group > 0 && w.size(1) % group != 0)
-            throw_unsupported("--group-size " + std::to_string(group) + " does not divide the " +
-                              std::to_string(w.size(1)) + " input channels of '" + name +
-                              "' (use a divisor, or -1 for one group per output channel)");
-        woq::WoqLayer layer = woq::quantize_rtn(name, w, bias, format.woq_bits, group);  // fp32 by row blocks
+        woq::WoqLayer layer = quantize(name, w, bias, format);
         l.woq_bias_ = layer.bias;
         layer.bias = at::Tensor();
         l.in_ = layer.in_features;

@@ -37,6 +37,10 @@ public:
     // along N. With format.woq_bits, they are quantized on load (round to nearest).
     static Linear from_dense(const std::string &name, const std::vector<at::Tensor> &weights,
                              const std::vector<at::Tensor> &biases, const WeightFormat &format);
+    // One dense weight [N, K] quantized round-to-nearest as `format` asks (format.woq_bits != 0),
+    // with its group size resolved (0: 128 where it divides K, else per output channel).
+    static woq::WoqLayer quantize(const std::string &name, const at::Tensor &weight, const at::Tensor &bias,
+                                  const WeightFormat &format);
     // Already quantized layers (GPTQ/AWQ decoded by lib/woq), stacked along N.
     static Linear from_woq(const std::string &name, std::vector<woq::WoqLayer> layers, const std::string &lowp_mode);
 

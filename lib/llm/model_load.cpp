@@ -190,13 +190,25 @@ Linear build(Loader &loader, const std::string &name, const std::vector<Projecti
         return Linear::from_woq(name, std::move(layers), format.lowp_mode);
     }
     std::vector<at::Tensor> weights, biases;
+    std::vector<woq::WoqLayer> quantized;
     for (const auto &p : parts) {
         if (loader.quantized(p.name))
             throw_unsupported("layer '" + p.name + "' is quantized but '" + parts[0].name +
                               "' is not; mixed projections are not supported");
-        weights.push_back(loader.tensor(p.name + ".weight"));
-        biases.push_back(p.bias ? loader.tensor(p.name + ".bias") : at::Tensor());
+        at::Tensor w = loader.tensor(p.name + ".weight");
+        at::Tensor b = p.bias ? loader.tensor(p.name + ".bias") : at::Tensor();
+        // Quantized part by part, each source freed before the next is read: the load holds
+        // one part's source at a time beside the packed weights.
+        if (format.woq_bits != 0) {
+            quantized.push_back(Linear::quantize(p.name, w, b, format));
+            w = at::Tensor();
+            release_free_memory();
+        } else {
+            weights.push_back(std::move(w));
+            biases.push_back(std::move(b));
+        }
     }
+    if (format.woq_bits != 0) return Linear::from_woq(name, std::move(quantized), format.lowp_mode);
     return Linear::from_dense(name, weights, biases, format);
 }
 
@@ -342,6 +354,13 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
     if (c.gemma_norms)  // the scale as Hugging Face applies it: a number of the embedding's dtype
         m->embed_scale_ = at::scalar_tensor(std::sqrt(static_cast<double>(h)), m->embed_.scalar_type()).item<float>();
     m->final_norm_ = norm("model.norm.weight");
+    // The head first: its conversion's temporaries (the largest single weight) then meet the
+    // smallest resident set of the load.
+    if (c.tie_word_embeddings)
+        m->lm_head_ = Linear::from_dense("lm_head", {m->embed_}, {}, format);
+    else
+        m->lm_head_ = build(loader, "lm_head", {head}, format);
+    release_free_memory();
     for (int64_t l = 0; l < c.num_layers; ++l) {
         const std::string p = "model.layers." + std::to_string(l) + ".";
         const auto proj = projections(c, l);
@@ -382,11 +401,6 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
             layer.mlp_out_norm = norm(p + "post_feedforward_layernorm.weight");
         }
     }
-    if (c.tie_word_embeddings)
-        m->lm_head_ = Linear::from_dense("lm_head", {m->embed_}, {}, format);
-    else
-        m->lm_head_ = build(loader, "lm_head", {head}, format);
-    release_free_memory();
     m->inv_freq_ = rope_frequencies(c, false);
     if (c.rope_scaling.type == "longrope") m->inv_freq_long_ = rope_frequencies(c, true);
     if (c.rope_local_theta > 0) {  // Gemma 3's sliding layers: their own base, no scaling
