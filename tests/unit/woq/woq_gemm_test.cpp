@@ -14,6 +14,7 @@
 #include "base/isa.h"
 #include "checkpoint/woq_format.h"
 #include "ops/woq/woq_kernels.h"
+#include "unit/woq/woq_test_utils.h"
 #include "ops/woq/woq_linear.h"
 
 namespace {
@@ -47,19 +48,7 @@ WoqLayer make(const Case &c, uint64_t seed) {
     return ipex::woq::quantize_rtn("l", at::randn({c.n, c.k}) * 0.1, at::randn({c.n}), c.bits, c.group_size);
 }
 
-kernels::WeightView view_of(const WoqLayer &l) {
-    kernels::WeightView w;
-    w.qweight = l.qweight.data_ptr<uint8_t>();
-    w.scales = l.scales.data_ptr<float>();
-    w.zeros = l.zeros.data_ptr<float>();
-    w.n = l.out_features;
-    w.k = l.in_features;
-    w.kp = (w.k + 31) / 32 * 32;
-    w.groups = l.groups();
-    w.group_size = l.group_size;
-    w.bits = l.bits;
-    return w;
-}
+using ipex::woq::testing::view_of;
 
 // Largest |got - want| beyond the bound: 1e-5 of sum |x||w| (fp32 accumulation over up to a
 // few thousand products) plus `rel` of |want| (rounding of the output itself). <= 0 passes.

@@ -10,6 +10,7 @@
 #include "checkpoint/woq_format.h"
 #include "ops/woq/woq_kernels.h"
 #include "ops/woq/woq_linear.h"
+#include "unit/woq/woq_test_utils.h"
 
 namespace {
 
@@ -149,20 +150,6 @@ TEST(WoqFormat, RoundToNearestErrorIsAtMostHalfAStep) {
     EXPECT_THROW(ipex::woq::quantize_rtn("l", w, at::Tensor(), 4, 48), ipex::Error);
 }
 
-ipex::woq::kernels::WeightView view_of(const WoqLayer &l, const Case &c) {
-    ipex::woq::kernels::WeightView w;
-    w.qweight = l.qweight.data_ptr<uint8_t>();
-    w.scales = l.scales.data_ptr<float>();
-    w.zeros = l.zeros.data_ptr<float>();
-    w.n = c.n;
-    w.k = c.k;
-    w.kp = (c.k + 31) / 32 * 32;
-    w.groups = l.groups();
-    w.group_size = l.group_size;
-    w.bits = c.bits;
-    return w;
-}
-
 // The AVX2 kernels called directly (woq_linear prefers the AVX-512 ones where they run): the
 // dequantization equals the portable one bit for bit, the products agree with it to rounding.
 TEST(WoqKernels, Avx2KernelsMatchPortable) {
@@ -171,7 +158,7 @@ TEST(WoqKernels, Avx2KernelsMatchPortable) {
     for (const Case &c : {Case{4, 9, 200, -1, false}, Case{4, 8, 256, 64, false}, Case{8, 5, 96, 32, false},
                           Case{8, 7, 300, -1, false}}) {
         const WoqLayer l = make(c, 23);
-        const k::WeightView w = view_of(l, c);
+        const k::WeightView w = ipex::woq::testing::view_of(l);
         at::Tensor f = at::full({c.n, c.k + 5}, -1.f), fr = f.clone();
         k::dequant_f32_avx2(w, f.data_ptr<float>(), c.k + 5, 0, c.n);
         k::dequant_f32_ref(w, fr.data_ptr<float>(), c.k + 5, 0, c.n);
@@ -199,16 +186,7 @@ TEST(WoqKernels, VectorDequantizationMatchesPortableBitForBit) {
     if (!ipex::isa::avx512_bf16()) GTEST_SKIP() << "no AVX512-BF16 on this CPU";
     for (const Case &c : {Case{4, 9, 200, -1, false}, Case{4, 8, 256, 64, false}, Case{8, 5, 96, 32, false}}) {
         const WoqLayer l = make(c, 21);
-        ipex::woq::kernels::WeightView w;
-        w.qweight = l.qweight.data_ptr<uint8_t>();
-        w.scales = l.scales.data_ptr<float>();
-        w.zeros = l.zeros.data_ptr<float>();
-        w.n = c.n;
-        w.k = c.k;
-        w.kp = (c.k + 31) / 32 * 32;
-        w.groups = l.groups();
-        w.group_size = l.group_size;
-        w.bits = c.bits;
+        const ipex::woq::kernels::WeightView w = ipex::woq::testing::view_of(l);
         at::Tensor simd = at::zeros({c.n - 1, c.k + 3}, at::kShort), ref = simd.clone();
         ipex::woq::kernels::dequant_bf16_avx512(w, reinterpret_cast<uint16_t *>(simd.data_ptr<int16_t>()), c.k + 3, 1, c.n);
         ipex::woq::kernels::dequant_bf16_ref(w, reinterpret_cast<uint16_t *>(ref.data_ptr<int16_t>()), c.k + 3, 1, c.n);
