@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "base/errors.h"
+#include "checkpoint/gguf_woq.h"
 
 namespace ipex::woq {
 namespace {
@@ -367,26 +368,51 @@ const GgufTensorInfo *GgufFile::find(const std::string &name) const {
     return it == index_.end() ? nullptr : &header_.tensors[it->second];
 }
 
-at::Tensor GgufFile::tensor(const std::string &name) const {
+const GgufTensorInfo &GgufFile::slice(const std::string &name, int64_t index, uint64_t &offset, uint64_t &bytes,
+                                      std::vector<int64_t> &shape) const {
     const GgufTensorInfo *t = find(name);
     if (!t) throw_bad_input("GGUF file '" + path_ + "' has no tensor '" + name + "'");
-    return read(*t, 0, t->bytes, t->shape);
-}
-
-at::Tensor GgufFile::tensor(const std::string &name, int64_t index) const {
-    const GgufTensorInfo *t = find(name);
-    if (!t) throw_bad_input("GGUF file '" + path_ + "' has no tensor '" + name + "'");
-    if (t->shape.size() < 2 || index < 0 || index >= t->shape[0])
+    if (index < 0) {
+        offset = 0;
+        bytes = t->bytes;
+        shape = t->shape;
+        return *t;
+    }
+    if (t->shape.size() < 2 || index >= t->shape[0])
         throw_bad_input("GGUF file '" + path_ + "': tensor '" + name + "' has no slice " + std::to_string(index));
     uint64_t block_elements = 0, block_bytes = 0;
     ggml_type_layout(t->type, block_elements, block_bytes);
-    std::vector<int64_t> shape(t->shape.begin() + 1, t->shape.end());
+    shape.assign(t->shape.begin() + 1, t->shape.end());
     uint64_t elements = 1;
     for (int64_t d : shape) elements *= static_cast<uint64_t>(d);
     if (block_elements == 0 || elements % block_elements != 0)
         throw_bad_input("GGUF file '" + path_ + "': tensor '" + name + "' is not sliced on whole blocks");
-    const uint64_t bytes = elements / block_elements * block_bytes;
-    return read(*t, static_cast<uint64_t>(index) * bytes, bytes, shape);
+    bytes = elements / block_elements * block_bytes;
+    offset = static_cast<uint64_t>(index) * bytes;
+    return *t;
+}
+
+at::Tensor GgufFile::tensor(const std::string &name) const { return tensor(name, -1); }
+
+at::Tensor GgufFile::tensor(const std::string &name, int64_t index) const {
+    uint64_t offset = 0, bytes = 0;
+    std::vector<int64_t> shape;
+    const GgufTensorInfo &t = slice(name, index, offset, bytes, shape);
+    return read(t, offset, bytes, shape);
+}
+
+std::optional<WoqLayer> GgufFile::woq_layer(const std::string &name, int64_t index, const std::string &layer,
+                                            const std::vector<int64_t> *row_order) const {
+    uint64_t offset = 0, bytes = 0;
+    std::vector<int64_t> shape;
+    const GgufTensorInfo &t = slice(name, index, offset, bytes, shape);
+    if (!ggml_woq_exact(t.type) || shape.size() != 2)
+        throw_bad_input("GGUF file '" + path_ + "': tensor '" + name + "' (" + ggml_type_name(t.type) + ", rank " +
+                        std::to_string(shape.size()) + ") is not a q4_0, q4_1 or q8_0 matrix");
+    const uint8_t *src = map_.data() + header_.data_start + t.offset + offset;
+    std::optional<WoqLayer> out = ggml_to_woq(layer, t.type, src, shape[0], shape[1], row_order);
+    map_.release(src, bytes);
+    return out;
 }
 
 at::Tensor GgufFile::read(const GgufTensorInfo &t, uint64_t offset, uint64_t bytes,

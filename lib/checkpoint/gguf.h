@@ -11,10 +11,12 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "checkpoint/mapped_file.h"
+#include "checkpoint/woq_format.h"
 
 namespace ipex::woq {
 
@@ -75,8 +77,16 @@ public:
     at::Tensor tensor(const std::string &name) const;
     // Slice `index` of the outermost dimension (an expert of a 3-D expert tensor), read alone.
     at::Tensor tensor(const std::string &name, int64_t index) const;
+    // A 2-D tensor (or slice `index` >= 0 of a 3-D one) of a type ggml_woq_exact takes, as the
+    // weight-only layer `layer` read straight from the file's blocks (gguf_woq.h: rows in
+    // `row_order` when given); nullopt where the blocks are not held exactly.
+    std::optional<WoqLayer> woq_layer(const std::string &name, int64_t index, const std::string &layer,
+                                      const std::vector<int64_t> *row_order = nullptr) const;
 
 private:
+    // Where slice `index` (-1: the whole tensor) starts in the data section, its bytes and shape.
+    const GgufTensorInfo &slice(const std::string &name, int64_t index, uint64_t &offset, uint64_t &bytes,
+                                std::vector<int64_t> &shape) const;
     at::Tensor read(const GgufTensorInfo &t, uint64_t offset, uint64_t bytes, const std::vector<int64_t> &shape) const;
     std::string path_;
     MappedFile map_;
