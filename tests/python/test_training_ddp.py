@@ -114,6 +114,8 @@ class DdpRuns(TestCase):
                 self.assertTrue(same_bits(top, tops[name]), f"rank {rank}: {name} differs from the reference")
             for name, trail in saved["trails"].items():
                 self.assertEqual(trail.dtype, torch.int16)
+                # model.state_dict() (DDP's module) saved the fp32 master of top and trail
+                self.assertTrue(same_bits(saved["state_dict"][name], combine_master(saved["tops"][name], trail)), name)
                 self.assertTrue(same_bits(trail, ranks[0]["trails"][name]), f"rank {rank}: trail of {name} differs")
                 self.assertTrue(same_bits(trail, trails[name]), f"rank {rank}: trail of {name} differs from reference")
         # the run trained: the masters moved away from the initial weights

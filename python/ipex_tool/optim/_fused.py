@@ -8,7 +8,8 @@ step is already the fused one; sparse embedding gradients: ``_steps``). With
 ``dtype=torch.bfloat16`` the weights and biases of the model's convolutions, linears and
 embeddings (not EmbeddingBags) become bf16 tensors holding the top 16 bits of their fp32 master weights; the bottom
 16 bits (the "trail", int16) live in the optimizer's state beside exp_avg / momentum_buffer, so
-``optimizer.state_dict()`` and ``model.state_dict()`` together restore the fp32 masters exactly.
+``model.state_dict()`` holds the fp32 masters (top and trail recombined, as IPEX saved them;
+``_state_dict``), and loading one re-splits them exactly.
 Other parameters stay fp32 and take the fused fp32 step. The forward and backward of the bf16
 layers run in bf16: call the model under ``torch.cpu.amp.autocast()`` (or give it bf16 inputs).
 """
@@ -20,6 +21,7 @@ import torch
 from . import _steps
 from ._lamb import Lamb
 from ._lars import Lars
+from ._state_dict import combine_master, register_split, split_master  # noqa: F401 (re-exported)
 
 # Optimizer classes with a fused step here -> the kind of step.
 FUSED_OPTIMIZERS = {torch.optim.SGD: "sgd", torch.optim.Adagrad: "adagrad", torch.optim.Adam: "adam",
@@ -32,20 +34,6 @@ SPLIT_MODULES = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d, torch.nn.Con
                  torch.nn.ConvTranspose3d, torch.nn.Linear, torch.nn.Embedding)
 # Optimizer options the fused steps do not implement, with the value they must keep.
 UNSUPPORTED_OPTIONS = {"capturable": False, "differentiable": False, "fused": False}
-
-
-def split_master(master: torch.Tensor):
-    """(top, trail): the upper 16 bits of fp32 ``master`` as bf16, the lower 16 as int16."""
-    bits = master.detach().contiguous().view(torch.int32)
-    top = (bits >> 16).to(torch.int16).view(torch.bfloat16)
-    trail = (bits & 0xFFFF).to(torch.int16)
-    return top, trail
-
-
-def combine_master(top: torch.Tensor, trail: torch.Tensor) -> torch.Tensor:
-    """The fp32 master weight that bf16 ``top`` and int16 ``trail`` hold."""
-    high = top.detach().contiguous().view(torch.int16).to(torch.int32) << 16
-    return (high | (trail.to(torch.int32) & 0xFFFF)).view(torch.float32)
 
 
 def _optimizer_name(optimizer) -> str:
@@ -134,15 +122,20 @@ def optimize_training(model, optimizer, dtype, split_master_weight_for_bf16, fus
         for module in model.modules():
             if not isinstance(module, SPLIT_MODULES):
                 continue
-            for param in (module.weight, getattr(module, "bias", None)):
+            split_names = []
+            for name in ("weight", "bias"):
+                param = getattr(module, name, None)
                 if param is None or id(param) not in in_optimizer or param.dtype != torch.float32:
                     continue
+                split_names.append(name)
                 top, trail = split_master(param.data)
                 param.data = top
                 optimizer.state[param]["trail"] = trail
                 for key, value in list(optimizer.state[param].items()):
                     if key not in ("trail", "step") and isinstance(value, torch.Tensor):
                         optimizer.state[param][key] = value.float()
+            if split_names:
+                register_split(module, split_names, optimizer)
     optimizer._ipex_tool_fused = kind
     optimizer.step = types.MethodType(STEPS[kind], optimizer)
     optimizer.load_state_dict = types.MethodType(_load_state_dict, optimizer)
