@@ -20,14 +20,15 @@ expert_used_count, expert_feed_forward_length, expert_shared_feed_forward_length
 mlp_only_layers keeps dense ffn_gate/up/down, which llama.cpp itself would not load). A model
 llama.cpp would run differently from its config (values its loader fixes: check_representable) is
 refused. Norms, routers and rope lists stay F32; every other matrix is TYPE: f32, f16, bf16, q8_0
-(blocks of 32: fp16 scale amax/127, int8 round-to-nearest) or q4_0 (blocks of 32: fp16 scale
+(blocks of 32: fp16 scale amax/127, int8 round-to-nearest), q4_0 (blocks of 32: fp16 scale
 d = v/-8 for the value v of largest magnitude, nibbles min(15, trunc(x/d + 8.5)), element j in the
-low nibble and j + 16 in the high one). The tokenizer is the directory's byte-level BPE
+low nibble and j + 16 in the high one) or q4_1 (fp16 d = (max - min)/15 and m = min, nibbles
+min(15, trunc((x - min)/d + 0.5))). The tokenizer is the directory's byte-level BPE
 tokenizer.json as "gpt2", else its SentencePiece tokenizer.model as "llama" (as llama.cpp's
 converter writes them), else a placeholder of the config's size ("llama" model, <unk> <s> </s>
 then byte and filler tokens): the benches feed token ids, never text.
 
-Usage: gguf_write.py HF_DIR OUT.gguf [--type f32|f16|bf16|q8_0|q4_0]
+Usage: gguf_write.py HF_DIR OUT.gguf [--type f32|f16|bf16|q8_0|q4_0|q4_1]
 As a module: write_gguf(HF_DIR, OUT, kind) returns the weights as the file holds them, in
 Hugging Face names and order (the rounding of each type applied): a test's reference.
 """
@@ -41,8 +42,9 @@ import sys
 import numpy as np
 import torch
 
-GGML = {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 8, "bf16": 30}
-FILE_TYPE = {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 7, "bf16": 32}
+GGML = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q8_0": 8, "bf16": 30}
+FILE_TYPE = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q8_0": 7, "bf16": 32}
+QUANTIZED = ("q8_0", "q4_0", "q4_1")
 ALIGN = 32
 U32, I32, F32, BOOL, STRING, ARRAY, U64 = 4, 5, 6, 7, 8, 9, 10
 
@@ -103,6 +105,23 @@ def q4_0(x):
     return out.tobytes(), torch.from_numpy(deq).reshape(x.shape)
 
 
+def q4_1(x):
+    """llama.cpp's quantize_row_q4_1_ref: d = (max - min) / 15, m = min, nibbles
+    min(15, trunc((x - min) / d + 0.5)); the file's values q d + m in fp32."""
+    b = x.float().reshape(-1, 32).numpy().astype(np.float32)
+    lo, hi = b.min(1, keepdims=True), b.max(1, keepdims=True)
+    d = ((hi - lo) / np.float32(15.0)).astype(np.float32)
+    inv = np.where(d != 0, np.float32(1.0) / np.where(d != 0, d, 1), 0).astype(np.float32)
+    q = np.minimum(15, np.trunc((b - lo) * inv + np.float32(0.5))).astype(np.uint8)
+    out = np.zeros((b.shape[0], 20), np.uint8)
+    dh, mh = d.astype(np.float16), lo.astype(np.float16)
+    out[:, :2] = dh.view(np.uint8)
+    out[:, 2:4] = mh.view(np.uint8)
+    out[:, 4:] = q[:, :16] | (q[:, 16:] << 4)
+    deq = q.astype(np.float32) * dh.astype(np.float32) + mh.astype(np.float32)
+    return out.tobytes(), torch.from_numpy(deq).reshape(x.shape)
+
+
 def encode(t, kind):
     """(bytes, the values the file holds as fp32)."""
     if kind == "f32":
@@ -111,7 +130,7 @@ def encode(t, kind):
         return t.half().contiguous().numpy().tobytes(), t.half().float()
     if kind == "bf16":
         return t.bfloat16().contiguous().view(torch.int16).numpy().tobytes(), t.bfloat16().float()
-    return q8_0(t) if kind == "q8_0" else q4_0(t)
+    return {"q8_0": q8_0, "q4_0": q4_0, "q4_1": q4_1}[kind](t)
 
 
 def gguf_string(s):
@@ -324,9 +343,10 @@ def arch_metadata(cfg, arch, head_dim):
     return meta
 
 
-def write_gguf(src, dst, kind, drop=(), extra=None, edit=None):
+def write_gguf(src, dst, kind, drop=(), extra=None, edit=None, kinds=None):
     """drop: GGUF tensor names left out; extra: {GGUF name: tensor} added; edit(meta list) -> meta:
-    the tests' malformed files."""
+    the tests' malformed files; kinds: {GGUF name: type} for the tensors of another type than
+    `kind` (a mixed file, as llama.cpp's quantize writes output.weight in another type)."""
     cfg = json.load(open(os.path.join(src, "config.json")))
     arch = ARCHES.get(cfg["architectures"][0])
     if arch is None:
@@ -342,7 +362,9 @@ def write_gguf(src, dst, kind, drop=(), extra=None, edit=None):
     experts = EXPERTS.get(arch, {})
 
     def kind_of(t, gname):
-        small = t.dim() == 1 or (kind in ("q8_0", "q4_0") and t.shape[-1] % 32)
+        if kinds and gname in kinds:
+            return kinds[gname]
+        small = t.dim() == 1 or (kind in QUANTIZED and t.shape[-1] % 32)
         return "f32" if small or gname.endswith(("ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight")) else kind
 
     tensors, held, stacks = [], {}, {}

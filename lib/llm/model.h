@@ -31,6 +31,7 @@ struct LoadOptions {
     int woq_bits = 0;               // 0 | 4 | 8: quantize dense checkpoints on load
     int64_t group_size = 0;       // -1: per output channel; 0: 128 where it divides, else per channel
     std::string lowp_mode = "auto"; // WOQ activations: auto | fp32 | bf16 | int8
+    bool gguf_dequantize = false;   // GGUF: every type dequantized to dense (the tests' reference)
 };
 
 // A sparse layer's MLP: the router [experts, hidden] (fp32), each expert's merged gate/up and

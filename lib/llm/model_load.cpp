@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "base/errors.h"
@@ -111,9 +112,10 @@ ExpertNames expert_names(const ModelConfig &c, int64_t layer) {
 
 class Loader {
 public:
-    Loader(const std::string &dir, const ModelConfig &config, bool gguf)
-        : dir_(dir), config_(config), ck_(gguf ? gguf_source(dir) : safetensors_source(dir)) {
-        if (gguf) return;  // its quantized types are read as weights (dequantized)
+    Loader(const std::string &dir, const ModelConfig &config, bool gguf, bool gguf_dequantize)
+        : dir_(dir), config_(config), ck_(gguf ? gguf_source(dir) : safetensors_source(dir)),
+          gguf_woq_(gguf && !gguf_dequantize) {
+        if (gguf) return;  // q4_0 / q4_1 / q8_0 projections load weight-only (build_gguf), the rest dense
         const auto qc = woq::detect_quant_config(dir);
         if (qc && (qc->method == "gptq" || qc->method == "awq" || qc->bits > 0)) {
             woq::ImportResult imported = woq::load_low_precision_checkpoint(dir);
@@ -128,6 +130,15 @@ public:
     bool quantized(const std::string &name) const { return quantized_.count(name) != 0; }
     const std::string &method() const { return method_; }
     bool any_quantized() const { return !quantized_.empty(); }
+    // A GGUF projection stored in a type held exactly weight-only (checkpoint/gguf_woq.h).
+    bool stored_woq(const std::string &name) const { return gguf_woq_ && ck_->stored_woq(name); }
+    bool gguf_woq() const { return gguf_woq_; }
+    std::optional<woq::WoqLayer> stored_layer(const Projection &p) const {
+        std::optional<woq::WoqLayer> l = ck_->woq_layer(p.name);
+        if (l && p.bias) l->bias = ck_->tensor(p.name + ".bias").to(at::kFloat).contiguous();
+        return l;
+    }
+    std::string dtype(const std::string &name) const { return ck_->dtype(name); }
 
     void check_tensor(const std::string &name, const std::vector<int64_t> &shape) const {
         if (!ck_->has(name))
@@ -168,6 +179,7 @@ private:
     std::unique_ptr<TensorSource> ck_;
     std::map<std::string, woq::WoqLayer> quantized_;
     std::string method_;
+    bool gguf_woq_ = false;
 };
 
 // Freed memory back to the system: the blocks the ops' CPU cache holds, then the heap's free pages.
@@ -176,9 +188,66 @@ void release_free_memory() {
     ::malloc_trim(0);
 }
 
+// What the GGUF projections became: weight-only "int4 g32 (q4_0)" and so on, or "dense (q6_K)".
+using LoadTally = std::map<std::string, int64_t>;
+
+// A GGUF projection: weight-only as stored when every part is a type held exactly (q4_0, q4_1,
+// q8_0); otherwise dense (dequantized), or with --woq-dtype the other parts quantized on load
+// beside the stored ones.
+Linear build_gguf(Loader &loader, const std::string &name, const std::vector<Projection> &parts,
+                  const WeightFormat &format, LoadTally &tally) {
+    std::vector<woq::WoqLayer> layers;
+    const bool all_stored = std::all_of(parts.begin(), parts.end(), [&](const Projection &p) { return loader.stored_woq(p.name); });
+    if (all_stored || format.woq_bits != 0) {
+        std::vector<std::string> kinds;
+        for (const auto &p : parts) {
+            std::optional<woq::WoqLayer> l = loader.stored_woq(p.name) ? loader.stored_layer(p) : std::nullopt;
+            if (!l && format.woq_bits == 0) break;  // a block not held exactly: the whole projection dense
+            if (l) {
+                kinds.push_back("int" + std::to_string(l->bits) + " g32 (" + loader.dtype(p.name + ".weight") + ")");
+                layers.push_back(std::move(*l));
+                continue;
+            }
+            at::Tensor b = p.bias ? loader.tensor(p.name + ".bias") : at::Tensor();
+            layers.push_back(Linear::quantize(p.name, loader.tensor(p.name + ".weight"), b, format));
+            kinds.push_back("quantized on load (" + loader.dtype(p.name + ".weight") + ")");
+            release_free_memory();
+        }
+        if (layers.size() == parts.size()) {
+            for (const auto &k : kinds) ++tally[k];
+            return Linear::from_woq(name, std::move(layers), format.lowp_mode);
+        }
+        layers.clear();
+    }
+    std::vector<at::Tensor> weights, biases;
+    for (const auto &p : parts) {
+        ++tally["dense (" + loader.dtype(p.name + ".weight") + ")"];
+        weights.push_back(loader.tensor(p.name + ".weight"));
+        biases.push_back(p.bias ? loader.tensor(p.name + ".bias") : at::Tensor());
+    }
+    return Linear::from_dense(name, weights, biases, format);
+}
+
+// A GGUF model's weights in words: "int4 g32 (lowp fp32; GGUF projections: 154 int4 g32 (q4_0),
+// 1 dense (q6_K))", or `dense` (the dtype) when no projection runs weight-only.
+std::string gguf_description(const LoadTally &tally, const std::string &dense, const std::string &lowp) {
+    bool int4 = false, int8 = false;
+    std::string parts;
+    for (const auto &[kind, count] : tally) {
+        int4 |= kind.rfind("int4", 0) == 0;
+        int8 |= kind.rfind("int8", 0) == 0;
+        parts += (parts.empty() ? "" : ", ") + std::to_string(count) + " " + kind;
+    }
+    if (!int4 && !int8) return dense;
+    return std::string(int4 && int8 ? "int4/int8" : int4 ? "int4" : "int8") + " g32 (lowp " + lowp +
+           "; GGUF projections: " + parts + ")";
+}
+
 // Merges projections that read the same input into one Linear.
-Linear build(Loader &loader, const std::string &name, const std::vector<Projection> &parts, const WeightFormat &format) {
+Linear build(Loader &loader, const std::string &name, const std::vector<Projection> &parts, const WeightFormat &format,
+             LoadTally &tally) {
     if (parts.empty()) return Linear();  // a sparse layer's dense MLP
+    if (loader.gguf_woq()) return build_gguf(loader, name, parts, format, tally);
     if (loader.quantized(parts[0].name)) {
         std::vector<woq::WoqLayer> layers;
         for (const auto &p : parts) {
@@ -285,7 +354,7 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
     m->generation_ = read_generation_defaults(dir, m->config_);
     check_generation_ids(m->generation_, m->config_, dir + "/generation_config.json");
     const ModelConfig &c = m->config_;
-    Loader loader(dir, c, gguf);
+    Loader loader(dir, c, gguf, options.gguf_dequantize);
     if (loader.any_quantized() && options.woq_bits != 0)
         throw_usage("'" + dir + "' is already a " + loader.method() + " checkpoint; drop --woq-dtype");
 
@@ -345,6 +414,7 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
     else desc << dtype;
     m->description_ = desc.str();
 
+    LoadTally tally;  // GGUF projections by what they became
     m->embed_ = loader.tensor("model.embed_tokens.weight");
     // RMSNorm weights in fp32; Gemma stores w - 1.
     const auto norm = [&](const std::string &name) {
@@ -359,17 +429,17 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
     if (c.tie_word_embeddings)
         m->lm_head_ = Linear::from_dense("lm_head", {m->embed_}, {}, format);
     else
-        m->lm_head_ = build(loader, "lm_head", {head}, format);
+        m->lm_head_ = build(loader, "lm_head", {head}, format, tally);
     release_free_memory();
     for (int64_t l = 0; l < c.num_layers; ++l) {
         const std::string p = "model.layers." + std::to_string(l) + ".";
         const auto proj = projections(c, l);
         log::verbose("converting layer " + std::to_string(l));
         DecoderLayer &layer = m->layers_.emplace_back();
-        layer.qkv = build(loader, p + "self_attn.qkv_proj", proj.qkv, format);
-        layer.o = build(loader, p + "self_attn.o_proj", proj.o, format);
-        layer.gate_up = build(loader, p + "mlp.gate_up_proj", proj.gate_up, format);
-        layer.down = build(loader, p + "mlp.down_proj", proj.down, format);
+        layer.qkv = build(loader, p + "self_attn.qkv_proj", proj.qkv, format, tally);
+        layer.o = build(loader, p + "self_attn.o_proj", proj.o, format, tally);
+        layer.gate_up = build(loader, p + "mlp.gate_up_proj", proj.gate_up, format, tally);
+        layer.down = build(loader, p + "mlp.down_proj", proj.down, format, tally);
         layer.input_norm = norm(p + "input_layernorm.weight");
         layer.post_norm = norm(p + (c.gemma_norms ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight"));
         if (c.sparse(l)) {
@@ -378,12 +448,12 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
             experts->router = loader.tensor(n.router).to(at::kFloat).contiguous();
             for (int64_t e = 0; e < c.num_experts; ++e) {
                 const std::string x = p + "experts." + std::to_string(e) + ".";
-                experts->gate_up.push_back(build(loader, x + "gate_up_proj", n.gate_up[static_cast<size_t>(e)], format));
-                experts->down.push_back(build(loader, x + "down_proj", n.down[static_cast<size_t>(e)], format));
+                experts->gate_up.push_back(build(loader, x + "gate_up_proj", n.gate_up[static_cast<size_t>(e)], format, tally));
+                experts->down.push_back(build(loader, x + "down_proj", n.down[static_cast<size_t>(e)], format, tally));
             }
             if (!n.shared_gate.empty()) {
-                experts->shared_gate_up = build(loader, p + "shared_expert.gate_up_proj", n.shared_gate_up, format);
-                experts->shared_down = build(loader, p + "shared_expert.down_proj", n.shared_down, format);
+                experts->shared_gate_up = build(loader, p + "shared_expert.gate_up_proj", n.shared_gate_up, format, tally);
+                experts->shared_down = build(loader, p + "shared_expert.down_proj", n.shared_down, format, tally);
                 experts->shared_gate = loader.tensor(n.shared_gate).to(at::kFloat).reshape({h}).contiguous();
             }
             layer.experts = std::move(experts);
@@ -401,6 +471,7 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
             layer.mlp_out_norm = norm(p + "post_feedforward_layernorm.weight");
         }
     }
+    if (loader.gguf_woq()) m->description_ = gguf_description(tally, m->description_, format.lowp_mode);
     m->inv_freq_ = rope_frequencies(c, false);
     if (c.rope_scaling.type == "longrope") m->inv_freq_long_ = rope_frequencies(c, true);
     if (c.rope_local_theta > 0) {  // Gemma 3's sliding layers: their own base, no scaling

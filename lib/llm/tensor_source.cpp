@@ -8,6 +8,7 @@
 
 #include "base/errors.h"
 #include "checkpoint/gguf.h"
+#include "checkpoint/gguf_woq.h"
 #include "checkpoint/safetensors.h"
 #include "llm/gguf_names.h"
 
@@ -117,24 +118,44 @@ public:
     at::Tensor tensor(const std::string &name) const override {
         const GgufSlot slot = gguf_slot(arch_, name);
         at::Tensor t = slot.expert >= 0 ? file_.tensor(slot.tensor, slot.expert) : file_.tensor(slot.tensor);
-        const bool q = ends_with(name, "self_attn.q_proj.weight");
-        const bool k = ends_with(name, "self_attn.k_proj.weight");
-        if ((q || k) && heads_ > 0) {  // rows (head, pair, 2) back to (head, 2, half)
-            const int64_t heads = q ? heads_ : kv_heads_, out = t.size(0), in = t.size(1);
-            if (heads <= 0 || out % (2 * heads) != 0)
-                throw_bad_input("GGUF file '" + file_.path() + "': '" + slot.tensor + "' has " + std::to_string(out) +
-                                " rows, not whole pairs of " + std::to_string(heads) + " heads");
-            t = t.reshape({heads, out / heads / 2, 2, in}).transpose(1, 2).reshape({out, in}).contiguous();
-        }
+        const std::vector<int64_t> order = qk_row_order(name, slot.tensor, t.dim() == 2 ? t.size(0) : 0);
+        if (!order.empty()) t = t.index_select(0, at::tensor(order, at::kLong)).contiguous();
         // llama.cpp's converter stores Gemma's norms as 1 + w; Hugging Face keeps w.
         if (gemma_ && ends_with(name, "norm.weight")) t = t.to(at::kFloat) - 1;
         if (t.dim() == 1 && ends_with(name, "shared_expert_gate.weight")) t = t.reshape({1, t.size(0)});
         return t;
     }
+    bool stored_woq(const std::string &module) const override {
+        const woq::GgufTensorInfo *t = info(module + ".weight");
+        return t && woq::ggml_woq_exact(t->type) && shape(module + ".weight").size() == 2;
+    }
+    std::optional<woq::WoqLayer> woq_layer(const std::string &module) const override {
+        const std::string name = module + ".weight";
+        const GgufSlot slot = gguf_slot(arch_, name);
+        const std::vector<int64_t> order = qk_row_order(name, slot.tensor, shape(name)[0]);
+        return file_.woq_layer(slot.tensor, slot.expert, module, order.empty() ? nullptr : &order);
+    }
 
 private:
     static bool ends_with(const std::string &s, const std::string &tail) {
         return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+    }
+    // The "llama" architecture's q/k rows, (head, pair, 2) in the file, back in rotate-half
+    // order (head, 2, half): for each output row its row in the file; empty for other tensors.
+    std::vector<int64_t> qk_row_order(const std::string &name, const std::string &tensor, int64_t rows) const {
+        const bool q = ends_with(name, "self_attn.q_proj.weight");
+        const bool k = ends_with(name, "self_attn.k_proj.weight");
+        if (!(q || k) || heads_ <= 0) return {};
+        const int64_t heads = q ? heads_ : kv_heads_;
+        if (heads <= 0 || rows % (2 * heads) != 0)
+            throw_bad_input("GGUF file '" + file_.path() + "': '" + tensor + "' has " + std::to_string(rows) +
+                            " rows, not whole pairs of " + std::to_string(heads) + " heads");
+        const int64_t per_head = rows / heads, half = per_head / 2;
+        std::vector<int64_t> order(static_cast<size_t>(rows));
+        for (int64_t h = 0; h < heads; ++h)
+            for (int64_t a = 0; a < 2; ++a)
+                for (int64_t p = 0; p < half; ++p) order[static_cast<size_t>(h * per_head + a * half + p)] = h * per_head + 2 * p + a;
+        return order;
     }
     const woq::GgufTensorInfo *info(const std::string &name) const {
         const GgufSlot slot = gguf_slot(arch_, name);

@@ -89,7 +89,7 @@ LoadOptions opts(const std::string &dtype, int bits = 0, const std::string &lowp
 const char *const kFamilies[] = {"llama", "mistral", "qwen2", "llama3", "qwen3", "phi3", "phi3_long",
                                  "gemma2", "gemma3", "mixtral", "qwen2_moe", "qwen3_moe", "olmoe",
                                  "qwen3_yarn", "llama_dynamic", "gguf_llama_f32", "gguf_llama_q8_0",
-                                 "gguf_llama_q4_0", "gguf_qwen2_f16", "gguf_qwen3_bf16", "gguf_gemma2_f32",
+                                 "gguf_llama_q4_0", "gguf_llama_q4_1", "gguf_llama_q4_0_mixed", "gguf_qwen2_f16", "gguf_qwen3_bf16", "gguf_gemma2_f32",
                                  "gguf_gemma3_f32", "gguf_phi3_f32", "gguf_mixtral_f32", "gguf_mixtral_q8_0",
                                  "gguf_qwen2_moe_f32", "gguf_qwen3_moe_f32"};
 
@@ -115,6 +115,43 @@ TEST(LlmModel, GptqAndAwqMatchDequantizedReference) {
                       threshold)
                 << name << " " << lowp;
         }
+}
+
+// GGUF q4_0 / q4_1 / q8_0 projections load weight-only as stored (int4 / int8, groups of 32):
+// with fp32 activations they give the dense dequantized run's greedy ids and its logits within
+// 1e-5 (the mixture: 1e-5 of its largest logit, about 7: its experts' sums are longer); in the
+// mixed file the head is q8_0, the embedding f16 and layer 0's v f16 (its merged q/k/v runs
+// dense), all per tensor.
+TEST(LlmModel, GgufWeightOnlyEqualsDequantizedRun) {
+    NEED_FIXTURES();
+    const std::pair<const char *, const char *> cases[] = {
+        {"gguf_llama_q4_0", "int4 g32 (lowp fp32"}, {"gguf_llama_q4_1", "int4 g32 (lowp fp32"},
+        {"gguf_llama_q8_0", "int8 g32 (lowp fp32"}, {"gguf_llama_q4_0_mixed", "int4/int8 g32 (lowp fp32"},
+        {"gguf_mixtral_q8_0", "int8 g32 (lowp fp32"}};
+    for (const auto &[name, description] : cases) {
+        SCOPED_TRACE(name);
+        const Case c = load_case(name);
+        LoadOptions woq = opts("fp32", 0, "fp32"), dense = woq;
+        woq.group_size = 0;  // as generate passes it: the file's groups are kept
+        dense.gguf_dequantize = true;
+        auto a = Model::load(c.dir, woq), b = Model::load(c.dir, dense);
+        EXPECT_EQ(a->weights_description().rfind(description, 0), 0u) << a->weights_description();
+        EXPECT_EQ(b->weights_description(), "fp32");
+        EXPECT_LT(a->resident_weight_bytes(), b->resident_weight_bytes());
+        Session sa(a, 1, 64), sb(b, 1, 64);
+        const Logits la = sa.prefill({c.prompt}, true);
+        const std::vector<float> first(la.data, la.data + la.rows * la.vocab);
+        const Logits lb = sb.prefill({c.prompt}, true);
+        float worst = 0, largest = 0;
+        for (size_t i = 0; i < first.size(); ++i) {
+            worst = std::max(worst, std::fabs(first[i] - lb.data[i]));
+            largest = std::max(largest, std::fabs(lb.data[i]));
+        }
+        EXPECT_LE(worst, std::string(name) == "gguf_mixtral_q8_0" ? 1e-5f * largest : 1e-5f) << "largest " << largest;
+        GenerateOptions o;
+        o.max_new_tokens = static_cast<int64_t>(c.greedy.size());
+        EXPECT_EQ(generate(a, nullptr, {c.prompt}, o, nullptr).ids[0], generate(b, nullptr, {c.prompt}, o, nullptr).ids[0]);
+    }
 }
 
 TEST(LlmModel, QuantizedOnLoadStaysClose) {
