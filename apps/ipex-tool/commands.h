@@ -26,6 +26,7 @@ Runner setup_optimize(CLI::App &sub);
 Runner setup_verify(CLI::App &sub);
 Runner setup_bench(CLI::App &sub);
 Runner setup_calibrate(CLI::App &sub);
+Runner setup_calibrate_llm(CLI::App &sub);
 Runner setup_quantize(CLI::App &sub);
 Runner setup_import(CLI::App &sub);
 Runner setup_generate(CLI::App &sub);

@@ -21,6 +21,8 @@ const std::vector<Command> &commands() {
         {"verify", "run two models on the same inputs and compare their outputs", setup_verify},
         {"bench", "time a model, optionally side by side with a baseline", setup_bench},
         {"calibrate", "observe a model on calibration data and write an INT8 qconfig", setup_calibrate},
+        {"calibrate-llm", "SmoothQuant calibration of a Hugging Face decoder: a W8A8 qconfig for --qconfig",
+         setup_calibrate_llm},
         {"quantize", "convert a model to INT8 with a qconfig (or dynamic INT8 linear)", setup_quantize},
         {"import", "convert a GPTQ/AWQ checkpoint into a weight-only checkpoint", setup_import},
         {"generate", "generate text with a Hugging Face decoder (Llama, Mistral, Qwen2)", setup_generate},

@@ -18,6 +18,7 @@ llm::LoadOptions LlmLoadRequest::options() const {
     o.woq_bits = woq.bits();
     o.group_size = woq.group_size.value_or(kGroupAuto);
     o.lowp_mode = resolve_lowp_mode(woq.lowp_mode, dtype, LowpAuto::bf16_model_and_cpu);
+    o.qconfig = qconfig;
     return o;
 }
 

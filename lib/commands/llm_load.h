@@ -15,6 +15,7 @@ struct LlmLoadRequest {
     std::string dtype = "bf16";  // bf16 | fp32: dense weights and activations
     WoqRequest woq;              // --group-size unset: kGroupAuto; --lowp-mode auto: LowpAuto::bf16_model_and_cpu
     std::optional<int> threads;  // unset: default_threads()
+    std::string qconfig;         // --qconfig: SmoothQuant W8A8 from 'ipex-tool calibrate-llm', "" for none
 
     // Exit 2 naming the option unless --threads and --group-size lie in their ranges; nothing is read.
     void check() const;

@@ -89,6 +89,19 @@ Linear Linear::from_dense(const std::string &name, const std::vector<at::Tensor>
         l.build_decode();
         return l;
     }
+    if (format.observe)
+        l.observer_ = std::make_shared<InputObserver>(name, weights.size() == 1 ? weights[0] : at::cat(weights, 0));
+    if (format.w8a8) {
+        // W' = W diag(s): the smoothing moves to the weight; the int8 weight is the only copy.
+        const W8A8Spec &spec = *format.w8a8;
+        const at::Tensor w = (weights.size() == 1 ? weights[0] : at::cat(weights, 0)).to(at::kFloat) * spec.smooth.unsqueeze(0);
+        const at::Tensor inv_smooth = spec.folded_into_norm ? at::Tensor() : spec.smooth.reciprocal();
+        l.w8a8_ = std::make_shared<const W8A8Linear>(name, w, bias, spec.act_scale, inv_smooth);
+        l.in_ = w.size(1);
+        l.out_ = w.size(0);
+        l.bytes_ = l.w8a8_->bytes();
+        return l;
+    }
     const at::ScalarType math = format.dtype == "fp32" ? at::kFloat : at::kBFloat16;
     std::vector<at::Tensor> cast;
     for (const auto &w : weights) cast.push_back(w.to(math));
@@ -136,6 +149,8 @@ bool Linear::bf16_decodes(const at::Tensor &x) const {
 }
 
 at::Tensor Linear::forward(const at::Tensor &x) const {
+    observe(x);
+    if (w8a8_) return w8a8_->forward(x);
     if (bf16_decodes(x)) {
         at::Tensor out = at::empty({x.size(0), out_}, x.options().dtype(at::kFloat));
         bf16_decode_->run(x, out.data_ptr<float>(), out_);
@@ -171,6 +186,12 @@ at::Tensor Linear::forward(const at::Tensor &x) const {
 }
 
 at::Tensor Linear::forward_add(const at::Tensor &x, const at::Tensor &residual) const {
+    if (!dense_) {
+        at::Tensor out = forward(x);
+        out.add_(residual);
+        return out;
+    }
+    observe(x);
     if (bf16_decodes(x) && residual.scalar_type() == at::kFloat && residual.dim() == 2 &&
         residual.size(0) == x.size(0) && residual.size(1) == out_) {
         const at::Tensor res = residual.contiguous();
@@ -178,10 +199,7 @@ at::Tensor Linear::forward_add(const at::Tensor &x, const at::Tensor &residual) 
         bf16_decode_->run(x, out.data_ptr<float>(), out_, res.data_ptr<float>(), out_);
         return out;
     }
-    if (dense_) return dense_add_->run(x, residual).to(at::kFloat);
-    at::Tensor out = forward(x);
-    out.add_(residual);
-    return out;
+    return dense_add_->run(x, residual).to(at::kFloat);
 }
 
 void Linear::forward_glu(const at::Tensor &x, at::Tensor &out, bool gelu) const {
@@ -190,6 +208,7 @@ void Linear::forward_glu(const at::Tensor &x, at::Tensor &out, bool gelu) const 
                               out.size(0) == x.size(0) && out.size(1) == inter,
                           "forward_glu: out must be fp32 [rows, N/2]");
     if (!gelu && bf16_decodes(x)) {
+        observe(x);
         bf16_decode_->run_silu_mul(x, out.data_ptr<float>(), inter);
         return;
     }
@@ -213,6 +232,7 @@ std::string Linear::describe() const {
     std::ostringstream s;
     s << name_ << " " << in_ << "->" << out_;
     if (dense_) s << " " << dense_->dtype();
+    else if (w8a8_) s << " w8a8 (" << w8a8_->implementation() << ")";
     else s << " int" << woq_[0].bits << " g" << woq_[0].group_size << " " << lowp_mode_ << " (" << woq_.size() << " part"
            << (woq_.size() > 1 ? "s)" : ")");
     return s.str();

@@ -6,7 +6,8 @@
 // forward_add fuses the residual add: into the oneDNN primitive as a binary post-op, or
 // into the output pass after the WOQ kernel. Steps of up to 8 rows skip oneDNN where a
 // decode kernel applies: bf16 weights (Bf16Decode, reading the same plain weight) and int4
-// with bf16 activations (Int4Decode, a layout of its own).
+// with bf16 activations (Int4Decode, a layout of its own). SmoothQuant W8A8 (llm/w8a8.h)
+// is a third form: int8 weights and statically quantized int8 activations.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -18,6 +19,7 @@
 
 #include "llm/bf16_decode.h"
 #include "llm/int4_decode.h"
+#include "llm/w8a8.h"
 #include "ops/linear_context.h"
 #include "checkpoint/woq_format.h"
 
@@ -29,6 +31,10 @@ struct WeightFormat {
     int woq_bits = 0;             // 0: dense; 4 | 8: weight-only
     int64_t group_size = 0;     // -1: per output channel; 0: 128 where it divides, else per channel
     std::string lowp_mode = "bf16";  // WOQ activations: fp32 | bf16 | int8
+    // SmoothQuant W8A8 (dense weights only): this projection's factors and activation scale.
+    const W8A8Spec *w8a8 = nullptr;
+    // Calibration: record per input channel max |x| of every call (observer()).
+    bool observe = false;
 };
 
 class Linear {
@@ -64,6 +70,10 @@ public:
     uint64_t resident_bytes() const;
     const std::string &name() const { return name_; }
     std::string describe() const;
+    // The calibration observer (WeightFormat::observe), else null.
+    const std::shared_ptr<InputObserver> &observer() const { return observer_; }
+    // The W8A8 form (WeightFormat::w8a8), else null.
+    const std::shared_ptr<const W8A8Linear> &w8a8() const { return w8a8_; }
 
 private:
     std::string name_;
@@ -75,6 +85,11 @@ private:
     std::string lowp_mode_;
     std::shared_ptr<const Int4Decode> decode_;  // int4, bf16 activations: steps of few rows
     std::shared_ptr<const Bf16Decode> bf16_decode_;  // bf16 dense: steps of few rows
+    std::shared_ptr<const W8A8Linear> w8a8_;
+    std::shared_ptr<InputObserver> observer_;
+    void observe(const at::Tensor &x) const {
+        if (observer_) observer_->observe(x);
+    }
     bool bf16_decodes(const at::Tensor &x) const;
     void build_decode();
 };

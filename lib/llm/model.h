@@ -32,6 +32,8 @@ struct LoadOptions {
     int64_t group_size = 0;       // -1: per output channel; 0: 128 where it divides, else per channel
     std::string lowp_mode = "auto"; // WOQ activations: auto | fp32 | bf16 | int8
     bool gguf_dequantize = false;   // GGUF: every type dequantized to dense (the tests' reference)
+    std::string qconfig;            // SmoothQuant W8A8 qconfig (llm/w8a8_config.h), "" for none
+    bool observe = false;           // calibration: the layers' projections record their inputs
 };
 
 // A sparse layer's MLP: the router [experts, hidden] (fp32), each expert's merged gate/up and
@@ -71,6 +73,9 @@ public:
     // "bf16", "fp32", "int4 g128 (lowp bf16)", "gptq int4 g128 (lowp bf16)".
     const std::string &weights_description() const { return description_; }
     kernels::CacheType cache_type() const { return cache_type_; }
+    // With LoadOptions::observe, the decoder layers' projections' observers in layer order
+    // (qkv, o, gate_up, down); else empty.
+    std::vector<std::shared_ptr<InputObserver>> observers() const;
 
 private:
     friend class Session;

@@ -15,6 +15,7 @@
 #include "llm/limits.h"
 #include "llm/model.h"
 #include "llm/tensor_source.h"
+#include "llm/w8a8_config.h"
 #include "ops/cpu_allocator.h"
 #include "ops/ops.h"
 #include "checkpoint/import_checkpoint.h"
@@ -357,6 +358,13 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
     Loader loader(dir, c, gguf, options.gguf_dequantize);
     if (loader.any_quantized() && options.woq_bits != 0)
         throw_usage("'" + dir + "' is already a " + loader.method() + " checkpoint; drop --woq-dtype");
+    std::map<std::string, W8A8Spec> w8a8;  // SmoothQuant: per projection, checked before any weight is read
+    if (!options.qconfig.empty()) {
+        if (options.woq_bits != 0) throw_usage("--qconfig (W8A8) and --woq-dtype exclude each other; drop one");
+        if (loader.any_quantized())
+            throw_usage("'" + dir + "' is a " + loader.method() + " checkpoint; --qconfig (W8A8) needs dense weights");
+        w8a8 = read_w8a8_config(options.qconfig, c);
+    }
 
     // Validate everything first.
     const int64_t h = c.hidden_size;
@@ -411,8 +419,18 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
     else if (options.woq_bits) desc << "int" << options.woq_bits << " g"
                                  << (options.group_size == 0 ? std::string("128") : std::to_string(options.group_size))
                                  << " (lowp " << format.lowp_mode << ")";
+    else if (!w8a8.empty()) desc << "w8a8 smoothquant (int8 per-tensor activations, int8 per-channel weights; "
+                                 << dtype << " elsewhere)";
     else desc << dtype;
     m->description_ = desc.str();
+    // A decoder projection's format: W8A8 where the qconfig names it, observed when calibrating.
+    const auto layer_format = [&](const std::string &name) {
+        WeightFormat f = format;
+        f.observe = options.observe;
+        const auto it = w8a8.find(name);
+        if (it != w8a8.end()) f.w8a8 = &it->second;
+        return f;
+    };
 
     LoadTally tally;  // GGUF projections by what they became
     m->embed_ = loader.tensor("model.embed_tokens.weight");
@@ -436,12 +454,16 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
         const auto proj = projections(c, l);
         log::verbose("converting layer " + std::to_string(l));
         DecoderLayer &layer = m->layers_.emplace_back();
-        layer.qkv = build(loader, p + "self_attn.qkv_proj", proj.qkv, format, tally);
-        layer.o = build(loader, p + "self_attn.o_proj", proj.o, format, tally);
-        layer.gate_up = build(loader, p + "mlp.gate_up_proj", proj.gate_up, format, tally);
-        layer.down = build(loader, p + "mlp.down_proj", proj.down, format, tally);
+        layer.qkv = build(loader, p + "self_attn.qkv_proj", proj.qkv, layer_format(p + "self_attn.qkv_proj"), tally);
+        layer.o = build(loader, p + "self_attn.o_proj", proj.o, layer_format(p + "self_attn.o_proj"), tally);
+        layer.gate_up = build(loader, p + "mlp.gate_up_proj", proj.gate_up, layer_format(p + "mlp.gate_up_proj"), tally);
+        layer.down = build(loader, p + "mlp.down_proj", proj.down, layer_format(p + "mlp.down_proj"), tally);
         layer.input_norm = norm(p + "input_layernorm.weight");
         layer.post_norm = norm(p + (c.gemma_norms ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight"));
+        if (!w8a8.empty()) {  // 1/s of q/k/v and gate/up folded into the norms whose outputs they read
+            layer.input_norm = (layer.input_norm / w8a8.at(p + "self_attn.qkv_proj").smooth).contiguous();
+            layer.post_norm = (layer.post_norm / w8a8.at(p + "mlp.gate_up_proj").smooth).contiguous();
+        }
         if (c.sparse(l)) {
             const ExpertNames n = expert_names(c, l);
             auto experts = std::make_shared<Experts>();
