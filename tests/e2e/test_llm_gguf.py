@@ -85,6 +85,17 @@ class ImportGgufTest(e2e.ToolTestCase):
                 with open(os.path.join(MODELS[MANIFEST["gguf_pairs"][name]]["dir"], "config.json")) as f:
                     self.assertEqual(out["architecture"], json.load(f)["architectures"][0])
 
+    def test_q4_0_runs_weight_only(self):
+        """A q4_0 file's projections run as int4 g32: bench reports them and reads 3/8 of the
+        bytes an fp16 file would (0.5 byte a weight, fp32 scale and zero a group of 32)."""
+        def bench(name):
+            return self.tool_json("bench", MODELS[name]["dir"], "--llm", "--input-tokens", "4", "--output-tokens", "2",
+                                  "--iterations", "1", "--dtype", "fp32", "--json")
+        q4, f32 = bench("gguf_llama_q4_0"), bench("gguf_llama_f32")
+        self.assertTrue(q4["weights"].startswith("int4 g32 (lowp fp32; GGUF projections:"), q4["weights"])
+        self.assertNotIn("dense", q4["weights"])
+        self.assertLess(q4["weight_bytes_per_token"], 0.4 * f32["weight_bytes_per_token"] / 2)
+
     def test_bf16_and_the_output_directory_rules(self):
         src = MODELS["gguf_llama_f32"]["dir"]
         out = self.path("out")
