@@ -30,7 +30,7 @@ IPEX_KNOBS = {
     "auto_kernel_selection": "auto-kernel-selection",
     "concat_linear": "concat-linear",
 }
-# IPEX's training knobs: they act only with an optimizer (issue 51).
+# IPEX's training knobs: they act only with an optimizer (docs/training.md).
 TRAINING_KNOBS = ("split_master_weight_for_bf16", "fuse_update_step")
 LEVELS = ("O0", "O1")
 DTYPES = {None: "fp32", torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
@@ -226,7 +226,7 @@ def optimize(model, dtype=None, optimizer=None, level="O1", inplace=False, conv_
         value = locals()[name]
         _check_bool(name, value)
         if value:
-            _warn(f"{name}=True applies to training with an optimizer (issue 51); ignored for inference")
+            _warn(f"{name}=True applies to training with an optimizer; ignored for inference")
     _check_bool("graph_mode", graph_mode)
     if graph_mode is False:
         _warn("graph_mode=False cannot be honoured: the optimized model is always a TorchScript graph")

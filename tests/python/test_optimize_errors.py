@@ -42,7 +42,7 @@ class OptimizeErrors(TestCase):
 
     def test_unfused_optimizer_is_named(self):
         rprop = torch.optim.Rprop(self.model.parameters(), lr=0.1)
-        with self.assertRaisesRegex(NotImplementedError, "torch.optim.rprop.Rprop has no fused step.*issue 51"):
+        with self.assertRaisesRegex(NotImplementedError, "torch.optim.rprop.Rprop has no fused step here.*Leave optimizer= out"):
             ipex.optimize(self.model, optimizer=rprop)
 
     def test_unknown_keyword_suggests_the_knob(self):
