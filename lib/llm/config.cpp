@@ -90,7 +90,7 @@ std::string family_of(const std::string &architecture) {
     if (architecture == "Qwen3ForCausalLM") return "qwen3";
     if (architecture == "Phi3ForCausalLM") return "phi3";
     if (architecture == "Gemma2ForCausalLM") return "gemma2";
-    if (architecture == "Gemma3ForCausalLM") return "gemma3";
+    if (architecture == "Gemma3ForCausalLM" || architecture == "Gemma3ForConditionalGeneration") return "gemma3";
     if (architecture == "MixtralForCausalLM") return "mixtral";
     if (architecture == "Qwen2MoeForCausalLM") return "qwen2_moe";
     if (architecture == "Qwen3MoeForCausalLM") return "qwen3_moe";
@@ -252,14 +252,55 @@ void set_position_limit(ModelConfig &c, bool stated, const std::string &source) 
 const std::vector<std::string> &supported_architectures() {
     static const std::vector<std::string> list = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
                                                    "Qwen3ForCausalLM", "Phi3ForCausalLM", "Gemma2ForCausalLM",
-                                                   "Gemma3ForCausalLM", "MixtralForCausalLM", "Qwen2MoeForCausalLM",
+                                                   "Gemma3ForCausalLM", "Gemma3ForConditionalGeneration",
+                                                   "MixtralForCausalLM", "Qwen2MoeForCausalLM",
                                                    "Qwen3MoeForCausalLM", "OlmoeForCausalLM"};
     return list;
 }
 
+namespace {
+
+// Gemma3TextConfig's defaults: a multimodal checkpoint's text_config holds only the fields that
+// differ from them (save_pretrained writes the difference).
+const json &gemma3_text_defaults() {
+    static const json d = {{"vocab_size", 262208}, {"hidden_size", 2304}, {"intermediate_size", 9216},
+                           {"num_hidden_layers", 26}, {"num_attention_heads", 8}, {"num_key_value_heads", 4},
+                           {"head_dim", 256}, {"hidden_activation", "gelu_pytorch_tanh"},
+                           {"max_position_embeddings", 131072}, {"rms_norm_eps", 1e-6}, {"pad_token_id", 0},
+                           {"eos_token_id", 1}, {"bos_token_id", 2}, {"tie_word_embeddings", true},
+                           {"rope_theta", 1000000.0}, {"attention_bias", false}, {"query_pre_attn_scalar", 256},
+                           {"sliding_window", 4096}, {"rope_local_base_freq", 10000.0},
+                           {"sliding_window_pattern", 6}};
+    return d;
+}
+
+// Gemma 3 as its image-text checkpoints ship (Gemma3ForConditionalGeneration): the decoder's
+// fields under text_config over Gemma3TextConfig's defaults, the token ids and dtype of the top
+// level where text_config has none. Only the text model runs (ModelConfig::text_of_multimodal).
+json gemma3_text_config(const json &j, const std::string &source) {
+    const auto text = j.find("text_config");
+    if (text == j.end() || !text->is_object())
+        fail(source, "field 'text_config' must be an object (the text model of Gemma3ForConditionalGeneration)");
+    json merged = gemma3_text_defaults();
+    for (const auto &[key, value] : text->items()) merged[key] = value;
+    for (const char *key : {"eos_token_id", "bos_token_id", "pad_token_id", "torch_dtype"})
+        if (!text->contains(key) && j.contains(key)) merged[key] = j[key];
+    if (!text->contains("tie_word_embeddings") && j.contains("tie_word_embeddings"))
+        merged["tie_word_embeddings"] = j["tie_word_embeddings"];
+    merged["architectures"] = j["architectures"];
+    return merged;
+}
+
+}  // namespace
+
 ModelConfig parse_config(const std::string &text, const std::string &source) {
-    const json j = parse_object(text, source);
+    json j = parse_object(text, source);
     ModelConfig c;
+    if (j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
+        j["architectures"][0] == "Gemma3ForConditionalGeneration") {
+        j = gemma3_text_config(j, source);
+        c.text_of_multimodal = true;
+    }
     const auto arch = j.find("architectures");
     if (arch == j.end() || !arch->is_array() || arch->empty() || !(*arch)[0].is_string())
         fail(source, "field 'architectures' must be a list naming the model class (e.g. [\"LlamaForCausalLM\"])");

@@ -63,6 +63,9 @@ struct ModelConfig {
     int64_t head_dim = 0;
     int64_t rotary_dim = 0;    // leading channels of a head the rotation turns: head_dim * partial_rotary_factor
     bool fused_projections = false;  // the checkpoint stores qkv_proj and gate_up_proj (Phi-3)
+    // The text model of an image-text checkpoint (Gemma3ForConditionalGeneration): its tensors
+    // are under language_model.* (or model.language_model.*), the vision tower is not loaded.
+    bool text_of_multimodal = false;
     bool sliding(int64_t layer) const {
         return sliding_window > 0 && (sliding_layers.empty() || sliding_layers[static_cast<size_t>(layer)]);
     }

@@ -15,6 +15,7 @@
 #include "llm/limits.h"
 #include "llm/model.h"
 #include "llm/tensor_source.h"
+#include "llm/text_model_source.h"
 #include "llm/w8a8_config.h"
 #include "ops/cpu_allocator.h"
 #include "ops/ops.h"
@@ -117,6 +118,7 @@ public:
         : dir_(dir), config_(config), ck_(gguf ? gguf_source(dir) : safetensors_source(dir)),
           gguf_woq_(gguf && !gguf_dequantize) {
         if (gguf) return;  // q4_0 / q4_1 / q8_0 projections load weight-only (build_gguf), the rest dense
+        if (config.text_of_multimodal) ck_ = text_model_source(std::move(ck_));
         const auto qc = woq::detect_quant_config(dir);
         if (qc && (qc->method == "gptq" || qc->method == "awq" || qc->bits > 0)) {
             woq::ImportResult imported = woq::load_low_precision_checkpoint(dir);
@@ -356,6 +358,8 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
     check_generation_ids(m->generation_, m->config_, dir + "/generation_config.json");
     const ModelConfig &c = m->config_;
     Loader loader(dir, c, gguf, options.gguf_dequantize);
+    if (c.text_of_multimodal)
+        log::info("'" + dir + "' is " + c.architecture + ": its text model runs, the vision tower is not loaded");
     if (loader.any_quantized() && options.woq_bits != 0)
         throw_usage("'" + dir + "' is already a " + loader.method() + " checkpoint; drop --woq-dtype");
     std::map<std::string, W8A8Spec> w8a8;  // SmoothQuant: per projection, checked before any weight is read

@@ -23,7 +23,7 @@ class GenerateTest(e2e.ToolTestCase):
     def test_greedy_ids_equal_the_reference(self):
         # every family and variant, and GGUF files (a file where a directory goes)
         for name in ("llama", "mistral", "qwen2", "llama3", "qwen3", "phi3", "phi3_long", "gemma2", "gemma3",
-                     "mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "qwen3_yarn", "llama_dynamic", "gguf_llama_f32",
+                     "gemma3_mm", "mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "qwen3_yarn", "llama_dynamic", "gguf_llama_f32",
                      "gguf_llama_q8_0", "gguf_llama_q4_0", "gguf_qwen2_f16", "gguf_qwen3_bf16", "gguf_llama_spm_f32",
                      "gguf_gemma2_f32", "gguf_gemma3_f32", "gguf_phi3_f32", "gguf_mixtral_f32", "gguf_mixtral_q8_0",
                      "gguf_qwen2_moe_f32", "gguf_qwen3_moe_f32"):

@@ -87,8 +87,8 @@ LoadOptions opts(const std::string &dtype, int bits = 0, const std::string &lowp
 
 // One fixture per family and variant (make_llm_fixtures.py): dense, fused, Gemma, experts.
 const char *const kFamilies[] = {"llama", "mistral", "qwen2", "llama3", "qwen3", "phi3", "phi3_long",
-                                 "gemma2", "gemma3", "mixtral", "qwen2_moe", "qwen3_moe", "olmoe",
-                                 "qwen3_yarn", "llama_dynamic", "gguf_llama_f32", "gguf_llama_q8_0",
+                                 "gemma2", "gemma3", "gemma3_mm", "mixtral", "qwen2_moe", "qwen3_moe",
+                                 "olmoe", "qwen3_yarn", "llama_dynamic", "gguf_llama_f32", "gguf_llama_q8_0",
                                  "gguf_llama_q4_0", "gguf_llama_q4_1", "gguf_llama_q4_0_mixed", "gguf_qwen2_f16", "gguf_qwen3_bf16", "gguf_gemma2_f32",
                                  "gguf_gemma3_f32", "gguf_phi3_f32", "gguf_mixtral_f32", "gguf_mixtral_q8_0",
                                  "gguf_qwen2_moe_f32", "gguf_qwen3_moe_f32"};
