@@ -13,10 +13,14 @@ docs/migration.md. Importing the package loads libipex_pybridge.so and libipex_o
 of the optimized models) into the process.
 """
 
-from . import cpu, llm, nn, optim, quantization
-from ._bridge import IpexToolWarning, ops_library_path
-from .frontend import optimize
-from .math_mode import FP32MathMode, get_fp32_math_mode, set_fp32_math_mode
+from ._threads import set_default_threads
+
+set_default_threads()  # Debian's libtorch starts on one thread; see _threads.py
+
+from . import cpu, llm, nn, optim, quantization  # noqa: E402
+from ._bridge import IpexToolWarning, ops_library_path  # noqa: E402
+from .frontend import optimize  # noqa: E402
+from .math_mode import FP32MathMode, get_fp32_math_mode, set_fp32_math_mode  # noqa: E402
 
 __version__ = "0.1.0"
 

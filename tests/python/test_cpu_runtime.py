@@ -286,5 +286,37 @@ class PublishedExamples(TestCase):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 
 
+class DefaultThreads(TestCase):
+    """The import gives torch one thread per allowed physical core (the CLI's default) unless
+    OMP_NUM_THREADS is set or the script chose more; counted here from sysfs independently."""
+
+    def threads_after_import(self, env_threads=None, before=None):
+        import subprocess
+        import sys
+        env = dict(os.environ)
+        env.pop("OMP_NUM_THREADS", None)
+        if env_threads is not None:
+            env["OMP_NUM_THREADS"] = str(env_threads)
+        pre = f"torch.set_num_threads({before}); " if before else ""
+        code = f"import torch, torchvision; {pre}import ipex_tool; print(torch.get_num_threads())"
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        return int(out.stdout.split()[-1])
+
+    def test_physical_cores_by_default(self):
+        cores = set()
+        for cpu in CPUS:
+            with open(f"/sys/devices/system/cpu/cpu{cpu}/topology/core_id") as f:
+                core = f.read()
+            with open(f"/sys/devices/system/cpu/cpu{cpu}/topology/physical_package_id") as f:
+                cores.add((f.read(), core))
+        self.assertEqual(self.threads_after_import(), len(cores))
+
+    def test_omp_num_threads_is_kept(self):
+        self.assertEqual(self.threads_after_import(env_threads=1), 1)
+
+    def test_a_larger_choice_is_kept(self):
+        self.assertEqual(self.threads_after_import(before=len(CPUS) + 3), len(CPUS) + 3)
+
+
 if __name__ == "__main__":
     main()
