@@ -50,6 +50,22 @@ uint64_t WoqLayer::bytes() const {
            tensor_bytes(bias);
 }
 
+WoqLayer allocate_layer(const std::string &name, int64_t rows, int64_t cols, int bits, int64_t group_size,
+                        int64_t source_group_size) {
+    TORCH_INTERNAL_ASSERT((bits == 4 || bits == 8) && rows >= 0 && cols > 0 && group_size > 0 && cols % group_size == 0);
+    WoqLayer layer;
+    layer.name = name;
+    layer.in_features = cols;
+    layer.out_features = rows;
+    layer.bits = bits;
+    layer.group_size = group_size;
+    layer.source_group_size = source_group_size;
+    layer.qweight = at::empty({rows, packed_row_bytes(cols, bits)}, at::kByte);
+    layer.scales = at::empty({rows, cols / group_size}, at::kFloat);
+    layer.zeros = at::empty({rows, cols / group_size}, at::kFloat);
+    return layer;
+}
+
 at::Tensor pack_weight(const at::Tensor &q, int bits) {
     TORCH_INTERNAL_ASSERT(q.dim() == 2 && q.scalar_type() == at::kByte);
     const int64_t n = q.size(0), k = q.size(1), kp = padded_in_features(k);
@@ -135,16 +151,7 @@ WoqLayer quantize_rtn(const std::string &name, const at::Tensor &weight, const a
     // lm_head is hundreds of MB in fp32): each block is quantized and packed into its rows of
     // the result, so only the packed weight grows. Rows are independent: the same result.
     const int64_t block = std::max<int64_t>(1, (int64_t(1) << 20) / std::max<int64_t>(k, 1));
-    WoqLayer layer;
-    layer.name = name;
-    layer.in_features = k;
-    layer.out_features = n;
-    layer.bits = bits;
-    layer.group_size = gs;
-    layer.source_group_size = group_size;
-    layer.qweight = at::empty({n, packed_row_bytes(k, bits)}, at::kByte);
-    layer.scales = at::empty({n, k / gs});
-    layer.zeros = at::empty({n, k / gs});
+    WoqLayer layer = allocate_layer(name, n, k, bits, gs, group_size);
     layer.bias = bias.defined() ? bias.to(at::kFloat).contiguous() : bias;
     for (int64_t r0 = 0; r0 < n; r0 += block) {
         const int64_t rows = std::min(block, n - r0);

@@ -61,6 +61,12 @@ WoqLayer make_layer(const std::string &name, const at::Tensor &q, const at::Tens
                     const at::Tensor &scales, const at::Tensor &zeros, const at::Tensor &bias, int bits,
                     int64_t source_group_size);
 
+// A layer of `rows` output and `cols` input channels with its packed weight (woq_layout.h) and
+// its float scales and zeros [rows, cols / group_size] allocated, not filled; no perm, no bias.
+// group_size must divide cols.
+WoqLayer allocate_layer(const std::string &name, int64_t rows, int64_t cols, int bits, int64_t group_size,
+                        int64_t source_group_size);
+
 // Packs uint8 [N, K] values into the kernel layout, and back.
 at::Tensor pack_weight(const at::Tensor &q, int bits);
 at::Tensor unpack_weight(const at::Tensor &packed, int bits, int64_t in_features);
