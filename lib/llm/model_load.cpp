@@ -185,9 +185,16 @@ private:
     bool gguf_woq_ = false;
 };
 
-// Freed memory back to the system: the blocks the ops' CPU cache holds, then the heap's free pages.
-void release_free_memory() {
+// The blocks the ops' CPU cache holds, back to the heap (large ones are unmapped there at once).
+// Cheap: called after each quantized part, so one part's freed source is not kept beside the next.
+void release_cached_blocks() {
     if (ops::CachingCpuAllocator *cache = ops::installed_cpu_cache()) cache->release_cached();
+}
+
+// Freed memory back to the system: the cached blocks, then the heap's free pages. malloc_trim walks
+// the whole heap, so it runs once per decoder layer, not per part (a MoE layer has hundreds).
+void release_free_memory() {
+    release_cached_blocks();
     ::malloc_trim(0);
 }
 
@@ -214,7 +221,7 @@ Linear build_gguf(Loader &loader, const std::string &name, const std::vector<Pro
             at::Tensor b = p.bias ? loader.tensor(p.name + ".bias") : at::Tensor();
             layers.push_back(Linear::quantize(p.name, loader.tensor(p.name + ".weight"), b, format));
             kinds.push_back("quantized on load (" + loader.dtype(p.name + ".weight") + ")");
-            release_free_memory();
+            release_cached_blocks();
         }
         if (layers.size() == parts.size()) {
             for (const auto &k : kinds) ++tally[k];
@@ -274,7 +281,7 @@ Linear build(Loader &loader, const std::string &name, const std::vector<Projecti
         if (format.woq_bits != 0) {
             quantized.push_back(Linear::quantize(p.name, w, b, format));
             w = at::Tensor();
-            release_free_memory();
+            release_cached_blocks();
         } else {
             weights.push_back(std::move(w));
             biases.push_back(std::move(b));

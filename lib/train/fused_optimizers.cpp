@@ -204,29 +204,34 @@ at::Tensor FusedAdagrad::step(LossClosure closure) {
     return loss;
 }
 
+namespace {
+
+// Adam and AdamW: the same state and arguments, a different kernel (where the decay applies).
+template <typename Options, typename State, typename Kernel, typename TrailOf>
+void adam_like_step(std::vector<torch::optim::OptimizerParamGroup> &groups, States &states, const Kernel &kernel,
+                    const TrailOf &trail_of) {
+    adam_family_step<Options, State>(groups, states, [&](at::Tensor &param, State &s, const auto &o) {
+        const auto max_sq = o.amsgrad() ? c10::optional<at::Tensor>(s.max_exp_avg_sq()) : c10::nullopt;
+        kernel(param, param.grad().contiguous(), s.exp_avg(), s.exp_avg_sq(), max_sq, trail_of(param), s.step(), o.lr(),
+               std::get<0>(o.betas()), std::get<1>(o.betas()), o.eps(), o.weight_decay(), o.amsgrad(), false);
+    });
+}
+
+}  // namespace
+
 at::Tensor FusedAdam::step(LossClosure closure) {
     at::Tensor loss = run_closure(closure);
     at::NoGradGuard no_grad;
-    adam_family_step<torch::optim::AdamOptions, torch::optim::AdamParamState>(
-        param_groups_, state_, [&](at::Tensor &param, torch::optim::AdamParamState &s, const auto &o) {
-            const auto max_sq = o.amsgrad() ? c10::optional<at::Tensor>(s.max_exp_avg_sq()) : c10::nullopt;
-            adam_step(param, param.grad().contiguous(), s.exp_avg(), s.exp_avg_sq(), max_sq, trail(param), s.step(),
-                      o.lr(), std::get<0>(o.betas()), std::get<1>(o.betas()), o.eps(), o.weight_decay(), o.amsgrad(),
-                      false);
-        });
+    adam_like_step<torch::optim::AdamOptions, torch::optim::AdamParamState>(
+        param_groups_, state_, adam_step, [&](const at::Tensor &p) { return trail(p); });
     return loss;
 }
 
 at::Tensor FusedAdamW::step(LossClosure closure) {
     at::Tensor loss = run_closure(closure);
     at::NoGradGuard no_grad;
-    adam_family_step<torch::optim::AdamWOptions, torch::optim::AdamWParamState>(
-        param_groups_, state_, [&](at::Tensor &param, torch::optim::AdamWParamState &s, const auto &o) {
-            const auto max_sq = o.amsgrad() ? c10::optional<at::Tensor>(s.max_exp_avg_sq()) : c10::nullopt;
-            adamw_step(param, param.grad().contiguous(), s.exp_avg(), s.exp_avg_sq(), max_sq, trail(param), s.step(),
-                       o.lr(), std::get<0>(o.betas()), std::get<1>(o.betas()), o.eps(), o.weight_decay(), o.amsgrad(),
-                       false);
-        });
+    adam_like_step<torch::optim::AdamWOptions, torch::optim::AdamWParamState>(
+        param_groups_, state_, adamw_step, [&](const at::Tensor &p) { return trail(p); });
     return loss;
 }
 

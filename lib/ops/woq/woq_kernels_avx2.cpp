@@ -69,24 +69,21 @@ void gemv_f32_rows(const WeightView &w, const GemvF32 &a, int64_t n) {
         corr[r] = 0.f;
     }
     for (int64_t g = 0; g < w.groups; ++g) {
-        // Two chains per row (channels 0-15 and 16-31 of each block): the FMA latency is hidden.
-        __m256 ga[kR], gb[kR];
-        for (int r = 0; r < kR; ++r) ga[r] = gb[r] = _mm256_setzero_ps();
+        // One chain per row: the kR rows' chains hide the FMA latency.
+        __m256 ga[kR];
+        for (int r = 0; r < kR; ++r) ga[r] = _mm256_setzero_ps();
         for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) {
             prefetch_next_tile<kR>(rows, rb, b * bb);
             const float *xb = x + b * kBlock;
             for (int r = 0; r < kR; ++r) {
                 __m256 v[4];
                 load_block_f32<kBits>(rows[r] + b * bb, v);
-                ga[r] = _mm256_fmadd_ps(v[0], _mm256_loadu_ps(xb), ga[r]);
-                gb[r] = _mm256_fmadd_ps(v[2], _mm256_loadu_ps(xb + 16), gb[r]);
-                ga[r] = _mm256_fmadd_ps(v[1], _mm256_loadu_ps(xb + 8), ga[r]);
-                gb[r] = _mm256_fmadd_ps(v[3], _mm256_loadu_ps(xb + 24), gb[r]);
+                for (int j = 0; j < 4; ++j) ga[r] = _mm256_fmadd_ps(v[j], _mm256_loadu_ps(xb + 8 * j), ga[r]);
             }
         }
         for (int r = 0; r < kR; ++r) {
             const float s = w.scales[(n + r) * w.groups + g];
-            acc[r] = _mm256_fmadd_ps(_mm256_add_ps(ga[r], gb[r]), _mm256_set1_ps(s), acc[r]);
+            acc[r] = _mm256_fmadd_ps(ga[r], _mm256_set1_ps(s), acc[r]);
             corr[r] += s * w.zeros[(n + r) * w.groups + g] * a.xsum[g];
         }
     }

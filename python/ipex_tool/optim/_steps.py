@@ -27,6 +27,17 @@ def _sparse_rows(kind: str, grad, weight_decay):
     return grad._indices()[0].contiguous(), grad._values().contiguous()
 
 
+def _momentum_buffer(state, param, momentum: float):
+    """The parameter's fp32 momentum buffer (created empty on the first step: the op fills it)
+    and whether this is the first step; None for momentum 0."""
+    buf = state.get("momentum_buffer")
+    first_step = buf is None
+    if momentum != 0 and first_step:
+        buf = torch.empty(param.shape, dtype=torch.float32)
+        state["momentum_buffer"] = buf
+    return (buf if momentum != 0 else None), first_step
+
+
 def sgd_step(self, closure=None):
     loss = _run_closure(closure)
     with torch.no_grad():
@@ -48,12 +59,8 @@ def sgd_step(self, closure=None):
                     torch.ops.ipex.sparse_sgd_step(param, indices, values, state.get("trail"), group["lr"],
                                                    group.get("maximize", False))
                     continue
-                buf = state.get("momentum_buffer")
-                first_step = buf is None
-                if momentum != 0 and first_step:
-                    buf = torch.empty(param.shape, dtype=torch.float32)
-                    state["momentum_buffer"] = buf
-                torch.ops.ipex.sgd_step(param, param.grad.contiguous(), buf if momentum != 0 else None,
+                buf, first_step = _momentum_buffer(state, param, momentum)
+                torch.ops.ipex.sgd_step(param, param.grad.contiguous(), buf,
                                         state.get("trail"), group["lr"], momentum, group["dampening"],
                                         group["weight_decay"], group["nesterov"], group.get("maximize", False),
                                         first_step)
@@ -157,12 +164,7 @@ def lars_step(self, closure=None):
                     continue
                 grad = _dense_grad("Lars", param)
                 state = self.state[param]
-                buf = state.get("momentum_buffer")
-                first_step = buf is None
-                if momentum != 0 and first_step:
-                    buf = torch.empty(param.shape, dtype=torch.float32)
-                    state["momentum_buffer"] = buf
-                buf = buf if momentum != 0 else None
+                buf, first_step = _momentum_buffer(state, param, momentum)
                 if group.get("lars", True):
                     torch.ops.ipex.lars_step(param, grad, buf, state.get("trail"), group["lr"], momentum,
                                              group["eeta"], group["epsilon"], group["weight_decay"], first_step)
