@@ -2,7 +2,7 @@
 # Runs the whole test suite from a fresh checkout (what CI runs): installs packages, builds,
 # runs ctest (GoogleTest units, end-to-end CLI tests, fuzz replays), then a second build with
 # clang's AddressSanitizer + UndefinedBehaviorSanitizer that runs the unit tests and fuzz
-# replays under the sanitizers and every libFuzzer target for 30 s (tests/sanitize.sh).
+# replays under the sanitizers and every libFuzzer target for 20 s (tests/sanitize.sh).
 # Usage: bash tests/run.sh [CTEST ARGS...] (with none, the GoogleTest binaries run one process
 # each through tests/run_unit_binaries.py); IPEX_SANITIZE_STAGE=0 skips the second build.
 set -euo pipefail

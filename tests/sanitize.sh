@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # A second build of the suite with clang, AddressSanitizer and UndefinedBehaviorSanitizer:
 # runs the unit tests (each GoogleTest binary in one process) and the fuzz replays under the
-# sanitizers, then every libFuzzer target for IPEX_FUZZ_SECONDS seconds (30), two at a time,
+# sanitizers, then every libFuzzer target for IPEX_FUZZ_SECONDS seconds (20), two at a time,
 # on a copy of its seed corpus. Any
 # sanitizer report, failed test or fuzzer crash fails the script. Usage: bash tests/sanitize.sh
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${IPEX_SANITIZE_BUILD_DIR:-$root/build-sanitize}"
 jobs="${IPEX_JOBS:-$(nproc)}"
-fuzz_seconds="${IPEX_FUZZ_SECONDS:-30}"
+fuzz_seconds="${IPEX_FUZZ_SECONDS:-20}"
 
 bash "$root/.ci/deps"
 # -O0: clang instruments and compiles libtorch's templates in half the time it takes at -O1
 # (the sanitizers' other usual level), and this stage's tests are small: the build is most of
-# the stage. The libFuzzer targets run fewer inputs in their 30 s for it. The test binaries
+# the stage. The libFuzzer targets run fewer inputs in their 20 s for it. The test binaries
 # link one shared library of the project's code (IPEX_TESTS_SHARED): each carrying its own
 # copy took 4.6 GB of disk.
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \

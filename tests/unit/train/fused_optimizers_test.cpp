@@ -19,10 +19,11 @@
 #include "train/fused_optimizers.h"
 #include "train/train_ops.h"
 
+#include "step_count.h"
+
 namespace ipex::train {
 namespace {
 
-constexpr int kSteps = 200;
 
 int64_t max_ulp(const at::Tensor &got, const at::Tensor &want) {
     const auto diff = (got.contiguous().view(at::kInt).to(at::kLong) - want.contiguous().view(at::kInt).to(at::kLong));

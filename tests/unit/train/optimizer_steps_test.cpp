@@ -18,10 +18,11 @@
 #include "train/step_kernels.h"
 #include "train/train_ops.h"
 
+#include "step_count.h"
+
 namespace ipex::train {
 namespace {
 
-constexpr int kSteps = 200;
 constexpr int64_t kNumel = 20'011;  // two parallel chunks and an odd tail
 constexpr int64_t kMaxUlp = 1;  // the acceptance bound; Debian's libtorch 1.13 gives 0 here
 

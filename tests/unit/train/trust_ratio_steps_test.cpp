@@ -19,10 +19,11 @@
 #include "train/step_kernels.h"
 #include "train/train_ops.h"
 
+#include "step_count.h"
+
 namespace ipex::train {
 namespace {
 
-constexpr int kSteps = 200;
 constexpr int64_t kNumel = 40'011;  // three norm blocks and an odd tail
 // fp32 against the fp64 reference: the largest difference over the largest reference value
 // after 200 steps. Each step rounds the update, the norms (to the float lr * ratio) and the
