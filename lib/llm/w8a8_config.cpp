@@ -7,6 +7,7 @@
 #include "base/errors.h"
 #include "base/json_io.h"
 #include "llm/model.h"
+#include "llm/w8a8_ipex_summary.h"
 
 namespace ipex::llm {
 namespace {
@@ -79,13 +80,27 @@ nlohmann::json w8a8_config_json(const std::vector<W8A8Observation> &observed, do
 }
 
 std::map<std::string, W8A8Spec> read_w8a8_config(const std::string &path, const ModelConfig &c) {
+    check_w8a8_model(c);
+    return w8a8_config_from_json(read_json_object(path, kMaxQconfigBytes, "--qconfig file", kHint), c, path);
+}
+
+void check_w8a8_model(const ModelConfig &c) {
     for (int64_t l = 0; l < c.num_layers; ++l)
         if (c.sparse(l))
             throw_unsupported("--qconfig: W8A8 of mixture-of-experts layers is not supported (layer " +
                               std::to_string(l) + " of this " + c.architecture +
                               " is sparse); use --woq-dtype int8 for this model");
-    const nlohmann::json j = read_json_object(path, kMaxQconfigBytes, "--qconfig file", kHint);
+}
+
+std::map<std::string, W8A8Spec> w8a8_config_from_json(const nlohmann::json &j, const ModelConfig &c,
+                                                      const std::string &path) {
+    check_w8a8_model(c);
+    if (!j.contains("format") && is_ipex_qconf_summary(j)) return w8a8_from_ipex_summary(j, c, path);
     const JsonReader top(j, "'" + path + "'", "", kHint);
+    if (!top.has("format"))
+        top.fail("format", "is missing: the file is neither ipex-tool's W8A8 qconfig (\"format\": \"" +
+                               std::string(kW8A8Format) + "\") nor IPEX's qconfig summary (an object of modules, "
+                               "each with \"q_op_infos\")");
     if (top.str("format") != kW8A8Format)
         top.fail("format", "is '" + top.str("format") + "', expected '" + kW8A8Format + "'");
     top.integer("version", kW8A8Version, kW8A8Version);

@@ -40,6 +40,12 @@ nlohmann::json w8a8_config_json(const std::vector<W8A8Observation> &observed, do
 // The qconfig at `path` checked against the model: every projection present with
 // in_features channels, every factor finite and > 0, the scale finite and > 0; exit 3 naming
 // the file and the field otherwise, exit 4 for a model with sparse (MoE) layers.
+// IPEX's qconfig summary (llm/w8a8_ipex_summary.h) is read as well.
 std::map<std::string, W8A8Spec> read_w8a8_config(const std::string &path, const ModelConfig &config);
+// The same for JSON already parsed; `path` names it in messages.
+std::map<std::string, W8A8Spec> w8a8_config_from_json(const nlohmann::json &j, const ModelConfig &config,
+                                                      const std::string &path);
+// Exit 4 for a model W8A8 does not cover (mixture-of-experts layers).
+void check_w8a8_model(const ModelConfig &config);
 
 }  // namespace ipex::llm
