@@ -23,12 +23,13 @@ refused. Norms, routers and rope lists stay F32; every other matrix is TYPE: f32
 (blocks of 32: fp16 scale amax/127, int8 round-to-nearest), q4_0 (blocks of 32: fp16 scale
 d = v/-8 for the value v of largest magnitude, nibbles min(15, trunc(x/d + 8.5)), element j in the
 low nibble and j + 16 in the high one) or q4_1 (fp16 d = (max - min)/15 and m = min, nibbles
-min(15, trunc((x - min)/d + 0.5))). The tokenizer is the directory's byte-level BPE
+min(15, trunc((x - min)/d + 0.5))), or the K types q4_K, q5_K, q6_K (blocks of 256 in the
+format's layout, scales by round-to-nearest rather than llama.cpp's search: q4_k, q5_k, q6_k). The tokenizer is the directory's byte-level BPE
 tokenizer.json as "gpt2", else its SentencePiece tokenizer.model as "llama" (as llama.cpp's
 converter writes them), else a placeholder of the config's size ("llama" model, <unk> <s> </s>
 then byte and filler tokens): the benches feed token ids, never text.
 
-Usage: gguf_write.py HF_DIR OUT.gguf [--type f32|f16|bf16|q8_0|q4_0|q4_1]
+Usage: gguf_write.py HF_DIR OUT.gguf [--type f32|f16|bf16|q8_0|q4_0|q4_1|q4_K|q5_K|q6_K]
 As a module: write_gguf(HF_DIR, OUT, kind) returns the weights as the file holds them, in
 Hugging Face names and order (the rounding of each type applied): a test's reference.
 """
@@ -42,9 +43,11 @@ import sys
 import numpy as np
 import torch
 
-GGML = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q8_0": 8, "bf16": 30}
-FILE_TYPE = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q8_0": 7, "bf16": 32}
-QUANTIZED = ("q8_0", "q4_0", "q4_1")
+GGML = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q8_0": 8, "q4_K": 12, "q5_K": 13, "q6_K": 14, "bf16": 30}
+# the K types as llama.cpp names the files they make up: Q4_K_M, Q5_K_M, Q6_K
+FILE_TYPE = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q8_0": 7, "q4_K": 15, "q5_K": 17, "q6_K": 18, "bf16": 32}
+QUANTIZED = ("q8_0", "q4_0", "q4_1", "q4_K", "q5_K", "q6_K")
+BLOCK = {"q4_K": 256, "q5_K": 256, "q6_K": 256}  # elements per block; 32 for the other quantized types
 ALIGN = 32
 U32, I32, F32, BOOL, STRING, ARRAY, U64 = 4, 5, 6, 7, 8, 9, 10
 
@@ -122,6 +125,78 @@ def q4_1(x):
     return out.tobytes(), torch.from_numpy(deq).reshape(x.shape)
 
 
+def _k_scales(scale, the_min):
+    """q4_K / q5_K: the per-block fp16 d and dmin and the 6-bit sc and m of 8 sub-blocks
+    (round-to-nearest against the largest), packed into 12 bytes as llama.cpp packs them."""
+    d = (scale.max(1, keepdims=True) / np.float32(63)).astype(np.float16)
+    dmin = (the_min.max(1, keepdims=True) / np.float32(63)).astype(np.float16)
+    df, mf = d.astype(np.float32), dmin.astype(np.float32)
+    sc = np.clip(np.rint(np.divide(scale, df, out=np.zeros_like(scale), where=df > 0)), 0, 63).astype(np.uint8)
+    m = np.clip(np.rint(np.divide(the_min, mf, out=np.zeros_like(the_min), where=mf > 0)), 0, 63).astype(np.uint8)
+    packed = np.zeros((scale.shape[0], 12), np.uint8)
+    packed[:, 0:4] = sc[:, 0:4] | ((sc[:, 4:8] >> 4) << 6)
+    packed[:, 4:8] = m[:, 0:4] | ((m[:, 4:8] >> 4) << 6)
+    packed[:, 8:12] = (sc[:, 4:8] & 0xF) | ((m[:, 4:8] & 0xF) << 4)
+    return d, dmin, sc, m, packed
+
+
+def _q45_k(x, bits):
+    """q4_K (bits 4) / q5_K (bits 5): blocks of 256 = 8 sub-blocks of 32, each w = d sc q - dmin m
+    with q in 0..2^bits - 1. Not llama.cpp's iterative scale search: per sub-block min (at most 0)
+    and max, rounded to nearest; the layout is the format's. (bytes, the fp32 values held)."""
+    top = np.float32(2 ** bits - 1)
+    b = x.float().reshape(-1, 8, 32).numpy().astype(np.float32)
+    lo = np.minimum(b.min(2), 0)
+    hi = np.maximum(b.max(2), lo)
+    d, dmin, sc, m, packed = _k_scales(((hi - lo) / top).astype(np.float32), (-lo).astype(np.float32))
+    d1 = d.astype(np.float32) * sc.astype(np.float32)   # [blocks, 8], exact products
+    m1 = dmin.astype(np.float32) * m.astype(np.float32)
+    v = (b + m1[:, :, None]) / np.where(d1 > 0, d1, 1)[:, :, None]
+    q = np.where(d1[:, :, None] > 0, np.clip(np.rint(v), 0, top), 0).astype(np.uint8)  # [blocks, 8, 32]
+    low = q & 0xF
+    qs = (low[:, 0::2, :] | (low[:, 1::2, :] << 4)).reshape(-1, 128)  # chunk c: sub-block 2c low, 2c+1 high
+    parts = [d.view(np.uint8), dmin.view(np.uint8), packed]
+    if bits == 5:
+        high = (q >> 4) & 1  # bit j of byte l: sub-block j's element l
+        qh = np.zeros((q.shape[0], 32), np.uint8)
+        for j in range(8):
+            qh |= (high[:, j, :] << j).astype(np.uint8)
+        parts.append(qh)
+    parts.append(qs)
+    out = np.concatenate(parts, axis=1)
+    deq = d1[:, :, None] * q.astype(np.float32) - m1[:, :, None]
+    return out.tobytes(), torch.from_numpy(deq.astype(np.float32)).reshape(x.shape)
+
+
+def q4_k(x):
+    return _q45_k(x, 4)
+
+
+def q5_k(x):
+    return _q45_k(x, 5)
+
+
+def q6_k(x):
+    """q6_K: blocks of 256 = 16 sub-blocks of 16, w = d sc (q - 32) with an int8 sc per sub-block and
+    q in 0..63 (round-to-nearest against the largest magnitude; the format's layout: 128 bytes of
+    low nibbles, 64 of high bit pairs, 16 scales, fp16 d). (bytes, the fp32 values held)."""
+    b = x.float().reshape(-1, 16, 16).numpy().astype(np.float32)
+    s = (np.abs(b).max(2) / np.float32(31)).astype(np.float32)  # [blocks, 16]
+    d = (s.max(1, keepdims=True) / np.float32(127)).astype(np.float16)
+    df = d.astype(np.float32)
+    sc = np.clip(np.rint(np.divide(s, df, out=np.zeros_like(s), where=df > 0)), -128, 127).astype(np.int8)
+    d1 = df * sc.astype(np.float32)
+    q = np.where(d1[:, :, None] != 0,
+                 np.clip(np.rint(b / np.where(d1 != 0, d1, 1)[:, :, None]), -32, 31), 0).astype(np.int32) + 32
+    q = q.reshape(-1, 2, 4, 32).astype(np.uint8)  # [blocks, half, g, l]: element 128 half + 32 g + l
+    ql = np.concatenate([q[:, :, 0] & 0xF | ((q[:, :, 2] & 0xF) << 4),
+                         q[:, :, 1] & 0xF | ((q[:, :, 3] & 0xF) << 4)], axis=2).reshape(-1, 128)
+    qh = ((q[:, :, 0] >> 4) | ((q[:, :, 1] >> 4) << 2) | ((q[:, :, 2] >> 4) << 4) | ((q[:, :, 3] >> 4) << 6))
+    out = np.concatenate([ql, qh.reshape(-1, 64), sc.view(np.uint8), d.view(np.uint8)], axis=1)
+    deq = d1.reshape(-1, 256 // 16, 1) * (q.reshape(-1, 16, 16).astype(np.float32) - 32)
+    return out.tobytes(), torch.from_numpy(deq.astype(np.float32)).reshape(x.shape)
+
+
 def encode(t, kind):
     """(bytes, the values the file holds as fp32)."""
     if kind == "f32":
@@ -130,7 +205,7 @@ def encode(t, kind):
         return t.half().contiguous().numpy().tobytes(), t.half().float()
     if kind == "bf16":
         return t.bfloat16().contiguous().view(torch.int16).numpy().tobytes(), t.bfloat16().float()
-    return {"q8_0": q8_0, "q4_0": q4_0, "q4_1": q4_1}[kind](t)
+    return {"q8_0": q8_0, "q4_0": q4_0, "q4_1": q4_1, "q4_K": q4_k, "q5_K": q5_k, "q6_K": q6_k}[kind](t)
 
 
 def gguf_string(s):
@@ -364,7 +439,7 @@ def write_gguf(src, dst, kind, drop=(), extra=None, edit=None, kinds=None):
     def kind_of(t, gname):
         if kinds and gname in kinds:
             return kinds[gname]
-        small = t.dim() == 1 or (kind in QUANTIZED and t.shape[-1] % 32)
+        small = t.dim() == 1 or (kind in QUANTIZED and t.shape[-1] % BLOCK.get(kind, 32))
         return "f32" if small or gname.endswith(("ffn_gate_inp.weight", "ffn_gate_inp_shexp.weight")) else kind
 
     tensors, held, stacks = [], {}, {}

@@ -1,14 +1,22 @@
 // GGUF block types held exactly in the weight-only layout (woq_format.h: W = (q - zero) * scale,
 // groups of 32 input channels), so a quantized GGUF file runs the int4/int8 weight-only kernels
-// without a dense copy. The nibble order of a GGUF block (element j low, j + 16 high) is the
-// kernels' int4 block order (woq_layout.h), so rows are copied, not re-packed.
+// without a dense copy. The nibble order of a q4_0 / q4_1 block (element j low, j + 16 high) is
+// the kernels' int4 block order (woq_layout.h), so their rows are copied, not re-packed.
 //   q4_0 (d, 16 bytes; w = d (q - 8))  int4: scale d, zero 8          dequantizes bit for bit
 //   q8_0 (d, 32 int8;  w = d q)        int8: q + 128 stored, zero 128 dequantizes bit for bit
 //   q4_1 (d, m, 16 bytes; w = d q + m) int4: scale d, zero -m / d     within 2^-24 (|m| + 3 |w|)
 //        of the format's fp32 value (fl(-m/d), fl(q - z), fl(t d) against one rounding of
 //        d q + m; d q itself is exact); a block with d = 0 holds w = m exactly as q = 0,
 //        zero -1, scale m.
-// Other types (q5_0, q5_1, K-quants, f16, ...) are not held here: the loader dequantizes them.
+//   q4_K (256: d, dmin, 8 sub-blocks of 32 with 6-bit sc and m; w = (d sc) q - (dmin m))
+//        int4, a group per sub-block: scale d sc, zero (dmin m) / (d sc), within
+//        2^-24 (|dmin m| + 3 |w|) as for q4_1 (d sc and dmin m are exact products in fp32); a
+//        sub-block with d sc = 0 holds -dmin m exactly as q = 0, zero 1, scale dmin m.
+//   q5_K (q4_K with a fifth bit, q 0..31) int8 (q stored as 0..31), groups and bound as q4_K.
+// A non-finite d or m (q4_1) or d or dmin (K-quants) is not held. q6_K (16 sub-blocks of 16,
+// w = (d sc) (q - 32)) would be exact as int8 with groups of 16, but the vector kernels need
+// groups of whole 32-channel blocks and two sub-blocks' scales do not share one int8 group in
+// general, so it stays dense like q5_0, q5_1, f16 and the rest: the loader dequantizes them.
 #pragma once
 
 #include <cstdint>
@@ -23,11 +31,11 @@ namespace ipex::woq {
 // Whether `type` (a GgmlType number) converts with ggml_to_woq.
 bool ggml_woq_exact(uint32_t type);
 
-// The weight-only layer `name` of a [rows, cols] tensor of `type` at src (rows * cols / 32
-// blocks, cols a multiple of 32). Output row r is source row `row_order[r]` when row_order is
+// The weight-only layer `name` of a [rows, cols] tensor of `type` at src (rows * cols / block
+// elements blocks, cols a multiple of the block: 32, or 256 for the K-quants). Output row r is source row `row_order[r]` when row_order is
 // given (its size rows, a permutation): the q/k row un-interleaving applied to qweight, scales and
-// zeros alike. nullopt for a q4_1 tensor with a non-finite scale or minimum (not held exactly:
-// read it densely instead).
+// zeros alike. nullopt for a tensor with a non-finite fp16 scale or minimum in some block (not
+// held exactly: read it densely instead).
 std::optional<WoqLayer> ggml_to_woq(const std::string &name, uint32_t type, const uint8_t *src, int64_t rows,
                                     int64_t cols, const std::vector<int64_t> *row_order = nullptr);
 

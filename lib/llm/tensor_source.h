@@ -27,7 +27,7 @@ public:
     // fp32, bf16 or f16 (GGUF's quantized types dequantized to fp32).
     virtual at::Tensor tensor(const std::string &name) const = 0;
     // Whether the projection `module`'s weight (`<module>.weight`) is stored in a type held
-    // exactly as a weight-only layer (GGUF q4_0, q4_1, q8_0: checkpoint/gguf_woq.h), and that
+    // exactly as a weight-only layer (GGUF q4_0, q4_1, q8_0, q4_K, q5_K: checkpoint/gguf_woq.h), and that
     // layer, read from the file's blocks without a dense copy (no bias); nullopt where the
     // blocks are not held exactly (then read tensor() instead).
     virtual bool stored_woq(const std::string &module) const { (void)module; return false; }

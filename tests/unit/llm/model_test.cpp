@@ -117,17 +117,18 @@ TEST(LlmModel, GptqAndAwqMatchDequantizedReference) {
         }
 }
 
-// GGUF q4_0 / q4_1 / q8_0 projections load weight-only as stored (int4 / int8, groups of 32):
-// with fp32 activations they give the dense dequantized run's greedy ids and its logits within
-// 1e-5 (the mixture: 1e-5 of its largest logit, about 7: its experts' sums are longer); in the
-// mixed file the head is q8_0, the embedding f16 and layer 0's v f16 (its merged q/k/v runs
-// dense), all per tensor.
+// GGUF q4_0 / q4_1 / q8_0 / q4_K / q5_K projections load weight-only as stored (int4 / int8,
+// groups of 32): with fp32 activations they give the dense dequantized run's greedy ids and its
+// logits within 1e-5 (the mixture: 1e-5 of its largest logit, about 7: its experts' sums are
+// longer); in the mixed file the head is q8_0, the embedding f16 and layer 0's v f16 (its merged
+// q/k/v runs dense), all per tensor; the Q4_K_M-style file mixes q4_K, q5_K (int8) and q6_K
+// (dense: the head, and the merged q/k/v and the down projection of layers 0 and 3).
 TEST(LlmModel, GgufWeightOnlyEqualsDequantizedRun) {
     NEED_FIXTURES();
     const std::pair<const char *, const char *> cases[] = {
         {"gguf_llama_q4_0", "int4 g32 (lowp fp32"}, {"gguf_llama_q4_1", "int4 g32 (lowp fp32"},
         {"gguf_llama_q8_0", "int8 g32 (lowp fp32"}, {"gguf_llama_q4_0_mixed", "int4/int8 g32 (lowp fp32"},
-        {"gguf_mixtral_q8_0", "int8 g32 (lowp fp32"}};
+        {"gguf_mixtral_q8_0", "int8 g32 (lowp fp32"}, {"gguf_llama_q4_k_m", "int4/int8 g32 (lowp fp32"}};
     for (const auto &[name, description] : cases) {
         SCOPED_TRACE(name);
         const Case c = load_case(name);
