@@ -24,9 +24,9 @@ refused. Norms, routers and rope lists stay F32; every other matrix is TYPE: f32
 d = v/-8 for the value v of largest magnitude, nibbles min(15, trunc(x/d + 8.5)), element j in the
 low nibble and j + 16 in the high one) or q4_1 (fp16 d = (max - min)/15 and m = min, nibbles
 min(15, trunc((x - min)/d + 0.5))), or the K types q4_K, q5_K, q6_K (blocks of 256 in the
-format's layout, scales by round-to-nearest rather than llama.cpp's search: q4_k, q5_k, q6_k). The tokenizer is the directory's byte-level BPE
-tokenizer.json as "gpt2", else its SentencePiece tokenizer.model as "llama" (as llama.cpp's
-converter writes them), else a placeholder of the config's size ("llama" model, <unk> <s> </s>
+format's layout, scales by round-to-nearest rather than llama.cpp's search: q4_k, q5_k, q6_k).
+The tokenizer is the directory's byte-level BPE tokenizer.json as "gpt2", else its SentencePiece
+tokenizer.model as "llama" (as llama.cpp's converter writes them), else a placeholder of the config's size ("llama" model, <unk> <s> </s>
 then byte and filler tokens): the benches feed token ids, never text.
 
 Usage: gguf_write.py HF_DIR OUT.gguf [--type f32|f16|bf16|q8_0|q4_0|q4_1|q4_K|q5_K|q6_K]

@@ -56,7 +56,8 @@ void add_llm_load_options(CLI::App &sub, commands::LlmLoadRequest &load, const s
                       ->capture_default_str();
     if (needs) dtype->needs(needs);
     auto *qconfig = sub.add_option("--qconfig", load.qconfig,
-                                   prefix + "SmoothQuant W8A8 qconfig from 'ipex-tool calibrate-llm': the decoder's "
+                                   prefix + "SmoothQuant W8A8 qconfig from 'ipex-tool calibrate-llm', or IPEX's qconfig "
+                                            "summary (qconfig_summary_file): the decoder's "
                                             "projections run int8 activations x int8 weights (default: none)");
     if (needs) qconfig->needs(needs);
     add_woq_options(sub, load.woq, {commands::kGroupAuto, commands::LowpAuto::bf16_model_and_cpu, prefix, needs});
