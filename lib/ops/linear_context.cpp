@@ -12,6 +12,33 @@ namespace ipex::ops {
 
 using dnnl::memory;
 
+namespace {
+
+// The gemm-based matmul (oneDNN 2.6 on AVX2; elsewhere the shapes its brgemm does not take)
+// asks `any` for the plain [in, out] weight. Its sgemm packs that weight walking down the
+// columns; with `out` a multiple of 128 fp32 (512 B: 512, 768, 1024, 3072, 4096) the rows fall
+// into the same cache sets and the linear runs at about 30% of the FMA peak (150x12544x1024:
+// 64 GFLOP/s on a 217 GFLOP/s AVX2 host, 1 or 2 threads alike), 85-90% with the rows padded
+// to an odd number of cache lines (bench/linear_shapes; bench/RESULTS.md, "Detection"). The
+// padded layout (one line more per row at most) is taken when the same implementation builds
+// with it; `chosen` otherwise.
+template <class Make>
+auto with_padded_rows(dnnl::matmul::primitive_desc chosen, Make make) -> dnnl::matmul::primitive_desc {
+    const std::string impl = chosen.impl_info_str();
+    if (impl.rfind("gemm", 0) != 0) return chosen;
+    const memory::desc padded = odd_line_rows(chosen.weights_desc());
+    if (padded == memory::desc()) return chosen;
+    try {
+        auto pd = make(padded);
+        if (impl == pd.impl_info_str()) return pd;
+    } catch (const dnnl::error &) {
+        // no implementation takes the padded rows: the plain ones it is
+    }
+    return chosen;
+}
+
+}  // namespace
+
 struct LinearContext::Entry {
     dnnl::primitive primitive;
     memory::desc src, dst, other, scratchpad;
@@ -69,9 +96,13 @@ std::shared_ptr<const LinearContext::Entry> LinearContext::entry_for(int64_t row
     try {
         // A matmul rather than an inner product: oneDNN 2.6's brgemm inner product loses up to
         // a third of its speed at some row counts (197, 394, ...), its matmul does not.
-        const auto pd = weights_->prefer_packed(weight_md, [&](const memory::desc &weights) {
+        const auto make = [&](const memory::desc &weights) {
             return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src_md, weights, bias_md, dst_md), attr,
                                                 cpu_engine());
+        };
+        const auto pd = weights_->prefer_packed(weight_md, [&](const memory::desc &weights) {
+            auto chosen = make(weights);
+            return weights == weight_md ? with_padded_rows(chosen, make) : chosen;
         });
         entry->primitive = dnnl::matmul(pd);
         entry->weight = weights_->get(pd.weights_desc());

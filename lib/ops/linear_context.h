@@ -1,5 +1,6 @@
 // A prepacked linear layer (y = x W^T + b over the last dim of x, any leading dims) as a oneDNN
-// matmul: the weight reordered once (one packed copy whatever the shapes it is fed),
+// matmul: the weight reordered once (one packed copy whatever the shapes it is fed; for the
+// gemm-based matmul its rows padded to an odd number of cache lines),
 // fused post-ops (elementwise, or a binary add/mul with a second tensor), primitives cached per
 // row count or row bucket (RowBuckets), at most kMaxPrimitives. Pickles to the plain weight.
 #pragma once

@@ -39,6 +39,22 @@ dnnl::memory::desc strided_desc(const at::Tensor &t) {
     return dnnl::memory::desc(to_dims(t.sizes()), to_dnnl(t.scalar_type()), to_dims(t.strides()));
 }
 
+dnnl::memory::desc odd_line_rows(const dnnl::memory::desc &desc) {
+    const dnnl_memory_desc_t &c = desc.data;
+    if (c.ndims != 2 || c.format_kind != dnnl_blocked || c.format_desc.blocking.inner_nblks != 0 ||
+        c.offset0 != 0 || c.dims[0] != c.padded_dims[0] || c.dims[1] != c.padded_dims[1])
+        return {};
+    const int64_t rows = c.dims[0], cols = c.dims[1];
+    if (c.format_desc.blocking.strides[1] != 1 || c.format_desc.blocking.strides[0] != cols || rows < 2) return {};
+    const int64_t element = static_cast<int64_t>(dnnl::memory::data_type_size(desc.data_type()));
+    if (kCacheLineBytes % element != 0) return {};
+    const int64_t per_line = kCacheLineBytes / element;
+    int64_t lines = (cols + per_line - 1) / per_line;
+    if (lines % 2 == 0) ++lines;
+    if (lines * per_line == cols) return {};
+    return dnnl::memory::desc({rows, cols}, desc.data_type(), dnnl::memory::dims{lines * per_line, 1});
+}
+
 dnnl::memory wrap(const at::Tensor &t, const dnnl::memory::desc &desc) {
     return dnnl::memory(desc, cpu_engine(), t.data_ptr());
 }

@@ -37,6 +37,16 @@ inline bool broadcastable(at::IntArrayRef a, at::IntArrayRef b) {
 // A descriptor with the tensor's sizes and strides (no copy, any layout).
 dnnl::memory::desc strided_desc(const at::Tensor &t);
 
+// Bytes of a cache line, the unit odd_line_rows pads rows to.
+constexpr int64_t kCacheLineBytes = 64;
+
+// `desc`, a dense row-major 2-D layout ([rows, cols], strides {cols, 1}), with its rows padded
+// to an odd number of cache lines; a zero desc when `desc` is not that layout or its rows already
+// span an odd number of whole lines. Rows an even number of lines apart (512, 1024, 4096 fp32
+// columns: a power-of-two multiple of the line) share cache sets, so a kernel walking down
+// the columns thrashes them; odd strides spread the rows over all sets.
+dnnl::memory::desc odd_line_rows(const dnnl::memory::desc &desc);
+
 // Wraps the tensor's storage (the tensor must outlive the memory object).
 dnnl::memory wrap(const at::Tensor &t, const dnnl::memory::desc &desc);
 

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "ops/linear_context.h"
+#include "ops/onednn_utils.h"
 #include "unit/ops/ops_test_utils.h"
 #include "unit/test_cpu.h"
 
@@ -175,6 +176,61 @@ TEST_F(OpsLinear, WeightInPlaceMakesNoCopy) {
         // The default packs: a copy as large as the weight at least (oneDNN's layout, maybe padded).
         LinearContext packed(w, b, dtype, {}, 1);
         EXPECT_GE(packed.packed_bytes(), w.nbytes()) << dtype;
+    }
+}
+
+// Row strides of a packed [in, out] weight: an odd number of 64-byte lines, or no change.
+TEST(OddLineRows, PadsEvenLineCountsOnlyOfDenseRowMajor2D) {
+    using dnnl::memory;
+    const auto f32 = memory::data_type::f32, bf16 = memory::data_type::bf16;
+    const auto stride_of = [](const memory::desc &d) { return d.data.format_desc.blocking.strides[0]; };
+    const auto rows = [](int64_t k, int64_t n, memory::data_type t) {
+        return memory::desc({k, n}, t, memory::format_tag::ab);
+    };
+    EXPECT_EQ(stride_of(odd_line_rows(rows(12544, 1024, f32))), 1040);  // 64 lines -> 65
+    EXPECT_EQ(stride_of(odd_line_rows(rows(7, 91, f32))), 112);         // 6 lines (96) -> 7
+    EXPECT_EQ(stride_of(odd_line_rows(rows(7, 1000, f32))), 1008);      // 63 lines, padded up to them
+    EXPECT_EQ(stride_of(odd_line_rows(rows(7, 32, f32))), 48);
+    EXPECT_EQ(stride_of(odd_line_rows(rows(7, 1024, bf16))), 1056);     // 32 per line: 32 lines -> 33
+    const memory::desc zero;
+    EXPECT_EQ(odd_line_rows(rows(7, 48, f32)), zero);                    // 3 whole lines already
+    EXPECT_EQ(odd_line_rows(rows(7, 16, f32)), zero);
+    EXPECT_EQ(odd_line_rows(rows(1, 1024, f32)), zero);                  // one row: nothing to spread
+    EXPECT_EQ(odd_line_rows(memory::desc({7, 1024}, f32, memory::format_tag::ba)), zero);
+    EXPECT_EQ(odd_line_rows(memory::desc({7, 1024}, f32, memory::format_tag::any)), zero);
+    EXPECT_EQ(odd_line_rows(memory::desc({2, 7, 1024}, f32, memory::format_tag::abc)), zero);
+    EXPECT_EQ(odd_line_rows(memory::desc({7, 1024}, f32, memory::dims{2048, 1})), zero);  // already strided
+}
+
+// Outputs a power of two wide (the weight rows oneDNN's gemm-based matmul thrashes the cache
+// sets with) at odd input widths and row counts: right against fp64, one packed copy whatever
+// the row count, and on CPUs where the matmul is gemm-based that copy has padded rows.
+TEST_F(OpsLinear, PowerOfTwoOutputsPackPaddedRows) {
+    at::manual_seed(7);
+    for (const int64_t out : {int64_t{512}, int64_t{1024}}) {
+        for (const int64_t in : {int64_t{301}, int64_t{1}}) {
+            const std::string what = std::to_string(in) + "->" + std::to_string(out);
+            const at::Tensor w = at::randn({out, in}) * 0.1, b = at::randn({out});
+            LinearContext ctx(w, b, "fp32", {}, 0);
+            for (const int64_t rows : {1, 2, 7, 150, 1}) {
+                const at::Tensor x = at::randn({rows, in});
+                expect_close(ctx.run(x, c10::nullopt), testing::reference_linear(x, w, b), "fp32",
+                             what + " rows " + std::to_string(rows));
+            }
+            EXPECT_EQ(ctx.packed_layouts(), 1u) << what;
+            // What oneDNN picks for this shape on this CPU with the weight layout left to it.
+            using dnnl::memory;
+            const memory::desc any({in, out}, memory::data_type::f32, memory::format_tag::any);
+            const dnnl::matmul::primitive_desc pd(
+                dnnl::matmul::desc(memory::desc({150, in}, memory::data_type::f32, memory::format_tag::ab), any,
+                                   memory::desc({150, out}, memory::data_type::f32, memory::format_tag::ab)),
+                cpu_engine());
+            const std::string impl = pd.impl_info_str();
+            if (impl.rfind("gemm", 0) == 0 && in > 1)
+                EXPECT_EQ(ctx.packed_bytes(), in * (out + 16) * 4) << what << " on " << impl;
+            else
+                EXPECT_GE(ctx.packed_bytes(), w.nbytes()) << what << " on " << impl;
+        }
     }
 }
 
