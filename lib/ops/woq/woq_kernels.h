@@ -44,6 +44,17 @@ struct GemvS8 {
     int64_t ldo;
 };
 
+// Activations quantized per row for GemvS8, from x [m, k] fp32 (contiguous):
+// xscale[i] = max|x[i]| / 127 (1 for a row of zeros), xq[i] [kp] = round-half-even(x[i] /
+// xscale[i]) (zero padded), xsum[i] [k / group_size] the int32 group sums of xq[i].
+struct QuantizeS8 {
+    const float *x;
+    int64_t m, k, kp, group_size;
+    int8_t *xq;
+    float *xscale;
+    int32_t *xsum;
+};
+
 // bf16 activations: x [m, kp] as bf16 bits (zero padded), xsum [m, groups] their group sums.
 // paired: x is in pair order (see bf16_pair_order) and the weights allow it.
 struct GemvBF16 {
@@ -93,6 +104,7 @@ void gemv_f32_ref(const WeightView &w, const GemvF32 &a, int64_t n_begin, int64_
 void gemv_s8_ref(const WeightView &w, const GemvS8 &a, int64_t n_begin, int64_t n_end);
 // Rows n_begin..n_end dequantized (fp32, or bf16 bits): row n at dst + (n - n_begin) * ld,
 // K columns.
+void quantize_s8_ref(const QuantizeS8 &q);
 void dequant_f32_ref(const WeightView &w, float *dst, int64_t ld, int64_t n_begin, int64_t n_end);
 void dequant_bf16_ref(const WeightView &w, uint16_t *dst, int64_t ld, int64_t n_begin, int64_t n_end);
 
@@ -102,6 +114,8 @@ void dequant_bf16_ref(const WeightView &w, uint16_t *dst, int64_t ld, int64_t n_
 void gemv_f32_avx2(const WeightView &w, const GemvF32 &a, int64_t n_begin, int64_t n_end);
 void gemv_s8_avx2(const WeightView &w, const GemvS8 &a, int64_t n_begin, int64_t n_end);
 void dequant_f32_avx2(const WeightView &w, float *dst, int64_t ld, int64_t n_begin, int64_t n_end);
+// The same values as quantize_s8_ref, bit for bit.
+void quantize_s8_avx2(const QuantizeS8 &q);
 
 // AVX-512 versions (need w.block_aligned()); call only when isa::avx512() (base/isa.h), and
 // isa::avx512_vnni() / isa::avx512_bf16() where they say so. Where the CPU has AMX-BF16

@@ -1,6 +1,9 @@
 // Portable kernels of ipex::woq_linear (any group size, any CPU).
 #include <c10/util/BFloat16.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "ops/woq/woq_kernels.h"
 #include "ops/woq/woq_layout.h"
 
@@ -44,6 +47,26 @@ void gemv_s8_ref(const WeightView &w, const GemvS8 &a, int64_t n_begin, int64_t 
                 y += s * (static_cast<float>(dot) - w.zeros[n * w.groups + g] * static_cast<float>(a.xsum[m * w.groups + g]));
             }
             a.out[m * a.ldo + n] = y * a.xscale[m];
+        }
+    }
+}
+
+void quantize_s8_ref(const QuantizeS8 &q) {
+    for (int64_t i = 0; i < q.m; ++i) {
+        const float *x = q.x + i * q.k;
+        float amax = 0.f;
+        for (int64_t c = 0; c < q.k; ++c) amax = std::max(amax, std::fabs(x[c]));
+        const float scale = amax / 127.f > 0.f ? amax / 127.f : 1.f;
+        int8_t *xq = q.xq + i * q.kp;
+        for (int64_t c = 0; c < q.k; ++c)
+            xq[c] = static_cast<int8_t>(std::clamp(std::nearbyint(x[c] / scale), -127.f, 127.f));
+        std::fill(xq + q.k, xq + q.kp, int8_t(0));
+        q.xscale[i] = scale;
+        const int64_t groups = q.k / q.group_size;
+        for (int64_t g = 0; g < groups; ++g) {
+            int32_t sum = 0;
+            for (int64_t c = g * q.group_size; c < (g + 1) * q.group_size; ++c) sum += xq[c];
+            q.xsum[i * groups + g] = sum;
         }
     }
 }

@@ -86,16 +86,21 @@ at::Tensor gemv_f32(const kernels::WeightView &w, const at::Tensor &x2d) {
 
 at::Tensor gemv_s8(const kernels::WeightView &w, const at::Tensor &x2d) {
     const int64_t m = x2d.size(0);
-    const at::Tensor xf = x2d.to(at::kFloat);
-    at::Tensor scale = xf.abs().amax(1) / 127.0;
-    scale = at::where(scale > 0, scale, at::ones_like(scale)).contiguous();
-    const at::Tensor xq = pad_channels(at::round(xf / scale.unsqueeze(1)).clamp(-127, 127).to(at::kChar), w.kp);
-    const at::Tensor xsum =
-        xq.narrow(1, 0, w.k).to(at::kInt).reshape({m, w.groups, w.group_size}).sum(2, false, at::kInt).contiguous();
+    // One serial pass per row (a chain of ATen ops here cost more than a decode step's GEMV
+    // of a small layer).
+    const at::Tensor xf = x2d.to(at::kFloat).contiguous();
+    const at::Tensor scale = at::empty({m}, at::kFloat), xq = at::empty({m, w.kp}, at::kChar),
+                     xsum = at::empty({m, w.groups}, at::kInt);
+    const kernels::QuantizeS8 q{xf.data_ptr<float>(), m, w.k, w.kp, w.group_size, xq.data_ptr<int8_t>(),
+                                scale.data_ptr<float>(), xsum.data_ptr<int32_t>()};
+    if (!g_force_portable.load() && isa::avx2_fma()) kernels::quantize_s8_avx2(q);
+    else kernels::quantize_s8_ref(q);
     at::Tensor out = at::empty({m, w.n}, at::kFloat);
     const kernels::GemvS8 a{xq.data_ptr<int8_t>(), scale.data_ptr<float>(), xsum.data_ptr<int32_t>(), m,
                             out.data_ptr<float>(), w.n};
-    const bool simd = use_simd(w) && isa::avx512_vnni(), avx2 = !simd && use_avx2(w);
+    // AVX-512 without VNNI has no int8 kernel of its own: the AVX2 one runs there.
+    const bool simd = use_simd(w) && isa::avx512_vnni(),
+               avx2 = !simd && !g_force_portable.load() && w.block_aligned() && isa::avx2_fma();
     for_row_chunks(w.n, [&](int64_t n0, int64_t n1) {
         if (simd) kernels::gemv_s8_avx512vnni(w, a, n0, n1);
         else if (avx2) kernels::gemv_s8_avx2(w, a, n0, n1);

@@ -9,6 +9,7 @@
 #include "base/isa.h"
 #include "checkpoint/woq_format.h"
 #include "ops/woq/woq_kernels.h"
+#include "ops/woq/woq_layout.h"
 #include "ops/woq/woq_linear.h"
 #include "unit/woq/woq_test_utils.h"
 
@@ -155,8 +156,13 @@ TEST(WoqFormat, RoundToNearestErrorIsAtMostHalfAStep) {
 TEST(WoqKernels, Avx2KernelsMatchPortable) {
     if (!ipex::isa::avx2_fma()) GTEST_SKIP() << "no AVX2 and FMA on this CPU";
     namespace k = ipex::woq::kernels;
+    // int4: per channel (odd and even block counts, K past the padding), g32 (even and odd
+    // group counts), g64/g128/g512 (whole pairs; g512 flushes its 16-bit sums inside the group),
+    // g96 (the generic path); odd row counts leave rows for the one-row tail.
     for (const Case &c : {Case{4, 9, 200, -1, false}, Case{4, 8, 256, 64, false}, Case{8, 5, 96, 32, false},
-                          Case{8, 7, 300, -1, false}}) {
+                          Case{8, 7, 300, -1, false}, Case{4, 7, 256, 32, false}, Case{4, 6, 288, 32, false},
+                          Case{4, 11, 512, 128, false}, Case{4, 5, 1024, 512, false}, Case{4, 3, 96, 96, false},
+                          Case{4, 10, 640, -1, false}, Case{4, 13, 32, 32, false}, Case{8, 6, 256, 128, false}}) {
         const WoqLayer l = make(c, 23);
         const k::WeightView w = ipex::woq::testing::view_of(l);
         at::Tensor f = at::full({c.n, c.k + 5}, -1.f), fr = f.clone();
@@ -179,6 +185,49 @@ TEST(WoqKernels, Avx2KernelsMatchPortable) {
             k::gemv_s8_ref(w, {xq.data_ptr<int8_t>(), xs.data_ptr<float>(), qsum.data_ptr<int32_t>(), m, want.data_ptr<float>(), c.n}, 0, c.n);
             EXPECT_LT(rel_err(got, want), 1e-5) << "int8 bits " << c.bits << " k " << c.k << " m " << m;
         }
+    }
+}
+
+// The extremes of the int8 kernels' 16-bit sums: every weight 15 against every activation
+// +127 or -127, over groups of up to 512 channels, must not saturate.
+TEST(WoqKernels, Avx2Int8SumsDoNotSaturate) {
+    if (!ipex::isa::avx2_fma()) GTEST_SKIP() << "no AVX2 and FMA on this CPU";
+    namespace k = ipex::woq::kernels;
+    for (const int64_t gs : {int64_t(32), int64_t(128), int64_t(512), int64_t(-1)}) {
+        WoqLayer l = make(Case{4, 5, 1024, gs, false}, 29);
+        l.qweight.fill_(0xff);
+        const k::WeightView w = ipex::woq::testing::view_of(l);
+        for (const int v : {127, -127}) {
+            const at::Tensor xq = at::full({1, w.kp}, v, at::kChar);
+            const at::Tensor qsum = xq.to(at::kInt).reshape({1, w.groups, -1}).sum(2, false, at::kInt).contiguous();
+            const at::Tensor xs = at::ones({1});
+            at::Tensor got = at::empty({1, 5}), want = at::empty({1, 5});
+            k::gemv_s8_avx2(w, {xq.data_ptr<int8_t>(), xs.data_ptr<float>(), qsum.data_ptr<int32_t>(), 1, got.data_ptr<float>(), 5}, 0, 5);
+            k::gemv_s8_ref(w, {xq.data_ptr<int8_t>(), xs.data_ptr<float>(), qsum.data_ptr<int32_t>(), 1, want.data_ptr<float>(), 5}, 0, 5);
+            EXPECT_LT(rel_err(got, want), 1e-5) << "group " << gs << " x " << v;
+        }
+    }
+}
+
+// The activation quantizer of the int8 path: the AVX2 version equals the portable one.
+TEST(WoqKernels, Avx2QuantizeS8MatchesPortable) {
+    if (!ipex::isa::avx2_fma()) GTEST_SKIP() << "no AVX2 and FMA on this CPU";
+    namespace k = ipex::woq::kernels;
+    at::manual_seed(31);
+    for (const auto &[k_in, gs] : {std::pair<int64_t, int64_t>{200, 200}, {256, 32}, {96, 16}, {1000, 8}, {64, 64}}) {
+        const int64_t m = 3, kp = ipex::woq::padded_in_features(k_in), groups = k_in / gs;
+        at::Tensor x = at::randn({m, k_in}) * 3;
+        x[1].zero_();
+        x[2][5] = 0.5f * x[2].abs().max().item<float>() / 127.f * 255.f;  // a tie or two on the way
+        const at::Tensor xq = at::full({m, kp}, 99, at::kChar), xq_ref = xq.clone();
+        const at::Tensor s = at::empty({m}), s_ref = s.clone();
+        const at::Tensor sum = at::empty({m, groups}, at::kInt), sum_ref = sum.clone();
+        k::quantize_s8_avx2({x.data_ptr<float>(), m, k_in, kp, gs, xq.data_ptr<int8_t>(), s.data_ptr<float>(), sum.data_ptr<int32_t>()});
+        k::quantize_s8_ref({x.data_ptr<float>(), m, k_in, kp, gs, xq_ref.data_ptr<int8_t>(), s_ref.data_ptr<float>(), sum_ref.data_ptr<int32_t>()});
+        EXPECT_TRUE(at::equal(xq, xq_ref)) << "k " << k_in;
+        EXPECT_TRUE(at::equal(s, s_ref)) << "k " << k_in;
+        EXPECT_TRUE(at::equal(sum, sum_ref)) << "k " << k_in;
+        EXPECT_EQ(s[1].item<float>(), 1.f);
     }
 }
 
