@@ -41,7 +41,10 @@ void add_woq_options(CLI::App &sub, commands::WoqRequest &woq, const WoqOptionSt
                            group_default + ")"),
         sub.add_option("--lowp-mode", woq.lowp_mode,
                        p + "activations of weight-only layers: fp32, bf16 (AVX512-BF16/AMX dot products), int8 "
-                           "(quantized per row, VNNI), or auto: " + commands::lowp_auto_text(style.lowp_auto) +
+                           "(quantized per row; VNNI, or VPMADDUBSW on AVX2), or auto: " +
+                           (style.lowp_auto == commands::LowpAuto::bf16_model_and_cpu
+                                ? llm::lowp_auto_text()
+                                : commands::lowp_auto_text(style.lowp_auto)) +
                            " (default auto)")
             ->check(CLI::IsMember({"auto", "fp32", "bf16", "int8"})),
     };

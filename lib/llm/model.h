@@ -36,6 +36,14 @@ struct LoadOptions {
     bool observe = false;           // calibration: the layers' projections record their inputs
 };
 
+// --lowp-mode auto of LLM runs in words, for help texts, and resolved (mode auto, fp32, bf16 or
+// int8) for a model computing in `dtype`: bf16 where the model computes in bf16 and the CPU has
+// BF16 dot products (AVX512-BF16, or AMX-BF16 this process may use); int8 activations (quantized
+// per row, as llama.cpp's q8_0) where the model computes in bf16 and the CPU has no BF16 dot
+// products but AVX2; else fp32.
+std::string lowp_auto_text();
+std::string resolve_lowp_mode(const std::string &mode, const std::string &dtype);
+
 // A sparse layer's MLP: the router [experts, hidden] (fp32), each expert's merged gate/up and
 // down projections, and Qwen2-MoE's shared expert with its gate [hidden] (fp32).
 struct Experts {
