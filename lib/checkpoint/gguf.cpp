@@ -406,9 +406,9 @@ std::optional<WoqLayer> GgufFile::woq_layer(const std::string &name, int64_t ind
     uint64_t offset = 0, bytes = 0;
     std::vector<int64_t> shape;
     const GgufTensorInfo &t = slice(name, index, offset, bytes, shape);
-    if (!ggml_woq_exact(t.type) || shape.size() != 2)
+    if (!ggml_woq_held(t.type) || shape.size() != 2)
         throw_bad_input("GGUF file '" + path_ + "': tensor '" + name + "' (" + ggml_type_name(t.type) + ", rank " +
-                        std::to_string(shape.size()) + ") is not a q4_0, q4_1, q8_0, q4_K or q5_K matrix");
+                        std::to_string(shape.size()) + ") is not a q4_0, q4_1, q8_0, q4_K, q5_K or q6_K matrix");
     const uint8_t *src = map_.data() + header_.data_start + t.offset + offset;
     std::optional<WoqLayer> out = ggml_to_woq(layer, t.type, src, shape[0], shape[1], row_order);
     map_.release(src, bytes);

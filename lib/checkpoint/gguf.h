@@ -77,9 +77,9 @@ public:
     at::Tensor tensor(const std::string &name) const;
     // Slice `index` of the outermost dimension (an expert of a 3-D expert tensor), read alone.
     at::Tensor tensor(const std::string &name, int64_t index) const;
-    // A 2-D tensor (or slice `index` >= 0 of a 3-D one) of a type ggml_woq_exact takes, as the
+    // A 2-D tensor (or slice `index` >= 0 of a 3-D one) of a type ggml_woq_held takes, as the
     // weight-only layer `layer` read straight from the file's blocks (gguf_woq.h: rows in
-    // `row_order` when given); nullopt where the blocks are not held exactly.
+    // `row_order` when given); nullopt where the blocks are not held.
     std::optional<WoqLayer> woq_layer(const std::string &name, int64_t index, const std::string &layer,
                                       const std::vector<int64_t> *row_order = nullptr) const;
 

@@ -4,6 +4,7 @@
 #include <ATen/Parallel.h>
 #include <c10/util/Half.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -106,6 +107,38 @@ bool convert_k_block(GgmlType type, const uint8_t *src, uint8_t *dst, int64_t gr
 
 bool k_quant(GgmlType t) { return t == GgmlType::q4_k || t == GgmlType::q5_k; }
 
+constexpr int64_t kQ6Bytes = 210;      // a q6_K block: 128 low nibbles, 64 high bit pairs, 16 int8 sc, fp16 d
+constexpr int64_t kQ6SubBlock = 16;    // elements per q6_K scale
+constexpr float kInt8Max = 127.f;      // the symmetric int8 grid: -127 .. 127
+
+// A q6_K block of 256 into 8 int8 groups of 32 (gguf_woq.h): the dequantizer's fp32 values of
+// each group re-quantized round-to-nearest with scale max|w| / 127, stored as q + 128 with zero
+// 128 (the q8_0 form). dst is the first group's 32 bytes, the others follow at group_bytes.
+bool convert_q6_k_block(const uint8_t *src, uint8_t *dst, int64_t group_bytes, float *scale, float *zero) {
+    if (!std::isfinite(half_at(src + kQ6Bytes - 2))) return false;
+    float w[kSuperBlock];
+    dequantize_ggml(static_cast<uint32_t>(GgmlType::q6_k), src, kSuperBlock, w);
+    for (int64_t g = 0; g < kSuperBlock / kGroup; ++g) {
+        const float *v = w + g * kGroup;
+        uint8_t *out = dst + g * group_bytes;
+        float amax = 0.f;
+        for (int64_t l = 0; l < kGroup; ++l) amax = std::max(amax, std::fabs(v[l]));
+        zero[g] = 128.f;
+        if (amax == 0.f) {  // zeros (d = 0, or both sub-blocks' sc 0): exact
+            scale[g] = 0.f;
+            std::memset(out, 128, static_cast<size_t>(kGroup));
+            continue;
+        }
+        const float s = amax / kInt8Max;
+        scale[g] = s;
+        for (int64_t l = 0; l < kGroup; ++l) {
+            const float q = std::min(kInt8Max, std::max(-kInt8Max, std::nearbyint(v[l] / s)));
+            out[l] = static_cast<uint8_t>(static_cast<int>(q) + 128);
+        }
+    }
+    return true;
+}
+
 }  // namespace
 
 bool ggml_woq_exact(uint32_t type) {
@@ -113,16 +146,19 @@ bool ggml_woq_exact(uint32_t type) {
     return t == GgmlType::q4_0 || t == GgmlType::q8_0 || t == GgmlType::q4_1 || k_quant(t);
 }
 
+bool ggml_woq_held(uint32_t type) { return ggml_woq_exact(type) || static_cast<GgmlType>(type) == GgmlType::q6_k; }
+
 std::optional<WoqLayer> ggml_to_woq(const std::string &name, uint32_t type, const uint8_t *src, int64_t rows,
                                     int64_t cols, const std::vector<int64_t> *row_order) {
     uint64_t block_elements = 0, block_bytes = 0;
     ggml_type_layout(type, block_elements, block_bytes);
     const auto t = static_cast<GgmlType>(type);
     const auto elements = static_cast<int64_t>(block_elements);
-    TORCH_INTERNAL_ASSERT(ggml_woq_exact(type) && rows > 0 && cols > 0 && cols % elements == 0);
+    TORCH_INTERNAL_ASSERT(ggml_woq_held(type) && rows > 0 && cols > 0 && cols % elements == 0);
     TORCH_INTERNAL_ASSERT(!row_order || static_cast<int64_t>(row_order->size()) == rows);
-    const int bits = t == GgmlType::q8_0 || t == GgmlType::q5_k ? 8 : 4;
-    WoqLayer layer = allocate_layer(name, rows, cols, bits, kGroup, kGroup);
+    const bool q6 = t == GgmlType::q6_k;
+    const int bits = t == GgmlType::q8_0 || t == GgmlType::q5_k || q6 ? 8 : 4;
+    WoqLayer layer = allocate_layer(name, rows, cols, bits, kGroup, q6 ? kQ6SubBlock : kGroup);
     const int64_t groups = layer.groups(), blocks = cols / elements, per_block = elements / kGroup;
     const int64_t row_bytes = layer.qweight.size(1), group_bytes = row_bytes / groups;
     uint8_t *q = layer.qweight.data_ptr<uint8_t>();
@@ -136,8 +172,10 @@ std::optional<WoqLayer> ggml_to_woq(const std::string &name, uint32_t type, cons
                 const uint8_t *block = row + static_cast<uint64_t>(b) * block_bytes;
                 const int64_t g = b * per_block;
                 uint8_t *dst = q + r * row_bytes + g * group_bytes;
-                const bool ok = k_quant(t) ? convert_k_block(t, block, dst, group_bytes, s + r * groups + g, z + r * groups + g)
-                                           : convert_block(t, block, dst, s[r * groups + g], z[r * groups + g]);
+                float *gs = s + r * groups + g, *gz = z + r * groups + g;
+                const bool ok = q6         ? convert_q6_k_block(block, dst, group_bytes, gs, gz)
+                                : k_quant(t) ? convert_k_block(t, block, dst, group_bytes, gs, gz)
+                                             : convert_block(t, block, dst, *gs, *gz);
                 if (!ok) exact = false;
             }
         }

@@ -1,4 +1,4 @@
-// GGUF block types held exactly in the weight-only layout (woq_format.h: W = (q - zero) * scale,
+// GGUF block types held in the weight-only layout, exactly but for q6_K (woq_format.h: W = (q - zero) * scale,
 // groups of 32 input channels), so a quantized GGUF file runs the int4/int8 weight-only kernels
 // without a dense copy. The nibble order of a q4_0 / q4_1 block (element j low, j + 16 high) is
 // the kernels' int4 block order (woq_layout.h), so their rows are copied, not re-packed.
@@ -13,10 +13,20 @@
 //        2^-24 (|dmin m| + 3 |w|) as for q4_1 (d sc and dmin m are exact products in fp32); a
 //        sub-block with d sc = 0 holds -dmin m exactly as q = 0, zero 1, scale dmin m.
 //   q5_K (q4_K with a fifth bit, q 0..31) int8 (q stored as 0..31), groups and bound as q4_K.
-// A non-finite d or m (q4_1) or d or dmin (K-quants) is not held. q6_K (16 sub-blocks of 16,
-// w = (d sc) (q - 32)) would be exact as int8 with groups of 16, but the vector kernels need
-// groups of whole 32-channel blocks and two sub-blocks' scales do not share one int8 group in
-// general, so it stays dense like q5_0, q5_1, f16 and the rest: the loader dequantizes them.
+//   q6_K (256: d, 16 sub-blocks of 16 with int8 sc; w = (d sc) (q - 32), q 0..63) converted, not
+//        exact: two sub-blocks' scales do not share one int8 grid in general, and the vector
+//        kernels take only groups of whole 32-channel blocks (int8 with groups of 16 would be
+//        exact but runs only in the reference kernels). Each group of 32 (two sub-blocks) holds
+//        the dequantizer's fp32 values w re-quantized round-to-nearest to symmetric int8 as q8_0
+//        is held (q + 128 stored, zero 128) with the group's own scale s = max|w| / 127:
+//        |w - s q| <= s / 2 (1 + 2^-16) (fp32 roundings included), at most max|w| / 254, and as
+//        max|w| <= 32 |d| max|sc| that is at most 32/254, about 1/8, of the larger sub-block's
+//        q6_K step |d sc|. A group of zeros (d = 0) holds them exactly (scale 0). The layer's
+//        source_group_size is 16, its group_size 32: a loader tells the conversion by the two.
+//        A load with LoadOptions::gguf_dequantize (or `ipex-tool import gguf`) keeps the exact
+//        dequantized values, dense, instead.
+// A non-finite d or m (q4_1), d or dmin (K-quants) or d (q6_K) is not held. q5_0, q5_1, f16 and
+// the rest stay dense: the loader dequantizes them.
 #pragma once
 
 #include <cstdint>
@@ -28,14 +38,16 @@
 
 namespace ipex::woq {
 
-// Whether `type` (a GgmlType number) converts with ggml_to_woq.
+// Whether `type` (a GgmlType number) is held exactly by ggml_to_woq (q4_0, q4_1, q8_0, q4_K, q5_K).
 bool ggml_woq_exact(uint32_t type);
+// Whether ggml_to_woq takes `type`: the exact ones and q6_K (converted within the bound above).
+bool ggml_woq_held(uint32_t type);
 
 // The weight-only layer `name` of a [rows, cols] tensor of `type` at src (rows * cols / block
-// elements blocks, cols a multiple of the block: 32, or 256 for the K-quants). Output row r is source row `row_order[r]` when row_order is
-// given (its size rows, a permutation): the q/k row un-interleaving applied to qweight, scales and
-// zeros alike. nullopt for a tensor with a non-finite fp16 scale or minimum in some block (not
-// held exactly: read it densely instead).
+// elements blocks, cols a multiple of the block: 32, or 256 for the K-quants). Output row r is
+// source row `row_order[r]` when row_order is given (its size rows, a permutation): the q/k row
+// un-interleaving applied to qweight, scales and zeros alike. nullopt for a tensor with a non-finite fp16 scale or minimum in some block (not
+// held: read it densely instead).
 std::optional<WoqLayer> ggml_to_woq(const std::string &name, uint32_t type, const uint8_t *src, int64_t rows,
                                     int64_t cols, const std::vector<int64_t> *row_order = nullptr);
 

@@ -118,7 +118,7 @@ public:
     Loader(const std::string &dir, const ModelConfig &config, bool gguf, bool gguf_dequantize)
         : dir_(dir), config_(config), ck_(gguf ? gguf_source(dir) : safetensors_source(dir)),
           gguf_woq_(gguf && !gguf_dequantize) {
-        if (gguf) return;  // q4_0 / q4_1 / q8_0 projections load weight-only (build_gguf), the rest dense
+        if (gguf) return;  // GGUF q4_0 .. q6_K projections load weight-only (build_gguf), the rest dense
         if (config.text_of_multimodal) ck_ = text_model_source(std::move(ck_));
         const auto qc = woq::detect_quant_config(dir);
         if (qc && (qc->method == "gptq" || qc->method == "awq" || qc->bits > 0)) {
@@ -134,7 +134,7 @@ public:
     bool quantized(const std::string &name) const { return quantized_.count(name) != 0; }
     const std::string &method() const { return method_; }
     bool any_quantized() const { return !quantized_.empty(); }
-    // A GGUF projection stored in a type held exactly weight-only (checkpoint/gguf_woq.h).
+    // A GGUF projection stored in a type held weight-only (checkpoint/gguf_woq.h: q6_K converted).
     bool stored_woq(const std::string &name) const { return gguf_woq_ && ck_->stored_woq(name); }
     bool gguf_woq() const { return gguf_woq_; }
     std::optional<woq::WoqLayer> stored_layer(const Projection &p) const {
@@ -204,12 +204,15 @@ void release_after_part(int64_t source_numel) {
     }
 }
 
-// What the GGUF projections became: weight-only "int4 g32 (q4_0)" and so on, or "dense (q6_K)".
+// What the GGUF projections became: weight-only "int4 g32 (q4_0)", "int8 g32 (q6_K, converted)"
+// and so on, or "dense (q5_0)".
 using LoadTally = std::map<std::string, int64_t>;
 
-// A GGUF projection: weight-only as stored when every part is a type held exactly (q4_0, q4_1,
-// q8_0); otherwise dense (dequantized), or with --woq-dtype the other parts quantized on load
-// beside the stored ones.
+// A GGUF projection: weight-only as stored when every part is a type held weight-only (q4_0,
+// q4_1, q8_0, q4_K, q5_K exactly, q6_K converted to int8 g32); the parts keep their own bits
+// (a merged q/k/v of int4 q and k and an int8 v runs as three parts: Linear::from_woq stacks
+// only parts of one layout). Otherwise dense (dequantized), or with --woq-dtype the other parts
+// quantized on load beside the stored ones.
 Linear build_gguf(Loader &loader, const std::string &name, const std::vector<Projection> &parts,
                   const WeightFormat &format, LoadTally &tally) {
     std::vector<woq::WoqLayer> layers;
@@ -218,9 +221,12 @@ Linear build_gguf(Loader &loader, const std::string &name, const std::vector<Pro
         std::vector<std::string> kinds;
         for (const auto &p : parts) {
             std::optional<woq::WoqLayer> l = loader.stored_woq(p.name) ? loader.stored_layer(p) : std::nullopt;
-            if (!l && format.woq_bits == 0) break;  // a block not held exactly: the whole projection dense
+            if (!l && format.woq_bits == 0) break;  // a block not held: the whole projection dense
             if (l) {
-                kinds.push_back("int" + std::to_string(l->bits) + " g32 (" + loader.dtype(p.name + ".weight") + ")");
+                // A layer whose source groups differ from its kernel groups was converted (q6_K).
+                const bool converted = l->source_group_size != l->group_size;
+                kinds.push_back("int" + std::to_string(l->bits) + " g32 (" + loader.dtype(p.name + ".weight") +
+                                (converted ? ", converted" : "") + ")");
                 layers.push_back(std::move(*l));
                 continue;
             }
@@ -247,8 +253,9 @@ Linear build_gguf(Loader &loader, const std::string &name, const std::vector<Pro
     return Linear::from_dense(name, weights, biases, format);
 }
 
-// A GGUF model's weights in words: "int4 g32 (lowp fp32; GGUF projections: 154 int4 g32 (q4_0),
-// 1 dense (q6_K))", or `dense` (the dtype) when no projection runs weight-only.
+// A GGUF model's weights in words: "int4/int8 g32 (lowp fp32; GGUF projections: 154 int4 g32
+// (q4_0), 1 int8 g32 (q6_K, converted))", or `dense` (the dtype) when no projection runs
+// weight-only.
 std::string gguf_description(const LoadTally &tally, const std::string &dense, const std::string &lowp) {
     bool int4 = false, int8 = false;
     std::string parts;

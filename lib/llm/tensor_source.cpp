@@ -127,7 +127,7 @@ public:
     }
     bool stored_woq(const std::string &module) const override {
         const woq::GgufTensorInfo *t = info(module + ".weight");
-        return t && woq::ggml_woq_exact(t->type) && shape(module + ".weight").size() == 2;
+        return t && woq::ggml_woq_held(t->type) && shape(module + ".weight").size() == 2;
     }
     std::optional<woq::WoqLayer> woq_layer(const std::string &module) const override {
         const std::string name = module + ".weight";

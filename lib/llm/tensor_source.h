@@ -26,10 +26,10 @@ public:
     virtual bool readable(const std::string &name) const = 0;
     // fp32, bf16 or f16 (GGUF's quantized types dequantized to fp32).
     virtual at::Tensor tensor(const std::string &name) const = 0;
-    // Whether the projection `module`'s weight (`<module>.weight`) is stored in a type held
-    // exactly as a weight-only layer (GGUF q4_0, q4_1, q8_0, q4_K, q5_K: checkpoint/gguf_woq.h), and that
-    // layer, read from the file's blocks without a dense copy (no bias); nullopt where the
-    // blocks are not held exactly (then read tensor() instead).
+    // Whether the projection `module`'s weight (`<module>.weight`) is stored in a type held as a
+    // weight-only layer (GGUF q4_0, q4_1, q8_0, q4_K, q5_K exactly; q6_K converted to int8 g32
+    // within the bound of checkpoint/gguf_woq.h), and that layer, read from the file's blocks
+    // without a dense copy (no bias); nullopt where the blocks are not held (then read tensor()).
     virtual bool stored_woq(const std::string &module) const { (void)module; return false; }
     virtual std::optional<woq::WoqLayer> woq_layer(const std::string &module) const {
         (void)module;

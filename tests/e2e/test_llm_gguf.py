@@ -98,17 +98,19 @@ class ImportGgufTest(e2e.ToolTestCase):
 
     def test_q4_k_m_runs_weight_only(self):
         """A Q4_K_M-style file (q4_K, q6_K head and layers 0/3's v and down, one q5_K down): its
-        q4_K projections run as int4 g32 and the q5_K one as int8 g32 straight from the blocks, so the
-        resident weights are well under half the fp32 checkpoint's; q6_K and the q4_K parts merged
-        with a q6_K v stay dense. The logits against the dequantized run: llm_model_test."""
+        q4_K projections run as int4 g32 and the q5_K one as int8 g32 straight from the blocks, the
+        q6_K ones converted to int8 g32, so every projection runs weight-only (the q4_K q and k
+        merged with a q6_K v too) and the resident weights are well under half the fp32
+        checkpoint's. The logits against the dequantized run: llm_model_test."""
         def bench(path):
             return self.tool_json("bench", path, "--llm", "--input-tokens", "4", "--output-tokens", "2",
                                   "--iterations", "1", "--dtype", "fp32", "--json")
         k = bench(MODELS["gguf_llama_q4_k_m"]["dir"])
         hf = bench(os.path.join(LLM, "llama_k"))
         self.assertTrue(k["weights"].startswith("int4/int8 g32 (lowp fp32; GGUF projections:"), k["weights"])
-        for part in ("19 int4 g32 (q4_K)", "1 int8 g32 (q5_K)", "5 dense (q6_K)", "4 dense (q4_K)"):
+        for part in ("23 int4 g32 (q4_K)", "1 int8 g32 (q5_K)", "5 int8 g32 (q6_K, converted)"):
             self.assertIn(part, k["weights"])
+        self.assertNotIn("dense", k["weights"])
         self.assertLess(k["resident_weight_bytes"], 0.5 * hf["resident_weight_bytes"])
         ids = self.greedy(MODELS["gguf_llama_q4_k_m"]["dir"], MODELS["gguf_llama_q4_k_m"]["prompt"], 4)
         self.assertEqual(len(ids), 4)

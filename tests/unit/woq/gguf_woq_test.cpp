@@ -2,7 +2,9 @@
 // values the GGUF dequantizer gives, bit for bit for q4_0 and q8_0 and within the stated bound for
 // q4_1, q4_K and q5_K, on random blocks (random fp16 scales of both signs; for the K-quants also
 // the largest and smallest fp16 scales, zero d, zero dmin, and row counts that are not a multiple
-// of the loader's row grain), with and without a row order.
+// of the loader's row grain), with and without a row order; q6_K, converted to int8 groups of 32,
+// within half a step of each group's int8 grid (about 1/8 of the q6_K step) on the same kinds of
+// blocks.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -133,7 +135,7 @@ std::pair<at::Tensor, at::Tensor> k_values(GgmlType type, const std::vector<uint
     if (!layer) return {ref, ref};
     EXPECT_EQ(layer->group_size, 32);
     EXPECT_EQ(layer->groups(), kKCols / 32);
-    EXPECT_EQ(layer->bits, type == GgmlType::q5_k ? 8 : 4);
+    EXPECT_EQ(layer->bits, type == GgmlType::q4_k ? 4 : 8);
     return {ref, dequantize(*layer)};
 }
 
@@ -243,6 +245,107 @@ TEST(GgufWoq, KQuantsRowOrderAndNonFiniteRefused) {
         }
     }
     EXPECT_FALSE(ggml_woq_exact(static_cast<uint32_t>(GgmlType::q6_k)));
+}
+
+// ---- q6_K: 210-byte blocks of 256 (128 low nibbles, 64 high bit pairs, 16 int8 sc, fp16 d at 208).
+
+constexpr size_t kQ6Bytes = 210, kQ6D = 208, kQ6Scales = 192;
+
+std::vector<uint8_t> random_q6_tensor(int64_t rows, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<uint8_t> b(static_cast<size_t>(rows * kKCols / 256) * kQ6Bytes);
+    for (auto &x : b) x = static_cast<uint8_t>(rng());
+    for (size_t at = 0; at < b.size(); at += kQ6Bytes) b[at + kQ6D + 1] &= 0xbb;  // d finite, either sign
+    return b;
+}
+
+// Every element within half a step of its group's int8 grid: |ours - w| <= max|w| / 254 over the
+// group's 32 dequantized values (the fp32 roundings add under 1e-4 of it), hence within 32/254 of
+// the larger q6_K step |d sc| of the group's two sub-blocks; a group of zeros exactly. Returns the
+// largest error as a fraction of that q6_K step.
+double expect_q6_within_bound(const std::vector<uint8_t> &b, int64_t rows, const at::Tensor &ref, const at::Tensor &ours,
+                              const std::string &what) {
+    const float *o = ours.data_ptr<float>(), *g = ref.data_ptr<float>();
+    double worst_step = 0;
+    for (int64_t g0 = 0; g0 < rows * kKCols; g0 += 32) {
+        double amax = 0;
+        for (int64_t i = g0; i < g0 + 32; ++i) amax = std::max(amax, std::fabs(double(g[i])));
+        const uint8_t *block = b.data() + static_cast<size_t>(g0 / 256) * kQ6Bytes;
+        uint16_t bits;
+        std::memcpy(&bits, block + kQ6D, 2);
+        const double d = static_cast<float>(c10::Half(bits, c10::Half::from_bits()));
+        // the group's two sub-blocks of 16 and their scales (gguf.cpp's element order: scale
+        // index 8 (e / 128) + 2 (e % 128 / 32) + e % 32 / 16 for element e of the block)
+        const int64_t e = g0 % 256;
+        const int sc_index = static_cast<int>(8 * (e / 128) + 2 * (e % 128 / 32));
+        const auto *sc = reinterpret_cast<const int8_t *>(block + kQ6Scales);
+        const double step = std::fabs(d) * std::max(std::abs(int(sc[sc_index])), std::abs(int(sc[sc_index + 1])));
+        EXPECT_LE(amax, 32 * step) << what << " group at " << g0;
+        for (int64_t i = g0; i < g0 + 32; ++i) {
+            const double err = std::fabs(double(o[i]) - g[i]);
+            EXPECT_TRUE(std::isfinite(o[i])) << what << " element " << i;
+            EXPECT_LE(err, amax / 254 * (1 + 1e-4)) << what << " element " << i << " group max " << amax;
+            if (amax == 0) EXPECT_EQ(o[i], 0.f) << what << " element " << i;
+            if (step > 0) worst_step = std::max(worst_step, err / step);
+        }
+    }
+    return worst_step;
+}
+
+std::pair<at::Tensor, at::Tensor> q6_values(const std::vector<uint8_t> &b, int64_t rows,
+                                            const std::vector<int64_t> *order = nullptr) {
+    const auto type = static_cast<uint32_t>(GgmlType::q6_k);
+    at::Tensor ref = at::empty({rows, kKCols}, at::kFloat);
+    dequantize_ggml(type, b.data(), static_cast<uint64_t>(rows * kKCols), ref.data_ptr<float>());
+    const auto layer = ggml_to_woq("x", type, b.data(), rows, kKCols, order);
+    EXPECT_TRUE(layer.has_value());
+    if (!layer) return {ref, ref};
+    EXPECT_EQ(layer->bits, 8);
+    EXPECT_EQ(layer->group_size, 32);
+    EXPECT_EQ(layer->source_group_size, 16);  // how the loader tells a converted layer
+    EXPECT_EQ(at::sub(layer->zeros, 128).abs().max().item<float>(), 0.f);  // symmetric, as q8_0
+    return {ref, dequantize(*layer)};
+}
+
+TEST(GgufWoq, Q6KConvertedWithinHalfAnInt8Step) {
+    EXPECT_TRUE(ggml_woq_held(static_cast<uint32_t>(GgmlType::q6_k)));
+    double worst = 0;
+    int64_t differ = 0, total = 0;
+    for (uint32_t seed = 1; seed <= 6; ++seed) {
+        const int64_t rows = 5 + 7 * seed;  // 12 .. 47: not multiples of 16
+        const auto b = random_q6_tensor(rows, seed);
+        const auto [ref, ours] = q6_values(b, rows);
+        worst = std::max(worst, expect_q6_within_bound(b, rows, ref, ours, "seed " + std::to_string(seed)));
+        differ += at::ne(ours, ref).sum().item<int64_t>();
+        total += rows * kKCols;
+    }
+    EXPECT_LE(worst, 32.0 / 254 * (1 + 1e-4));
+    RecordProperty("q6_K_worst_error_in_q6_K_steps", std::to_string(worst));
+    RecordProperty("q6_K_elements_not_bit_equal", std::to_string(differ) + " of " + std::to_string(total));
+}
+
+// The largest, smallest (subnormal) and negative fp16 d, d = 0 (all zeros, exact), the int8
+// scales' extremes -128 and 127 beside 1 in one group, a group whose two scales are 0 (zeros,
+// exact); an infinite d is refused; a row order permutes the rows as for the other types.
+TEST(GgufWoq, Q6KExtremesZerosRowOrderAndNonFinite) {
+    const int64_t rows = 3;
+    auto b = random_q6_tensor(rows, 31);
+    const uint16_t d_cases[] = {0x7bff, 0x0001, 0x0000, 0xfbff, 0x3c00, 0x8001};
+    for (size_t c = 0; c < 6; ++c) set_half(b, c * kQ6Bytes + kQ6D, d_cases[c]);
+    auto *sc = reinterpret_cast<int8_t *>(b.data() + 4 * kQ6Bytes + kQ6Scales);  // block 4, d = 1
+    sc[0] = -128, sc[1] = 1, sc[2] = 127, sc[3] = -1, sc[4] = 0, sc[5] = 0;  // groups 0, 1; group 2 zeros
+    const auto [ref, ours] = q6_values(b, rows);
+    expect_q6_within_bound(b, rows, ref, ours, "extremes");
+    EXPECT_TRUE(at::equal(ours.flatten().slice(0, 2 * 256, 3 * 256), ref.flatten().slice(0, 2 * 256, 3 * 256)));  // d = 0
+    EXPECT_EQ(ours.flatten().slice(0, 4 * 256 + 64, 4 * 256 + 96).abs().max().item<float>(), 0.f);  // sc 0, 0
+
+    std::vector<int64_t> order(rows);
+    for (int64_t r = 0; r < rows; ++r) order[static_cast<size_t>(r)] = (r + 2) % rows;
+    const auto [r2, permuted] = q6_values(b, rows, &order);
+    EXPECT_TRUE(same_bits(permuted, ours.index_select(0, at::tensor(order, at::kLong)).contiguous()));
+
+    set_half(b, 5 * kQ6Bytes + kQ6D, 0x7c00);
+    EXPECT_FALSE(ggml_to_woq("x", static_cast<uint32_t>(GgmlType::q6_k), b.data(), rows, kKCols).has_value());
 }
 
 }  // namespace
