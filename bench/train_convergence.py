@@ -19,8 +19,9 @@ Configurations, each from the same initial weights and the same batch order:
               torch.cpu.amp.autocast(bf16)
   autocast    the fp32 model under autocast with torch.optim (bf16 compute, fp32 weights): the
               usual alternative, for reference
-The figure is the held-out loss averaged over the last three evaluations; the target is split_bf16
-within PCT percent (default 2) of fp32. No speed is measured here (bench/train_step.py does that).
+The learning rate decays to zero on a cosine over the run, so each run ends settled. The figure
+is the held-out loss averaged over the last three evaluations; the target is split_bf16 within PCT
+percent (default 2) of fp32. No speed is measured here (bench/train_step.py does that).
 Exit codes: 0 ok, 1 the target missed with --enforce, 2 usage, 3 a file is missing or unreadable.
 """
 import argparse
@@ -205,7 +206,11 @@ def train(task, config: str, args) -> dict:
     autocast = config != "fp32"
     g = torch.Generator().manual_seed(123)  # the same batches for every configuration
     curve, train_losses = [], []
+    base_lr = task.lr[args.optimizer]
     for step in range(1, args.steps + 1):
+        # cosine decay to zero: the run ends settled, not at a point of its oscillation
+        for group in optimizer.param_groups:
+            group["lr"] = base_lr * 0.5 * (1 + math.cos(math.pi * (step - 1) / args.steps))
         x, y = task.batch_at(step, g)
         optimizer.zero_grad(set_to_none=True)
         with torch.cpu.amp.autocast(enabled=autocast, dtype=torch.bfloat16):
