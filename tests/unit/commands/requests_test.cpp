@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "base/cpu_features.h"
+#include "base/isa.h"
 #include "commands/bench.h"
 #include "commands/generate.h"
 #include "commands/json_output.h"
@@ -72,6 +73,20 @@ TEST(WeightOnly, LowpAutoPerCommand) {
     EXPECT_EQ(resolve_lowp_mode(std::nullopt, "fp32", LowpAuto::bf16_model_and_cpu), "fp32");
     EXPECT_EQ(resolve_lowp_mode(std::string("auto"), "bf16", LowpAuto::bf16_model_and_cpu), bf16_cpu ? "bf16" : "fp32");
     EXPECT_NE(lowp_auto_text(LowpAuto::bf16_model_or_cpu), lowp_auto_text(LowpAuto::bf16_model_and_cpu));
+}
+
+// LLM runs: auto with a bf16 model gives int8 activations where the CPU has no BF16 dot
+// products but AVX2 (bf16 would run as fp32 there); an fp32 model keeps fp32; a named mode stays.
+TEST(LlmLoad, LowpAutoInt8WithoutBf16DotProducts) {
+    const CpuFeatures &cpu = cpu_features();
+    const bool bf16_cpu = cpu.avx512_bf16 || (cpu.amx_bf16 && cpu.amx_permitted);
+    const std::string bf16_model = bf16_cpu ? "bf16" : ipex::isa::avx2_fma() ? "int8" : "fp32";
+    EXPECT_EQ(llm::resolve_lowp_mode("auto", "bf16"), bf16_model);
+    EXPECT_EQ(llm::resolve_lowp_mode("auto", "fp32"), "fp32");
+    for (const char *mode : {"fp32", "bf16", "int8"}) EXPECT_EQ(llm::resolve_lowp_mode(mode, "bf16"), mode);
+    LlmLoadRequest load;  // --dtype bf16, --lowp-mode unset
+    EXPECT_EQ(load.options().lowp_mode, bf16_model);
+    EXPECT_NE(llm::lowp_auto_text().find("int8"), std::string::npos);
 }
 
 TEST(LlmLoad, OptionsAndChecks) {
