@@ -62,7 +62,12 @@ LinearContext::LinearContext(at::Tensor weight, c10::optional<at::Tensor> bias, 
     const at::Tensor plain = weight_.to(types.math).contiguous();
     weights_ = std::make_shared<WeightCache>(
         plain, memory::desc({in_features(), out_features()}, to_dnnl(types.math), memory::dims{1, in_features()}));
-    if (weight_in_place) weights_->adopt_plain();
+    if (weight_in_place) {
+        // The converted tensor is the one copy: a weight given in another dtype or layout is
+        // not also kept as given.
+        weight_ = plain;
+        weights_->adopt_plain();
+    }
     reset_caches();
     if (tensor_post_op(post_ops_) < 0)
         entry_for(rows_hint_ > 0 ? rows_hint_ : kDefaultRows, types.output, "", types.output);

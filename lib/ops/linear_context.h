@@ -32,10 +32,11 @@ public:
     static constexpr size_t kMaxPrimitives = 64;
 
     // `weight` is [out_features, in_features]; `rows_hint` the rows (product of the leading
-    // input dims) to prepack for now (0 = kDefaultRows). With `weight_in_place` (and a weight
-    // already contiguous in the math dtype) no packed copy is made where oneDNN has a
-    // non-reference implementation reading the plain weight: the caller's tensor is the only
-    // copy (the runtime of LLMs, whose weights are most of the memory). Not part of the state.
+    // input dims) to prepack for now (0 = kDefaultRows). With `weight_in_place` no packed copy
+    // is made where oneDNN has a non-reference implementation reading the plain weight: the
+    // weight, contiguous in the math dtype (the caller's tensor when it already is, else its
+    // converted copy, which then replaces it), is the only copy (the runtime of LLMs, whose
+    // weights are most of the memory). Not part of the state.
     LinearContext(at::Tensor weight, c10::optional<at::Tensor> bias, std::string dtype, PostOps post_ops,
                   int64_t rows_hint, bool weight_in_place = false);
 
