@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Writes the detectors of issue 54 as ort_compare.py model directories (seeded random weights,
-random BatchNorm / FrozenBatchNorm2d statistics so scores spread; no downloads), then the
+random BatchNorm / FrozenBatchNorm2d statistics so scores spread, score threshold 0 so every
+detection is returned; no downloads), then the
 optimized models: ours_fp32.pt and ours_bf16.pt by `ipex-tool optimize`.
 
 usage: make_detection_models.py OUTDIR [NAME...] [--size S] [--tool PATH]
@@ -32,6 +33,10 @@ def build(name: str, size: int) -> torch.nn.Module:
     kwargs = dict(weights=None, weights_backbone=None, min_size=size, max_size=size)
     if "resnet50" in name:
         kwargs["norm_layer"] = FrozenBatchNorm2d
+    # Random weights score every class near 1/classes, under the default 0.05 threshold, and the
+    # model would return no box: keep every detection (up to detections_per_img), so
+    # ort_compare's output check compares real boxes, labels and scores.
+    kwargs["score_thresh" if name.startswith("retinanet") else "box_score_thresh"] = 0.0
     model = getattr(detection, name)(**kwargs).eval()
     with torch.no_grad():
         for m in model.modules():

@@ -56,14 +56,24 @@ class UsageError(Exception):
 # Helpers run in a python of their own (so a crash in an op library cannot take the driver down)
 
 
+def forward_args(module, tensors):
+    """The inputs as the module's forward takes them: one list when its first argument is a
+    List[Tensor] (torchvision's scripted detectors take [image]), else one argument each."""
+    import torch
+    arguments = module.forward.schema.arguments[1:]  # after self
+    if arguments and isinstance(arguments[0].type, torch.ListType):
+        return [list(tensors)]
+    return list(tensors)
+
+
 def helper_time_autocast(argv):
     """_time_autocast MODEL THREADS WARMUP ITERATIONS INPUT... -> JSON {median_ms, p90_ms}"""
     import numpy as np
     import torch
     model, threads, warmup, iterations, files = argv[0], int(argv[1]), int(argv[2]), int(argv[3]), argv[4:]
     torch.set_num_threads(threads)
-    inputs = [torch.from_numpy(np.load(f)) for f in files]
     module = torch.jit.freeze(torch.jit.load(model).eval())
+    inputs = forward_args(module, [torch.from_numpy(np.load(f)) for f in files])
     samples = []
     with torch.no_grad(), torch.cpu.amp.autocast(dtype=torch.bfloat16):
         for _ in range(warmup):
@@ -101,7 +111,7 @@ def helper_check_outputs(argv):
         try:
             module = torch.jit.load(model).eval()
             with torch.no_grad():
-                outputs = leaves(module(*[torch.from_numpy(np.load(f)) for f in files]))
+                outputs = leaves(module(*forward_args(module, [torch.from_numpy(np.load(f)) for f in files])))
             if len(outputs) != len(references):
                 raise RuntimeError(f"{len(outputs)} outputs, ONNX Runtime gave {len(references)}")
             rows = []
@@ -114,7 +124,7 @@ def helper_check_outputs(argv):
                 cosine = 1.0 if torch.equal(a, b) else float(
                     torch.dot(a, b) / (a.norm() * b.norm()).clamp_min(1e-300))
                 rows.append({"shape": list(out.shape), "dtype": str(out.dtype).replace("torch.", ""),
-                             "cosine": cosine, "max_abs_err": float((a - b).abs().max())})
+                             "cosine": cosine, "max_abs_err": float((a - b).abs().max()) if a.numel() else 0.0})
             result[model] = {"outputs": rows, "cosine": min(r["cosine"] for r in rows)}
         except Exception as e:  # reported beside the timing, not fatal
             result[model] = {"error": f"{type(e).__name__}: {str(e).strip().splitlines()[-1][:300]}"}
