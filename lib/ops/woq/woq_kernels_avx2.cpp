@@ -271,7 +271,10 @@ void gemv_s8_int4_rows(const WeightView &w, const int8_t *x, const int32_t *xsum
             const XPair xp = load_x_pair(x + p * 2 * kBlock);
             for (int r = 0; r < kR; ++r) {
                 const __m256i d = _mm256_madd_epi16(dot_pair_s16(rows[r] + p * kPairBytes, xp, nibble), ones);
-                const __m256 s2 = _mm256_castpd_ps(_mm256_broadcast_sd(reinterpret_cast<const double *>(scales[r] + 2 * p)));
+                // The pair's two scales broadcast as one 64-bit lane (an unaligned load: the
+                // scales are floats, 4-byte aligned).
+                const __m256 s2 = _mm256_castsi256_ps(_mm256_broadcastq_epi64(
+                    _mm_loadl_epi64(reinterpret_cast<const __m128i *>(scales[r] + 2 * p))));
                 acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_permutevar_ps(s2, spread), acc[r]);
             }
         }

@@ -64,8 +64,10 @@ TEST_P(ReplacePooling, CountsAndOutputs) {
                     EXPECT_EQ(got_t[i].sizes(), want_t[i].sizes()) << c.name;
                     EXPECT_EQ(got_t[i].scalar_type(), want_t[i].scalar_type()) << c.name;
                 }
-                // Maxima are exact; a mean sums in another order than the adaptive pool.
-                EXPECT_LE(testing::max_relative_error(got, want), dtype == at::kFloat ? 1e-6 : 1e-2)
+                // Maxima are exact; a mean sums in another order than the adaptive pool. In bf16
+                // the two means, each rounded to bf16, differ by a few bf16 steps of the largest
+                // output: 1.01e-2 of it was seen once in the sanitizer build, hence 2e-2.
+                EXPECT_LE(testing::max_relative_error(got, want), dtype == at::kFloat ? 1e-6 : 2e-2)
                     << c.name << " " << dtype << (channels_last ? " channels-last" : "") << "\n" << *frozen.graph;
             }
         }
