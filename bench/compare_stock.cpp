@@ -11,6 +11,7 @@
 
 #include "bench/harness.h"
 #include "bench/stock.h"
+#include "timing_cli.h"
 #include "base/errors.h"
 #include "core/run_errors.h"
 #include "core/system_info.h"
@@ -23,7 +24,7 @@ struct Args {
     std::string original, candidate, label;
     std::vector<std::string> inputs;
     std::vector<std::string> baselines{"fp32", "bf16"};
-    int iterations = 30, warmup = 5, threads = 0;
+    ipex::bench::TimingCli timing{30, 5};
     bool json = false;
 };
 
@@ -35,9 +36,7 @@ int run(int argc, char **argv) {
     app.add_option("--input", a.inputs, "input SPEC (repeatable)")->required()->allow_extra_args(false);
     app.add_option("--baselines", a.baselines, "stock baselines: fp32 (frozen), bf16 (autocast, channels-last)")
         ->delimiter(',');
-    app.add_option("--iterations", a.iterations, "timed rounds")->capture_default_str();
-    app.add_option("--warmup", a.warmup, "untimed rounds")->capture_default_str();
-    app.add_option("--threads", a.threads, "intra-op threads (default: OMP_NUM_THREADS, else the physical cores this process may use)");
+    a.timing.add_to(app);
     app.add_option("--label", a.label, "name printed in the result line");
     app.add_flag("--json", a.json, "print one JSON object instead of text");
     try {
@@ -45,7 +44,7 @@ int run(int argc, char **argv) {
     } catch (const CLI::ParseError &e) {
         return app.exit(e);
     }
-    at::set_num_threads(a.threads > 0 ? a.threads : ipex::default_threads());
+    a.timing.apply_threads();
     const auto inputs = ipex::make_inputs(a.inputs, 0);
     ipex::model::LoadedModel cand = ipex::model::load_model(a.candidate);
     cand.module.eval();
@@ -63,13 +62,10 @@ int run(int argc, char **argv) {
         auto *runner = stock.back().get();
         runners.push_back([runner] { runner->run(); });
     }
-    ipex::bench::TimingOptions opt;
-    opt.iterations = a.iterations;
-    opt.warmup = a.warmup;
-    const auto stats = ipex::bench::time_round_robin(runners, opt);
+    const auto stats = ipex::bench::time_round_robin(runners, a.timing.timing());
 
     nlohmann::json j = {{"label", a.label}, {"inputs", ipex::describe_inputs(inputs)},
-                        {"threads", at::get_num_threads()}, {"iterations", a.iterations}};
+                        {"threads", at::get_num_threads()}, {"iterations", a.timing.iterations}};
     for (size_t i = 0; i < names.size(); ++i) {
         j["median_ms"][names[i]] = stats[i].median;
         if (i > 0) j["ratio"][names[i]] = stats[i].median / stats[0].median;
@@ -80,7 +76,7 @@ int run(int argc, char **argv) {
     }
     std::cout << std::fixed << std::setprecision(2);
     std::cout << (a.label.empty() ? a.candidate : a.label) << " [" << ipex::describe_inputs(inputs) << ", "
-              << at::get_num_threads() << " threads, " << a.iterations << " interleaved rounds]\n";
+              << at::get_num_threads() << " threads, " << a.timing.iterations << " interleaved rounds]\n";
     std::cout << "  candidate " << a.candidate << ": median " << stats[0].median << " ms\n";
     for (size_t i = 1; i < names.size(); ++i)
         std::cout << "  " << names[i] << ": median " << stats[i].median << " ms -> candidate is "

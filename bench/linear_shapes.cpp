@@ -13,7 +13,7 @@
 
 #include "bench/harness.h"
 #include "bench/machine_limits.h"
-#include "core/system_info.h"
+#include "timing_cli.h"
 #include "ops/linear_context.h"
 #include "ops/onednn_utils.h"
 
@@ -98,21 +98,19 @@ Prim make_inner_product(const at::Tensor &x, const at::Tensor &weight, const at:
 int run(int argc, char **argv) {
     std::vector<std::string> shapes{"150x12544x1024"};
     std::vector<std::string> variants{"ctx", "mm_any", "mm_ba", "ip_any", "aten"};
-    int iterations = 20, warmup = 3, threads = 0;
+    ipex::bench::TimingCli timing{20, 3};
     CLI::App app{"fp32 linear shapes under several implementations, interleaved medians"};
     app.add_option("--shapes", shapes, "MxKxN (rows x in x out) per linear")->delimiter(',')->capture_default_str();
     app.add_option("--variants", variants, "ctx, mm_any, mm_ab, mm_abpad (rows 16 floats longer), mm_ba, ip_any, aten")
         ->delimiter(',')
         ->capture_default_str();
-    app.add_option("--iterations", iterations, "timed rounds")->capture_default_str();
-    app.add_option("--warmup", warmup, "untimed rounds")->capture_default_str();
-    app.add_option("--threads", threads, "intra-op threads (default: OMP_NUM_THREADS, else physical cores)");
+    timing.add_to(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError &e) {
         return app.exit(e);
     }
-    at::set_num_threads(threads > 0 ? threads : ipex::default_threads());
+    timing.apply_threads();
     c10::InferenceMode guard;
     const auto limits = ipex::bench::measure_machine_limits(at::get_num_threads(), 1.0);
     std::cout << "threads " << at::get_num_threads() << ", fp32 FMA peak " << std::fixed << std::setprecision(1)
@@ -150,10 +148,7 @@ int run(int argc, char **argv) {
             }
             names.push_back(v + impl);
         }
-        ipex::bench::TimingOptions opts;
-        opts.iterations = iterations;
-        opts.warmup = warmup;
-        const auto stats = ipex::bench::time_round_robin(runners, opts);
+        const auto stats = ipex::bench::time_round_robin(runners, timing.timing());
         const double gflop = 2.0 * s.m * s.k * s.n * 1e-9;
         std::cout << spec << " (" << std::setprecision(2) << gflop << " GFLOP)\n";
         for (size_t i = 0; i < names.size(); ++i) {

@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "bench/harness.h"
-#include "core/system_info.h"
+#include "timing_cli.h"
 #include "checkpoint/woq_format.h"
 #include "ops/woq/woq_linear.h"
 
@@ -26,7 +26,8 @@ int run(int argc, char **argv) {
     std::vector<int64_t> batches{1, 32};
     std::vector<std::string> shapes{"4096x11008", "11008x4096"};
     std::vector<std::string> modes{"bf16"};
-    int iterations = 30, warmup = 5, threads = 0, bits = 4;
+    ipex::bench::TimingCli timing{30, 5};
+    int bits = 4;
     int64_t group_size = 128;
     bool json = false;
     CLI::App app{"int4 weight-only linear vs stock bf16 linear, interleaved medians"};
@@ -35,16 +36,14 @@ int run(int argc, char **argv) {
     app.add_option("--modes", modes, "woq lowp modes to time: fp32, bf16, int8")->delimiter(',')->capture_default_str();
     app.add_option("--bits", bits, "4 or 8")->capture_default_str();
     app.add_option("--group-size", group_size, "quantization group size")->capture_default_str();
-    app.add_option("--iterations", iterations, "timed rounds")->capture_default_str();
-    app.add_option("--warmup", warmup, "untimed rounds")->capture_default_str();
-    app.add_option("--threads", threads, "intra-op threads (default: OMP_NUM_THREADS, else physical cores)");
+    timing.add_to(app);
     app.add_flag("--json", json, "print JSON lines");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError &e) {
         return app.exit(e);
     }
-    at::set_num_threads(threads > 0 ? threads : ipex::default_threads());
+    timing.apply_threads();
     c10::InferenceMode guard;
     if (!json)
         std::cout << "threads " << at::get_num_threads() << ", int" << bits << " group " << group_size
@@ -66,10 +65,7 @@ int run(int argc, char **argv) {
                     ipex::woq::woq_linear(input, layer.qweight, layer.scales, layer.zeros, c10::nullopt, c10::nullopt,
                                           bits, layer.group_size, s.k, mode);
                 };
-                ipex::bench::TimingOptions opts;
-                opts.iterations = iterations;
-                opts.warmup = warmup;
-                const auto stats = ipex::bench::time_round_robin({woq, stock}, opts);
+                const auto stats = ipex::bench::time_round_robin({woq, stock}, timing.timing());
                 const double ratio = stats[1].median / stats[0].median;
                 const double target = m == 1 ? 3.0 : 1.0;
                 all_ok &= mode != "bf16" || ratio >= target;

@@ -42,9 +42,7 @@ void add_woq_options(CLI::App &sub, commands::WoqRequest &woq, const WoqOptionSt
         sub.add_option("--lowp-mode", woq.lowp_mode,
                        p + "activations of weight-only layers: fp32, bf16 (AVX512-BF16/AMX dot products), int8 "
                            "(quantized per row; VNNI, or VPMADDUBSW on AVX2), or auto: " +
-                           (style.lowp_auto == commands::LowpAuto::bf16_model_and_cpu
-                                ? llm::lowp_auto_text()
-                                : commands::lowp_auto_text(style.lowp_auto)) +
+                           commands::lowp_auto_text(style.lowp_auto) +
                            " (default auto)")
             ->check(CLI::IsMember({"auto", "fp32", "bf16", "int8"})),
     };
@@ -63,7 +61,7 @@ void add_llm_load_options(CLI::App &sub, commands::LlmLoadRequest &load, const s
                                             "summary (qconfig_summary_file): the decoder's "
                                             "projections run int8 activations x int8 weights (default: none)");
     if (needs) qconfig->needs(needs);
-    add_woq_options(sub, load.woq, {commands::kGroupAuto, commands::LowpAuto::bf16_model_and_cpu, prefix, needs});
+    add_woq_options(sub, load.woq, {commands::kGroupAuto, commands::LowpAuto::bf16_model_best_dot, prefix, needs});
 }
 
 CLI::Option *add_allow_long_context(CLI::App &sub, bool &flag, const std::string &prefix) {

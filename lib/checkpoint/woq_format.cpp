@@ -8,6 +8,7 @@
 
 #include "base/cpu_features.h"
 #include "base/errors.h"
+#include "base/isa.h"
 #include "base/json_io.h"
 #include "core/tensor_spec.h"
 #include "checkpoint/safetensors.h"
@@ -24,16 +25,19 @@ bool cpu_has_bf16_dot() {
 }  // namespace
 
 std::string lowp_auto_text(LowpAuto rule) {
-    return std::string("bf16 where --dtype is bf16 ") + (rule == LowpAuto::bf16_model_or_cpu ? "or" : "and") +
-           " the CPU has BF16 instructions, else fp32";
+    if (rule == LowpAuto::bf16_model_or_cpu)
+        return "bf16 where --dtype is bf16 or the CPU has BF16 instructions, else fp32";
+    return "bf16 where --dtype is bf16 and the CPU has BF16 instructions; int8 where --dtype is bf16 and the "
+           "CPU has AVX2 but no BF16 instructions; else fp32";
 }
 
 std::string resolve_lowp_mode(const std::optional<std::string> &mode, const std::string &dtype, LowpAuto rule) {
     if (mode && *mode != "auto") return *mode;
     const bool bf16_model = dtype == "bf16";
-    const bool bf16 = rule == LowpAuto::bf16_model_or_cpu ? bf16_model || cpu_has_bf16_dot()
-                                                          : bf16_model && cpu_has_bf16_dot();
-    return bf16 ? "bf16" : "fp32";
+    if (rule == LowpAuto::bf16_model_or_cpu) return bf16_model || cpu_has_bf16_dot() ? "bf16" : "fp32";
+    if (!bf16_model) return "fp32";
+    if (cpu_has_bf16_dot()) return "bf16";
+    return isa::avx2_fma() ? "int8" : "fp32";
 }
 namespace {
 
@@ -41,6 +45,20 @@ int64_t max_q(int bits) { return (int64_t(1) << bits) - 1; }
 
 uint64_t tensor_bytes(const at::Tensor &t) {
     return t.defined() ? static_cast<uint64_t>(t.numel()) * t.element_size() : 0;
+}
+
+// A layer's shape fields, no tensors yet.
+WoqLayer describe_layer(const std::string &name, int64_t rows, int64_t cols, int bits, int64_t group_size,
+                        int64_t source_group_size) {
+    TORCH_INTERNAL_ASSERT((bits == 4 || bits == 8) && rows >= 0 && cols > 0 && group_size > 0 && cols % group_size == 0);
+    WoqLayer layer;
+    layer.name = name;
+    layer.in_features = cols;
+    layer.out_features = rows;
+    layer.bits = bits;
+    layer.group_size = group_size;
+    layer.source_group_size = source_group_size;
+    return layer;
 }
 
 }  // namespace
@@ -52,14 +70,7 @@ uint64_t WoqLayer::bytes() const {
 
 WoqLayer allocate_layer(const std::string &name, int64_t rows, int64_t cols, int bits, int64_t group_size,
                         int64_t source_group_size) {
-    TORCH_INTERNAL_ASSERT((bits == 4 || bits == 8) && rows >= 0 && cols > 0 && group_size > 0 && cols % group_size == 0);
-    WoqLayer layer;
-    layer.name = name;
-    layer.in_features = cols;
-    layer.out_features = rows;
-    layer.bits = bits;
-    layer.group_size = group_size;
-    layer.source_group_size = source_group_size;
+    WoqLayer layer = describe_layer(name, rows, cols, bits, group_size, source_group_size);
     layer.qweight = at::empty({rows, packed_row_bytes(cols, bits)}, at::kByte);
     layer.scales = at::empty({rows, cols / group_size}, at::kFloat);
     layer.zeros = at::empty({rows, cols / group_size}, at::kFloat);
@@ -97,14 +108,6 @@ WoqLayer make_layer(const std::string &name, const at::Tensor &q, const at::Tens
     if (k > 0 && (gi.min().item<int64_t>() < 0 || gi.max().item<int64_t>() >= g))
         throw_bad_input("layer '" + name + "': g_idx holds a group outside 0.." + std::to_string(g - 1) +
                         " (the scales have " + std::to_string(g) + " groups)");
-    WoqLayer layer;
-    layer.name = name;
-    layer.in_features = k;
-    layer.out_features = n;
-    layer.bits = bits;
-    layer.source_group_size = source_group_size;
-    layer.bias = bias.defined() ? bias.to(at::kFloat).contiguous() : bias;
-
     // Sort the channels by group; stable, so channels of one group keep their order.
     const at::Tensor perm = std::get<1>(gi.sort(/*stable=*/true, 0, false));
     const at::Tensor sorted = gi.index_select(0, perm);
@@ -120,7 +123,8 @@ WoqLayer make_layer(const std::string &name, const at::Tensor &q, const at::Tens
         }
     }
     if (gs == 0) gs = 1;
-    layer.group_size = gs;
+    WoqLayer layer = describe_layer(name, n, k, bits, gs, source_group_size);
+    layer.bias = bias.defined() ? bias.to(at::kFloat).contiguous() : bias;
     const at::Tensor group_of_new = sorted.index_select(0, at::arange(0, k, gs, at::kLong));
     layer.scales = scales.to(at::kFloat).index_select(1, group_of_new).contiguous();
     layer.zeros = zeros.to(at::kFloat).index_select(1, group_of_new).contiguous();

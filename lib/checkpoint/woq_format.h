@@ -26,11 +26,13 @@ enum class LowpAuto {
     // optimize: bf16 when the model computes in bf16 or the CPU has BF16 dot products
     // (AVX512-BF16, or AMX-BF16 this process may use).
     bf16_model_or_cpu,
-    // LLM runs: bf16 when the model computes in bf16 and the CPU has BF16 dot products.
-    bf16_model_and_cpu,
+    // LLM runs of a bf16 model: bf16 when the CPU has BF16 dot products, else int8 when it has
+    // AVX2 (int8 activations meet int4/int8 weights in VPMADDUBSW at about half the instructions
+    // of the fp32 kernel per weight), else fp32. An fp32 model runs fp32.
+    bf16_model_best_dot,
 };
 
-// The rule in words, for help texts: "bf16 where ... , else fp32".
+// The rule in words, for help texts.
 std::string lowp_auto_text(LowpAuto rule);
 
 // `mode` (auto when unset) resolved to fp32, bf16 or int8 for a model computing in `dtype`.

@@ -17,7 +17,7 @@ llm::LoadOptions LlmLoadRequest::options() const {
     o.dtype = dtype;
     o.woq_bits = woq.bits();
     o.group_size = woq.group_size.value_or(kGroupAuto);
-    o.lowp_mode = llm::resolve_lowp_mode(woq.lowp_mode.value_or("auto"), dtype);
+    o.lowp_mode = resolve_lowp_mode(woq.lowp_mode, dtype, LowpAuto::bf16_model_best_dot);
     o.qconfig = qconfig;
     return o;
 }

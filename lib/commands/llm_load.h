@@ -13,7 +13,7 @@ namespace ipex::commands {
 
 struct LlmLoadRequest {
     std::string dtype = "bf16";  // bf16 | fp32: dense weights and activations
-    WoqRequest woq;              // --group-size unset: kGroupAuto; --lowp-mode auto: llm::resolve_lowp_mode
+    WoqRequest woq;              // --group-size unset: kGroupAuto; --lowp-mode auto: LowpAuto::bf16_model_best_dot
     std::optional<int> threads;  // unset: default_threads()
     std::string qconfig;         // --qconfig: SmoothQuant W8A8 from 'ipex-tool calibrate-llm', "" for none
 

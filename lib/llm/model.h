@@ -30,19 +30,11 @@ struct LoadOptions {
     std::string dtype = "bf16";     // bf16 | fp32: dense weights and activations
     int woq_bits = 0;               // 0 | 4 | 8: quantize dense checkpoints on load
     int64_t group_size = 0;       // -1: per output channel; 0: 128 where it divides, else per channel
-    std::string lowp_mode = "auto"; // WOQ activations: auto | fp32 | bf16 | int8
+    std::string lowp_mode = "auto"; // WOQ activations: auto (woq::LowpAuto::bf16_model_best_dot) | fp32 | bf16 | int8
     bool gguf_dequantize = false;   // GGUF: every type dequantized to dense (the tests' reference)
     std::string qconfig;            // SmoothQuant W8A8 qconfig (llm/w8a8_config.h), "" for none
     bool observe = false;           // calibration: the layers' projections record their inputs
 };
-
-// --lowp-mode auto of LLM runs in words, for help texts, and resolved (mode auto, fp32, bf16 or
-// int8) for a model computing in `dtype`: bf16 where the model computes in bf16 and the CPU has
-// BF16 dot products (AVX512-BF16, or AMX-BF16 this process may use); int8 activations (quantized
-// per row, as llama.cpp's q8_0) where the model computes in bf16 and the CPU has no BF16 dot
-// products but AVX2; else fp32.
-std::string lowp_auto_text();
-std::string resolve_lowp_mode(const std::string &mode, const std::string &dtype);
 
 // A sparse layer's MLP: the router [experts, hidden] (fp32), each expert's merged gate/up and
 // down projections, and Qwen2-MoE's shared expert with its gate [hidden] (fp32).

@@ -366,19 +366,6 @@ std::vector<float> rope_frequencies(const ModelConfig &c, bool long_run) {
 
 }  // namespace
 
-std::string lowp_auto_text() {
-    return "bf16 where --dtype is bf16 and the CPU has BF16 instructions; int8 where --dtype is bf16 and the "
-           "CPU has AVX2 but no BF16 instructions; else fp32";
-}
-
-std::string resolve_lowp_mode(const std::string &mode, const std::string &dtype) {
-    const std::string rule = woq::resolve_lowp_mode(mode, dtype, woq::LowpAuto::bf16_model_and_cpu);
-    // Without BF16 dot products, bf16 runs as fp32 here; int8 activations meet int4 weights in
-    // VPMADDUBSW (AVX2) or VNNI at about half the instructions of the fp32 kernel per weight.
-    if (mode == "auto" && rule == "fp32" && dtype == "bf16" && isa::avx2_fma()) return "int8";
-    return rule;
-}
-
 std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptions &options) {
     if (options.dtype != "bf16" && options.dtype != "fp32")
         throw_usage("--dtype must be bf16 or fp32, got '" + options.dtype + "'");
@@ -453,7 +440,7 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
     format.dtype = dtype;
     format.woq_bits = options.woq_bits;
     format.group_size = options.group_size;
-    format.lowp_mode = resolve_lowp_mode(options.lowp_mode, options.dtype);
+    format.lowp_mode = woq::resolve_lowp_mode(options.lowp_mode, options.dtype, woq::LowpAuto::bf16_model_best_dot);
     m->cache_type_ = dtype == "fp32" ? kernels::CacheType::f32 : kernels::CacheType::bf16;
     std::ostringstream desc;
     if (loader.any_quantized()) desc << loader.method() << " (lowp " << format.lowp_mode << ")";

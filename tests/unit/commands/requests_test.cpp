@@ -64,15 +64,12 @@ TEST(WeightOnly, LowpAutoPerCommand) {
     const CpuFeatures &cpu = cpu_features();
     const bool bf16_cpu = cpu.avx512_bf16 || (cpu.amx_bf16 && cpu.amx_permitted);
     for (const char *mode : {"fp32", "bf16", "int8"})
-        for (LowpAuto rule : {LowpAuto::bf16_model_or_cpu, LowpAuto::bf16_model_and_cpu})
+        for (LowpAuto rule : {LowpAuto::bf16_model_or_cpu, LowpAuto::bf16_model_best_dot})
             EXPECT_EQ(resolve_lowp_mode(std::string(mode), "fp32", rule), mode);
     // optimize: a bf16 model always, an fp32 one where the CPU has BF16 dot products
     EXPECT_EQ(resolve_lowp_mode(std::nullopt, "bf16", LowpAuto::bf16_model_or_cpu), "bf16");
     EXPECT_EQ(resolve_lowp_mode(std::string("auto"), "fp32", LowpAuto::bf16_model_or_cpu), bf16_cpu ? "bf16" : "fp32");
-    // LLM commands: only a bf16 model on such a CPU
-    EXPECT_EQ(resolve_lowp_mode(std::nullopt, "fp32", LowpAuto::bf16_model_and_cpu), "fp32");
-    EXPECT_EQ(resolve_lowp_mode(std::string("auto"), "bf16", LowpAuto::bf16_model_and_cpu), bf16_cpu ? "bf16" : "fp32");
-    EXPECT_NE(lowp_auto_text(LowpAuto::bf16_model_or_cpu), lowp_auto_text(LowpAuto::bf16_model_and_cpu));
+    EXPECT_NE(lowp_auto_text(LowpAuto::bf16_model_or_cpu), lowp_auto_text(LowpAuto::bf16_model_best_dot));
 }
 
 // LLM runs: auto with a bf16 model gives int8 activations where the CPU has no BF16 dot
@@ -81,12 +78,13 @@ TEST(LlmLoad, LowpAutoInt8WithoutBf16DotProducts) {
     const CpuFeatures &cpu = cpu_features();
     const bool bf16_cpu = cpu.avx512_bf16 || (cpu.amx_bf16 && cpu.amx_permitted);
     const std::string bf16_model = bf16_cpu ? "bf16" : ipex::isa::avx2_fma() ? "int8" : "fp32";
-    EXPECT_EQ(llm::resolve_lowp_mode("auto", "bf16"), bf16_model);
-    EXPECT_EQ(llm::resolve_lowp_mode("auto", "fp32"), "fp32");
-    for (const char *mode : {"fp32", "bf16", "int8"}) EXPECT_EQ(llm::resolve_lowp_mode(mode, "bf16"), mode);
+    const LowpAuto rule = LowpAuto::bf16_model_best_dot;
+    EXPECT_EQ(resolve_lowp_mode(std::string("auto"), "bf16", rule), bf16_model);
+    EXPECT_EQ(resolve_lowp_mode(std::nullopt, "fp32", rule), "fp32");
+    for (const char *mode : {"fp32", "bf16", "int8"}) EXPECT_EQ(resolve_lowp_mode(std::string(mode), "bf16", rule), mode);
     LlmLoadRequest load;  // --dtype bf16, --lowp-mode unset
     EXPECT_EQ(load.options().lowp_mode, bf16_model);
-    EXPECT_NE(llm::lowp_auto_text().find("int8"), std::string::npos);
+    EXPECT_NE(lowp_auto_text(rule).find("int8"), std::string::npos);
 }
 
 TEST(LlmLoad, OptionsAndChecks) {
