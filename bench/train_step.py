@@ -2,7 +2,8 @@
 """One training step (forward, backward, optimizer step) side by side: stock torch.optim against
 ipex_tool.optimize's fused steps, fp32 and bf16 (issue 51).
 
-usage: train_step.py [--model mlp,cnn,transformer] [--size tiny|small|base] [--optimizer adamw|adam|sgd]
+usage: train_step.py [--model mlp,cnn,transformer,step] [--size tiny|small|base|bert|100m]
+                     [--optimizer adamw|adam|sgd]
                      [--batch B] [--steps N] [--warmup W] [--rounds R] [--threads T]
                      [--tool PATH | --read-gbs X | --no-limits] [--json FILE|-]
 
@@ -11,6 +12,10 @@ Configurations, each in its own process (so peak RSS is its own), rounds interle
   stock_autocast  fp32 model under torch.cpu.amp.autocast(bf16), torch.optim (foreach=True)
   fused_fp32      ipex_tool.optimize(model, optimizer=opt): the fused fp32 step
   split_bf16      ipex_tool.optimize(model, optimizer=opt, dtype=torch.bfloat16) under autocast
+Model "step" is the optimizer step alone on the MLP's parameters with fixed random gradients
+(no forward or backward; stock_autocast is skipped there): `--model step --size 100m` is the
+100 M-parameter fused step of issue 51's acceptance. Size "bert" is the transformer at BERT-base's
+width and depth (768 x 12 layers, 16-token sequences).
 For each: the median step time and optimizer-step time, the bytes the step must read and write
 (parameter, trail, gradient, optimizer state: each element once) over the optimizer-step time as
 a share of the machine's read bandwidth (`ipex-tool info --limits --json`, limits.read_gbs,
@@ -32,9 +37,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON = "/usr/bin/python3"
 DEFAULT_TOOL = os.path.join(ROOT, "build", "apps", "ipex-tool", "ipex-tool")
 CONFIGS = ["stock_fp32", "stock_autocast", "fused_fp32", "split_bf16"]
-MODELS = ["mlp", "cnn", "transformer"]
-# width, depth, batch of each size (the transformer's sequences are 16 tokens)
-SIZES = {"tiny": (16, 1, 4), "small": (512, 2, 64), "base": (768, 4, 32)}
+MODELS = ["mlp", "cnn", "transformer", "step"]
+# width, depth, batch of each size (the transformer's sequences are 16 tokens); the MLP at 100m
+# holds 3 x (2048 x 8192 x 2) + biases + head = 100.7 M parameters
+SIZES = {"tiny": (16, 1, 4), "small": (512, 2, 64), "base": (768, 4, 32), "bert": (768, 12, 8),
+         "100m": (2048, 3, 8)}
 STATE_TENSORS = {"adamw": 2, "adam": 2, "sgd": 1}  # fp32 state tensors per parameter element
 
 
@@ -138,16 +145,27 @@ def worker(args):
     width, depth, batch = SIZES[args.size]
     batch = args.batch or batch
     torch.manual_seed(0)
-    model = make_model(args.model, width, depth)
+    step_only = args.model == "step"
+    model = make_model("mlp" if step_only else args.model, width, depth)
     stock = args.worker.startswith("stock")
     optimizer = make_optimizer(args.optimizer, model.parameters(), foreach=stock)
     if not stock:
         model, optimizer = ipex_tool.optimize(model, optimizer=optimizer,
                                               dtype=torch.bfloat16 if args.worker == "split_bf16" else None)
     autocast = args.worker in ("stock_autocast", "split_bf16")
-    x, y = make_input(args.model, width, batch)
     steps, opt_steps = [], []
-    for i in range(args.warmup + args.steps):
+    if step_only:
+        generator = torch.Generator().manual_seed(1)
+        for param in model.parameters():
+            param.grad = torch.randn(param.shape, generator=generator).mul_(1e-3).to(param.dtype)
+        for i in range(args.warmup + args.steps):
+            start = time.perf_counter()
+            optimizer.step()
+            if i >= args.warmup:
+                opt_steps.append(time.perf_counter() - start)
+        steps = opt_steps
+    x, y = make_input(args.model, width, batch) if not step_only else (None, None)
+    for i in range(0 if step_only else args.warmup + args.steps):
         start = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
         with torch.cpu.amp.autocast(enabled=autocast, dtype=torch.bfloat16):
@@ -239,7 +257,8 @@ def main():
         args.model = models[0]
         return worker(args)
     gbs = read_gbs(args)
-    runs = [run_worker(args, model, config) for _ in range(args.rounds) for model in models for config in CONFIGS]
+    runs = [run_worker(args, model, config) for _ in range(args.rounds) for model in models for config in CONFIGS
+            if not (model == "step" and config == "stock_autocast")]
     results = summarize(runs, gbs)
     report = {"size": args.size, "optimizer": args.optimizer, "read_gbs": gbs, "rounds": args.rounds,
               "date": time.strftime("%Y-%m-%d"), "results": results}

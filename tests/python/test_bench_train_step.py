@@ -47,7 +47,19 @@ class TrainStepBench(TestCase):
         self.assertTrue(all(r["bandwidth_share"] is None for r in report["results"]))
         bad = subprocess.run(["/usr/bin/python3", SCRIPT, "--model", "resnet"], capture_output=True, text=True)
         self.assertEqual(bad.returncode, 2)
-        self.assertIn("--model takes mlp,cnn,transformer", bad.stderr)
+        self.assertIn("--model takes mlp,cnn,transformer,step", bad.stderr)
+
+    def test_step_alone(self):
+        # the optimizer step without forward/backward: no autocast configuration, the step is the
+        # whole time, the bytes the same as the MLP's (its parameters)
+        report, _ = self.run_bench("--model", "step,mlp", "--optimizer", "sgd", "--read-gbs", "10")
+        rows = {(r["model"], r["config"]): r for r in report["results"]}
+        self.assertEqual({c for m, c in rows if m == "step"}, {"stock_fp32", "fused_fp32", "split_bf16"})
+        for config in ("stock_fp32", "fused_fp32", "split_bf16"):
+            step, mlp = rows[("step", config)], rows[("mlp", config)]
+            self.assertEqual(step["step_s"], step["optimizer_step_s"])
+            self.assertEqual(step["parameters"], mlp["parameters"])
+            self.assertEqual(step["optimizer_step_bytes"], mlp["optimizer_step_bytes"])
 
 
 if __name__ == "__main__":
