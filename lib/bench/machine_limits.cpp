@@ -188,35 +188,47 @@ double measure_peak_of(int threads, double budget_s) {
     return measure_peak(&peak_loop<Peak>, Peak::kOps * Peak::kChains, threads, budget_s);
 }
 
+// Each thread reads its slice as kReadStreams sub-slices walked side by side, 256 bytes of each in
+// turn: one sequential stream per core left this EPYC's read bandwidth at 26 GB/s on 2 cores,
+// four streams reached 38 GB/s (the most an elementwise op over several tensors sees).
+constexpr size_t kReadStreams = 4;
+constexpr size_t kStreamStep = 32;  // words of one sub-slice per turn (256 bytes)
+
 __attribute__((target("avx512f"))) uint64_t sum_avx512(const uint64_t *src, size_t n) {
+    const size_t part = n / kReadStreams / kStreamStep * kStreamStep;
     __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
-    size_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        a0 = _mm512_add_epi64(a0, _mm512_load_si512(src + i));
-        a1 = _mm512_add_epi64(a1, _mm512_load_si512(src + i + 8));
-        a2 = _mm512_add_epi64(a2, _mm512_load_si512(src + i + 16));
-        a3 = _mm512_add_epi64(a3, _mm512_load_si512(src + i + 24));
-    }
+    for (size_t i = 0; i < part; i += kStreamStep)
+        for (size_t s = 0; s < kReadStreams; ++s) {
+            const uint64_t *q = src + s * part + i;
+            a0 = _mm512_add_epi64(a0, _mm512_load_si512(q));
+            a1 = _mm512_add_epi64(a1, _mm512_load_si512(q + 8));
+            a2 = _mm512_add_epi64(a2, _mm512_load_si512(q + 16));
+            a3 = _mm512_add_epi64(a3, _mm512_load_si512(q + 24));
+        }
     uint64_t total = static_cast<uint64_t>(
         _mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3))));
-    for (; i < n; ++i) total += src[i];
+    for (size_t i = part * kReadStreams; i < n; ++i) total += src[i];
     return total;
 }
 
 __attribute__((target("avx2"))) uint64_t sum_avx2(const uint64_t *src, size_t n) {
+    const size_t part = n / kReadStreams / kStreamStep * kStreamStep;
     __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        a0 = _mm256_add_epi64(a0, _mm256_load_si256(reinterpret_cast<const __m256i *>(src + i)));
-        a1 = _mm256_add_epi64(a1, _mm256_load_si256(reinterpret_cast<const __m256i *>(src + i + 4)));
-        a2 = _mm256_add_epi64(a2, _mm256_load_si256(reinterpret_cast<const __m256i *>(src + i + 8)));
-        a3 = _mm256_add_epi64(a3, _mm256_load_si256(reinterpret_cast<const __m256i *>(src + i + 12)));
-    }
+    for (size_t i = 0; i < part; i += kStreamStep)
+        for (size_t s = 0; s < kReadStreams; ++s) {
+            const uint64_t *q = src + s * part + i;
+            for (size_t j = 0; j < kStreamStep; j += 16) {
+                a0 = _mm256_add_epi64(a0, _mm256_load_si256(reinterpret_cast<const __m256i *>(q + j)));
+                a1 = _mm256_add_epi64(a1, _mm256_load_si256(reinterpret_cast<const __m256i *>(q + j + 4)));
+                a2 = _mm256_add_epi64(a2, _mm256_load_si256(reinterpret_cast<const __m256i *>(q + j + 8)));
+                a3 = _mm256_add_epi64(a3, _mm256_load_si256(reinterpret_cast<const __m256i *>(q + j + 12)));
+            }
+        }
     alignas(32) uint64_t lanes[4];
     _mm256_store_si256(reinterpret_cast<__m256i *>(lanes),
                        _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3)));
     uint64_t total = lanes[0] + lanes[1] + lanes[2] + lanes[3];
-    for (; i < n; ++i) total += src[i];
+    for (size_t i = part * kReadStreams; i < n; ++i) total += src[i];
     return total;
 }
 
