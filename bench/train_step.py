@@ -19,8 +19,9 @@ width and depth (768 x 12 layers, 16-token sequences).
 For each: the median step time and optimizer-step time, the bytes the step must read and write
 (parameter, trail, gradient, optimizer state: each element once) over the optimizer-step time as
 a share of the machine's read bandwidth (`ipex-tool info --limits --json`, limits.read_gbs,
-measured in the same run), the bytes of weights + gradients + optimizer state per parameter, and
-peak RSS. Ratios against stock_fp32 are printed; no absolute claim. Results go to
+measured in the same run) and of the rate an in-place add a += b over 512 MiB reaches on the
+same threads (the read+write floor an elementwise op meets here), the bytes of weights +
+gradients + optimizer state per parameter, and peak RSS. Ratios against stock_fp32 are printed; no absolute claim. Results go to
 bench/RESULTS.md with the date and machine. --size tiny is the ctest smoke size (no timing).
 Exit codes: 0 ok, 2 usage, 3 the tool or a worker failed.
 """
@@ -185,6 +186,33 @@ def worker(args):
                       "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
 
 
+def stream_worker(args):
+    """The read+write rate an elementwise op reaches here: the best of 5 in-place adds a += b over
+    2 x 256 MiB fp32 (12 bytes moved per element), on the same threads."""
+    import torch
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    import ipex_tool  # noqa: F401  (its default threads, as the configurations' workers get)
+    n = 64 << 20
+    a, b = torch.ones(n), torch.ones(n)
+    best = float("inf")
+    for _ in range(6):
+        start = time.perf_counter()
+        a.add_(b)
+        best = min(best, time.perf_counter() - start)
+    print(json.dumps({"inplace_add_gbs": 12 * n / best / 1e9}))
+
+
+def stream_gbs(args):
+    if args.no_limits or args.read_gbs:
+        return None
+    cmd = [PYTHON, os.path.abspath(__file__), "--worker", "stream", "--threads", str(args.threads)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        sys.exit(f"train_step.py: the in-place add reference failed (exit {proc.returncode}): {proc.stderr.strip()}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])["inplace_add_gbs"]
+
+
 def read_gbs(args):
     if args.no_limits:
         return None
@@ -208,7 +236,7 @@ def run_worker(args, model, config):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def summarize(runs, gbs):
+def summarize(runs, gbs, add_gbs=None):
     """Per model and configuration: medians over the rounds, the optimizer step's share of the
     bandwidth floor, and ratios against stock_fp32."""
     results = []
@@ -227,6 +255,7 @@ def summarize(runs, gbs):
             achieved = row["optimizer_step_bytes"] / row["optimizer_step_s"] / 1e9
             row["optimizer_step_gbs"] = achieved
             row["bandwidth_share"] = achieved / gbs if gbs else None
+            row["inplace_add_share"] = achieved / add_gbs if add_gbs else None
             base = base or row
             row["step_speedup"] = base["step_s"] / row["step_s"]
             row["optimizer_step_speedup"] = base["optimizer_step_s"] / row["optimizer_step_s"]
@@ -248,26 +277,32 @@ def main():
     parser.add_argument("--read-gbs", type=float, help="the read bandwidth to compare with, instead of measuring")
     parser.add_argument("--no-limits", action="store_true", help="no bandwidth share (smoke runs)")
     parser.add_argument("--json", help="write the results as JSON to FILE (- for stdout)")
-    parser.add_argument("--worker", choices=CONFIGS, help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=CONFIGS + ["stream"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     models = args.model.split(",")
     if any(m not in MODELS for m in models) or args.steps < 1 or args.warmup < 0 or args.rounds < 1:
         parser.error(f"--model takes {','.join(MODELS)}; --steps and --rounds at least 1")
+    if args.worker == "stream":
+        return stream_worker(args)
     if args.worker:
         args.model = models[0]
         return worker(args)
     gbs = read_gbs(args)
+    add_gbs = stream_gbs(args)
     runs = [run_worker(args, model, config) for _ in range(args.rounds) for model in models for config in CONFIGS
             if not (model == "step" and config == "stock_autocast")]
-    results = summarize(runs, gbs)
-    report = {"size": args.size, "optimizer": args.optimizer, "read_gbs": gbs, "rounds": args.rounds,
+    results = summarize(runs, gbs, add_gbs)
+    report = {"size": args.size, "optimizer": args.optimizer, "read_gbs": gbs, "inplace_add_gbs": add_gbs,
+              "rounds": args.rounds,
               "date": time.strftime("%Y-%m-%d"), "results": results}
     table = sys.stderr if args.json == "-" else sys.stdout
     for r in results:
-        share = f"{100 * r['bandwidth_share']:.0f}%" if r["bandwidth_share"] is not None else "-"
+        share = f"{100 * r['bandwidth_share']:.0f}% of read bw" if r["bandwidth_share"] is not None else "-"
+        if r["inplace_add_share"] is not None:
+            share += f", {100 * r['inplace_add_share']:.0f}% of an in-place add's rate"
         print(f"{r['model']:<12} {r['config']:<15} step {r['step_s'] * 1e3:9.3f} ms ({r['step_speedup']:.2f}x)  "
-              f"opt step {r['optimizer_step_s'] * 1e3:8.3f} ms ({r['optimizer_step_speedup']:.2f}x, {share} of "
-              f"read bw)  {r['bytes_per_parameter']:.1f} B/param  peak RSS {r['peak_rss_bytes'] / 2**20:.0f} MiB",
+              f"opt step {r['optimizer_step_s'] * 1e3:8.3f} ms ({r['optimizer_step_speedup']:.2f}x, {share})  "
+              f"{r['bytes_per_parameter']:.1f} B/param  peak RSS {r['peak_rss_bytes'] / 2**20:.0f} MiB",
               file=table)
     if args.json:
         text = json.dumps(report, indent=2)

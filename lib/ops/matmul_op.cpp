@@ -23,7 +23,7 @@ struct MatmulEntry {
     dnnl::matmul primitive;
     memory::desc src, weights, dst, scratchpad;
     bool dense = false;     // operands to copy to a dense layout first
-    bool use_aten = false;  // oneDNN has no kernel for the dtype here: at::matmul computes it
+    bool use_aten = false;  // oneDNN has no kernel for the dtype here: fp32 for bf16, else at::matmul
 };
 
 PrimitiveCache<MatmulEntry, kMaxMatmulPrimitives> &cache() {
@@ -109,7 +109,13 @@ at::Tensor matmul(const at::Tensor &self, const at::Tensor &other) {
         }
         cache().put(key, entry);
     }
-    if (entry->use_aten) return at::matmul(self, other);
+    if (entry->use_aten) {
+        // bf16 where oneDNN has no bf16 matmul on this CPU (no AVX512-BF16): the fp32 matmul of the
+        // same values, rounded to bf16 once, as aten's bf16 matmul rounds its fp32 sums (its own
+        // loops run at ~1 GFLOP/s, oneDNN's fp32 kernel near the FMA peak).
+        if (type == at::kBFloat16) return ops::matmul(self.to(at::kFloat), other.to(at::kFloat)).to(at::kBFloat16);
+        return at::matmul(self, other);
+    }
     const at::Tensor dst = at::empty(dst_sizes, self.options());
     const at::Tensor src = entry->dense ? a.contiguous() : a;
     const at::Tensor weights = entry->dense ? b.contiguous() : b;

@@ -31,7 +31,7 @@ IPEX_KNOBS = {
     "concat_linear": "concat-linear",
 }
 # IPEX's training knobs: they act only with an optimizer (docs/training.md).
-TRAINING_KNOBS = ("split_master_weight_for_bf16", "fuse_update_step")
+TRAINING_KNOBS = ("split_master_weight_for_bf16", "fuse_update_step", "weights_prepack")
 LEVELS = ("O0", "O1")
 DTYPES = {None: "fp32", torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
 # Options of ipex-tool optimize that IPEX's signature lacks, accepted as keywords too.
@@ -183,8 +183,9 @@ def optimize(model, dtype=None, optimizer=None, level="O1", inplace=False, conv_
 
     With ``optimizer`` (torch.optim.SGD, Adagrad, Adam, AdamW; ipex_tool.optim.Lamb, Lars) it prepares eager training instead and
     returns ``(model, optimizer)``, both changed in place: fused optimizer steps and, with
-    ``dtype=torch.bfloat16``, split bf16 master weights (``ipex_tool.optim``). The inference
-    knobs do not apply there.
+    ``dtype=torch.bfloat16``, split bf16 master weights (``ipex_tool.optim``), and the model's
+    ``nn.Linear`` modules run forward and backward through oneDNN (``ipex_tool.nn.TrainingLinear``;
+    ``weights_prepack=False`` keeps aten's). The other inference knobs do not apply there.
     """
     if optimizer is not None:
         unknown = sorted(set(kwargs) - set(_knob_keywords()) - set(EXTRA_OPTIONS))
@@ -196,6 +197,8 @@ def optimize(model, dtype=None, optimizer=None, level="O1", inplace=False, conv_
         model, optimizer = optim.optimize_training(model, optimizer, dtype, split_master_weight_for_bf16,
                                                    fuse_update_step)
         nn.apply_training(merged_tables, optimizer, dtype, split_master_weight_for_bf16)
+        if weights_prepack is not False:
+            nn.use_training_linear(model)
         return model, optimizer
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"ipex_tool.optimize: model must be a torch.nn.Module or ScriptModule, not {type(model).__name__}")
