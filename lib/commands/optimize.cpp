@@ -107,7 +107,7 @@ std::string OptimizeReport::text() const {
 OptimizeReport run_optimize(const OptimizeRequest &r) {
     const auto start = std::chrono::steady_clock::now();
     r.check_conversions();
-    const model::LoadedModel input = model::load_model(r.in);
+    model::LoadedModel input = model::load_model(r.in);
     const quant::QConfig qconfig =
         r.qconfig.empty() ? quant::QConfig{} : quant::load_qconfig_for_model(r.qconfig, input.module);
     check_output_path(r.out, r.qconfig.empty() ? std::vector<std::string>{r.in}
@@ -136,6 +136,10 @@ OptimizeReport run_optimize(const OptimizeRequest &r) {
                                               : quant::optimize_with_qconfig(input.module, qconfig, r.qconfig, options);
     OptimizeReport report;
     report.pipeline = result.report;
+    report.ops_before = passes::op_histogram(*model::inlined_forward(input.module));
+    // The optimized module holds copies of what it keeps: the input's tensors go before saving
+    // (a model of many GB would otherwise be held twice while it is written).
+    input.module = torch::jit::Module();
     nlohmann::json pass_counts = nlohmann::json::object();
     for (const passes::PassOutcome &p : result.passes) {
         if (!p.applied) continue;
@@ -164,7 +168,6 @@ OptimizeReport run_optimize(const OptimizeRequest &r) {
     report.dtype = r.dtype;
     report.level = r.level;
     report.keep_dtype = r.keep_dtype;
-    report.ops_before = passes::op_histogram(*model::inlined_forward(input.module));
     report.ops_after = passes::op_histogram(*model::inlined_forward(result.module));
     report.bytes_before = input.bytes;
     report.bytes_after = file_size(r.out);

@@ -9,10 +9,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <fstream>
 #include <iterator>
 #include <new>
 #include <sstream>
+#include <streambuf>
 
 #include "base/atomic_file.h"
 #include "base/bounded_file.h"
@@ -222,22 +224,59 @@ LoadedModel load_model(const std::string &path) {
     return out;
 }
 
+namespace {
+
+// An ostream buffer writing straight through an OutputFile, so a model is serialized into its
+// file record by record, never whole in memory (a 5 GB recommendation model would need two
+// more copies). The first write error is kept and the rest of the bytes are dropped, the stream
+// still reporting success: torch 1.13's writer, told of a failed write, throws and then throws
+// again from its destructor (std::terminate). save_model rethrows the error once the serializer
+// is done (exit 2).
+class OutputFileBuf : public std::streambuf {
+public:
+    explicit OutputFileBuf(OutputFile &out) : out_(out) {}
+    std::exception_ptr error() const { return error_; }
+
+protected:
+    std::streamsize xsputn(const char *data, std::streamsize n) override {
+        if (error_) return n;
+        try {
+            out_.write(data, static_cast<size_t>(n));
+        } catch (...) {
+            error_ = std::current_exception();
+        }
+        return n;
+    }
+    int_type overflow(int_type c) override {
+        if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+        const char ch = traits_type::to_char_type(c);
+        return xsputn(&ch, 1) == 1 ? c : traits_type::eof();
+    }
+
+private:
+    OutputFile &out_;
+    std::exception_ptr error_;
+};
+
+}  // namespace
+
 void save_model(const torch::jit::Module &module, const std::string &dst,
                 const std::optional<nlohmann::json> &metadata) {
     torch::jit::ExtraFilesMap extra;
     if (metadata) extra[kMetadataFile] = metadata->dump(2);
-    // Serialized in memory first: a model that cannot be serialized is an internal error, a
-    // file that cannot be written is the one write error (exit 2) every output has.
-    std::ostringstream archive;
-    try {
-        module.save(archive, extra);
-    } catch (const c10::Error &e) {
-        throw Error(ExitCode::internal, "serializing the model for '" + dst + "' failed: " + readable_error(e));
-    }
-    const std::string bytes = archive.str();
     write_atomically(dst, [&](const std::string &tmp) {
         OutputFile out(tmp, dst);
-        out.write(bytes);
+        OutputFileBuf buffer(out);
+        std::ostream stream(&buffer);
+        // A file that cannot be written is the one write error (exit 2) every output has; a
+        // model that cannot be serialized is an internal error.
+        try {
+            module.save(stream, extra);
+        } catch (const c10::Error &e) {
+            if (buffer.error()) std::rethrow_exception(buffer.error());
+            throw Error(ExitCode::internal, "serializing the model for '" + dst + "' failed: " + readable_error(e));
+        }
+        if (buffer.error()) std::rethrow_exception(buffer.error());
         out.close();
     });
 }

@@ -52,6 +52,25 @@ TEST(LoadModel, RoundTripsWithMetadata) {
     EXPECT_GT(loaded.bytes, 0u);
 }
 
+// The model is serialized straight into its file: a device that takes no byte is the one write
+// error (exit 2, the system's reason), not a crash of torch's writer, and a directory that
+// cannot hold the file keeps nothing behind.
+TEST(SaveModel, WriteFailureIsExitTwo) {
+    if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full here";
+    try {
+        ipex::model::save_model(small_module(), "/dev/full", nlohmann::json{{"dtype", "fp32"}});
+        ADD_FAILURE() << "saving to /dev/full succeeded";
+    } catch (const ipex::Error &e) {
+        EXPECT_EQ(e.code(), ipex::ExitCode::usage);
+        EXPECT_NE(std::string(e.what()).find("cannot write '/dev/full'"), std::string::npos) << e.what();
+    }
+    TempDir dir;
+    const fs::path target = dir.path / "m.pt";
+    ipex::model::save_model(small_module(), target.string(), std::nullopt);
+    EXPECT_TRUE(ipex::model::load_model(target.string()).module.find_method("forward"));
+    EXPECT_EQ(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()), 1);  // no temporary left
+}
+
 TEST(LoadModel, ExplainsBadFiles) {
     TempDir dir;
     const fs::path good = dir.path / "good.pt";
