@@ -2,7 +2,7 @@
 """DLRM side by side with ONNX Runtime fp32 (issue 54's acceptance), and the merged EmbeddingBag
 alone against the machine's read bandwidth.
 
-usage: dlrm_compare.py OUTDIR [--make] [--tables N] [--rows-min R] [--rows-max R] [--dim D]
+usage: dlrm_compare.py OUTDIR [--make | --embedding-only] [--tables N] [--rows-min R] [--rows-max R] [--dim D]
                        [--batch B] [--bag-size L] [--threads T] [--rounds N] [--tool PATH]
                        [-- ORT_COMPARE_OPTIONS...]
 
@@ -182,6 +182,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("outdir")
     parser.add_argument("--make", action="store_true", help="write the model directory")
+    parser.add_argument("--embedding-only", action="store_true", help="time the merged EmbeddingBag alone (step 2)")
     parser.add_argument("--tables", type=int, default=26)
     parser.add_argument("--rows-min", type=int, default=100_000)
     parser.add_argument("--rows-max", type=int, default=1_000_000)
@@ -198,6 +199,8 @@ def main() -> int:
         return 2
     if args.make:
         return make(args)
+    if args.embedding_only:
+        return 0 if embedding_bandwidth(args) else 1
     for name in ("model.pt", "model.onnx", "ours_fp32.pt", "ours_bf16.pt", "ours_int8emb.pt"):
         if not os.path.exists(os.path.join(args.outdir, name)):
             print(f"{args.outdir}/{name} is missing; write the directory with --make", file=sys.stderr)

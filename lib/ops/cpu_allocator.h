@@ -4,7 +4,9 @@
 // EfficientNet-B0 at batch 8 spent a third of its time in the kernel doing so. This allocator
 // keeps freed blocks of at least `min_bytes` (up to `limit_bytes` of them, the least recently
 // freed evicted first) and hands them out again for a request of the same size or up to a
-// quarter smaller, so a model run again and again touches memory it already has.
+// quarter smaller, so a model run again and again touches memory it already has. Fresh blocks
+// of 32 MiB and more are advised transparent huge pages before their first touch (weights and
+// embedding tables: fewer TLB misses on random rows).
 //
 // libipex_ops installs it for the CPU when it loads (any process that loads our ops: ipex-tool,
 // a python with torch.ops.load_library). IPEX_CPU_CACHE_MB sets the limit in MiB (default

@@ -166,6 +166,27 @@ void pool_bag(const Table &table, int64_t t, int64_t b, PoolingMode mode, AddRow
     }
 }
 
+// Asks for the cache lines of bag b's rows (the first kPrefetchRows of them) ahead of use: a
+// bag's rows sit at random places in tables of GBs, and one row's lines at a time left each core
+// waiting on DRAM (10% of the read bandwidth at Criteo's shapes).
+constexpr int64_t kPrefetchRows = 8;
+constexpr int64_t kPrefetchBags = 8;  // how far ahead, in bags
+
+template <typename Index>
+void prefetch_bag(const Table &table, int64_t b) {
+    const Index *idx = table.indices.data_ptr<Index>();
+    const int64_t *off = table.offsets.data_ptr<int64_t>();
+    const int64_t begin = off[b];
+    const int64_t end = std::min(b + 1 < table.offsets.numel() ? off[b + 1] : table.indices.numel(),
+                                 begin + kPrefetchRows);
+    for (int64_t j = begin; j < end; ++j) {
+        const int64_t row = static_cast<int64_t>(idx[j]);
+        if (row < 0 || row >= table.rows) continue;  // pool_bag reports it
+        const char *p = static_cast<const char *>(table.weight) + row * table.row_bytes;
+        for (int64_t line = 0; line < table.row_bytes; line += 64) __builtin_prefetch(p + line, 0, 0);
+    }
+}
+
 void write_bag(const Table &table, int64_t b, const float *acc) {
     if (table.out.scalar_type() == at::kBFloat16) {
         auto *dst = static_cast<uint16_t *>(table.out.data_ptr()) + b * table.dim;
@@ -201,11 +222,24 @@ std::vector<at::Tensor> merged_embedding_bag(at::TensorList weights, at::TensorL
     for (const Table &table : tables) widest = std::max(widest, table.dim);
     const AddRow add = choose_add_row();
     // Work items: (table, bag) over every table, so small batches still spread over threads.
+    const auto locate = [&](int64_t item) {
+        const int64_t t = std::upper_bound(first_bag.begin(), first_bag.end(), item) - first_bag.begin() - 1;
+        return std::make_pair(t, item - first_bag[t]);
+    };
+    const auto prefetch = [&](int64_t item) {
+        const auto [t, b] = locate(item);
+        if (tables[t].indices.scalar_type() == at::kLong) {
+            prefetch_bag<int64_t>(tables[t], b);
+        } else {
+            prefetch_bag<int32_t>(tables[t], b);
+        }
+    };
     at::parallel_for(0, first_bag.back(), 16, [&](int64_t begin, int64_t end) {
         std::vector<float> acc(static_cast<size_t>(widest));
+        for (int64_t item = begin; item < std::min(end, begin + kPrefetchBags); ++item) prefetch(item);
         for (int64_t item = begin; item < end; ++item) {
-            const int64_t t = std::upper_bound(first_bag.begin(), first_bag.end(), item) - first_bag.begin() - 1;
-            const int64_t b = item - first_bag[t];
+            if (item + kPrefetchBags < end) prefetch(item + kPrefetchBags);
+            const auto [t, b] = locate(item);
             const Table &table = tables[t];
             if (table.indices.scalar_type() == at::kLong) {
                 pool_bag<int64_t>(table, t, b, pooling, add, acc.data());

@@ -5,8 +5,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,6 +22,38 @@ namespace {
 constexpr size_t kMiB = size_t{1} << 20;
 
 bool aligned(const void *p) { return reinterpret_cast<uintptr_t>(p) % CachingCpuAllocator::kAlignment == 0; }
+
+// The THPeligible field of the mapping that holds `address` in /proc/self/smaps: 1 where the
+// kernel may back it with transparent huge pages; -1 when not found.
+int thp_eligible(const void *address) {
+    std::ifstream smaps("/proc/self/smaps");
+    const auto at = reinterpret_cast<uintptr_t>(address);
+    std::string line;
+    bool inside = false;
+    while (std::getline(smaps, line)) {
+        uintptr_t lo = 0, hi = 0;
+        if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(':') > line.find(' ')) {
+            inside = lo <= at && at < hi;
+        } else if (inside && line.rfind("THPeligible:", 0) == 0) {
+            return std::atoi(line.c_str() + std::strlen("THPeligible:"));
+        }
+    }
+    return -1;
+}
+
+// Blocks of 32 MiB and more are advised to use transparent huge pages before their first touch
+// (where THP is "madvise", nothing else would get them).
+TEST(CpuAllocator, LargeBlocksAreAdvisedHugePages) {
+    std::ifstream mode_file("/sys/kernel/mm/transparent_hugepage/enabled");
+    std::string mode((std::istreambuf_iterator<char>(mode_file)), std::istreambuf_iterator<char>());
+    if (mode.find("[madvise]") == std::string::npos)
+        GTEST_SKIP() << "transparent huge pages are not in madvise mode here: '" << mode << "'";
+    CachingCpuAllocator allocator(0);
+    const c10::DataPtr large = allocator.allocate(size_t{64} << 20);
+    const char *middle = static_cast<const char *>(large.get()) + (size_t{32} << 20);
+    if (thp_eligible(middle) == -1) GTEST_SKIP() << "no THPeligible field in /proc/self/smaps";
+    EXPECT_EQ(thp_eligible(middle), 1);
+}
 
 TEST(CpuAllocator, ReusesAFreedBlockOfTheSameSize) {
     CachingCpuAllocator cache(64 * kMiB);
