@@ -154,25 +154,21 @@ def worker(args):
         model, optimizer = ipex_tool.optimize(model, optimizer=optimizer,
                                               dtype=torch.bfloat16 if args.worker == "split_bf16" else None)
     autocast = args.worker in ("stock_autocast", "split_bf16")
-    steps, opt_steps = [], []
-    if step_only:
+    if step_only:  # fixed gradients, set once: the loop below times the step alone
         generator = torch.Generator().manual_seed(1)
         for param in model.parameters():
             param.grad = torch.randn(param.shape, generator=generator).mul_(1e-3).to(param.dtype)
-        for i in range(args.warmup + args.steps):
-            start = time.perf_counter()
-            optimizer.step()
-            if i >= args.warmup:
-                opt_steps.append(time.perf_counter() - start)
-        steps = opt_steps
-    x, y = make_input(args.model, width, batch) if not step_only else (None, None)
-    for i in range(0 if step_only else args.warmup + args.steps):
+    else:
+        x, y = make_input(args.model, width, batch)
+    steps, opt_steps = [], []
+    for i in range(args.warmup + args.steps):
         start = time.perf_counter()
-        optimizer.zero_grad(set_to_none=True)
-        with torch.cpu.amp.autocast(enabled=autocast, dtype=torch.bfloat16):
-            out = model(x)
-        torch.nn.functional.cross_entropy(out.float(), y).backward()
-        before_step = time.perf_counter()
+        if not step_only:
+            optimizer.zero_grad(set_to_none=True)
+            with torch.cpu.amp.autocast(enabled=autocast, dtype=torch.bfloat16):
+                out = model(x)
+            torch.nn.functional.cross_entropy(out.float(), y).backward()
+        before_step = time.perf_counter() if not step_only else start
         optimizer.step()
         end = time.perf_counter()
         if i >= args.warmup:

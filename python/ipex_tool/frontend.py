@@ -31,7 +31,7 @@ IPEX_KNOBS = {
     "concat_linear": "concat-linear",
 }
 # IPEX's training knobs: they act only with an optimizer (docs/training.md).
-TRAINING_KNOBS = ("split_master_weight_for_bf16", "fuse_update_step", "weights_prepack")
+TRAINING_KNOBS = ("split_master_weight_for_bf16", "fuse_update_step")
 LEVELS = ("O0", "O1")
 DTYPES = {None: "fp32", torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
 # Options of ipex-tool optimize that IPEX's signature lacks, accepted as keywords too.
@@ -191,7 +191,7 @@ def optimize(model, dtype=None, optimizer=None, level="O1", inplace=False, conv_
         unknown = sorted(set(kwargs) - set(_knob_keywords()) - set(EXTRA_OPTIONS))
         if unknown:
             raise TypeError(f"ipex_tool.optimize: unknown keyword argument {unknown[0]!r}")
-        for name in TRAINING_KNOBS:
+        for name in TRAINING_KNOBS + ("weights_prepack",):  # weights_prepack: TrainingLinear or aten's
             _check_bool(name, locals()[name])
         merged_tables = nn.plan_training(model, optimizer, fuse_update_step)
         model, optimizer = optim.optimize_training(model, optimizer, dtype, split_master_weight_for_bf16,

@@ -143,6 +143,15 @@ class OptimizeKnobs(TestCase):
         self.assertEqual(ops["aten::batch_norm"], 0, ops)
         self.assertEqual(self.status(optimized, "weights_prepack"), "disabled")
 
+    def test_weights_prepack_on_is_an_inference_knob(self):
+        # weights_prepack also chooses TrainingLinear when an optimizer is given; for inference it
+        # is the prepacking knob and draws no "applies to training" warning
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            optimized, _ = self.optimize(weights_prepack=True)
+        self.assertFalse(any("training" in w for w in self.ipex_warnings(caught)), caught)
+        self.assertGreater(sum(ipex_ops(optimized).values()), 0)
+
     def test_conv_bn_folding_off_keeps_the_norms(self):
         optimized, ops = self.optimize(conv_bn_folding=False, weights_prepack=False)
         self.assertEqual(ops["aten::batch_norm"], 2, ops)
