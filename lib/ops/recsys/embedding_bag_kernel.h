@@ -2,7 +2,7 @@
 // acc[k] += row[k] (times the index's weight, a product then a sum, each rounded). bf16 rows are
 // widened exactly; uint8 rows are dequantized first, value = q * scale + bias (a product then a
 // sum, each rounded in fp32). Each element's sum runs over the bag's rows in index order in every
-// build, so the portable and AVX-512 builds agree to the bit.
+// build, so the portable, AVX2 and AVX-512 builds agree to the bit.
 #pragma once
 
 #include <cstdint>
@@ -21,8 +21,18 @@ enum class RowType {
 // Bytes after a uint8 row's values: its fp32 scale and bias.
 constexpr int64_t kRowwiseTailBytes = 8;
 
+// Outputs of one call larger than this (all tables together) are written around the caches
+// (non-temporal stores): at Criteo's shapes writing the 27 MB of fp32 outputs through the caches,
+// each line read before it is written, took more time than reading the rows. Smaller outputs stay
+// cached for the op that reads them next. Not the last-level cache's size: glibc reports the
+// whole socket's (256 MiB on a 2-core slice of an EPYC whose slice sees 16 MiB).
+constexpr int64_t kStreamOutputBytes = int64_t{8} << 20;
+
 // weight: the index's per-sample weight, or nullptr for none.
 void add_row(const void *row, RowType type, const float *weight, int64_t dim, float *acc);  // portable
+namespace avx2 {
+void add_row(const void *row, RowType type, const float *weight, int64_t dim, float *acc);
+}  // namespace avx2
 namespace avx512 {
 void add_row(const void *row, RowType type, const float *weight, int64_t dim, float *acc);
 }  // namespace avx512

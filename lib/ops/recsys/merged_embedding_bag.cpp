@@ -5,7 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "base/isa.h"
 #include "kernels/bf16.h"
+#include "kernels/memory_hints.h"
 #include "ops/op_errors.h"
 #include "ops/recsys/bag_args.h"
 #include "ops/recsys/embedding_bag_kernel.h"
@@ -138,61 +140,77 @@ using AddRow = void (*)(const void *, RowType, const float *, int64_t, float *);
 // The row steps, fastest first, each with what it needs; the portable one last.
 AddRow choose_add_row() {
     if (avx512::available()) return avx512::add_row;
+    if (isa::avx2()) return avx2::add_row;
     return add_row;
 }
 
-template <typename Index>
-void pool_bag(const Table &table, int64_t t, int64_t b, PoolingMode mode, AddRow add, float *acc) {
-    const Index *idx = table.indices.data_ptr<Index>();
-    const int64_t *off = table.offsets.data_ptr<int64_t>();
-    const int64_t begin = off[b];
-    const int64_t end = b + 1 < table.offsets.numel() ? off[b + 1] : table.indices.numel();
-    const float *psw = table.per_sample_weights.defined() ? table.per_sample_weights.data_ptr<float>() : nullptr;
-    const int64_t dim = table.dim;
-    std::fill(acc, acc + dim, 0.f);
-    int64_t count = 0;
-    for (int64_t j = begin; j < end; ++j) {
-        const int64_t row = static_cast<int64_t>(idx[j]);
-        IPEX_CHECK_INPUT(row >= 0 && row < table.rows, kOp, ": table ", t, ": index ", row, " at position ", j,
-                         " is outside the ", table.rows, "-row table");
-        if (row == table.padding_idx) continue;
-        ++count;
-        add(static_cast<const char *>(table.weight) + row * table.row_bytes, table.type, psw ? psw + j : nullptr, dim,
-            acc);
-    }
-    if (mode == PoolingMode::kMean && count > 0) {
-        const float n = static_cast<float>(count);
-        for (int64_t k = 0; k < dim; ++k) acc[k] /= n;
-    }
-}
-
-// Asks for the cache lines of bag b's rows (the first kPrefetchRows of them) ahead of use: a
-// bag's rows sit at random places in tables of GBs, and one row's lines at a time left each core
-// waiting on DRAM (10% of the read bandwidth at Criteo's shapes).
+// Asks for the cache lines of a bag's rows (the first kPrefetchRows of them) kPrefetchBags bags
+// ahead of use: a bag's rows sit at random places in tables of GBs, and one row's lines at a time
+// left each core waiting on DRAM (10% of the read bandwidth at Criteo's shapes).
 constexpr int64_t kPrefetchRows = 8;
-constexpr int64_t kPrefetchBags = 8;  // how far ahead, in bags
+constexpr int64_t kPrefetchBags = 8;
 
+// Pools bags [b0, b1) of table t: sums in `acc` from +0 as aten's do, row by row in index order,
+// then one write of each output row (bf16: rounded once). `stream`: fp32 rows are written around
+// the caches (kStreamOutputBytes).
 template <typename Index>
-void prefetch_bag(const Table &table, int64_t b) {
+void pool_bags(const Table &table, int64_t t, int64_t b0, int64_t b1, PoolingMode mode, AddRow add, bool stream,
+               float *acc) {
     const Index *idx = table.indices.data_ptr<Index>();
     const int64_t *off = table.offsets.data_ptr<int64_t>();
-    const int64_t begin = off[b];
-    const int64_t end = std::min(b + 1 < table.offsets.numel() ? off[b + 1] : table.indices.numel(),
-                                 begin + kPrefetchRows);
-    for (int64_t j = begin; j < end; ++j) {
-        const int64_t row = static_cast<int64_t>(idx[j]);
-        if (row < 0 || row >= table.rows) continue;  // pool_bag reports it
-        const char *p = static_cast<const char *>(table.weight) + row * table.row_bytes;
-        for (int64_t line = 0; line < table.row_bytes; line += 64) __builtin_prefetch(p + line, 0, 0);
+    const int64_t offsets = table.offsets.numel(), indices = table.indices.numel();
+    const float *psw = table.per_sample_weights.defined() ? table.per_sample_weights.data_ptr<float>() : nullptr;
+    const char *weight = static_cast<const char *>(table.weight);
+    const int64_t dim = table.dim, row_bytes = table.row_bytes;
+    const bool bf16_out = table.out.scalar_type() == at::kBFloat16;
+    float *out = bf16_out ? nullptr : table.out.data_ptr<float>();
+    uint16_t *out_bf16 = bf16_out ? static_cast<uint16_t *>(table.out.data_ptr()) : nullptr;
+    const auto bag_end = [&](int64_t b) { return b + 1 < offsets ? off[b + 1] : indices; };
+    const auto prefetch = [&](int64_t b) {
+        const int64_t end = std::min(bag_end(b), off[b] + kPrefetchRows);
+        for (int64_t j = off[b]; j < end; ++j) {
+            const int64_t row = static_cast<int64_t>(idx[j]);
+            if (row < 0 || row >= table.rows) continue;  // reported below
+            const char *p = weight + row * row_bytes;
+            for (int64_t line = 0; line < row_bytes; line += 64) kernels::prefetch_once(p + line);
+        }
+    };
+    for (int64_t b = b0; b < std::min(b1, b0 + kPrefetchBags); ++b) prefetch(b);
+    for (int64_t b = b0; b < b1; ++b) {
+        if (b + kPrefetchBags < b1) prefetch(b + kPrefetchBags);
+        float *sum = acc;
+        std::fill(sum, sum + dim, 0.f);
+        int64_t count = 0;
+        for (int64_t j = off[b], end = bag_end(b); j < end; ++j) {
+            const int64_t row = static_cast<int64_t>(idx[j]);
+            IPEX_CHECK_INPUT(row >= 0 && row < table.rows, kOp, ": table ", t, ": index ", row, " at position ", j,
+                             " is outside the ", table.rows, "-row table");
+            if (row == table.padding_idx) continue;
+            ++count;
+            add(weight + row * row_bytes, table.type, psw ? psw + j : nullptr, dim, sum);
+        }
+        if (mode == PoolingMode::kMean && count > 0) {
+            const float n = static_cast<float>(count);
+            for (int64_t k = 0; k < dim; ++k) sum[k] /= n;
+        }
+        if (bf16_out) {
+            uint16_t *dst = out_bf16 + b * dim;
+            for (int64_t k = 0; k < dim; ++k) dst[k] = kernels::to_bf16(sum[k]);
+        } else if (stream) {
+            kernels::copy_streaming(out + b * dim, sum, dim);
+        } else {
+            std::copy(sum, sum + dim, out + b * dim);
+        }
     }
 }
 
-void write_bag(const Table &table, int64_t b, const float *acc) {
-    if (table.out.scalar_type() == at::kBFloat16) {
-        auto *dst = static_cast<uint16_t *>(table.out.data_ptr()) + b * table.dim;
-        for (int64_t k = 0; k < table.dim; ++k) dst[k] = kernels::to_bf16(acc[k]);
+// f(Index{}) with the table's index type.
+template <typename F>
+void with_index_type(const Table &table, F &&f) {
+    if (table.indices.scalar_type() == at::kLong) {
+        f(int64_t{});
     } else {
-        std::copy(acc, acc + table.dim, table.out.data_ptr<float>() + b * table.dim);
+        f(int32_t{});
     }
 }
 
@@ -221,33 +239,22 @@ std::vector<at::Tensor> merged_embedding_bag(at::TensorList weights, at::TensorL
     int64_t widest = 0;
     for (const Table &table : tables) widest = std::max(widest, table.dim);
     const AddRow add = choose_add_row();
-    // Work items: (table, bag) over every table, so small batches still spread over threads.
-    const auto locate = [&](int64_t item) {
-        const int64_t t = std::upper_bound(first_bag.begin(), first_bag.end(), item) - first_bag.begin() - 1;
-        return std::make_pair(t, item - first_bag[t]);
-    };
-    const auto prefetch = [&](int64_t item) {
-        const auto [t, b] = locate(item);
-        if (tables[t].indices.scalar_type() == at::kLong) {
-            prefetch_bag<int64_t>(tables[t], b);
-        } else {
-            prefetch_bag<int32_t>(tables[t], b);
-        }
-    };
+    int64_t out_bytes = 0;
+    for (const Table &table : tables) out_bytes += table.out.nbytes();
+    const bool stream = out_bytes > kStreamOutputBytes;
+    // Work items: (table, bag) over every table, so small batches still spread over threads; each
+    // thread's range is walked table by table.
     at::parallel_for(0, first_bag.back(), 16, [&](int64_t begin, int64_t end) {
         std::vector<float> acc(static_cast<size_t>(widest));
-        for (int64_t item = begin; item < std::min(end, begin + kPrefetchBags); ++item) prefetch(item);
-        for (int64_t item = begin; item < end; ++item) {
-            if (item + kPrefetchBags < end) prefetch(item + kPrefetchBags);
-            const auto [t, b] = locate(item);
-            const Table &table = tables[t];
-            if (table.indices.scalar_type() == at::kLong) {
-                pool_bag<int64_t>(table, t, b, pooling, add, acc.data());
-            } else {
-                pool_bag<int32_t>(table, t, b, pooling, add, acc.data());
-            }
-            write_bag(table, b, acc.data());
+        int64_t t = std::upper_bound(first_bag.begin(), first_bag.end(), begin) - first_bag.begin() - 1;
+        for (int64_t item = begin; item < end; ++t) {
+            const int64_t b0 = item - first_bag[t], b1 = std::min(end, first_bag[t + 1]) - first_bag[t];
+            with_index_type(tables[t], [&](auto index) {
+                pool_bags<decltype(index)>(tables[t], t, b0, b1, pooling, add, stream, acc.data());
+            });
+            item = first_bag[t] + b1;
         }
+        kernels::store_fence();
     });
     std::vector<at::Tensor> out;
     out.reserve(n);

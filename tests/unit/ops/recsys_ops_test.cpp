@@ -42,6 +42,22 @@ TEST_F(Recsys, MergedEmbeddingBagMatchesAtenTableByTable) {
     }
 }
 
+// Outputs past kStreamOutputBytes are written with non-temporal stores where a row starts 16-byte
+// aligned (dim 128) and by a plain copy where it does not (dim 3: every other row).
+TEST_F(Recsys, MergedEmbeddingBagLargeOutputs) {
+    for (int64_t mode : {0, 1}) {
+        std::vector<Case> cases{make_case(1000, 128, 18000, at::kLong, true, mode == 0, -1),
+                                make_case(500, 3, 90001, at::kInt, true, false, 4)};
+        const std::vector<at::Tensor> got = merged(cases, mode, true);
+        ASSERT_GT(got[0].nbytes() + got[1].nbytes(), static_cast<size_t>(kStreamOutputBytes));
+        for (size_t t = 0; t < cases.size(); ++t) {
+            const at::Tensor want = aten_bag(cases[t], mode, true);
+            ASSERT_EQ(got[t].sizes(), want.sizes()) << "table " << t;
+            EXPECT_LE(relative_error(got[t], want), kFp32Tolerance) << "mode " << mode << " table " << t;
+        }
+    }
+}
+
 TEST_F(Recsys, MergedEmbeddingBagBf16Tables) {
     std::vector<Case> cases{make_case(30, 33, 9, at::kLong, false, true, -1),
                             make_case(8, 4, 5, at::kLong, false, false, 1)};
@@ -242,10 +258,11 @@ TEST_F(Recsys, InteractionAvx512BuildMatchesThePortableOneToTheBit) {
     }
 }
 
-TEST_F(Recsys, EmbeddingBagAvx512RowStepMatchesThePortableOneToTheBit) {
-    if (!avx512::available()) GTEST_SKIP() << "this CPU has no AVX-512 (F, BW, VL): the AVX-512 build cannot run";
+// A vector build of the row step against the portable one, bit for bit, every row type, dims
+// with and without a tail.
+void expect_row_step_matches_portable(void (*step)(const void *, RowType, const float *, int64_t, float *)) {
     for (RowType type : {RowType::fp32, RowType::bf16, RowType::uint8_rowwise}) {
-        for (int64_t dim : {1, 15, 16, 17, 128}) {
+        for (int64_t dim : {1, 7, 8, 9, 15, 16, 17, 128}) {
             const at::Tensor fp32 = at::randn({5, dim});
             const at::Tensor rows = type == RowType::bf16            ? fp32.to(at::kBFloat16)
                                     : type == RowType::uint8_rowwise ? quantize_rows_uint8(fp32)
@@ -257,13 +274,23 @@ TEST_F(Recsys, EmbeddingBagAvx512RowStepMatchesThePortableOneToTheBit) {
                     const char *row = static_cast<const char *>(rows.data_ptr()) + r * rows.stride(0) * rows.element_size();
                     const float *w = weighted ? weights.data_ptr<float>() + r : nullptr;
                     add_row(row, type, w, dim, portable.data());
-                    avx512::add_row(row, type, w, dim, vector.data());
+                    step(row, type, w, dim, vector.data());
                 }
                 // The guard past dim included.
                 EXPECT_EQ(portable, vector) << "type " << static_cast<int>(type) << " dim " << dim;
             }
         }
     }
+}
+
+TEST_F(Recsys, EmbeddingBagAvx512RowStepMatchesThePortableOneToTheBit) {
+    if (!avx512::available()) GTEST_SKIP() << "this CPU has no AVX-512 (F, BW, VL): the AVX-512 build cannot run";
+    expect_row_step_matches_portable(avx512::add_row);
+}
+
+TEST_F(Recsys, EmbeddingBagAvx2RowStepMatchesThePortableOneToTheBit) {
+    if (!isa::avx2()) GTEST_SKIP() << "this CPU has no AVX2: the AVX2 build cannot run";
+    expect_row_step_matches_portable(avx2::add_row);
 }
 
 TEST_F(Recsys, InteractionRefusesPairsOutsideTheFeatures) {
