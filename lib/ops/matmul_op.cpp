@@ -22,8 +22,10 @@ constexpr size_t kMaxMatmulPrimitives = 256;
 struct MatmulEntry {
     dnnl::matmul primitive;
     memory::desc src, weights, dst, scratchpad;
-    bool dense = false;     // operands to copy to a dense layout first
-    bool use_aten = false;  // oneDNN has no kernel for the dtype here: fp32 for bf16, else at::matmul
+    bool dense = false;      // operands to copy to a dense layout first
+    bool no_kernel = false;  // oneDNN has no kernel for the dtype here: `widened` for bf16, else at::matmul
+    // bf16 without a oneDNN bf16 kernel: the fp32 primitive for the operands widened to fp32.
+    std::shared_ptr<const MatmulEntry> widened;
 };
 
 PrimitiveCache<MatmulEntry, kMaxMatmulPrimitives> &cache() {
@@ -71,6 +73,35 @@ std::shared_ptr<const MatmulEntry> build(const at::Tensor &a, const at::Tensor &
     return entry;
 }
 
+// The entry for operands oneDNN has no kernel for (bf16 without AVX512-BF16): the fp32 primitive
+// of the same values widened, whose result is rounded to bf16 once, as aten's bf16 matmul rounds
+// its fp32 sums (aten's own bf16 loops run at ~1 GFLOP/s, oneDNN's fp32 kernel near the FMA peak).
+// Another dtype (or none for fp32 either): at::matmul.
+std::shared_ptr<const MatmulEntry> without_kernel(const at::Tensor &a, const at::Tensor &b,
+                                                  const std::vector<int64_t> &dst_sizes) {
+    auto entry = std::make_shared<MatmulEntry>();
+    entry->no_kernel = true;
+    if (a.scalar_type() == at::kBFloat16) {
+        // The widened operands' strides follow from these operands' sizes and strides alone, so
+        // one fp32 primitive serves every call under this entry's key.
+        const at::Tensor a32 = a.to(at::kFloat), b32 = b.to(at::kFloat);
+        entry->widened = build(a32, b32, dst_sizes, /*dense=*/false);
+        if (!entry->widened) entry->widened = build(a32, b32, dst_sizes, /*dense=*/true);
+    }
+    return entry;
+}
+
+at::Tensor run(const MatmulEntry &entry, const at::Tensor &a, const at::Tensor &b, const std::vector<int64_t> &dst_sizes) {
+    const at::Tensor dst = at::empty(dst_sizes, a.options());
+    const at::Tensor src = entry.dense ? a.contiguous() : a;
+    const at::Tensor weights = entry.dense ? b.contiguous() : b;
+    execute(entry.primitive, entry.scratchpad,
+            {{DNNL_ARG_SRC, wrap(src, entry.src)},
+             {DNNL_ARG_WEIGHTS, wrap(weights, entry.weights)},
+             {DNNL_ARG_DST, wrap(dst, entry.dst)}});
+    return dst;
+}
+
 void append(CacheKey &key, const at::Tensor &t) {
     key.insert(key.end(), t.sizes().begin(), t.sizes().end());
     key.insert(key.end(), t.strides().begin(), t.strides().end());
@@ -102,28 +133,12 @@ at::Tensor matmul(const at::Tensor &self, const at::Tensor &other) {
     if (!entry) {
         entry = build(a, b, dst_sizes, /*dense=*/false);
         if (!entry) entry = build(a, b, dst_sizes, /*dense=*/true);
-        if (!entry) {
-            auto aten = std::make_shared<MatmulEntry>();
-            aten->use_aten = true;
-            entry = aten;
-        }
+        if (!entry) entry = without_kernel(a, b, dst_sizes);
         cache().put(key, entry);
     }
-    if (entry->use_aten) {
-        // bf16 where oneDNN has no bf16 matmul on this CPU (no AVX512-BF16): the fp32 matmul of the
-        // same values, rounded to bf16 once, as aten's bf16 matmul rounds its fp32 sums (its own
-        // loops run at ~1 GFLOP/s, oneDNN's fp32 kernel near the FMA peak).
-        if (type == at::kBFloat16) return ops::matmul(self.to(at::kFloat), other.to(at::kFloat)).to(at::kBFloat16);
-        return at::matmul(self, other);
-    }
-    const at::Tensor dst = at::empty(dst_sizes, self.options());
-    const at::Tensor src = entry->dense ? a.contiguous() : a;
-    const at::Tensor weights = entry->dense ? b.contiguous() : b;
-    execute(entry->primitive, entry->scratchpad,
-            {{DNNL_ARG_SRC, wrap(src, entry->src)},
-             {DNNL_ARG_WEIGHTS, wrap(weights, entry->weights)},
-             {DNNL_ARG_DST, wrap(dst, entry->dst)}});
-    return dst;
+    if (entry->widened) return run(*entry->widened, a.to(at::kFloat), b.to(at::kFloat), dst_sizes).to(at::kBFloat16);
+    if (entry->no_kernel) return at::matmul(self, other);
+    return run(*entry, a, b, dst_sizes);
 }
 
 size_t matmul_cached_primitives() { return cache().size(); }

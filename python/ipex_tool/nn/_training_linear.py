@@ -31,28 +31,27 @@ def _compute_dtype(weight: torch.Tensor) -> torch.dtype:
 class _LinearFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, bias, dtype):
-        ctx.save_for_backward(x, weight)
-        ctx.has_bias = bias is not None
-        ctx.bias_dtype = bias.dtype if bias is not None else None
-        ctx.dtype = dtype
+        # The operands in the compute dtype, converted once and kept for the backward.
         rows = x.reshape(-1, x.shape[-1]).to(dtype)
-        y = torch.ops.ipex.matmul(rows, weight.to(dtype).t())
+        w = weight.to(dtype)
+        ctx.save_for_backward(rows, w)
+        ctx.x_shape, ctx.x_dtype, ctx.weight_dtype = x.shape, x.dtype, weight.dtype
+        ctx.bias_dtype = bias.dtype if bias is not None else None
+        y = torch.ops.ipex.matmul(rows, w.t())
         if bias is not None:
             y = y.add_(bias.to(dtype))
         return y.reshape(*x.shape[:-1], weight.shape[0])
 
     @staticmethod
     def backward(ctx, grad_out):
-        x, weight = ctx.saved_tensors
-        dtype = ctx.dtype
-        dy = grad_out.reshape(-1, weight.shape[0]).to(dtype)
+        rows, w = ctx.saved_tensors
+        dy = grad_out.reshape(-1, w.shape[0]).to(w.dtype)
         dx = dw = db = None
         if ctx.needs_input_grad[0]:
-            dx = torch.ops.ipex.matmul(dy, weight.to(dtype)).to(x.dtype).reshape(x.shape)
+            dx = torch.ops.ipex.matmul(dy, w).to(ctx.x_dtype).reshape(ctx.x_shape)
         if ctx.needs_input_grad[1]:
-            rows = x.reshape(-1, x.shape[-1]).to(dtype)
-            dw = torch.ops.ipex.matmul(dy.t(), rows).to(weight.dtype)
-        if ctx.has_bias and ctx.needs_input_grad[2]:
+            dw = torch.ops.ipex.matmul(dy.t(), rows).to(ctx.weight_dtype)
+        if ctx.bias_dtype is not None and ctx.needs_input_grad[2]:
             db = dy.sum(0, dtype=torch.float32).to(ctx.bias_dtype)
         return dx, dw, db, None
 
