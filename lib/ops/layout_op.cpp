@@ -1,6 +1,8 @@
 #include "ops/layout_op.h"
 
+#include <ATen/InferSize.h>
 #include <ATen/Parallel.h>
+#include <ATen/TensorUtils.h>
 #include <immintrin.h>
 #include <torch/library.h>
 
@@ -110,8 +112,21 @@ at::Tensor contiguous(const at::Tensor &self) {
     return out;
 }
 
+at::Tensor contiguous_for_view(const at::Tensor &self, at::IntArrayRef size) {
+    // A size the view itself would refuse: the view reports it, on self as the original did.
+    at::DimVector shape;
+    try {
+        shape = at::infer_size_dv(size, self.numel());
+    } catch (const std::exception &) {  // std::runtime_error or c10::Error, by the case
+        return self;
+    }
+    if (at::detail::computeStride(self.sizes(), self.strides(), shape)) return self;
+    return contiguous(self);
+}
+
 }  // namespace ipex::ops
 
 TORCH_LIBRARY_FRAGMENT(ipex, m) {
     m.def("contiguous(Tensor(a) self) -> Tensor(a)", IPEX_GUARDED(ipex::ops::contiguous));
+    m.def("contiguous_for_view(Tensor(a) self, int[] size) -> Tensor(a)", IPEX_GUARDED(ipex::ops::contiguous_for_view));
 }

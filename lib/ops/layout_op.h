@@ -20,4 +20,13 @@ at::Tensor contiguous(const at::Tensor &self);
 // Whether contiguous() transposes `self` itself (the tests ask).
 bool contiguous_transposes(const at::Tensor &self);
 
+// ipex::contiguous_for_view(self, size): what a following self.view(size) needs. `self` itself when
+// its own strides allow that view (a channels-last activation whose channel dim a detector's head
+// splits, [n, a*k, h, w] -> [n, a, k, h, w], before permuting it to [n, h, w, a, k]: no copy
+// there, and the reshape after the permute is a view too), else contiguous(self). The output
+// aliases `self` either way as a view's would, so contiguous_before_view puts it before views.
+inline constexpr const char *kContiguousForViewOp = "ipex::contiguous_for_view";
+
+at::Tensor contiguous_for_view(const at::Tensor &self, at::IntArrayRef size);
+
 }  // namespace ipex::ops

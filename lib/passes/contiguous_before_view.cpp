@@ -15,6 +15,7 @@ using torch::jit::Node;
 using torch::jit::Value;
 
 const c10::Symbol kIpexContiguous = c10::Symbol::fromQualString(ops::kContiguousOp);
+const c10::Symbol kIpexContiguousForView = c10::Symbol::fromQualString(ops::kContiguousForViewOp);
 
 // Ops whose output may be channels-last although the original's was not: convolutions (aten
 // ones after to_channels_last, prepacked, int8), ipex::channel_shuffle(_chunk) and explicit
@@ -82,8 +83,9 @@ PassResult contiguous_before_view(std::shared_ptr<torch::jit::Graph> &graph) {
     PassResult result;
     const auto marked = maybe_channels_last(*graph);
     if (marked.empty()) return result;
-    // A graph that runs ipex ops anyway takes ipex::contiguous (the faster channels-last copy);
-    // a portable one keeps to aten.
+    // A graph that runs ipex ops anyway takes ipex::contiguous_for_view (no copy where the
+    // view works on the tensor's own strides, else the faster channels-last copy); a portable
+    // one keeps to aten.
     const std::vector<Node *> nodes = collect_nodes(graph->block());
     const bool ipex_graph = std::any_of(nodes.begin(), nodes.end(), [](const Node *node) {
         return std::string(node->kind().ns().toUnqualString()) == "ipex";
@@ -91,10 +93,19 @@ PassResult contiguous_before_view(std::shared_ptr<torch::jit::Graph> &graph) {
     for (Node *view : nodes) {
         if (!is_view(view) || !marked.count(view->input(0))) continue;
         Value *base = view->input(0);
+        if (base->node()->kind() == kIpexContiguousForView) continue;  // covered by an earlier run
         torch::jit::WithInsertPoint guard(view);
-        Node *contiguous = graph->insertNode(ipex_graph ? graph->create(kIpexContiguous, {base})
-                                                        : graph->create(c10::aten::contiguous,
-                                                                        {base, graph->insertConstant(0)}));
+        Node *contiguous = nullptr;
+        if (ipex_graph) {
+            Value *size = view->kind() == c10::aten::view_as
+                              ? graph->insertNode(graph->create(c10::aten::size, {view->input(1)}))
+                                    ->output()
+                                    ->setType(c10::ListType::ofInts())
+                              : view->input(1);
+            contiguous = graph->insertNode(graph->create(kIpexContiguousForView, {base, size}));
+        } else {
+            contiguous = graph->insertNode(graph->create(c10::aten::contiguous, {base, graph->insertConstant(0)}));
+        }
         contiguous->output()->setType(base->type());
         base->replaceAllUsesAfterNodeWith(contiguous, contiguous->output());
         result.modules.push_back(node_label(view));

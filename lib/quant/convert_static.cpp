@@ -107,7 +107,8 @@ public:
         static const std::set<std::string> views = {"aten::flatten", "aten::reshape", "aten::view",
                                                     "aten::transpose", "aten::permute", "aten::select",
                                                     "aten::slice", "aten::expand", "aten::squeeze",
-                                                    "aten::unsqueeze", "aten::contiguous", "ipex::contiguous"};
+                                                    "aten::unsqueeze", "aten::contiguous", "ipex::contiguous",
+                                                    "ipex::contiguous_for_view"};
         if (passes::is_graph_output(qv)) return false;
         for (const auto &use : qv->uses()) {
             if (use.user->owningBlock() != node->owningBlock() || !use.user->isBefore(node)) return false;

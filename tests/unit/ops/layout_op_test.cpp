@@ -100,6 +100,30 @@ TEST(IpexContiguous, RegisteredOp) {
     EXPECT_TRUE(got.equal(x.contiguous()));
 }
 
+// contiguous_for_view: the tensor itself where the view works on its strides, else the
+// standard-layout copy; the view's values are the original's either way.
+TEST(IpexContiguousForView, CopiesOnlyWhenTheViewNeedsIt) {
+    const at::Tensor x = at::randn({2, 8, 5, 6}).contiguous(at::MemoryFormat::ChannelsLast);
+    const at::Tensor plain = x.contiguous();
+    // The channels split (a detector head's): a view of the channels-last tensor itself.
+    const at::Tensor split = contiguous_for_view(x, {2, 2, 4, 5, 6});
+    EXPECT_EQ(split.data_ptr(), x.data_ptr());
+    EXPECT_TRUE(split.view({2, 2, 4, 5, 6}).equal(plain.view({2, 2, 4, 5, 6})));
+    EXPECT_TRUE(contiguous_for_view(x, {2, -1, 4, 5, 6}).data_ptr() == x.data_ptr());
+    // Channels merged with pixels: a copy in the standard layout.
+    const at::Tensor flat = contiguous_for_view(x, {2, -1});
+    EXPECT_NE(flat.data_ptr(), x.data_ptr());
+    EXPECT_TRUE(flat.is_contiguous());
+    EXPECT_TRUE(flat.view({2, -1}).equal(plain.view({2, -1})));
+    // A size no view takes: the tensor as it is, for the view to refuse as it would have.
+    EXPECT_EQ(contiguous_for_view(x, {7, -1}).data_ptr(), x.data_ptr());
+    EXPECT_THROW(x.view({7, -1}), std::exception);
+    const auto op = c10::Dispatcher::singleton().findSchemaOrThrow("ipex::contiguous_for_view", "");
+    const at::Tensor got = op.typed<at::Tensor(const at::Tensor &, at::IntArrayRef)>().call(x, {2, -1});
+    EXPECT_TRUE(got.is_contiguous());
+    EXPECT_TRUE(got.equal(plain));
+}
+
 // Pixel counts of one block, of several with a tail, of a 224x224 image, and 3 images of 625
 // blocks (2 threads split them inside an image); values over a wide
 // range with signed zeros and infinities (no subnormals: VCVTNEPS2BF16 reads them as zero),

@@ -30,6 +30,11 @@ const std::vector<Case> &cases() {
         {"flatten_by_view", kConv + "    return torch.max_pool2d(y, [2, 2]).view(x.size(0), -1)\n", 1},
         {"view_as", kConv + "    return y.view_as(torch.zeros([x.size(0), 8 * 10 * 12]))\n", 1},
         {"write_through_view", kConv + "    y.view(-1).mul_(2.0)\n    return y + 1.0\n", 1},
+        // A detector head's: the channels split, then permuted last (a view on channels-last).
+        {"split_channels",
+         kConv + "    z = y.view(x.size(0), 2, 4, 10, 12).permute(0, 3, 4, 1, 2)\n    return z.reshape(x.size(0), -1, 4)\n",
+         1},
+        {"write_through_split_view", kConv + "    y.view(x.size(0), 2, 4, 10, 12).mul_(2.0)\n    return y + 1.0\n", 1},
         {"view_in_branch",
          kConv + "    if bool(x.sum() > 0):\n        z = y.view(-1)\n    else:\n        z = y.view(-1) * 2.0\n"
                  "    return z\n",
@@ -52,13 +57,15 @@ TEST(ContiguousBeforeView, ViewsOfConvActivationsRun) {
             auto frozen = testing::freeze(net(c.body));
             const GraphPtr original = frozen.graph->copy();
             change(frozen.graph);
-            // A graph with ipex ops takes ipex::contiguous, an aten-only one aten::contiguous.
-            const std::string kind = changer == "prepack_weights" ? "ipex::contiguous" : "aten::contiguous";
+            // A graph with ipex ops takes ipex::contiguous_for_view, an aten-only one aten::contiguous.
+            const std::string kind = changer == "prepack_weights" ? "ipex::contiguous_for_view" : "aten::contiguous";
             const int before = testing::count(frozen.graph, kind);
             const int aten_before = testing::count(frozen.graph, "aten::contiguous");
             const PassResult r = contiguous_before_view(frozen.graph);
             frozen.graph->lint();
             EXPECT_EQ(r.count, c.views) << c.name << " " << changer << *frozen.graph;
+            if (changer == "prepack_weights")
+                EXPECT_EQ(contiguous_before_view(frozen.graph).count, 0) << c.name << ": a second run adds nothing";
             EXPECT_EQ(testing::count(frozen.graph, kind) - before, c.views) << c.name << " " << changer;
             if (kind != "aten::contiguous")
                 EXPECT_EQ(testing::count(frozen.graph, "aten::contiguous"), aten_before) << c.name;
