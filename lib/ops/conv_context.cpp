@@ -12,6 +12,7 @@
 #include "core/sizes_text.h"
 #include "ops/conv_own_plans.h"
 #include "ops/own_kernels.h"
+#include "ops/conv_deconv_gemm.h"
 #include "ops/onednn_utils.h"
 #include "ops/op_errors.h"
 
@@ -103,6 +104,11 @@ struct ConvolutionContext::Entry {
     // builds that list only with its reference kernel); execute_into runs the rest with aten.
     size_t fused = 0;
     std::string implementation;  // oneDNN's name for it ("jit_1x1:avx2")
+    // A transposed convolution as GEMMs (conv_deconv_gemm.h): `primitive` is a matmul run once per
+    // kernel-tap prefix, on the weights and into the output block at these element offsets.
+    bool gemm = false;
+    memory::desc gemm_weights;
+    std::vector<int64_t> weight_offsets, dst_offsets;
 };
 
 ConvolutionContext::ConvolutionContext(at::Tensor weight, c10::optional<at::Tensor> bias,
@@ -127,6 +133,8 @@ ConvolutionContext::ConvolutionContext(at::Tensor weight, c10::optional<at::Tens
     TORCH_CHECK(input_hint_.empty() || input_hint_.size() == spatial + 2,
                 "ipex convolution: the input hint must have ", spatial + 2, " dims");
     weights_ = std::make_shared<WeightCache>(onednn_weight(weight_, params_, types.math));
+    if (deconv_as_gemm(params_, weight_.sizes()) && onednn_float(types.math))
+        deconv_weight_ = deconv_gemm_weight(weight_, types.math);
     primitives_ = std::make_shared<PrimitiveCache<Entry>>();
     trims_ = new_trim_cache(params_, weight_.sizes());
 
@@ -187,6 +195,23 @@ void ConvolutionContext::run_own(const at::Tensor &src, const at::Tensor &dst) c
 
 void ConvolutionContext::execute_into(const at::Tensor &src, const at::Tensor &dst) const {
     const auto entry = entry_for(src.sizes().vec(), dst.scalar_type(), dst.sizes().vec());
+    if (entry->gemm) {
+        // Every post-op is the matmul's (gemm_entry takes no other); a sum reads dst's summand.
+        const size_t step = dst.element_size(), weight_step = deconv_weight_.element_size();
+        for (size_t t = 0; t < entry->dst_offsets.size(); ++t) {
+            std::unordered_map<int, memory> args{
+                {DNNL_ARG_SRC, wrap(src, entry->src)},
+                {DNNL_ARG_WEIGHTS, memory(entry->gemm_weights, cpu_engine(),
+                                          static_cast<char *>(deconv_weight_.data_ptr()) +
+                                              entry->weight_offsets[t] * weight_step)},
+                {DNNL_ARG_DST, memory(entry->dst, cpu_engine(),
+                                      static_cast<char *>(dst.data_ptr()) + entry->dst_offsets[t] * step)},
+            };
+            if (entry->bias_data.defined()) args.emplace(DNNL_ARG_BIAS, entry->bias);
+            execute(entry->primitive, entry->scratchpad, std::move(args));
+        }
+        return;
+    }
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, wrap(src, entry->src)},
         {DNNL_ARG_WEIGHTS, entry->weight.memory},
@@ -321,6 +346,12 @@ std::shared_ptr<const ConvolutionContext::Entry> ConvolutionContext::entry_for(
     CacheKey key(src_sizes);
     key.push_back(static_cast<int64_t>(dst_type));
     if (auto hit = primitives_->find(key)) return hit;
+    if (deconv_weight_.defined()) {
+        if (auto gemm = gemm_entry(src_sizes, dst_type)) {
+            primitives_->put(key, gemm);
+            return gemm;
+        }
+    }
 
     const int64_t rank = static_cast<int64_t>(src_sizes.size());
     const ComputeTypes types = compute_types(dtype_);
@@ -407,6 +438,45 @@ std::shared_ptr<const ConvolutionContext::Entry> ConvolutionContext::entry_for(
     entry->bias_data = bias_data;
     if (bias_.defined()) entry->bias = wrap(bias_data, bias_md);
     primitives_->put(key, entry);
+    return entry;
+}
+
+std::shared_ptr<ConvolutionContext::Entry> ConvolutionContext::gemm_entry(const std::vector<int64_t> &src_sizes,
+                                                                          at::ScalarType dst_type) const {
+    const ComputeTypes types = compute_types(dtype_);
+    const int64_t out_channels = weight_.size(1);
+    const at::IntArrayRef kernel = weight_.sizes().slice(2);
+    const at::ScalarType bias_dtype = bias_type(dst_type);
+    const DeconvGemmShape shape = deconv_gemm_shape(src_sizes, kernel, out_channels, types.math, dst_type,
+                                                    bias_.defined(), bias_dtype);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (types.fpmath_bf16) attr.set_fpmath_mode(dnnl::fpmath_mode::bf16);
+    attr.set_post_ops(to_dnnl(post_ops_, {}));
+    auto entry = std::make_shared<Entry>();
+    try {
+        const dnnl::matmul::primitive_desc pd(
+            dnnl::matmul::desc(shape.src, shape.weights, shape.bias, shape.dst), attr, cpu_engine());
+        // oneDNN's reference loops (a post-op list or strides its kernels do not take) would be
+        // slower than its deconvolution: that runs instead.
+        if (is_reference(pd)) return nullptr;
+        entry->primitive = dnnl::matmul(pd);
+        entry->implementation = std::string("gemm deconvolution: ") + pd.impl_info_str();
+        entry->scratchpad = pd.scratchpad_desc();
+    } catch (const dnnl::error &) {
+        return nullptr;
+    }
+    entry->gemm = true;
+    entry->src = shape.src;
+    entry->dst = shape.dst;
+    entry->gemm_weights = shape.weights;
+    entry->weight_offsets = shape.weight_offsets;
+    entry->dst_offsets = shape.dst_offsets;
+    entry->fused = post_ops_.size();
+    if (bias_.defined()) {
+        entry->bias_data = deconv_gemm_bias(bias_, kernel.back(), bias_dtype);
+        entry->bias = wrap(entry->bias_data, shape.bias);
+    }
     return entry;
 }
 

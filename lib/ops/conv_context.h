@@ -199,6 +199,9 @@ private:
     struct Entry;
     std::shared_ptr<const Entry> entry_for(const std::vector<int64_t> &src_sizes, at::ScalarType dst_type,
                                            const std::vector<int64_t> &dst_sizes) const;
+    // The entry of a transposed convolution run as GEMMs (conv_deconv_gemm.h), or nullptr where
+    // oneDNN has no non-reference matmul for it (its deconvolution then runs).
+    std::shared_ptr<Entry> gemm_entry(const std::vector<int64_t> &src_sizes, at::ScalarType dst_type) const;
     // The output sizes of x (batched `input`), after checking its channels and that it is large enough.
     std::vector<int64_t> checked_output_sizes(const at::Tensor &x, const at::Tensor &input) const;
     // conv + post-ops before the sum, then the sum and later post-ops with aten.
@@ -248,6 +251,8 @@ private:
     bool sum_in_place_ = false;
     std::vector<int64_t> input_hint_;
     std::shared_ptr<WeightCache> weights_;
+    // A transposed convolution run as GEMMs: its weight in their layout (undefined otherwise).
+    at::Tensor deconv_weight_;
     std::shared_ptr<PrimitiveCache<Entry>> primitives_;
     struct Depthwise;  // weights and post-ops as the own depthwise kernel takes them
     std::shared_ptr<const Depthwise> depthwise_;

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "ops/conv_context.h"
+#include "ops/onednn_utils.h"
 #include "ops/ops.h"
 #include "unit/ops/ops_test_utils.h"
 #include "unit/test_cpu.h"
@@ -68,6 +69,12 @@ const std::vector<ConvCase> &cases() {
         {"conv_transpose3d_grouped", 4, 6, {2, 3, 2}, params({1, 2, 2}, {0, 1, 0}, {1, 1, 1}, 2, true, {0, 1, 1}),
          true, {4, 3, 5}},
         {"conv_transpose2d_depthwise", 6, 6, {3, 3}, params({2, 2}, {1, 1}, {1, 1}, 6, true, {1, 1}), true, {7, 9}},
+        // Kernel = stride (no overlap): run as GEMMs (conv_deconv_gemm.h).
+        {"conv_transpose1d_as_gemm", 5, 7, {3}, params({3}, {0}, {1}, 1, true), true, {9}},
+        {"conv_transpose2d_as_gemm", 16, 24, {2, 2}, params({2, 2}, {0, 0}, {1, 1}, 1, true), true, {7, 9}},
+        {"conv_transpose2d_as_gemm_rect", 6, 5, {2, 3}, params({2, 3}, {0, 0}, {1, 1}, 1, true), false, {5, 4}},
+        {"conv_transpose3d_as_gemm", 4, 6, {2, 3, 2}, params({2, 3, 2}, {0, 0, 0}, {1, 1, 1}, 1, true), true,
+         {3, 4, 5}},
     };
     return all;
 }
@@ -225,6 +232,38 @@ TEST_F(OpsConvContext, FiftyInputSizesShareThePackedWeight) {
         }
         EXPECT_LE(ctx.packed_layouts(), dtype == "fp32" ? 2u : 1u) << dtype;
         EXPECT_LE(ctx.cached_shapes(), 16u);
+    }
+}
+
+// A transposed convolution whose kernel equals its stride runs as oneDNN matmuls written into the
+// output through strides, with its post-ops (an activation, a residual sum) in them; the same
+// geometry with padding or groups runs oneDNN's deconvolution.
+TEST_F(OpsConvContext, NonOverlappingTransposedConvolutionRunsAsGemm) {
+    at::manual_seed(5);
+    const at::Tensor w = at::randn({32, 16, 2, 2}) * 0.2, b = at::randn({16});
+    const ConvParams p = params({2, 2}, {0, 0}, {1, 1}, 1, true);
+    ConvolutionContext relu(w, b, p, "fp32", {{"relu"}}, false, {});
+    const at::Tensor x = at::randn({3, 32, 6, 5});
+    const at::Tensor want = testing::reference_conv(x, w, b, p);
+    expect_close(relu.run(x, c10::nullopt), at::relu(want), "fp32", "relu");
+    EXPECT_EQ(relu.onednn_kernel(x.sizes().vec(), at::kFloat).first.rfind("gemm deconvolution", 0), 0u)
+        << relu.onednn_kernel(x.sizes().vec(), at::kFloat).first;
+    // A batch written part by part into one output (the chain op's way).
+    const at::Tensor out = empty_channels_last({3, 16, 12, 10}, at::kFloat);
+    relu.run_into(x.narrow(0, 0, 2), out.narrow(0, 0, 2));
+    relu.run_into(x.narrow(0, 2, 1), out.narrow(0, 2, 1));
+    expect_close(out, at::relu(want), "fp32", "run_into");
+    // A residual sum, then an activation.
+    ConvolutionContext sum(w, b, p, "fp32", {{"sum", 1.0}, {"relu"}}, false, {});
+    const at::Tensor other = at::randn({3, 16, 12, 10});
+    expect_close(sum.run(x, other), at::relu(want + other), "fp32", "sum");
+    // Padding, output padding or groups: overlapping or split blocks, oneDNN's deconvolution.
+    for (const ConvParams &q : {params({2, 2}, {1, 1}, {1, 1}, 1, true), params({2, 2}, {0, 0}, {1, 1}, 2, true),
+                                params({2, 2}, {0, 0}, {1, 1}, 1, true, {1, 1})}) {
+        const at::Tensor wq = q.groups == 2 ? at::randn({32, 8, 2, 2}) * 0.2 : w;
+        ConvolutionContext ctx(wq, b, q, "fp32", {}, false, {});
+        EXPECT_NE(ctx.onednn_kernel(x.sizes().vec(), at::kFloat).first.rfind("gemm deconvolution", 0), 0u);
+        expect_close(ctx.run(x, c10::nullopt), testing::reference_conv(x, wq, b, q), "fp32", "deconvolution");
     }
 }
 
