@@ -37,6 +37,7 @@
 #include "passes/merge_embedding_bags.h"
 #include "passes/fuse_norm_relu.h"
 #include "passes/replace_mul.h"
+#include "passes/replace_topk.h"
 #include "passes/replace_pooling.h"
 #include "passes/replace_torchvision_ops.h"
 #include "passes/split_cat_conv.h"
@@ -320,6 +321,7 @@ const std::vector<Pass> &pass_list() {
         {"fuse_norm_relu", nullptr, Needs::prepacked, [](Run &run) { return fuse_norm_relu(run.graph); }},
         {"fuse_channel_shuffle", nullptr, Needs::prepacked, [](Run &run) { return fuse_channel_shuffle(run.graph); }},
         {"replace_mul", nullptr, Needs::prepacked, [](Run &run) { return replace_mul(run.graph); }},
+        {"replace_topk", nullptr, Needs::prepacked, [](Run &run) { return replace_topk(run.graph); }},
         {"group_convolutions", "conv-chains", Needs::prepacked,
          [](Run &run) { return group_convolutions(run.graph); }},
         {"chain_convolutions", "conv-chains", Needs::prepacked,

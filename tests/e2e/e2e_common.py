@@ -52,7 +52,7 @@ PASS_NAMES = ("freeze", "remove_dropout", "fold_conv_bn", "fold_linear_bn", "con
               "auto_kernel_selection", "fuse_eltwise", "fuse_conv_sum", "fuse_linear_binary",
               "chain_bf32_outputs",
               "restore_output_layout", "fuse_norm_relu", "fuse_channel_shuffle", "replace_mul",
-              "contiguous_before_view")
+              "replace_topk", "contiguous_before_view")
 PASS_STATUSES = ("applied", "disabled")
 
 
