@@ -33,7 +33,22 @@ memory::format_tag channels_last_tag(int64_t rank) {
     }
 }
 
-// The weight in oneDNN's logical order ([G,] O, I, k...), contiguous, in the compute dtype.
+// The dims of a PyTorch convolution weight in oneDNN's logical order: [G,] O/G, I/G, k... (G only
+// when groups > 1).
+std::vector<int64_t> onednn_weight_sizes(at::IntArrayRef weight, const ConvParams &p) {
+    const int64_t g = p.groups;
+    std::vector<int64_t> sizes;
+    if (g > 1) sizes.push_back(g);
+    if (p.transposed) {
+        sizes.insert(sizes.end(), {weight[1], weight[0] / g});  // PyTorch: [I, O/G, k...]
+    } else {
+        sizes.insert(sizes.end(), {weight[0] / g, weight[1]});  // PyTorch: [O, I/G, k...]
+    }
+    sizes.insert(sizes.end(), weight.begin() + 2, weight.end());
+    return sizes;
+}
+
+// The weight in oneDNN's logical order (onednn_weight_sizes), contiguous, in the compute dtype.
 at::Tensor onednn_weight(const at::Tensor &weight, const ConvParams &p, at::ScalarType type) {
     at::Tensor w = weight.to(type).contiguous();
     const int64_t g = p.groups;
@@ -49,6 +64,7 @@ at::Tensor onednn_weight(const at::Tensor &weight, const ConvParams &p, at::Scal
         w = w.view(split);
     }
     if (g == 1 && w.dim() == weight.dim() + 1) w = w.squeeze(0);
+    TORCH_INTERNAL_ASSERT(w.sizes() == at::IntArrayRef(onednn_weight_sizes(weight.sizes(), p)));
     return w.contiguous();
 }
 
@@ -132,9 +148,15 @@ ConvolutionContext::ConvolutionContext(at::Tensor weight, c10::optional<at::Tens
                 "ipex convolution: the only tensor post-op of a convolution is sum");
     TORCH_CHECK(input_hint_.empty() || input_hint_.size() == spatial + 2,
                 "ipex convolution: the input hint must have ", spatial + 2, " dims");
-    weights_ = std::make_shared<WeightCache>(onednn_weight(weight_, params_, types.math));
-    if (deconv_as_gemm(params_, weight_.sizes()) && onednn_float(types.math))
+    if (deconv_as_gemm(params_, weight_.sizes()) && onednn_float(types.math)) {
+        // The GEMM path reads its own copy; oneDNN's deconvolution weight only if a shape falls back.
         deconv_weight_ = deconv_gemm_weight(weight_, types.math);
+        weights_ = std::make_shared<WeightCache>(
+            onednn_weight_sizes(weight_.sizes(), params_),
+            [weight = weight_, params = params_, math = types.math] { return onednn_weight(weight, params, math); });
+    } else {
+        weights_ = std::make_shared<WeightCache>(onednn_weight(weight_, params_, types.math));
+    }
     primitives_ = std::make_shared<PrimitiveCache<Entry>>();
     trims_ = new_trim_cache(params_, weight_.sizes());
 
@@ -358,7 +380,7 @@ std::shared_ptr<const ConvolutionContext::Entry> ConvolutionContext::entry_for(
     const auto &p = params_;
     const memory::desc src_md(to_dims(src_sizes), to_dnnl(types.math), channels_last_tag(rank));
     const memory::desc dst_md(to_dims(dst_sizes), to_dnnl(dst_type), channels_last_tag(rank));
-    const memory::desc weight_md(to_dims(weights_->plain().sizes()), to_dnnl(types.math), memory::format_tag::any);
+    const memory::desc weight_md(to_dims(weights_->sizes()), to_dnnl(types.math), memory::format_tag::any);
     // A bf16 output takes a bf16 bias, as aten's bf16 convolution does: the same rounding the
     // output gets anyway, and oneDNN's bf16 kernels run measurably faster with it.
     const at::Tensor bias_data = bias_type(dst_type) == at::kBFloat16 ? bias_bf16_ : bias_;

@@ -44,27 +44,12 @@ DeconvGemmShape deconv_gemm_shape(at::IntArrayRef src_sizes, at::IntArrayRef ker
         out_stride[i] = stride;
         stride *= src_sizes[2 + i] * kernel[i];
     }
-    // Batch dims: (n, s1) merged, then s2..s(d-1); rows: sd (d = 1: n and s1 together).
-    memory::dims dims, src_strides, dst_strides;
-    if (d == 1) {
-        dims = {n * src_sizes[2]};
-        dst_strides = {kernel[0] * out_channels};
-    } else {
-        dims = {n * src_sizes[2]};
-        dst_strides = {kernel[0] * out_stride[0]};
-        for (int64_t i = 1; i + 1 < d; ++i) {
-            dims.push_back(src_sizes[2 + i]);
-            dst_strides.push_back(kernel[i] * out_stride[i]);
-        }
-        dims.push_back(src_sizes[2 + d - 1]);
-        dst_strides.push_back(kernel[d - 1] * out_channels);
-    }
-    src_strides.assign(dims.size() + 1, 0);
-    src_strides.back() = 1;
-    int64_t dense = ic;
-    for (int64_t i = static_cast<int64_t>(dims.size()) - 1; i >= 0; --i) {
-        src_strides[i] = dense;
-        dense *= dims[i];
+    // Matmul batch dims: (n, s1) merged, then s2..s(d-1); rows: sd (d = 1: the merged (n, s1)).
+    // Each steps k_i output positions of its spatial dim; out_stride[d - 1] is out_channels.
+    memory::dims dims{n * src_sizes[2]}, dst_strides{kernel[0] * out_stride[0]};
+    for (int64_t i = 1; i < d; ++i) {
+        dims.push_back(src_sizes[2 + i]);
+        dst_strides.push_back(kernel[i] * out_stride[i]);
     }
     memory::dims src_dims = dims, dst_dims = dims, weight_dims(dims.size() - 1, 1), bias_dims(dims.size() + 1, 1);
     src_dims.push_back(ic);
@@ -72,7 +57,7 @@ DeconvGemmShape deconv_gemm_shape(at::IntArrayRef src_sizes, at::IntArrayRef ker
     dst_strides.push_back(1);
     weight_dims.insert(weight_dims.end(), {ic, cols});
     bias_dims.back() = cols;
-    // Weights and bias: dense row-major over their (broadcast) dims.
+    // Source, weights and bias: dense row-major over their (broadcast) dims.
     const auto dense_strides = [](const memory::dims &sizes) {
         memory::dims s(sizes.size());
         int64_t step = 1;
@@ -83,7 +68,7 @@ DeconvGemmShape deconv_gemm_shape(at::IntArrayRef src_sizes, at::IntArrayRef ker
         return s;
     };
     DeconvGemmShape shape;
-    shape.src = memory::desc(src_dims, to_dnnl(math), src_strides);
+    shape.src = memory::desc(src_dims, to_dnnl(math), dense_strides(src_dims));
     shape.weights = memory::desc(weight_dims, to_dnnl(math), dense_strides(weight_dims));
     shape.dst = memory::desc(dst_dims, to_dnnl(dst_type), dst_strides);
     if (bias) shape.bias = memory::desc(bias_dims, to_dnnl(bias_type), dense_strides(bias_dims));

@@ -83,8 +83,12 @@ std::shared_ptr<const MatmulEntry> without_kernel(const at::Tensor &a, const at:
     entry->no_kernel = true;
     if (a.scalar_type() == at::kBFloat16) {
         // The widened operands' strides follow from these operands' sizes and strides alone, so
-        // one fp32 primitive serves every call under this entry's key.
-        const at::Tensor a32 = a.to(at::kFloat), b32 = b.to(at::kFloat);
+        // one fp32 primitive serves every call under this entry's key: meta tensors give the
+        // strides `to(kFloat)` will have, without converting any value.
+        const auto widened_like = [](const at::Tensor &t) {
+            return at::empty_like(t, t.options().dtype(at::kFloat).device(at::kMeta));
+        };
+        const at::Tensor a32 = widened_like(a), b32 = widened_like(b);
         entry->widened = build(a32, b32, dst_sizes, /*dense=*/false);
         if (!entry->widened) entry->widened = build(a32, b32, dst_sizes, /*dense=*/true);
     }

@@ -13,8 +13,8 @@
 namespace ipex::ops {
 namespace {
 
-// aten's choice between a partial sort and a full selection: the heap pays off for small k.
-constexpr int64_t kRowsPerTopK = 64;
+// The least row length per k for the heap (n >= 64 k); for larger k aten's selection is kept.
+constexpr int64_t kMinRowPerK = 64;
 // A row shorter than this is one thread's work.
 constexpr int64_t kMinPartLength = 1 << 16;
 
@@ -63,7 +63,7 @@ bool topk_own_kernel(const at::Tensor &self, int64_t k, int64_t dim, bool larges
         return false;
     const int64_t d = c10::maybe_wrap_dim(dim, self.dim());
     const int64_t n = self.size(d);
-    return d == self.dim() - 1 && self.stride(d) == 1 && k >= 1 && k * kRowsPerTopK <= n;
+    return d == self.dim() - 1 && self.stride(d) == 1 && k >= 1 && k * kMinRowPerK <= n;
 }
 
 std::tuple<at::Tensor, at::Tensor> topk(const at::Tensor &self, int64_t k, int64_t dim, bool largest, bool sorted) {

@@ -4,13 +4,32 @@
 
 namespace ipex::ops {
 
+const at::Tensor &WeightCache::plain_locked() const {
+    if (make_plain_) {
+        plain_ = make_plain_();
+        make_plain_ = nullptr;
+    }
+    return plain_;
+}
+
+at::Tensor WeightCache::plain() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return plain_locked();
+}
+
+std::vector<int64_t> WeightCache::sizes() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return make_plain_ ? sizes_ : plain_.sizes().vec();
+}
+
 WeightCache::Packed WeightCache::get(const dnnl::memory::desc &desc) {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const auto &entry : packed_)
         if (entry.first == desc) return entry.second;
     at::Tensor buffer = at::empty({static_cast<int64_t>(desc.get_size())}, at::kByte);
     dnnl::memory packed(desc, cpu_engine(), buffer.data_ptr());
-    const dnnl::memory src = wrap(plain_, plain_desc_ == dnnl::memory::desc() ? strided_desc(plain_) : plain_desc_);
+    const at::Tensor &plain = plain_locked();
+    const dnnl::memory src = wrap(plain, plain_desc_ == dnnl::memory::desc() ? strided_desc(plain) : plain_desc_);
     auto &stream = thread_stream();
     dnnl::reorder(src, packed).execute(stream, const_cast<dnnl::memory &>(src), packed);
     stream.wait();
@@ -24,8 +43,9 @@ WeightCache::Packed WeightCache::get(const dnnl::memory::desc &desc) {
 void WeightCache::adopt_plain() {
     std::lock_guard<std::mutex> lock(mutex_);
     TORCH_CHECK(packed_.empty(), "WeightCache::adopt_plain: the weight is already packed");
-    const dnnl::memory::desc desc = plain_desc_ == dnnl::memory::desc() ? strided_desc(plain_) : plain_desc_;
-    packed_.push_back({desc, {plain_, wrap(plain_, desc)}});
+    const at::Tensor &plain = plain_locked();
+    const dnnl::memory::desc desc = plain_desc_ == dnnl::memory::desc() ? strided_desc(plain) : plain_desc_;
+    packed_.push_back({desc, {plain, wrap(plain, desc)}});
     adopted_ = true;
 }
 

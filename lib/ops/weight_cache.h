@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <functional>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -23,6 +24,11 @@ public:
     // The same with the plain layout given (int8 weights, whose tensor dims differ from oneDNN's).
     WeightCache(at::Tensor plain, dnnl::memory::desc plain_desc)
         : plain_(std::move(plain)), plain_desc_(std::move(plain_desc)) {}
+    // A plain weight made on first use only (by get() or plain()): a context whose usual path
+    // reads another copy of the weight holds none in oneDNN's dims until a primitive needs one.
+    // `sizes`: the dims `make_plain` will return.
+    WeightCache(std::vector<int64_t> sizes, std::function<at::Tensor()> make_plain)
+        : sizes_(std::move(sizes)), make_plain_(std::move(make_plain)) {}
 
     struct Packed {
         at::Tensor buffer;    // owns the bytes
@@ -42,7 +48,10 @@ public:
     int64_t packed_bytes() const;
     // Whether a copy in `desc` is held.
     bool holds(const dnnl::memory::desc &desc) const;
-    const at::Tensor &plain() const { return plain_; }
+    // The plain weight (made now if it was deferred).
+    at::Tensor plain() const;
+    // Its dims, without making it.
+    std::vector<int64_t> sizes() const;
     // The layout of the first packed copy (a zero desc before any).
     dnnl::memory::desc first_layout() const;
 
@@ -66,7 +75,12 @@ public:
     }
 
 private:
-    at::Tensor plain_;
+    // plain_, made first if it was deferred; call with mutex_ held.
+    const at::Tensor &plain_locked() const;
+
+    mutable at::Tensor plain_;
+    std::vector<int64_t> sizes_;                 // a deferred plain weight's dims
+    mutable std::function<at::Tensor()> make_plain_;  // empty once plain_ is made
     dnnl::memory::desc plain_desc_;  // zero: the strides of plain_
     bool adopted_ = false;
     mutable std::mutex mutex_;

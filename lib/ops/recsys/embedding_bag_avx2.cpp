@@ -46,21 +46,8 @@ void add_row(const void *row, RowType type, const float *weight, int64_t dim, fl
             _mm256_storeu_ps(acc + k, _mm256_add_ps(_mm256_loadu_ps(acc + k), load_row(row, type, k, s, z)));
         }
     }
-    if (full == dim) return;
-    // The tail: the portable step on the row's last elements (a uint8 row's scale and bias stay
-    // after all `dim` values, so its tail is dequantized here with the ones read above).
-    for (int64_t k = full; k < dim; ++k) {
-        float v;
-        if (type == RowType::bf16) {
-            const uint32_t bits = uint32_t{static_cast<const uint16_t *>(row)[k]} << 16;
-            std::memcpy(&v, &bits, sizeof(v));
-        } else if (type == RowType::uint8_rowwise) {
-            v = static_cast<float>(static_cast<const uint8_t *>(row)[k]) * scale + bias;
-        } else {
-            v = static_cast<const float *>(row)[k];
-        }
-        acc[k] += weight ? v * *weight : v;
-    }
+    // The tail: the portable step (a uint8 row's scale and bias stay after all `dim` values).
+    add_row_range(row, type, weight, scale, bias, full, dim, acc);
 }
 
 }  // namespace ipex::ops::recsys::avx2

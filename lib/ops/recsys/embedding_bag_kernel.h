@@ -37,6 +37,11 @@ namespace avx512 {
 void add_row(const void *row, RowType type, const float *weight, int64_t dim, float *acc);
 }  // namespace avx512
 
+// The portable step on elements [begin, end) of a row whose uint8 scale and bias were read
+// already (any values for other row types): the vector builds' tails.
+void add_row_range(const void *row, RowType type, const float *weight, float scale, float bias, int64_t begin,
+                   int64_t end, float *acc);
+
 // A uint8 row's scale and bias (after its `dim` values).
 void read_row_tail(const void *row, int64_t dim, float *scale, float *bias);
 

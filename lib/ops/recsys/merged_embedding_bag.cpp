@@ -22,33 +22,38 @@ void read_row_tail(const void *row, int64_t dim, float *scale, float *bias) {
     std::memcpy(bias, tail + sizeof(float), sizeof(float));
 }
 
-void add_row(const void *row, RowType type, const float *weight, int64_t dim, float *acc) {
+void add_row_range(const void *row, RowType type, const float *weight, float scale, float bias, int64_t begin,
+                   int64_t end, float *acc) {
     if (type == RowType::bf16) {
         const auto *src = static_cast<const uint16_t *>(row);
         if (weight) {
-            for (int64_t k = 0; k < dim; ++k) acc[k] += kernels::from_bf16(src[k]) * *weight;
+            for (int64_t k = begin; k < end; ++k) acc[k] += kernels::from_bf16(src[k]) * *weight;
         } else {
-            for (int64_t k = 0; k < dim; ++k) acc[k] += kernels::from_bf16(src[k]);
+            for (int64_t k = begin; k < end; ++k) acc[k] += kernels::from_bf16(src[k]);
         }
         return;
     }
     if (type == RowType::uint8_rowwise) {
         const auto *src = static_cast<const uint8_t *>(row);
-        float scale = 0.f, bias = 0.f;
-        read_row_tail(row, dim, &scale, &bias);
         if (weight) {
-            for (int64_t k = 0; k < dim; ++k) acc[k] += (static_cast<float>(src[k]) * scale + bias) * *weight;
+            for (int64_t k = begin; k < end; ++k) acc[k] += (static_cast<float>(src[k]) * scale + bias) * *weight;
         } else {
-            for (int64_t k = 0; k < dim; ++k) acc[k] += static_cast<float>(src[k]) * scale + bias;
+            for (int64_t k = begin; k < end; ++k) acc[k] += static_cast<float>(src[k]) * scale + bias;
         }
         return;
     }
     const auto *src = static_cast<const float *>(row);
     if (weight) {
-        for (int64_t k = 0; k < dim; ++k) acc[k] += src[k] * *weight;
+        for (int64_t k = begin; k < end; ++k) acc[k] += src[k] * *weight;
     } else {
-        for (int64_t k = 0; k < dim; ++k) acc[k] += src[k];
+        for (int64_t k = begin; k < end; ++k) acc[k] += src[k];
     }
+}
+
+void add_row(const void *row, RowType type, const float *weight, int64_t dim, float *acc) {
+    float scale = 0.f, bias = 0.f;
+    if (type == RowType::uint8_rowwise) read_row_tail(row, dim, &scale, &bias);
+    add_row_range(row, type, weight, scale, bias, 0, dim, acc);
 }
 
 // The table's offsets as int64, checked: starting at 0, non-decreasing, within the indices.
@@ -178,8 +183,7 @@ void pool_bags(const Table &table, int64_t t, int64_t b0, int64_t b1, PoolingMod
     for (int64_t b = b0; b < std::min(b1, b0 + kPrefetchBags); ++b) prefetch(b);
     for (int64_t b = b0; b < b1; ++b) {
         if (b + kPrefetchBags < b1) prefetch(b + kPrefetchBags);
-        float *sum = acc;
-        std::fill(sum, sum + dim, 0.f);
+        std::fill(acc, acc + dim, 0.f);
         int64_t count = 0;
         for (int64_t j = off[b], end = bag_end(b); j < end; ++j) {
             const int64_t row = static_cast<int64_t>(idx[j]);
@@ -187,19 +191,19 @@ void pool_bags(const Table &table, int64_t t, int64_t b0, int64_t b1, PoolingMod
                              " is outside the ", table.rows, "-row table");
             if (row == table.padding_idx) continue;
             ++count;
-            add(weight + row * row_bytes, table.type, psw ? psw + j : nullptr, dim, sum);
+            add(weight + row * row_bytes, table.type, psw ? psw + j : nullptr, dim, acc);
         }
         if (mode == PoolingMode::kMean && count > 0) {
             const float n = static_cast<float>(count);
-            for (int64_t k = 0; k < dim; ++k) sum[k] /= n;
+            for (int64_t k = 0; k < dim; ++k) acc[k] /= n;
         }
         if (bf16_out) {
             uint16_t *dst = out_bf16 + b * dim;
-            for (int64_t k = 0; k < dim; ++k) dst[k] = kernels::to_bf16(sum[k]);
+            for (int64_t k = 0; k < dim; ++k) dst[k] = kernels::to_bf16(acc[k]);
         } else if (stream) {
-            kernels::copy_streaming(out + b * dim, sum, dim);
+            kernels::copy_streaming(out + b * dim, acc, dim);
         } else {
-            std::copy(sum, sum + dim, out + b * dim);
+            std::copy(acc, acc + dim, out + b * dim);
         }
     }
 }

@@ -9,6 +9,7 @@
 #include "ops/conv_context.h"
 #include "ops/onednn_utils.h"
 #include "ops/ops.h"
+#include "ops/weight_cache.h"
 #include "unit/ops/ops_test_utils.h"
 #include "unit/test_cpu.h"
 
@@ -265,6 +266,26 @@ TEST_F(OpsConvContext, NonOverlappingTransposedConvolutionRunsAsGemm) {
         EXPECT_NE(ctx.onednn_kernel(x.sizes().vec(), at::kFloat).first.rfind("gemm deconvolution", 0), 0u);
         expect_close(ctx.run(x, c10::nullopt), testing::reference_conv(x, wq, b, q), "fp32", "deconvolution");
     }
+}
+
+TEST_F(OpsConvContext, WeightCacheMakesADeferredPlainWeightOnFirstUseOnly) {
+    int made = 0;
+    const at::Tensor w = at::randn({4, 3, 2, 2});
+    WeightCache cache({4, 3, 2, 2}, [&] {
+        ++made;
+        return w.clone();
+    });
+    EXPECT_EQ(cache.sizes(), (std::vector<int64_t>{4, 3, 2, 2}));
+    EXPECT_EQ(made, 0) << "sizes() must not make the weight";
+    const dnnl::memory::desc desc({4, 3, 2, 2}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::ohwi);
+    const WeightCache::Packed packed = cache.get(desc);
+    EXPECT_EQ(made, 1);
+    // The reordered copy holds the weight's values in the asked layout.
+    const at::Tensor back = packed.buffer.view(at::kFloat).view({4, 2, 2, 3}).permute({0, 3, 1, 2});
+    EXPECT_TRUE(at::equal(back, w));
+    EXPECT_TRUE(at::equal(cache.plain(), w));
+    cache.get(dnnl::memory::desc({4, 3, 2, 2}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::oihw));
+    EXPECT_EQ(made, 1);
 }
 
 TEST_F(OpsConvContext, RejectsWrongChannelCount) {
