@@ -17,6 +17,11 @@ Runner setup_perplexity(CLI::App &sub) {
     sub.add_option("--stride", r->stride, "tokens between window starts, 1 to --context (default: context / 2)");
     sub.add_option("--max-ppl", r->max_ppl,
                    "exit 1 when the perplexity is above X (a perplexity that is not finite always exits 1)");
+    sub.add_flag("--baseline", r->baseline,
+                 "also score the model without --qconfig / --woq-dtype (same --dtype, same windows) and print the "
+                 "relative change: what the quantization costs");
+    sub.add_option("--max-increase", r->max_increase,
+                   "exit 1 when the perplexity is more than PCT percent above the baseline's (implies --baseline)");
     add_json_option(sub, *json, JsonForm::flag, "print the result as JSON");
     add_allow_long_context(sub, r->allow_long_context);
     add_llm_load_options(sub, r->load);

@@ -112,13 +112,27 @@ class W8A8Test(e2e.ToolTestCase):
         fp32 = self.ppl()["perplexity"]
         q05, _ = self.calibrate(0.5)
         q0, _ = self.calibrate(0)
-        r05 = self.ppl("--qconfig", q05)
-        r0 = self.ppl("--qconfig", q0)
+        # --baseline scores the model without the qconfig in the same run: the plain run's figure
+        r05 = self.ppl("--qconfig", q05, "--baseline", "--max-increase", "2")
         self.assertIn("w8a8", r05["weights"])
+        self.assertNotIn("w8a8", r05["baseline"]["weights"])
+        self.assertEqual(r05["baseline"]["perplexity"], fp32)
+        # alpha 0 is visibly worse: --max-increase 4 fails (exit 1), the report still printed
+        result = self.tool("perplexity", OUTLIER, "--text", TEXT, "--dtype", "fp32", "--context", "128", "--json",
+                           "--qconfig", q0, "--max-increase", "4", expect=e2e.EXIT_CHECK_FAILED)
+        self.assert_error(result, e2e.EXIT_CHECK_FAILED, "--max-increase", "baseline")
+        r0 = result.json()
+        self.assertEqual(r0["baseline"]["perplexity"], fp32)
+        self.assertFalse(r0["ok"])
         p05, p0 = r05["perplexity"], r0["perplexity"]
         self.assertLess(abs(p05 / fp32 - 1), 0.02, (fp32, p05, p0))
         self.assertGreater(p0 / fp32 - 1, 0.04, (fp32, p05, p0))  # visibly worse
         self.assertLess(p05, p0)
+        for r, p in ((r05, p05), (r0, p0)):
+            self.assertAlmostEqual(r["increase_percent"], (p / fp32 - 1) * 100, places=9)
+        # nothing to compare without a quantization
+        self.assert_error(self.run_tool("perplexity", OUTLIER, "--text", TEXT, "--baseline"), e2e.EXIT_USAGE,
+                          "--baseline", "--qconfig")
 
     def test_generate_and_bench_take_the_qconfig(self):
         q, _ = self.calibrate(0.5)

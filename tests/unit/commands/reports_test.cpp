@@ -234,6 +234,51 @@ TEST(PerplexityReport, FiniteAndGated) {
     EXPECT_EQ(code_of([&] { r.check(); }), ExitCode::check_failed);
 }
 
+TEST(PerplexityReport, AgainstTheBaseline) {
+    PerplexityReport r;
+    r.weights = "int4 g128";
+    r.context = 64;
+    r.stride = 32;
+    r.result.perplexity = 12.6;
+    r.result.scored = 10;
+    r.result.windows = 1;
+    EXPECT_TRUE(std::isnan(r.increase_percent()));  // no baseline
+    EXPECT_TRUE(r.to_json()["baseline"].is_null());
+    r.baseline = PerplexityBaseline{"fp32", {}};
+    r.baseline->result.perplexity = 12.0;
+    r.baseline->result.scored = 10;
+    EXPECT_NEAR(r.increase_percent(), 5.0, 1e-12);
+    EXPECT_EQ(r.text(), "perplexity 12.6000 over 10 tokens (1 windows of 64, stride 32)\n"
+                        "baseline (fp32) perplexity 12.0000: +5.00%\n");
+    nlohmann::json j = r.to_json();
+    EXPECT_EQ(j["baseline"]["weights"], "fp32");
+    EXPECT_DOUBLE_EQ(j["baseline"]["perplexity"].get<double>(), 12.0);
+    EXPECT_NEAR(j["increase_percent"].get<double>(), 5.0, 1e-12);
+    EXPECT_TRUE(j["max_increase_percent"].is_null());
+    EXPECT_EQ(code_of([&] { r.check(); }), ExitCode::ok);
+    r.max_increase = 5.5;
+    EXPECT_TRUE(r.ok());
+    r.max_increase = 4.5;
+    EXPECT_FALSE(r.ok());
+    EXPECT_EQ(r.text(), "perplexity 12.6000 over 10 tokens (1 windows of 64, stride 32)\n"
+                        "baseline (fp32) perplexity 12.0000: +5.00% (limit 4.50%)\n");
+    try {
+        r.check();
+        ADD_FAILURE() << "check() passed above --max-increase";
+    } catch (const Error &e) {
+        EXPECT_EQ(e.code(), ExitCode::check_failed);
+        EXPECT_TRUE(has(e.what(), "+5.00% of the baseline's")) << e.what();
+        EXPECT_TRUE(has(e.what(), "more than --max-increase 4.50%")) << e.what();
+    }
+    // A baseline that is not finite fails the run whatever the limit.
+    r.max_increase.reset();
+    r.baseline->result.finite = false;
+    r.baseline->result.perplexity = std::numeric_limits<double>::infinity();
+    EXPECT_FALSE(r.ok());
+    EXPECT_TRUE(r.to_json()["increase_percent"].is_null());
+    EXPECT_EQ(code_of([&] { r.check(); }), ExitCode::check_failed);
+}
+
 TEST(PerplexityReport, NotFinite) {
     PerplexityReport r;
     r.result.perplexity = std::numeric_limits<double>::quiet_NaN();

@@ -156,6 +156,16 @@ TEST(Perplexity, UsageErrorsBeforeTheTextIsRead) {
     r.load.woq.group_size = -5;
     EXPECT_EQ(code_of([&] { run_perplexity(r); }), ExitCode::usage);
     r.load.woq.group_size.reset();
+    r.baseline = true;  // nothing to compare: no --qconfig, no --woq-dtype
+    EXPECT_EQ(code_of([&] { run_perplexity(r); }), ExitCode::usage);
+    r.baseline = false;
+    r.max_increase = 3;  // implies --baseline
+    EXPECT_EQ(code_of([&] { run_perplexity(r); }), ExitCode::usage);
+    r.load.woq.dtype = "int4";
+    r.max_increase = -1;
+    EXPECT_EQ(code_of([&] { run_perplexity(r); }), ExitCode::usage);
+    r.max_increase.reset();
+    r.load.woq.dtype.clear();
     EXPECT_EQ(code_of([&] { run_perplexity(r); }), ExitCode::bad_input);
 }
 
