@@ -144,6 +144,16 @@ at::Tensor dequantize(const WoqLayer &layer) {
     return at::empty_like(w).index_copy_(1, layer.perm, w);
 }
 
+at::Tensor dequantize_rows(const WoqLayer &layer, const at::Tensor &rows) {
+    WoqLayer part = layer;  // shares the other tensors
+    part.qweight = layer.qweight.index_select(0, rows);
+    part.scales = layer.scales.index_select(0, rows);
+    part.zeros = layer.zeros.index_select(0, rows);
+    part.out_features = rows.numel();
+    part.bias = at::Tensor();
+    return dequantize(part);
+}
+
 WoqLayer quantize_rtn(const std::string &name, const at::Tensor &weight, const at::Tensor &bias, int bits,
                       int64_t group_size) {
     const int64_t n = weight.size(0), k = weight.size(1);

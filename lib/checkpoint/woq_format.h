@@ -75,6 +75,9 @@ at::Tensor unpack_weight(const at::Tensor &packed, int bits, int64_t in_features
 
 // The float [N, K] weight the layer stands for, channels in natural order.
 at::Tensor dequantize(const WoqLayer &layer);
+// Rows `rows` (int64 indices into [0, out_features)) of that weight, float [rows, K], the same
+// values as dequantize's rows: a quantized embedding table's lookup.
+at::Tensor dequantize_rows(const WoqLayer &layer, const at::Tensor &rows);
 
 // Round-to-nearest asymmetric quantization of a float [N, K] weight (group_size -1: one
 // group per output channel). Throws exit 4 when group_size does not divide K.

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,11 @@ public:
     // Bytes of every weight the model holds, in every layout it keeps (embedding, norms,
     // projections and their other copies): what peak RSS is compared with.
     uint64_t resident_weight_bytes() const;
+    // Bytes of the embedding table as held (a weight-only table shared with a tied head counts
+    // here too).
+    uint64_t embedding_bytes() const;
+    // fp32 [ids, hidden]: the embedding rows of `ids` (int64), before any embedding scale.
+    at::Tensor embed(const at::Tensor &ids) const;
     // Floating-point operations of a prefill of `tokens` tokens (projections, causal
     // attention, lm_head of the last position).
     double prefill_flops(int64_t tokens) const;
@@ -83,7 +89,10 @@ private:
     std::string dir_, description_;
     ModelConfig config_;
     GenerationDefaults generation_;
-    at::Tensor embed_;  // [vocab, hidden], as stored
+    at::Tensor embed_;  // [vocab, hidden], as stored; undefined when embed_woq_ holds it
+    // A GGUF table of a type held weight-only (q4_0, q8_0, q4_K, ...: checkpoint/gguf_woq.h),
+    // kept as stored and dequantized row by row on lookup; a tied head reads the same tensors.
+    std::optional<woq::WoqLayer> embed_woq_;
     std::vector<DecoderLayer> layers_;
     at::Tensor final_norm_;
     Linear lm_head_;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <sstream>
 
@@ -432,8 +433,11 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
     // oneDNN 2.6 has bf16 linears only on AVX-512 CPUs: elsewhere bf16 runs as fp32, said once.
     std::string dtype = options.dtype, why;
     if (dtype == "bf16" && !ops::dtype_supported("bf16", &why)) {
-        log::warn("--dtype bf16: this CPU has no bf16 linear in oneDNN (it needs AVX-512); dense weights, "
-                  "activations and the KV cache are fp32");
+        static std::once_flag said;  // once per process (perplexity --baseline loads twice)
+        std::call_once(said, [] {
+            log::warn("--dtype bf16: this CPU has no bf16 linear in oneDNN (it needs AVX-512); dense weights, "
+                      "activations and the KV cache are fp32");
+        });
         dtype = "fp32";
     }
     WeightFormat format;
@@ -461,18 +465,25 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
     };
 
     LoadTally tally;  // GGUF projections by what they became
-    m->embed_ = loader.tensor("model.embed_tokens.weight");
+    // A GGUF embedding of a type held weight-only stays as stored (q4_0: 0.56 byte a value, where
+    // the dequantized table took 4), its rows dequantized on lookup.
+    const Projection embedding{"model.embed_tokens", c.vocab_size, h, false};
+    if (loader.stored_woq(embedding.name)) m->embed_woq_ = loader.stored_layer(embedding);
+    else m->embed_ = loader.tensor("model.embed_tokens.weight");
     // RMSNorm weights in fp32; Gemma stores w - 1.
     const auto norm = [&](const std::string &name) {
         at::Tensor w = loader.tensor(name).to(at::kFloat).contiguous();
         return c.gemma_norms ? (w + 1).contiguous() : w;
     };
     if (c.gemma_norms)  // the scale as Hugging Face applies it: a number of the embedding's dtype
-        m->embed_scale_ = at::scalar_tensor(std::sqrt(static_cast<double>(h)), m->embed_.scalar_type()).item<float>();
+        m->embed_scale_ = at::scalar_tensor(std::sqrt(static_cast<double>(h)),
+                                            m->embed_woq_ ? at::kFloat : m->embed_.scalar_type()).item<float>();
     m->final_norm_ = norm("model.norm.weight");
     // The head first: its conversion's temporaries (the largest single weight) then meet the
     // smallest resident set of the load.
-    if (c.tie_word_embeddings)
+    if (c.tie_word_embeddings && m->embed_woq_)  // one weight-only copy: the tensors are shared
+        m->lm_head_ = Linear::from_woq("lm_head", {*m->embed_woq_}, format.lowp_mode);
+    else if (c.tie_word_embeddings)
         m->lm_head_ = Linear::from_dense("lm_head", {m->embed_}, {}, format);
     else
         m->lm_head_ = build(loader, "lm_head", {head}, format, tally);
@@ -534,7 +545,9 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
 }
 
 uint64_t Model::weight_bytes_per_token() const {
-    uint64_t bytes = lm_head_.weight_bytes() + static_cast<uint64_t>(config_.hidden_size) * embed_.element_size();
+    const uint64_t embed_row = embed_woq_ ? embed_woq_->bytes() / static_cast<uint64_t>(config_.vocab_size)
+                                          : static_cast<uint64_t>(config_.hidden_size) * embed_.element_size();
+    uint64_t bytes = lm_head_.weight_bytes() + embed_row;
     for (const auto &l : layers_) {
         bytes += l.qkv.weight_bytes() + l.o.weight_bytes() + l.gate_up.weight_bytes() + l.down.weight_bytes();
         if (!l.experts) continue;
@@ -549,9 +562,20 @@ uint64_t Model::weight_bytes_per_token() const {
     return bytes;
 }
 
+uint64_t Model::embedding_bytes() const {
+    return embed_woq_ ? embed_woq_->bytes() : static_cast<uint64_t>(embed_.nbytes());
+}
+
+at::Tensor Model::embed(const at::Tensor &ids) const {
+    if (embed_woq_) return woq::dequantize_rows(*embed_woq_, ids).contiguous();
+    return embed_.index_select(0, ids).to(at::kFloat).contiguous();
+}
+
 uint64_t Model::resident_weight_bytes() const {
     const auto t = [](const at::Tensor &x) { return x.defined() ? static_cast<uint64_t>(x.nbytes()) : uint64_t(0); };
-    uint64_t bytes = t(embed_) + t(final_norm_) + lm_head_.resident_bytes();
+    // A weight-only table a tied head shares is in the head's bytes already.
+    const bool shared = embed_woq_ && config_.tie_word_embeddings;
+    uint64_t bytes = (shared ? 0 : embedding_bytes()) + t(final_norm_) + lm_head_.resident_bytes();
     for (const auto &l : layers_) {
         for (const Linear *p : {&l.qkv, &l.o, &l.gate_up, &l.down}) bytes += p->resident_bytes();
         for (const at::Tensor *n : {&l.input_norm, &l.post_norm, &l.q_norm, &l.k_norm, &l.attn_out_norm, &l.mlp_out_norm})

@@ -148,7 +148,7 @@ Logits Session::forward(const std::vector<int32_t> &ids, const std::vector<int64
             throw_usage("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
                         std::to_string(c.vocab_size) + ")");
     const at::Tensor index = at::tensor(std::vector<int64_t>(ids.begin(), ids.end()), at::kLong);
-    at::Tensor h = m.embed_.index_select(0, index).to(at::kFloat).contiguous();
+    at::Tensor h = m.embed(index);
     if (m.embed_scale_ != 1.f) h.mul_(m.embed_scale_);
     at::Tensor x = at::empty({rows, hidden}, at::kFloat);
     at::Tensor attn = at::empty({rows, qdim}, at::kFloat);

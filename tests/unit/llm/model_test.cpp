@@ -91,7 +91,7 @@ const char *const kFamilies[] = {"llama", "mistral", "qwen2", "llama3", "qwen3",
                                  "olmoe", "qwen3_yarn", "llama_dynamic", "gguf_llama_f32", "gguf_llama_q8_0",
                                  "gguf_llama_q4_0", "gguf_llama_q4_1", "gguf_llama_q4_0_mixed", "gguf_qwen2_f16", "gguf_qwen3_bf16", "gguf_gemma2_f32",
                                  "gguf_gemma3_f32", "gguf_phi3_f32", "gguf_mixtral_f32", "gguf_mixtral_q8_0",
-                                 "gguf_qwen2_moe_f32", "gguf_qwen3_moe_f32"};
+                                 "gguf_qwen2_moe_f32", "gguf_qwen3_moe_f32", "gguf_gemma2_q4_0"};
 
 TEST(LlmModel, Fp32MatchesReference) {
     NEED_FIXTURES();
@@ -127,7 +127,7 @@ TEST(LlmModel, GgufWeightOnlyEqualsDequantizedRun) {
     const std::pair<const char *, const char *> cases[] = {
         {"gguf_llama_q4_0", "int4 g32 (lowp fp32"}, {"gguf_llama_q4_1", "int4 g32 (lowp fp32"},
         {"gguf_llama_q8_0", "int8 g32 (lowp fp32"}, {"gguf_llama_q4_0_mixed", "int4/int8 g32 (lowp fp32"},
-        {"gguf_mixtral_q8_0", "int8 g32 (lowp fp32"}};
+        {"gguf_mixtral_q8_0", "int8 g32 (lowp fp32"}, {"gguf_gemma2_q4_0", "int4 g32 (lowp fp32"}};
     for (const auto &[name, description] : cases) {
         SCOPED_TRACE(name);
         const Case c = load_case(name);
@@ -138,6 +138,17 @@ TEST(LlmModel, GgufWeightOnlyEqualsDequantizedRun) {
         EXPECT_EQ(a->weights_description().rfind(description, 0), 0u) << a->weights_description();
         EXPECT_EQ(b->weights_description(), "fp32");
         EXPECT_LT(a->resident_weight_bytes(), b->resident_weight_bytes());
+        // A quantized embedding stays as stored (the mixed file's is f16: dense, as the dequantized
+        // run's fp32): q4_0 rows of 16 bytes and 8 of scale and zero per 32 values, q8_0 32 + 8.
+        const ModelConfig &cfg = a->config();
+        const uint64_t values = static_cast<uint64_t>(cfg.vocab_size * cfg.hidden_size);
+        const std::string kind = name;
+        if (kind == "gguf_llama_q4_0_mixed") {
+            EXPECT_EQ(a->embedding_bytes(), b->embedding_bytes());
+        } else {
+            EXPECT_EQ(b->embedding_bytes(), values * 4);
+            EXPECT_EQ(a->embedding_bytes(), kind.find("q8_0") != std::string::npos ? values / 32 * 40 : values / 32 * 24);
+        }
         Session sa(a, 1, 64), sb(b, 1, 64);
         const Logits la = sa.prefill({c.prompt}, true);
         const std::vector<float> first(la.data, la.data + la.rows * la.vocab);
