@@ -36,6 +36,10 @@ Runner setup_generate(CLI::App &sub) {
     sub.add_option("--repetition-penalty", r->repetition_penalty,
                    "divide the logits of tokens already seen by R (default: generation_config.json, else 1)");
     sub.add_flag("--no-special", r->no_special, "do not add the tokenizer's BOS/special tokens to text prompts");
+    sub.add_option("--logits", r->logits_file,
+                   "write the logits each generated token was picked from to FILE.npy: float32 [prompts, steps, "
+                   "vocab], the model's output before --repetition-penalty, temperature and top-k/top-p (rows "
+                   "past a sequence's end are NaN)");
     add_json_option(sub, *json, JsonForm::flag, "print ids, text and timings as JSON instead of streaming text");
     add_allow_long_context(sub, r->allow_long_context);
     add_llm_load_options(sub, r->load);

@@ -1,12 +1,17 @@
 #include "commands/generate.h"
 
+#include <ATen/ATen.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <climits>
+#include <cmath>
 #include <sstream>
 
+#include "base/atomic_file.h"
 #include "base/bounded_file.h"
 #include "base/errors.h"
+#include "core/npy.h"
 #include "llm/config.h"
 #include "llm/gguf_tokenizer.h"
 #include "llm/tensor_source.h"
@@ -92,6 +97,8 @@ nlohmann::json GenerateReport::to_json() const {
                      {"next_token_ms_mean", next_mean},
                      {"next_token_ms", r.step_ms},
                      {"total_ms", r.total_ms}}},
+        {"logits", logits_file.empty() ? nlohmann::json(nullptr)
+                                       : nlohmann::json{{"file", logits_file}, {"shape", logits_shape}}},
     };
 }
 
@@ -131,6 +138,21 @@ std::pair<std::vector<std::string>, std::vector<std::vector<int32_t>>> read_prom
     return {std::move(texts), std::move(prompts)};
 }
 
+// Largest --logits file: sequences x --max-new-tokens x vocab fp32 values.
+constexpr uint64_t kMaxLogitsBytes = uint64_t(4) << 30;
+
+// --logits: its path writable (not an input) and its size bounded, before the weights load.
+void check_logits_file(const GenerateRequest &request, size_t sequences, int64_t vocab) {
+    if (request.logits_file.empty()) return;
+    check_output_path(request.logits_file, {request.model});
+    const double bytes = static_cast<double>(sequences) * static_cast<double>(request.max_new_tokens) *
+                         static_cast<double>(vocab) * 4.0;
+    if (bytes > static_cast<double>(kMaxLogitsBytes))
+        throw_usage("--logits would hold " + std::to_string(sequences) + " x " + std::to_string(request.max_new_tokens) +
+                    " x " + std::to_string(vocab) + " fp32 values (" + std::to_string(bytes / (1 << 30)) +
+                    " GiB, at most 4): lower --max-new-tokens or the number of prompts");
+}
+
 GenerateReport generate_on(const GenerateRequest &request, llm::GenerateOptions o,
                            std::vector<std::vector<int32_t>> prompts, const std::shared_ptr<const llm::Model> &model,
                            const llm::Tokenizer *tokenizer, const std::string &dir,
@@ -145,9 +167,29 @@ GenerateReport generate_on(const GenerateRequest &request, llm::GenerateOptions 
     report.weights = model->weights_description();
     report.tokenizer = tokenizer != nullptr;
     report.streamed = request.stream && prompts.size() == 1 && tokenizer;
+    const int64_t vocab = model->config().vocab_size;
+    std::vector<std::vector<float>> logits(prompts.size());  // per sequence, a row per step
+    if (!request.logits_file.empty())
+        o.on_logits = [&](int64_t b, int64_t, const float *row) {
+            auto &rows = logits[static_cast<size_t>(b)];
+            rows.insert(rows.end(), row, row + vocab);
+        };
     report.result = llm::generate(model, tokenizer, prompts, o, [&](int64_t, const std::string &text) {
         if (report.streamed) on_text(text);
     });
+    if (!request.logits_file.empty()) {
+        size_t steps = 0;
+        for (const auto &rows : logits) steps = std::max(steps, rows.size() / static_cast<size_t>(vocab));
+        const auto batch = static_cast<int64_t>(prompts.size());
+        at::Tensor all = at::full({batch, static_cast<int64_t>(steps), vocab}, std::nanf(""), at::kFloat);
+        for (int64_t b = 0; b < batch; ++b) {
+            const auto &rows = logits[static_cast<size_t>(b)];
+            std::copy(rows.begin(), rows.end(), all[b].data_ptr<float>());
+        }
+        save_npy(request.logits_file, all);
+        report.logits_file = request.logits_file;
+        report.logits_shape = all.sizes().vec();
+    }
     return report;
 }
 
@@ -186,6 +228,7 @@ GenerateReport run_generate(const GenerateRequest &request, const std::function<
                               : std::make_unique<llm::Tokenizer>(llm::load_tokenizer(request.model, config));
     for (const auto &t : texts) prompts.push_back(tokenizer->encode(t, !request.no_special));
     llm::check_generate(config, prompts, o);
+    check_logits_file(request, prompts.size(), config.vocab_size);
 
     const auto model = load_llm(request.model, request.load);
     return generate_on(request, o, std::move(prompts), model, tokenizer.get(), request.model, on_text);
@@ -210,6 +253,7 @@ GenerateReport run_generate(const GenerateRequest &request, const LoadedLlm &loa
         throw_usage("'" + loaded.dir + "' has no tokenizer.json: give the prompts as token ids");
     for (const auto &t : texts) prompts.push_back(loaded.tokenizer->encode(t, !request.no_special));
     llm::check_generate(loaded.model->config(), prompts, o);
+    check_logits_file(request, prompts.size(), loaded.model->config().vocab_size);
     return generate_on(request, o, std::move(prompts), loaded.model, loaded.tokenizer.get(), loaded.dir, on_text);
 }
 

@@ -32,6 +32,9 @@ struct GenerateRequest {
     bool no_special = false;                // no BOS/special tokens added to text prompts
     bool allow_long_context = false;
     bool stream = true;                     // one text prompt: its text goes to on_text as it comes
+    // --logits FILE.npy: the logits each generated token was picked from, float32
+    // [sequences, steps, vocab] (llm::GenerateOptions::on_logits; NaN rows past a sequence's end)
+    std::string logits_file;
     LlmLoadRequest load;
 
     // The options before the model is read (exit 2 on a --max-length out of range).
@@ -46,9 +49,11 @@ struct GenerateReport {
     // reported, never applied: the prompts are used as given.
     std::optional<std::string> chat_template;
     llm::GenerateResult result;
+    std::string logits_file;            // --logits, "" for none
+    std::vector<int64_t> logits_shape;  // what it holds
 
     // {"model", "architecture", "weights", "chat_template", "sequences": [...], "non_finite_logits",
-    //  "timings"}
+    //  "timings", "logits"}
     nlohmann::json to_json() const;
     // What follows the streamed text (a newline), else a line per sequence: its text, or its ids.
     std::string text() const;

@@ -186,4 +186,25 @@ at::Tensor load_npy(const std::string &path) {
     return parse_npy(ss.str(), path);
 }
 
+void save_npy(const std::string &path, const at::Tensor &t) {
+    TORCH_CHECK(t.scalar_type() == at::kFloat, "save_npy: float32 only, got ", t.scalar_type());
+    const at::Tensor data = t.contiguous();
+    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (";
+    for (int64_t d = 0; d < data.dim(); ++d) header += std::to_string(data.size(d)) + (data.dim() == 1 ? "," : d + 1 < data.dim() ? ", " : "");
+    header += "), }";
+    // magic (6) + version (2) + length (2) + header, padded with spaces to a multiple of 64, '\n' last
+    const size_t unpadded = kMagicLen + 4 + header.size() + 1;
+    header.append((64 - unpadded % 64) % 64, ' ');
+    header += '\n';
+    const auto length = static_cast<uint16_t>(header.size());
+    std::string prefix(kMagic, kMagicLen);
+    prefix += std::string{'\x01', '\x00', static_cast<char>(length & 0xff), static_cast<char>(length >> 8)};
+    write_atomically(path, [&](const std::string &tmp) {
+        OutputFile out(tmp, path);
+        out.write(prefix + header);
+        out.write(data.data_ptr(), static_cast<size_t>(data.nbytes()));
+        out.close();
+    });
+}
+
 }  // namespace ipex

@@ -1,5 +1,6 @@
-// Reader for NumPy .npy files (format versions 1.0, 2.0, 3.0). The file is untrusted:
-// every length and offset is bounded before use; errors are exit 3 naming the field.
+// Reader for NumPy .npy files (format versions 1.0, 2.0, 3.0), and a float32 writer. The file
+// read is untrusted: every length and offset is bounded before use; errors are exit 3 naming
+// the field.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -16,5 +17,9 @@ at::Tensor parse_npy(const std::string &bytes, const std::string &name);
 
 // Reads and parses a file.
 at::Tensor load_npy(const std::string &path);
+
+// Writes a float32 tensor as an .npy file (format 1.0, little-endian, C order), atomically
+// (base/atomic_file.h): what NumPy's np.load and load_npy read.
+void save_npy(const std::string &path, const at::Tensor &t);
 
 }  // namespace ipex

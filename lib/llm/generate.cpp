@@ -124,6 +124,7 @@ GenerateResult generate(std::shared_ptr<const Model> model, const Tokenizer *tok
     // stop the sequence instead (no token means anything then), said once per run.
     const auto pick = [&](int64_t b, const float *logits, int64_t step) {
         const size_t i = static_cast<size_t>(b);
+        if (options.on_logits) options.on_logits(b, step, logits);
         const int32_t id = samplers[i].next(logits, history[i]);
         if (id != kNoToken) return emit(b, id);
         done[i] = true;

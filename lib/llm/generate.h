@@ -22,6 +22,9 @@ struct GenerateOptions {
     SamplingOptions sampling;
     std::vector<int64_t> eos_ids;  // stop tokens (empty: none)
     bool allow_long_context = false;  // go past the positions the model declares (limits.h)
+    // Called with the logits each token is picked from (vocab floats, the model's output before
+    // repetition penalty, temperature and top-k/top-p) for sequence b at step 1, 2, ...
+    std::function<void(int64_t b, int64_t step, const float *logits)> on_logits;
 };
 
 // Where logits first were NaN or infinite.

@@ -42,6 +42,34 @@ class GenerateTest(e2e.ToolTestCase):
                 self.assertEqual(seq["prompt_ids"], m["prompt"])
                 self.assertGreater(out["timings"]["first_token_ms"], 0)
 
+    def test_logits_file(self):
+        """--logits writes the logits each token was picked from: [prompts, steps, vocab] float32, the
+        greedy ids their argmax, the first step the reference's logits at the last prompt position;
+        a path that cannot be written is exit 2 before anything loads, and writes nothing."""
+        import numpy as np
+        for name in ("llama", "gguf_llama_q4_0"):
+            with self.subTest(model=name):
+                m = MODELS[name]
+                path = self.path(name + ".npy")
+                out = self.tool_json("generate", m["dir"], "--prompt-ids", ids_arg(m["prompt"]), "--prompt-ids",
+                                     ids_arg(m["prompt"][:5]), "--dtype", "fp32", "--greedy", "--max-new-tokens", "3",
+                                     "--logits", path, "--json")
+                logits = np.load(path)
+                self.assertEqual(logits.dtype, np.float32)
+                self.assertEqual(list(logits.shape), [2, 3, m["vocab"]])
+                self.assertEqual(out["logits"], {"file": path, "shape": [2, 3, m["vocab"]]})
+                for b in range(2):
+                    ids = out["sequences"][b]["ids"]
+                    self.assertEqual(list(logits[b, :len(ids)].argmax(-1)), ids)
+                ref_file = m.get("ref_logits", os.path.join(m["dir"], "ref_logits.bin"))
+                ref = np.fromfile(ref_file, dtype=np.float32).reshape(-1, m["vocab"])
+                self.assertLess(float(np.abs(logits[0, 0] - ref[-1]).max()), 1e-3 * float(np.abs(ref[-1]).max()))
+        m = MODELS["llama"]
+        missing = os.path.join(self.path("no_such_dir"), "x.npy")
+        r = self.run_tool("generate", m["dir"], "--prompt-ids", "1,2", "--logits", missing)
+        self.assert_error(r, e2e.EXIT_USAGE, "no_such_dir")
+        self.assertFalse(os.path.exists(missing))
+
     def test_gguf_tokenizer_equals_the_directory(self):
         """GGUF's byte-level BPE ("gpt2", its pre-tokenizer by name, BOS as the file says) splits
         text as the Hugging Face directory's tokenizer.json does."""
