@@ -3,7 +3,11 @@
 // decode steps after it. Used by bench/llm_compare.py beside `ipex-tool bench --llm`.
 //
 // Usage: node llamacpp_run.mjs MODEL.gguf --prompt-ids 1,2,3 [--new-tokens 32] [--threads 2]
-//        [--context 2048]
+//        [--context 2048] [--score-ids 4,5,6]
+// With --score-ids: no timing; the prompt and then those ids are evaluated and the line holds
+// "log_probs", llama.cpp's log-softmax over the vocabulary at the last prompt position and after
+// each scored id but the last (temperature 1, no top-k/top-p/min-p truncation), one array per
+// position (tokens it gives no probability to: null), and "argmax", its most likely token there.
 import { getLlama } from "node-llama-cpp";
 
 function option(name, fallback) {
@@ -23,6 +27,33 @@ const model = await llama.loadModel({ modelPath, gpuLayers: 0 });
 const loadMs = performance.now() - loadStart;
 const context = await model.createContext({ contextSize, threads, batchSize: Math.max(512, prompt.length) });
 const sequence = context.getSequence();
+
+const scoreIds = option("--score-ids", "");
+if (scoreIds) {
+    const scored = scoreIds.split(",").map(Number);
+    const next = { generateNext: { probabilities: true, options: { temperature: 1, topK: 0, topP: 1, minP: 0 } } };
+    const input = prompt.slice(0, -1).map((t) => t);
+    input.push([prompt[prompt.length - 1], next]);
+    for (const t of scored.slice(0, -1)) input.push([t, next]);
+    const results = await sequence.controlledEvaluate(input);
+    const logProbs = [];
+    const argmax = [];
+    for (let i = prompt.length - 1; i < input.length; ++i) {
+        const probabilities = results[i].next.probabilities;
+        let size = 0;
+        for (const token of probabilities.keys()) size = Math.max(size, token + 1);
+        const row = new Array(size).fill(null);
+        for (const [token, p] of probabilities) row[token] = p > 0 ? Math.log(p) : null;
+        logProbs.push(row);
+        argmax.push(probabilities.entries().next().value[0]);
+    }
+    // The line is megabytes at a real vocabulary: written out in full before the exit (an exit
+    // right after console.log cuts a pipe's output at 64 KiB).
+    await new Promise((done) => process.stdout.write(JSON.stringify({ log_probs: logProbs, argmax }) + "\n", done));
+    await context.dispose();
+    await model.dispose();
+    process.exit(0);
+}
 
 const ids = [];
 const stamps = [];

@@ -208,18 +208,24 @@ TEST(LlmBenchReport, LimitsTheRunBeatIsMeasuredAgainThenFlagged) {
     EXPECT_TRUE(given.limits.flags.empty());
 }
 
-TEST(PerplexityReport, FiniteAndGated) {
+// A finite perplexity over 10 tokens of one 64-token window.
+PerplexityReport perplexity_report(const std::string &weights, double perplexity) {
     PerplexityReport r;
     r.model = "dir";
-    r.weights = "bf16";
+    r.weights = weights;
     r.text_file = "t.txt";
     r.context = 64;
     r.stride = 32;
-    r.result.perplexity = 12.5;
+    r.result.perplexity = perplexity;
     r.result.nll = 25;
     r.result.tokens = 11;
     r.result.scored = 10;
     r.result.windows = 1;
+    return r;
+}
+
+TEST(PerplexityReport, FiniteAndGated) {
+    PerplexityReport r = perplexity_report("bf16", 12.5);
     EXPECT_TRUE(r.ok());
     nlohmann::json j = r.to_json();
     EXPECT_EQ(j["text"], "t.txt");
@@ -235,13 +241,7 @@ TEST(PerplexityReport, FiniteAndGated) {
 }
 
 TEST(PerplexityReport, AgainstTheBaseline) {
-    PerplexityReport r;
-    r.weights = "int4 g128";
-    r.context = 64;
-    r.stride = 32;
-    r.result.perplexity = 12.6;
-    r.result.scored = 10;
-    r.result.windows = 1;
+    PerplexityReport r = perplexity_report("int4 g128", 12.6);
     EXPECT_TRUE(std::isnan(r.increase_percent()));  // no baseline
     EXPECT_TRUE(r.to_json()["baseline"].is_null());
     r.baseline = PerplexityBaseline{"fp32", {}};
