@@ -55,8 +55,8 @@ bool PerplexityReport::ok() const {
 
 nlohmann::json PerplexityReport::to_json() const {
     nlohmann::json j = result_json(result);
-    j.update(nlohmann::json{{"model", model}, {"weights", weights}, {"text", text_file}, {"context", context}, {"stride", stride},
-              {"ok", ok()}});
+    j.update(nlohmann::json{{"model", model},     {"weights", weights}, {"text", text_file},
+                            {"context", context}, {"stride", stride},   {"ok", ok()}});
     j["max_ppl"] = max_ppl ? nlohmann::json(*max_ppl) : nlohmann::json(nullptr);
     if (baseline) {
         j["baseline"] = result_json(baseline->result);
@@ -101,7 +101,7 @@ void PerplexityReport::check() const {
                            std::to_string(*max_ppl));
     if (!ok())
         throw_check_failed("perplexity " + std::to_string(result.perplexity) + " is " +
-                           percent_text(increase_percent()) + " of the baseline's " +
+                           percent_text(increase_percent(), false) + " above the baseline's " +
                            std::to_string(baseline->result.perplexity) + " (" + baseline->weights +
                            "), more than --max-increase " + percent_text(*max_increase, false));
 }

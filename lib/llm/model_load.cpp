@@ -209,6 +209,14 @@ void release_after_part(int64_t source_numel) {
 // and so on, or "dense (q5_0)".
 using LoadTally = std::map<std::string, int64_t>;
 
+// What a GGUF tensor held weight-only became: "int4 g32 (q4_0)", "int8 g32 (q6_K, converted)" (a
+// layer whose source groups differ from its kernel groups was converted).
+std::string stored_kind(const Loader &loader, const std::string &module, const woq::WoqLayer &l) {
+    const bool converted = l.source_group_size != l.group_size;
+    return "int" + std::to_string(l.bits) + " g32 (" + loader.dtype(module + ".weight") +
+           (converted ? ", converted" : "") + ")";
+}
+
 // A GGUF projection: weight-only as stored when every part is a type held weight-only (q4_0,
 // q4_1, q8_0, q4_K, q5_K exactly, q6_K converted to int8 g32); the parts keep their own bits
 // (a merged q/k/v of int4 q and k and an int8 v runs as three parts: Linear::from_woq stacks
@@ -224,10 +232,7 @@ Linear build_gguf(Loader &loader, const std::string &name, const std::vector<Pro
             std::optional<woq::WoqLayer> l = loader.stored_woq(p.name) ? loader.stored_layer(p) : std::nullopt;
             if (!l && format.woq_bits == 0) break;  // a block not held: the whole projection dense
             if (l) {
-                // A layer whose source groups differ from its kernel groups was converted (q6_K).
-                const bool converted = l->source_group_size != l->group_size;
-                kinds.push_back("int" + std::to_string(l->bits) + " g32 (" + loader.dtype(p.name + ".weight") +
-                                (converted ? ", converted" : "") + ")");
+                kinds.push_back(stored_kind(loader, p.name, *l));
                 layers.push_back(std::move(*l));
                 continue;
             }
@@ -465,8 +470,8 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
     };
 
     LoadTally tally;  // GGUF projections by what they became
-    // A GGUF embedding of a type held weight-only stays as stored (q4_0: 0.56 byte a value, where
-    // the dequantized table took 4), its rows dequantized on lookup.
+    // A GGUF embedding of a type held weight-only stays as stored (q4_0 as int4 g32: 0.75 byte a
+    // value, where the dequantized table took 4), its rows dequantized on lookup.
     const Projection embedding{"model.embed_tokens", c.vocab_size, h, false};
     if (loader.stored_woq(embedding.name)) m->embed_woq_ = loader.stored_layer(embedding);
     else m->embed_ = loader.tensor("model.embed_tokens.weight");
@@ -481,12 +486,14 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
     m->final_norm_ = norm("model.norm.weight");
     // The head first: its conversion's temporaries (the largest single weight) then meet the
     // smallest resident set of the load.
-    if (c.tie_word_embeddings && m->embed_woq_)  // one weight-only copy: the tensors are shared
+    if (c.tie_word_embeddings && m->embed_woq_) {  // one weight-only copy: the tensors are shared
         m->lm_head_ = Linear::from_woq("lm_head", {*m->embed_woq_}, format.lowp_mode);
-    else if (c.tie_word_embeddings)
+        ++tally[stored_kind(loader, embedding.name, *m->embed_woq_)];
+    } else if (c.tie_word_embeddings) {
         m->lm_head_ = Linear::from_dense("lm_head", {m->embed_}, {}, format);
-    else
+    } else {
         m->lm_head_ = build(loader, "lm_head", {head}, format, tally);
+    }
     release_free_memory();
     for (int64_t l = 0; l < c.num_layers; ++l) {
         const std::string p = "model.layers." + std::to_string(l) + ".";

@@ -267,7 +267,7 @@ TEST(PerplexityReport, AgainstTheBaseline) {
         ADD_FAILURE() << "check() passed above --max-increase";
     } catch (const Error &e) {
         EXPECT_EQ(e.code(), ExitCode::check_failed);
-        EXPECT_TRUE(has(e.what(), "+5.00% of the baseline's")) << e.what();
+        EXPECT_TRUE(has(e.what(), "5.00% above the baseline's")) << e.what();
         EXPECT_TRUE(has(e.what(), "more than --max-increase 4.50%")) << e.what();
     }
     // A baseline that is not finite fails the run whatever the limit.
