@@ -7,6 +7,7 @@
 #include "base/bounded_file.h"
 #include "base/errors.h"
 #include "llm/config.h"
+#include "llm/tensor_source.h"
 #include "llm/unicode.h"
 
 namespace ipex::commands {
@@ -38,6 +39,18 @@ std::string percent_text(double v, bool sign = true) {
     if (sign) out << std::showpos;
     out << std::fixed << std::setprecision(2) << v << "%";
     return out.str();
+}
+
+// The first matrix of a GGUF file stored in a quantized type, as "q4_0 (model.layers.0...)",
+// else "".
+std::string gguf_quantized_matrix(const std::string &path) {
+    const auto source = llm::gguf_source(path);
+    for (const auto &name : llm::gguf_tensor_names(path)) {
+        if (source->shape(name).size() != 2) continue;
+        const std::string type = source->dtype(name);
+        if (type != "F32" && type != "F16" && type != "BF16") return type + " (" + name + ")";
+    }
+    return "";
 }
 
 }  // namespace
@@ -119,6 +132,13 @@ PerplexityReport run_perplexity(const PerplexityRequest &request) {
         throw_usage(std::string(request.max_increase ? "--max-increase" : "--baseline") +
                     " compares the model with --qconfig or --woq-dtype against the model without them: give one");
     request.load.check();
+    if (baseline && llm::is_gguf(request.model)) {
+        // Its weights were quantized before it was written: no unquantized model to score.
+        const std::string quantized = gguf_quantized_matrix(request.model);
+        if (!quantized.empty())
+            throw_usage("--baseline: '" + request.model + "' holds quantized weights already (" + quantized +
+                        "); the model they came from is not in the file: give --baseline with the original checkpoint");
+    }
     const std::string text = read_bounded_file(request.text, kMaxTextBytes, "--text file");
     std::vector<char32_t> check;
     if (!llm::unicode::decode_utf8(text, &check)) throw_bad_input("'" + request.text + "' is not valid UTF-8 text");

@@ -217,6 +217,14 @@ class BenchPerplexityTest(e2e.ToolTestCase):
         d = self.tool_json("perplexity", MODELS["llama"]["dir"], "--text", text, "--context", "64", "--json",
                            "--dtype", "fp32")
         self.assertLess(abs(q["perplexity"] / d["perplexity"] - 1), 0.05)
+        # --baseline: the same two runs in one, the dense figure the separate run's
+        b = self.tool_json("perplexity", MODELS["llama"]["dir"], "--text", text, "--context", "64", "--json",
+                           "--woq-dtype", "int8", "--dtype", "fp32", "--baseline")
+        self.assertEqual((b["perplexity"], b["baseline"]["perplexity"]), (q["perplexity"], d["perplexity"]))
+        # a GGUF file of quantized weights holds no unquantized model to compare with
+        r = self.run_tool("perplexity", MODELS["gguf_llama_q4_0"]["dir"], "--text", text, "--woq-dtype", "int4",
+                          "--baseline")
+        self.assert_error(r, e2e.EXIT_USAGE, "--baseline", "q4_0")
 
 
 class BadInputTest(e2e.ToolTestCase):
