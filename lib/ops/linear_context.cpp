@@ -37,6 +37,22 @@ auto with_padded_rows(dnnl::matmul::primitive_desc chosen, Make make) -> dnnl::m
     return chosen;
 }
 
+// Whether oneDNN builds a bf16 matmul other than its reference code on this CPU (AVX-512 and up).
+bool onednn_bf16_matmul() {
+    static const bool available = [] {
+        try {
+            const memory::desc a({4, 8}, memory::data_type::bf16, memory::format_tag::ab);
+            const memory::desc b({8, 8}, memory::data_type::bf16, memory::format_tag::any);
+            const memory::desc c({4, 8}, memory::data_type::bf16, memory::format_tag::ab);
+            const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), cpu_engine());
+            return std::string(pd.impl_info_str()).rfind("ref", 0) != 0;
+        } catch (const dnnl::error &) {
+            return false;
+        }
+    }();
+    return available;
+}
+
 }  // namespace
 
 struct LinearContext::Entry {
@@ -51,6 +67,8 @@ LinearContext::LinearContext(at::Tensor weight, c10::optional<at::Tensor> bias, 
     : weight_(std::move(weight)), dtype_(std::move(dtype)), post_ops_(std::move(post_ops)),
       rows_hint_(rows_hint) {
     const ComputeTypes types = compute_types(dtype_);
+    widened_ = types.math == at::kBFloat16 && !onednn_bf16_matmul();
+    math_ = widened_ ? at::kFloat : types.math;
     check_linear_weight("ipex linear", weight_);
     TORCH_CHECK(rows_hint_ >= 0, "ipex linear: the rows hint must be >= 0");
     check_bias("ipex linear", bias, weight_.size(0), "output features");
@@ -59,9 +77,11 @@ LinearContext::LinearContext(at::Tensor weight, c10::optional<at::Tensor> bias, 
     TORCH_CHECK(tensor_post_op(post_ops_) < 0 || post_ops_[tensor_post_op(post_ops_)].kind != "sum",
                 "ipex linear: use the add post-op rather than sum");
     // The matmul reads the weight as [in, out]: the plain [out, in] tensor, transposed.
-    const at::Tensor plain = weight_.to(types.math).contiguous();
+    // Widened: the bf16 values, held in fp32.
+    const at::Tensor plain =
+        (widened_ ? weight_.to(at::kBFloat16).to(at::kFloat) : weight_.to(types.math)).contiguous();
     weights_ = std::make_shared<WeightCache>(
-        plain, memory::desc({in_features(), out_features()}, to_dnnl(types.math), memory::dims{1, in_features()}));
+        plain, memory::desc({in_features(), out_features()}, to_dnnl(math_), memory::dims{1, in_features()}));
     if (weight_in_place) {
         // The converted tensor is the one copy: a weight given in another dtype or layout is
         // not also kept as given.
@@ -69,8 +89,10 @@ LinearContext::LinearContext(at::Tensor weight, c10::optional<at::Tensor> bias, 
         weights_->adopt_plain();
     }
     reset_caches();
-    if (tensor_post_op(post_ops_) < 0)
-        entry_for(rows_hint_ > 0 ? rows_hint_ : kDefaultRows, types.output, "", types.output);
+    if (tensor_post_op(post_ops_) < 0) {
+        const at::ScalarType dst = widened_ ? at::kFloat : types.output;
+        entry_for(rows_hint_ > 0 ? rows_hint_ : kDefaultRows, dst, "", dst);
+    }
 }
 
 std::shared_ptr<const LinearContext::Entry> LinearContext::entry_for(int64_t rows, at::ScalarType dst_type,
@@ -83,9 +105,9 @@ std::shared_ptr<const LinearContext::Entry> LinearContext::entry_for(int64_t row
 
     const ComputeTypes types = compute_types(dtype_);
     const int64_t n = out_features(), k = in_features();
-    const memory::desc src_md({rows, k}, to_dnnl(types.math), memory::format_tag::ab);
+    const memory::desc src_md({rows, k}, to_dnnl(math_), memory::format_tag::ab);
     const memory::desc dst_md({rows, n}, to_dnnl(dst_type), memory::format_tag::ab);
-    const memory::desc weight_md({k, n}, to_dnnl(types.math), memory::format_tag::any);
+    const memory::desc weight_md({k, n}, to_dnnl(math_), memory::format_tag::any);
     const memory::desc bias_md =
         bias_.defined() ? memory::desc({1, n}, memory::data_type::f32, memory::format_tag::ab) : memory::desc();
     memory::desc other_md;
@@ -154,10 +176,13 @@ at::Tensor LinearContext::run(const at::Tensor &input, const c10::optional<at::T
         if (o.numel() == n && o.dim() >= 1 && o.size(-1) == n) {
             other_kind = "row";
             src1 = o.contiguous().view({1, n});
+            if (widened_) src1 = src1.to(at::kFloat);
         } else {
             other_kind = "full";
         }
     }
+    // Widened: the matmul writes fp32 (a second operand widened too), rounded to dst_type after.
+    const at::ScalarType primitive_dst = widened_ ? at::kFloat : dst_type;
     // A row count past the exact ones runs on its bucket's primitive: the operands with rows
     // are padded with zero rows, the output is the leading rows of the bucket's.
     const int64_t build_rows = buckets_->rows_to_build(rows);
@@ -172,10 +197,12 @@ at::Tensor LinearContext::run(const at::Tensor &input, const c10::optional<at::T
         padded.narrow(0, rows, build_rows - rows).zero_();
         return padded;
     };
-    const at::Tensor src_rows = rows_of(input, types.math, k);
-    if (other_kind == "full") src1 = rows_of(*other, other->scalar_type(), n);
-    dst = at::empty({build_rows, n}, input.options().dtype(dst_type));
-    const auto entry = entry_for(build_rows, dst_type, other_kind, src1.defined() ? src1.scalar_type() : dst_type);
+    // Widened: the input rounded to bf16 as a bf16 kernel reads it, then held in fp32 (exact).
+    const at::Tensor src_rows = rows_of(widened_ ? input.to(at::kBFloat16) : input, math_, k);
+    if (other_kind == "full") src1 = rows_of(*other, widened_ ? at::kFloat : other->scalar_type(), n);
+    dst = at::empty({build_rows, n}, input.options().dtype(primitive_dst));
+    const auto entry =
+        entry_for(build_rows, primitive_dst, other_kind, src1.defined() ? src1.scalar_type() : primitive_dst);
     std::unordered_map<int, memory> args{
         {DNNL_ARG_SRC, wrap(src_rows, entry->src)},
         {DNNL_ARG_WEIGHTS, entry->weight.memory},
@@ -186,8 +213,8 @@ at::Tensor LinearContext::run(const at::Tensor &input, const c10::optional<at::T
         args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(tensor_post_op(post_ops_)) | DNNL_ARG_SRC_1,
                      wrap(src1, entry->other));
     execute(entry->primitive, entry->scratchpad, std::move(args));
-    if (build_rows != rows) return dst.narrow(0, 0, rows).view(dst_sizes);
-    return dst.view(dst_sizes);
+    const at::Tensor out = build_rows != rows ? dst.narrow(0, 0, rows).view(dst_sizes) : dst.view(dst_sizes);
+    return widened_ ? out.to(dst_type) : out;
 }
 
 void LinearContext::reset_caches() {

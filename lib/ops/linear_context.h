@@ -3,6 +3,12 @@
 // gemm-based matmul its rows padded to an odd number of cache lines),
 // fused post-ops (elementwise, or a binary add/mul with a second tensor), primitives cached per
 // row count or row bucket (RowBuckets), at most kMaxPrimitives. Pickles to the plain weight.
+// Where oneDNN has no bf16 matmul (CPUs without AVX-512), a bf16 (or bf32) linear is widened: its
+// weight and input are rounded to bf16 and multiplied by the fp32 matmul, the post-ops applied in
+// fp32 and the result rounded to the output dtype once: the products a bf16 kernel forms (a
+// product of two bf16 values is exact in fp32), accumulated in fp32, at fp32 speed, where
+// libtorch's bf16 linear runs reference loops tens of times slower. The state is the same, so
+// a model written here runs the native bf16 kernel on a CPU that has one.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -50,6 +56,8 @@ public:
     static c10::intrusive_ptr<LinearContext> from_state(State state);
 
     const PostOps &post_ops() const { return post_ops_; }
+    // A bf16/bf32 linear run by the fp32 matmul on bf16-rounded operands (see above).
+    bool widened() const { return widened_; }
     const std::string &dtype() const { return dtype_; }
     int64_t in_features() const { return weight_.size(1); }
     int64_t out_features() const { return weight_.size(0); }
@@ -71,6 +79,8 @@ private:
     at::Tensor weight_;
     at::Tensor bias_;  // fp32 or undefined
     std::string dtype_;
+    bool widened_ = false;
+    at::ScalarType math_ = at::kFloat;  // of the primitive's src and weights
     PostOps post_ops_;
     int64_t rows_hint_ = 0;
     std::shared_ptr<WeightCache> weights_;

@@ -79,16 +79,18 @@ nlohmann::json applied_entry(const std::string &name, const PassResult &r, doubl
     return j;
 }
 
-// --dtype bf16 on a CPU where oneDNN has no bf16 convolution or linear (no AVX-512): those
-// layers stay aten ops, which libtorch runs here on reference code, tens of times slower than
+// --dtype bf16 on a CPU where oneDNN has no bf16 convolution or matmul (no AVX-512): linears are
+// widened (ops/linear_context.h: fp32 matmuls on bf16-rounded values, fp32 speed), convolutions
+// and RNNs stay aten ops, which libtorch runs here on reference code, tens of times slower than
 // fp32. A model may be optimized here for another CPU, so this warns and goes on.
 void warn_without_onednn_bf16(const OptimizeOptions &options, bool prepacked,
                               const std::function<void(const std::string &)> &warn) {
     if (!prepacked || options.dtype != "bf16" || ops::dtype_supported("bf16", nullptr)) return;
-    warn("--dtype bf16: oneDNN has no bf16 convolution or linear on this CPU (it needs AVX-512; fast with "
-         "AVX512-BF16 or AMX), so those layers stay libtorch bf16 ops, which run on reference code here, tens of "
-         "times slower than --dtype fp32; the model is written for CPUs that have them (the report's "
-         "weights_prepack 'skipped' lists each layer)");
+    warn("--dtype bf16: oneDNN has no bf16 convolution or matmul on this CPU (it needs AVX-512; fast with "
+         "AVX512-BF16 or AMX): linears run as fp32 matmuls on bf16-rounded values (the bf16 results at fp32 "
+         "speed), convolutions and RNNs stay libtorch bf16 ops, which run on reference code here, tens of times "
+         "slower than --dtype fp32; the model is written for CPUs that have them and runs their bf16 kernels "
+         "there (the report's weights_prepack 'skipped' lists each layer left)");
 }
 
 // Errors out early when libtorch (portable) or oneDNN (prepacked) has no kernel for the

@@ -39,7 +39,7 @@ TEST_P(OpsLinearGrid, MatchesAtenReference) {
     at::manual_seed(2);
     const LinearCase &c = cases()[std::get<0>(GetParam())];
     const std::string dtype = std::get<1>(GetParam());
-    IPEX_SKIP_WITHOUT_ONEDNN_DTYPE(dtype);
+    // Every dtype runs: bf16/bf32 widened where oneDNN has no bf16 matmul (linear_context.h).
     const at::Tensor w = at::randn({c.out, c.in}) * 0.3;
     const at::Tensor b = c.bias ? at::randn({c.out}) : at::Tensor();
     LinearContext ctx(w, c.bias ? c10::optional<at::Tensor>(b) : c10::nullopt, dtype, {}, 0);
@@ -84,7 +84,6 @@ protected:
 };
 
 TEST_F(OpsLinear, Bf16InputOnBf16Context) {
-    IPEX_SKIP_WITHOUT_ONEDNN_DTYPE("bf16");
     const at::Tensor w = (at::randn({12, 20}) * 0.3).to(at::kBFloat16), b = at::randn({12});
     LinearContext ctx(w, b, "bf16", {}, 4);
     const at::Tensor x = at::randn({4, 20}).to(at::kBFloat16);
@@ -128,7 +127,6 @@ TEST_F(OpsLinear, FiftySequenceLengthsKeepOnePackedWeight) {
     at::manual_seed(5);
     const at::Tensor w = at::randn({48, 40}) * 0.2, b = at::randn({48});
     for (const std::string dtype : {"fp32", "bf16"}) {
-        if (!ipex::testing::onednn_runs(dtype)) continue;
         LinearContext plain(w, b, dtype, {{"relu"}}, 0);
         LinearContext residual(w, b, dtype, {{"add", 0, 0}}, 0);
         for (int round = 0; round < 2; ++round) {
@@ -149,6 +147,42 @@ TEST_F(OpsLinear, FiftySequenceLengthsKeepOnePackedWeight) {
             EXPECT_LE(plain.cached_shapes(), LinearContext::kMaxPrimitives) << dtype;
             EXPECT_LE(residual.cached_shapes(), LinearContext::kMaxPrimitives) << dtype;
         }
+    }
+}
+
+// Where oneDNN has no bf16 matmul, a bf16 (bf32) linear is the fp32 matmul of the bf16-rounded
+// input and weight, post-ops in fp32, rounded to bf16 (fp32) once: bit for bit what an fp32
+// context gives on the rounded values, at every row count, with a fused activation and a fused
+// residual of either dtype; its result dtype is the dtype's.
+TEST_F(OpsLinear, WidenedBf16IsTheFp32MatmulOfRoundedValues) {
+    at::manual_seed(7);
+    const at::Tensor w = at::randn({40, 72}) * 0.2, b = at::randn({40});
+    const at::Tensor w16 = w.to(at::kBFloat16).to(at::kFloat);
+    for (const std::string dtype : {"bf16", "bf32"}) {
+        LinearContext relu(w, b, dtype, {{"relu"}}, 0);
+        if (!relu.widened()) GTEST_SKIP() << "oneDNN has a bf16 matmul on this CPU: its native kernel runs";
+        const at::ScalarType out = dtype == "bf16" ? at::kBFloat16 : at::kFloat;
+        LinearContext add(w, b, dtype, {{"add", 0, 0}}, 0);
+        LinearContext relu32(w16, b, "fp32", {{"relu"}}, 0), add32(w16, b, "fp32", {{"add", 0, 0}}, 0);
+        for (const int64_t rows : {1, 5, 64, 301}) {
+            const std::string what = dtype + " rows " + std::to_string(rows);
+            const at::Tensor x = at::randn({rows, 72});
+            const at::Tensor x16 = x.to(at::kBFloat16).to(at::kFloat);
+            const at::Tensor got = relu.run(x, c10::nullopt);
+            EXPECT_EQ(got.scalar_type(), out) << what;
+            EXPECT_TRUE(at::equal(got, relu32.run(x16, c10::nullopt).to(out))) << what;
+            EXPECT_TRUE(at::equal(relu.run(x.to(at::kBFloat16), c10::nullopt), got)) << what << " bf16 input";
+            for (const at::ScalarType rt : {at::kFloat, at::kBFloat16}) {
+                const at::Tensor r = at::randn({rows, 40}).to(rt);
+                const at::Tensor sum = add.run(x, r);
+                EXPECT_EQ(sum.scalar_type(), at::promote_types(out, rt)) << what;
+                EXPECT_TRUE(at::equal(sum, add32.run(x16, r.to(at::kFloat)).to(sum.scalar_type())))
+                    << what << " + residual " << rt;
+            }
+        }
+        // The state is the given weight and dtype: a CPU with bf16 kernels builds them from it.
+        EXPECT_EQ(std::get<3>(relu.state()), dtype);
+        EXPECT_TRUE(LinearContext::from_state(relu.state())->widened());
     }
 }
 
