@@ -168,24 +168,24 @@ GenerateReport generate_on(const GenerateRequest &request, llm::GenerateOptions 
     report.tokenizer = tokenizer != nullptr;
     report.streamed = request.stream && prompts.size() == 1 && tokenizer;
     const int64_t vocab = model->config().vocab_size;
-    std::vector<std::vector<float>> logits(prompts.size());  // per sequence, a row per step
-    if (!request.logits_file.empty())
-        o.on_logits = [&](int64_t b, int64_t, const float *row) {
-            auto &rows = logits[static_cast<size_t>(b)];
-            rows.insert(rows.end(), row, row + vocab);
+    // --logits: every step's row written in place into [prompts, max-new-tokens, vocab] (NaN
+    // where a sequence has ended), narrowed to the longest run's steps when it is saved.
+    const auto batch = static_cast<int64_t>(prompts.size());
+    at::Tensor all;
+    int64_t steps = 0;
+    if (!request.logits_file.empty()) {
+        all = at::full({batch, std::max<int64_t>(request.max_new_tokens, 0), vocab}, std::nanf(""), at::kFloat);
+        o.on_logits = [&](int64_t b, int64_t step, const float *row) {  // step 1, 2, ...
+            if (step < 1 || step > all.size(1)) return;  // generate emits at most max_new_tokens rows
+            std::copy(row, row + vocab, all[b][step - 1].data_ptr<float>());
+            steps = std::max(steps, step);
         };
+    }
     report.result = llm::generate(model, tokenizer, prompts, o, [&](int64_t, const std::string &text) {
         if (report.streamed) on_text(text);
     });
     if (!request.logits_file.empty()) {
-        size_t steps = 0;
-        for (const auto &rows : logits) steps = std::max(steps, rows.size() / static_cast<size_t>(vocab));
-        const auto batch = static_cast<int64_t>(prompts.size());
-        at::Tensor all = at::full({batch, static_cast<int64_t>(steps), vocab}, std::nanf(""), at::kFloat);
-        for (int64_t b = 0; b < batch; ++b) {
-            const auto &rows = logits[static_cast<size_t>(b)];
-            std::copy(rows.begin(), rows.end(), all[b].data_ptr<float>());
-        }
+        all = all.narrow(1, 0, steps);
         save_npy(request.logits_file, all);
         report.logits_file = request.logits_file;
         report.logits_shape = all.sizes().vec();

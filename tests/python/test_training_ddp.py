@@ -94,7 +94,11 @@ class DdpRuns(TestCase):
         port = str(20000 + (os.getpid() * 7 + len(optimizer_name)) % 20000)
         cmd = [*prefix, LAUNCH, *launcher_args, "--master-port", port, "--", PYTHON, EXAMPLE, "--steps", str(STEPS),
                "--global-batch", str(GLOBAL_BATCH), "--optimizer", optimizer_name, "--save", out]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env={**os.environ, **(env or {})})
+        # ipex-launch plans one thread per rank (one CPU each) as the reference computes, unless
+        # OMP_NUM_THREADS is set (ctest sets it): aten's reductions (LayerNorm's weight gradient)
+        # split by thread count, so the bits would follow it.
+        environ = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env={**environ, **(env or {})})
         detail = f"{' '.join(cmd)}\nexit {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
         self.assertEqual(proc.returncode, 0, detail)
         ranks = [torch.load(os.path.join(out, f"rank{r}.pt")) for r in range(world)]
