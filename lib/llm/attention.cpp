@@ -132,26 +132,9 @@ void prefill_attention(const KvCache &cache, int64_t layer, const AttentionShape
                 for (int64_t r = 0; r < n; ++r) {
                     const int64_t pos = p0 + i0 + r % nq;
                     const int64_t kmin = shape.window > 0 ? pos - shape.window + 1 : 0;
-                    float *row = s + r * kKeyBlock;
-                    float m = mx[r];
-                    for (int64_t j = 0; j < nk; ++j) {
-                        const int64_t t = t0 + j;
-                        if (t > pos || t < kmin) row[j] = kNegInf;
-                        else if (shape.softcap > 0) row[j] = shape.softcap * std::tanh(row[j] * shape.scale / shape.softcap);
-                        else row[j] *= shape.scale;
-                        m = std::max(m, row[j]);
-                    }
-                    if (m == kNegInf) {  // nothing visible yet in this row
-                        std::fill(row, row + nk, 0.f);
-                        continue;
-                    }
-                    const float correction = std::exp(mx[r] - m);
-                    float add = 0;
-                    for (int64_t j = 0; j < nk; ++j) add += row[j] = std::exp(row[j] - m);
-                    sum[r] = sum[r] * correction + add;
-                    mx[r] = m;
-                    if (correction != 1.f)
-                        for (int64_t d = 0; d < hd; ++d) acc[r * hd + d] *= correction;
+                    // keys t0 + j visible for kmin <= t0 + j <= pos
+                    kernels::online_softmax_block(s + r * kKeyBlock, nk, kmin - t0, pos - t0 + 1, shape.scale,
+                                                  shape.softcap, &mx[r], &sum[r], acc + r * hd, hd);
                 }
                 kernels::pv_block(cache.type(), s, kKeyBlock, n, cache.values(layer, seq, h), t0, t1, hd, acc, hd);
             }

@@ -133,6 +133,43 @@ void softmax_rows_avx512(float *s, int64_t rows, int64_t lds, int64_t n, float s
     }
 }
 
+void online_softmax_block_avx512(float *s, int64_t n, int64_t lo, int64_t hi, float scale, float *m, float *sum,
+                                 float *acc, int64_t hd) {
+    lo = std::max<int64_t>(lo, 0);
+    hi = std::min(hi, n);
+    const __m512 vscale = _mm512_set1_ps(scale);
+    __m512 vmax = _mm512_set1_ps(*m);
+    for (int64_t j = lo; j < hi; j += 16) {
+        const __mmask16 mask = tail_mask(hi - j);
+        vmax = _mm512_mask_max_ps(vmax, mask, vmax, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, s + j), vscale));
+    }
+    const float mx = _mm512_reduce_max_ps(vmax);
+    if (mx == -__builtin_inff()) {  // nothing visible yet in this row
+        std::fill(s, s + n, 0.f);
+        return;
+    }
+    const float correction = exp16(_mm512_set1_ps(*m - mx))[0];  // exactly 0 from m = -inf
+    const __m512 vm = _mm512_set1_ps(mx);
+    __m512 vsum = _mm512_setzero_ps();
+    std::fill(s, s + std::min(lo, n), 0.f);  // hidden: weight 0
+    for (int64_t j = lo; j < hi; j += 16) {
+        const __mmask16 mask = tail_mask(hi - j);
+        const __m512 e = exp16(_mm512_fmsub_ps(_mm512_maskz_loadu_ps(mask, s + j), vscale, vm));
+        vsum = _mm512_mask_add_ps(vsum, mask, vsum, e);
+        _mm512_mask_storeu_ps(s + j, mask, e);
+    }
+    if (hi < n) std::fill(s + std::max(hi, int64_t{0}), s + n, 0.f);
+    *sum = *sum * correction + _mm512_reduce_add_ps(vsum);
+    *m = mx;
+    if (correction != 1.f) {
+        const __m512 c = _mm512_set1_ps(correction);
+        for (int64_t d = 0; d < hd; d += 16) {
+            const __mmask16 mask = tail_mask(hd - d);
+            _mm512_mask_storeu_ps(acc + d, mask, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, acc + d), c));
+        }
+    }
+}
+
 void qk_block_avx512(CacheType type, const float *q, int64_t ldq, int64_t rows, const void *kt, int64_t ldk,
                      int64_t t0, int64_t t1, int64_t head_dim, float *s, int64_t lds) {
     if (type == CacheType::bf16) qk_rows<true>(q, ldq, rows, kt, ldk, t0, t1, head_dim, s, lds);

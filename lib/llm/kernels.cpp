@@ -83,6 +83,11 @@ void softcap(float *x, int64_t n, float scale, float cap) {
 }
 
 void silu_mul(const float *gu, float *out, int64_t rows, int64_t inter) {
+    if (avx512_ok()) silu_mul_avx512(gu, out, rows, inter);
+    else silu_mul_ref(gu, out, rows, inter);
+}
+
+void silu_mul_ref(const float *gu, float *out, int64_t rows, int64_t inter) {
     for (int64_t r = 0; r < rows; ++r) {
         const float *g = gu + r * 2 * inter, *u = g + inter;
         float *o = out + r * inter;
@@ -133,6 +138,71 @@ void pv_block_ref(CacheType type, const float *p, int64_t ldp, int64_t rows, con
         pv_ref(p, ldp, rows, static_cast<const float *>(v), t0, t1, head_dim, out, ldo);
     else
         pv_ref(p, ldp, rows, static_cast<const uint16_t *>(v), t0, t1, head_dim, out, ldo);
+}
+
+namespace {
+
+float widen(float v) { return v; }
+float widen(uint16_t v) { return from_bf16(v); }
+
+// Written without library calls so the compiler vectorizes it: the clamp first (it commutes
+// with rounding to an integer at integer bounds), then rounding by adding and subtracting
+// 1.5 * 2^23, exact in round-to-nearest-even for |v| <= 2^22.
+template <typename T>
+void quantize_row(const T *in, const float *m, int8_t *out, int64_t k) {
+    constexpr float kMax = 127.f, kRound = 12582912.0f;  // 1.5 * 2^23
+    for (int64_t j = 0; j < k; ++j) {
+        float v = widen(in[j]) * m[j];
+        v = v == v ? v : 0.0f;
+        v = v < kMax ? v : kMax;
+        v = v > -kMax ? v : -kMax;
+        v = (v + kRound) - kRound;
+        out[j] = static_cast<int8_t>(static_cast<int32_t>(v));
+    }
+}
+
+}  // namespace
+
+void quantize_row_s8_ref(const float *in, const float *m, int8_t *out, int64_t k) { quantize_row(in, m, out, k); }
+void quantize_row_s8_ref(const uint16_t *in, const float *m, int8_t *out, int64_t k) { quantize_row(in, m, out, k); }
+
+void quantize_row_s8(const float *in, const float *m, int8_t *out, int64_t k) {
+    if (avx512_ok()) quantize_row_s8_avx512(in, m, out, k);
+    else quantize_row_s8_ref(in, m, out, k);
+}
+
+void quantize_row_s8(const uint16_t *in, const float *m, int8_t *out, int64_t k) {
+    if (avx512_ok()) quantize_row_s8_avx512(in, m, out, k);
+    else quantize_row_s8_ref(in, m, out, k);
+}
+
+void online_softmax_block_ref(float *s, int64_t n, int64_t lo, int64_t hi, float scale, float cap, float *m,
+                              float *sum, float *acc, int64_t hd) {
+    constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+    float mx = *m;
+    for (int64_t j = 0; j < n; ++j) {
+        if (j < lo || j >= hi) s[j] = kNegInf;
+        else if (cap > 0) s[j] = cap * std::tanh(s[j] * scale / cap);
+        else s[j] *= scale;
+        mx = std::max(mx, s[j]);
+    }
+    if (mx == kNegInf) {  // nothing visible yet in this row
+        std::fill(s, s + n, 0.f);
+        return;
+    }
+    const float correction = std::exp(*m - mx);
+    float add = 0;
+    for (int64_t j = 0; j < n; ++j) add += s[j] = std::exp(s[j] - mx);
+    *sum = *sum * correction + add;
+    *m = mx;
+    if (correction != 1.f)
+        for (int64_t d = 0; d < hd; ++d) acc[d] *= correction;
+}
+
+void online_softmax_block(float *s, int64_t n, int64_t lo, int64_t hi, float scale, float cap, float *m, float *sum,
+                          float *acc, int64_t hd) {
+    if (cap <= 0 && avx512_ok()) online_softmax_block_avx512(s, n, lo, hi, scale, m, sum, acc, hd);
+    else online_softmax_block_ref(s, n, lo, hi, scale, cap, m, sum, acc, hd);
 }
 
 bool avx512_ok() { return !g_force_portable.load() && isa::avx512(); }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "llm/kernels.h"
 #include "ops/int8/int8_context.h"
 #include "ops/onednn_utils.h"
 #include "ops/primitive_cache.h"
@@ -49,17 +50,20 @@ W8A8Linear::W8A8Linear(const std::string &name, const at::Tensor &weight, const 
 }
 
 at::Tensor W8A8Linear::quantize_input(const at::Tensor &x) const {
-    const at::Tensor src = x.to(at::kFloat).contiguous();
+    const at::Tensor src = x.scalar_type() == at::kBFloat16 ? x.contiguous() : x.to(at::kFloat).contiguous();
     const int64_t rows = src.size(0), k = src.size(1);
     at::Tensor q = at::empty({rows, k}, at::kChar);
-    const float *in = src.data_ptr<float>(), *m = multiplier_.data_ptr<float>();
+    const float *m = multiplier_.data_ptr<float>();
     int8_t *out = q.data_ptr<int8_t>();
+    const bool bf16 = src.scalar_type() == at::kBFloat16;
     at::parallel_for(0, rows, 1, [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r)
-            for (int64_t j = 0; j < k; ++j) {
-                const float v = std::nearbyint(in[r * k + j] * m[j]);  // round half to even
-                out[r * k + j] = static_cast<int8_t>(std::clamp(v, -static_cast<float>(kActMax), static_cast<float>(kActMax)));
+        for (int64_t r = r0; r < r1; ++r) {
+            if (bf16) {
+                kernels::quantize_row_s8(static_cast<const uint16_t *>(src.data_ptr()) + r * k, m, out + r * k, k);
+            } else {
+                kernels::quantize_row_s8(src.data_ptr<float>() + r * k, m, out + r * k, k);
             }
+        }
     });
     return q;
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string>
 
 #include "llm/attention.h"
 #include "llm/kernels.h"
@@ -65,6 +66,76 @@ TEST(LlmKernels, SoftmaxRowsMatchPortable) {
                     for (int64_t i = n; i < lds; ++i) EXPECT_EQ(s1[r * lds + i], s2[r * lds + i]);  // untouched
                 }
             }
+}
+
+// Prefill attention's online softmax step, vectorized against the portable one: blocks with
+// keys hidden at both ends, wholly hidden, a row with nothing visible yet, a running max that
+// a later block raises (acc and sum rescaled), lengths that end mid-vector.
+TEST(LlmKernels, OnlineSoftmaxBlockMatchesPortable) {
+    if (!kernels::avx512_ok()) GTEST_SKIP() << "no AVX-512 on this CPU";
+    const float neg_inf = -std::numeric_limits<float>::infinity();
+    const int64_t hd = 48;
+    struct Range { int64_t lo, hi; };
+    for (int64_t n : {1, 15, 16, 17, 64})
+        for (Range r : {Range{0, n}, Range{3, n - 2}, Range{-5, n + 9}, Range{n, n + 3}, Range{-4, 0}, Range{2, 1}})
+            for (float m0 : {neg_inf, 0.5f, 6.f}) {
+                auto s1 = random_vec(static_cast<size_t>(n), static_cast<uint32_t>(n * 7 + r.lo));
+                for (auto &v : s1) v *= 8.f;
+                auto s2 = s1;
+                std::vector<float> acc1 = random_vec(static_cast<size_t>(hd), 3), acc2 = acc1;
+                if (m0 == neg_inf) std::fill(acc1.begin(), acc1.end(), 0.f), acc2 = acc1;
+                float mx1 = m0, mx2 = m0, sum1 = m0 == neg_inf ? 0.f : 2.5f, sum2 = sum1;
+                kernels::online_softmax_block_ref(s1.data(), n, r.lo, r.hi, 0.25f, 0.f, &mx1, &sum1, acc1.data(), hd);
+                kernels::online_softmax_block_avx512(s2.data(), n, r.lo, r.hi, 0.25f, &mx2, &sum2, acc2.data(), hd);
+                const std::string where = "n " + std::to_string(n) + " [" + std::to_string(r.lo) + ", " +
+                                          std::to_string(r.hi) + ") m0 " + std::to_string(m0);
+                EXPECT_EQ(mx1, mx2) << where;
+                EXPECT_NEAR(sum1, sum2, 1e-5 * (1 + std::fabs(sum1))) << where;
+                for (int64_t j = 0; j < n; ++j) {
+                    if (s1[j] == 0.f) EXPECT_EQ(s2[j], 0.f) << where << " j " << j;  // hidden stays exactly 0
+                    EXPECT_NEAR(s1[j], s2[j], 1e-6 + 1e-5 * s1[j]) << where << " j " << j;
+                }
+                for (int64_t d = 0; d < hd; ++d) EXPECT_NEAR(acc1[d], acc2[d], 1e-5 * (1 + std::fabs(acc1[d]))) << where;
+            }
+}
+
+// silu(gate) * up, vectorized against the portable loop over a row that ends mid-vector.
+TEST(LlmKernels, SiluMulMatchesPortable) {
+    if (!kernels::avx512_ok()) GTEST_SKIP() << "no AVX-512 on this CPU";
+    for (int64_t inter : {1, 16, 37}) {
+        auto gu = random_vec(static_cast<size_t>(3 * 2 * inter), static_cast<uint32_t>(inter));
+        for (auto &v : gu) v *= 6.f;
+        std::vector<float> o1(static_cast<size_t>(3 * inter)), o2(o1.size());
+        kernels::silu_mul_ref(gu.data(), o1.data(), 3, inter);
+        kernels::silu_mul_avx512(gu.data(), o2.data(), 3, inter);
+        for (size_t i = 0; i < o1.size(); ++i) EXPECT_NEAR(o1[i], o2[i], 1e-6 * (1 + std::fabs(o1[i]))) << inter << " " << i;
+    }
+}
+
+// The W8A8 quantize step, vectorized against the portable loop bit for bit: fp32 and bf16
+// inputs, ties, values past the clamp, NaN and infinities, rows that end mid-vector.
+TEST(LlmKernels, QuantizeRowS8MatchesPortable) {
+    if (!kernels::avx512_ok()) GTEST_SKIP() << "no AVX-512 on this CPU";
+    for (int64_t k : {1, 16, 37, 300}) {
+        auto x = random_vec(static_cast<size_t>(k), static_cast<uint32_t>(k + 11));
+        for (int64_t j = 0; j < k; ++j) x[j] = j % 5 == 0 ? std::round(x[j] * 40.f) + 0.5f : x[j] * 90.f;
+        if (k > 4) {
+            x[1] = std::numeric_limits<float>::quiet_NaN();
+            x[2] = std::numeric_limits<float>::infinity();
+            x[3] = -1e30f;
+        }
+        std::vector<float> m(static_cast<size_t>(k));
+        for (int64_t j = 0; j < k; ++j) m[j] = j % 3 == 0 ? 1.f : 0.75f + 0.01f * static_cast<float>(j % 7);
+        std::vector<uint16_t> xb(x.size());
+        for (size_t i = 0; i < x.size(); ++i) xb[i] = kernels::to_bf16(x[i]);
+        std::vector<int8_t> a(x.size()), b(x.size()), c(x.size()), d(x.size());
+        kernels::quantize_row_s8_ref(x.data(), m.data(), a.data(), k);
+        kernels::quantize_row_s8_avx512(x.data(), m.data(), b.data(), k);
+        kernels::quantize_row_s8_ref(xb.data(), m.data(), c.data(), k);
+        kernels::quantize_row_s8_avx512(xb.data(), m.data(), d.data(), k);
+        EXPECT_EQ(a, b) << "fp32, k " << k;
+        EXPECT_EQ(c, d) << "bf16, k " << k;
+    }
 }
 
 // NaN through the decoder's exp kernels as through aten's ops: a NaN score makes its row of

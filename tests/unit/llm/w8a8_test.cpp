@@ -60,6 +60,21 @@ TEST(W8A8Linear, EqualsTheFp64ReferenceOfTheQuantizedMath) {
     }
 }
 
+// The quantize step on its edges: ties to even, the clamp at +-127, a NaN to 0, fp32 and bf16
+// inputs alike (every value below is a bf16 number).
+TEST(W8A8Linear, QuantizeRoundsTiesToEvenAndClamps) {
+    const std::vector<float> x{0.5f, 1.5f, 2.5f, -0.5f, -2.5f, 126.5f, 127.5f, 300.f, -300.f, std::nanf(""), 3.75f, -0.25f};
+    const std::vector<int> want{0, 2, 2, 0, -2, 126, 127, 127, -127, 0, 4, 0};
+    const int64_t k = static_cast<int64_t>(x.size());
+    const W8A8Linear l("edges", at::ones({3, k}), at::Tensor(), 1.0, at::Tensor());
+    const at::Tensor input = at::tensor(x).reshape({1, k});
+    for (const auto dtype : {at::kFloat, at::kBFloat16}) {
+        const at::Tensor q = l.quantize_input(input.to(dtype));
+        ASSERT_EQ(q.scalar_type(), at::kChar);
+        for (int64_t j = 0; j < k; ++j) EXPECT_EQ(q[0][j].item<int>(), want[static_cast<size_t>(j)]) << "x = " << x[j];
+    }
+}
+
 TEST(InputObserver, RecordsPerChannelMaxima) {
     const at::Tensor w = at::tensor({1.f, -3.f, 2.f, 0.5f, -0.25f, 4.f}).reshape({2, 3});
     InputObserver o("p", w);
