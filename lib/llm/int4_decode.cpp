@@ -30,7 +30,9 @@ std::unique_ptr<Int4Decode> Int4Decode::build(const woq::WoqLayer &layer) {
     if (layer.bits != 4 || layer.perm.defined() || !kernels::avx512_ok() || !isa::avx512_bf16())
         return nullptr;
     const int64_t k = layer.in_features, n = layer.out_features, gs = layer.group_size;
-    if (k % kUnit != 0 || gs <= 0 || gs % kUnit != 0 || k % gs != 0) return nullptr;
+    // Groups of whole units, or of one, two or four of a unit's 32-channel dot-product blocks.
+    const bool group_fits = gs > 0 && (gs % kUnit == 0 || gs == 32 || gs == 64);
+    if (k % kUnit != 0 || !group_fits || k % gs != 0) return nullptr;
     auto d = std::unique_ptr<Int4Decode>(new Int4Decode());
     d->n_ = n;
     d->k_ = k;
@@ -87,7 +89,8 @@ void Int4Decode::run(const at::Tensor &x, float *out, int64_t ldo) const {
     for (int64_t r = 0; r < m; ++r)
         for (int64_t c = 0; c < k_; ++c) xsum[static_cast<size_t>(r * groups_ + c / group_size_)] += from_bf16(xb[static_cast<size_t>(r * k_ + c)]);
     const kernels::Int4DecodeArgs a{data_.data(), scales_.data(), offsets_.data(), k_, groups_, group_size_ / kUnit,
-                                    xb.data(), xsum.data(), m, out, ldo, n_};
+                                    group_size_ < kUnit ? group_size_ / 32 : 0, xb.data(), xsum.data(), m, out, ldo,
+                                    n_};
     const int64_t grain = std::max<int64_t>(1, tiles_ / (4 * at::get_num_threads()));
     at::parallel_for(0, tiles_, grain, [&](int64_t t0, int64_t t1) { kernels::int4_decode_avx512(a, t0, t1); });
 }

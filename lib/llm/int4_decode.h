@@ -4,7 +4,8 @@
 // input channels) of its rows alternate, so the kernel reads one sequential stream and
 // unpacks each byte once for all its rows. Values are the unsigned codes q (0..15); the
 // weight is scale * (q - zero), as in lib/woq. Built at load where the CPU has AVX512-BF16
-// and the layer allows it (no act-order, groups of a multiple of 128 channels); prefill
+// and the layer allows it (no act-order; groups of 32, 64 or a multiple of 128 channels,
+// dividing the input channels); prefill
 // keeps the lib/woq kernels.
 #pragma once
 
@@ -49,7 +50,9 @@ namespace kernels {
 struct Int4DecodeArgs {
     const uint8_t *data;
     const float *scales, *offsets;
-    int64_t k, groups, units_per_group;
+    int64_t k, groups;
+    int64_t units_per_group;  // groups of 128 channels or more: units a group spans; else 0
+    int64_t group_blocks;     // groups of 32 or 64 channels: the 32-channel blocks a group spans
     const uint16_t *x;
     const float *xsum;
     int64_t m;

@@ -1,6 +1,6 @@
 // Int4Decode (the decode-step int4 layout and its AVX512-BF16 kernel) against an fp64 product
 // of the bf16-rounded activations with the dequantized weights, over odd output counts
-// (partial tiles), group sizes 128/256/per channel, 1-8 rows, fp32 and bf16 inputs.
+// (partial tiles), group sizes 32/64/128/256/384/per channel, 1-8 rows, fp32 and bf16 inputs.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -42,13 +42,16 @@ TEST(Int4Decode, MatchesTheDequantizedProduct) {
     if (!runnable()) GTEST_SKIP() << "this CPU has no AVX512-BF16: the layout is not built (lib/woq kernels run instead)";
     uint64_t seed = 1;
     for (const Case &c : {Case{8, 128, 128, 1, false}, Case{13, 256, 128, 1, true}, Case{61, 512, 256, 3, false},
-                          Case{100, 384, 384, 8, true}, Case{7, 640, 128, 5, false}, Case{257, 1024, 128, 2, true}})
+                          Case{100, 384, 384, 8, true}, Case{7, 640, 128, 5, false}, Case{257, 1024, 128, 2, true},
+                          Case{9, 128, 32, 1, false}, Case{40, 384, 32, 3, true}, Case{17, 256, 64, 8, false},
+                          Case{64, 640, 64, 2, true}})
         check(c, seed++);
 }
 
 TEST(Int4Decode, NotBuiltWhereTheLayoutDoesNotFit) {
     EXPECT_EQ(Int4Decode::build(woq::quantize_rtn("t", at::randn({16, 192}), at::Tensor(), 4, -1)), nullptr);  // 192 channels
-    EXPECT_EQ(Int4Decode::build(woq::quantize_rtn("t", at::randn({16, 256}), at::Tensor(), 4, 64)), nullptr);  // g64
+    EXPECT_EQ(Int4Decode::build(woq::quantize_rtn("t", at::randn({16, 256}), at::Tensor(), 4, 16)), nullptr);  // g16
+    EXPECT_EQ(Int4Decode::build(woq::quantize_rtn("t", at::randn({16, 384}), at::Tensor(), 4, 96)), nullptr);  // g96
     EXPECT_EQ(Int4Decode::build(woq::quantize_rtn("t", at::randn({16, 256}), at::Tensor(), 8, 128)), nullptr);  // int8
 }
 
