@@ -7,6 +7,8 @@
 
 #include "base/isa.h"
 #include "llm/kernels.h"
+#include "ops/woq/woq_kernels.h"
+#include "ops/woq/woq_linear.h"
 
 namespace ipex::llm {
 
@@ -70,9 +72,24 @@ std::unique_ptr<Int4Decode> Int4Decode::build(const woq::WoqLayer &layer) {
     return d;
 }
 
+static_assert(Int4Decode::kTileRows == woq::kernels::kTiledRows && Int4Decode::kUnit == woq::kernels::kTiledUnit,
+              "Int4Decode builds lib/woq's tiled layout");
+
 void Int4Decode::run(const at::Tensor &x, float *out, int64_t ldo) const {
+    TORCH_CHECK(x.dim() == 2 && x.size(1) == k_, "Int4Decode: x must be [rows, ", k_, "], got ", x.sizes());
     const int64_t m = x.size(0);
-    TORCH_CHECK(m <= kMaxRows && x.dim() == 2 && x.size(1) == k_, "Int4Decode: x must be [<= 8, ", k_, "]");
+    if (m <= kMaxRows) {
+        decode(x, out, ldo);
+        return;
+    }
+    const int64_t tail = m % 16, full = tail <= kGemmTailRows ? m - tail : m;
+    const woq::kernels::TiledInt4View w{data_.data(), scales_.data(), offsets_.data(), n_, k_, groups_, group_size_};
+    woq::tiled_int4_gemm(w, x.narrow(0, 0, full), out, ldo);
+    if (full < m) decode(x.narrow(0, full, m - full), out + full * ldo, ldo);
+}
+
+void Int4Decode::decode(const at::Tensor &x, float *out, int64_t ldo) const {
+    const int64_t m = x.size(0);
     // Scratch reused across calls: no allocation per token once sized.
     thread_local std::vector<uint16_t> xb;
     thread_local std::vector<float> xsum;

@@ -1,12 +1,12 @@
-// Decode-time int4 weights: a copy of a weight-only int4 projection laid out for streaming
-// a few rows of activations through it (one or a few tokens per step). Tiles of kTileRows
-// output channels are stored one after another, and inside a tile the 64-byte units (128
-// input channels) of its rows alternate, so the kernel reads one sequential stream and
+// An int4 projection in the tiled layout (ops/woq/woq_kernels.h's TiledInt4View): tiles of
+// kTileRows output channels one after another, inside a tile the 64-byte units (128 input
+// channels) of its rows alternating, so the decode kernel reads one sequential stream and
 // unpacks each byte once for all its rows. Values are the unsigned codes q (0..15); the
-// weight is scale * (q - zero), as in lib/woq. Built at load where the CPU has AVX512-BF16
-// and the layer allows it (no act-order; groups of 32, 64 or a multiple of 128 channels,
-// dividing the input channels); prefill
-// keeps the lib/woq kernels.
+// weight is scale * (q - zero), as in lib/woq. Steps of up to kMaxRows rows (decode) run the
+// kernel below; more rows (prefill) run lib/woq's large-batch bf16 kernel on the same bytes,
+// so this is the projection's one copy (llm::Linear drops the lib/woq layer it was built
+// from). Built at load where the CPU has AVX512-BF16 and the layer allows it (no act-order;
+// groups of 32, 64 or a multiple of 128 channels, dividing the input channels).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -23,21 +23,27 @@ class Int4Decode {
 public:
     static constexpr int64_t kTileRows = 8;
     static constexpr int64_t kUnit = 128;  // input channels per 64-byte unit
-    static constexpr int64_t kMaxRows = 8;  // activation rows a call takes
+    static constexpr int64_t kMaxRows = 8;  // rows the decode kernel takes in one pass
+    // Rows past whole blocks of 16 would cost the large-batch kernel a block of their own; up
+    // to this many of them go through the decode kernel, which reads the weights once more (as
+    // lib/woq's kGemvTailRows).
+    static constexpr int64_t kGemmTailRows = 4;
 
     // nullptr where the layer or the CPU does not allow this form.
     static std::unique_ptr<Int4Decode> build(const woq::WoqLayer &layer);
 
-    // out[m, n] (fp32, row stride ldo) = x[m, :] W^T for m < rows(x) <= kMaxRows; x is
-    // fp32 or bf16 [M, K], rounded to bf16 as the WOQ bf16 kernels do.
+    // out[m, n] (fp32, row stride ldo) = x[m, :] W^T for every row of x, fp32 or bf16 [M, K]
+    // rounded to bf16 as the WOQ bf16 kernels do.
     void run(const at::Tensor &x, float *out, int64_t ldo) const;
 
     int64_t in_features() const { return k_; }
     int64_t out_features() const { return n_; }
-    // Bytes of this layout (a copy besides the WOQ layer's).
+    // Bytes of this layout.
     uint64_t bytes() const { return data_.size() + (scales_.size() + offsets_.size()) * sizeof(float); }
 
 private:
+    // Rows of x up to kMaxRows through the decode kernel.
+    void decode(const at::Tensor &x, float *out, int64_t ldo) const;
     int64_t n_ = 0, k_ = 0, group_size_ = 0, groups_ = 0, tiles_ = 0;
     std::vector<uint8_t> data_;       // [tile][unit][row of tile][64 bytes]
     std::vector<float> scales_;       // [tile][group][row of tile]

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "base/errors.h"
+#include "base/isa.h"
 #include "llm/kernels.h"
 #include "ops/linear_context.h"
 #include "ops/woq/woq_linear.h"
@@ -141,7 +142,20 @@ Linear Linear::from_woq(const std::string &name, std::vector<woq::WoqLayer> laye
 }
 
 void Linear::build_decode() {
-    if (woq_.size() == 1 && lowp_mode_ == "bf16") decode_ = Int4Decode::build(woq_[0]);
+    if (woq_.size() != 1 || lowp_mode_ != "bf16") return;
+    decode_ = Int4Decode::build(woq_[0]);
+    // The tiled layout serves every row count: it is the one copy. Where the CPU has AMX,
+    // prefill stays on lib/woq's AMX matmul path, which reads the plain layer.
+    if (decode_ && !isa::amx_bf16_present()) {
+        woq::WoqLayer &l = woq_[0];
+        l.qweight = at::Tensor();
+        l.scales = at::Tensor();
+        l.zeros = at::Tensor();
+    }
+}
+
+bool Linear::int4_tiled(const at::Tensor &x) const {
+    return decode_ && (!woq_[0].qweight.defined() || (x.dim() == 2 && x.size(0) <= Int4Decode::kMaxRows));
 }
 
 bool Linear::bf16_decodes(const at::Tensor &x) const {
@@ -157,7 +171,7 @@ at::Tensor Linear::forward(const at::Tensor &x) const {
         return out;
     }
     if (dense_) return dense_->run(x, c10::nullopt).to(at::kFloat);
-    if (decode_ && x.dim() == 2 && x.size(0) <= Int4Decode::kMaxRows) {
+    if (int4_tiled(x)) {
         at::Tensor out = at::empty({x.size(0), out_}, x.options().dtype(at::kFloat));
         decode_->run(x, out.data_ptr<float>(), out_);
         if (woq_bias_.defined()) out.add_(woq_bias_);
@@ -222,7 +236,8 @@ void Linear::forward_glu(const at::Tensor &x, at::Tensor &out, bool gelu) const 
 }
 
 uint64_t Linear::resident_bytes() const {
-    uint64_t bytes = bytes_ + (woq_bias_.defined() ? woq_bias_.nbytes() : 0);
+    uint64_t bytes = woq_bias_.defined() ? woq_bias_.nbytes() : 0;
+    if (!decode_ || woq_[0].qweight.defined()) bytes += bytes_;
     if (dense_) bytes += static_cast<uint64_t>(dense_->packed_bytes());
     if (decode_) bytes += decode_->bytes();
     return bytes;

@@ -12,6 +12,8 @@
 //    128 + q; sums are scaled per group and the zero point and the 128 are taken off at the end
 //    through the group sums of x (few instructions per weight, no rounding of the weights), or
 //  - dequantized: bf16((q - zero) * scale), through a per-group table for int4.
+// The tiled int4 layout of LLM projections (woq_kernels.h) runs through the same register
+// tiles: a chunk is one of its 128-channel units, unpacked exactly into channel order.
 #include <immintrin.h>
 
 #include <cstring>
@@ -117,15 +119,21 @@ struct Prefetch {
 };
 
 // How a tile's sums d enter the accumulators: acc += scale * (d - (zero + 128) * xsum) for
-// row r's scale[r * ls] and zero[r * ls] (no zero term when zero is null) and xsum[16 j + i]
-// for x row 16 j + i.
+// row r's scale[r * ls] and zero[r * ls], or acc += scale * d - offset * xsum with the
+// offset[r * ls] (= scale * (zero + 128)) of the tiled layout; no such term when both are
+// null. xsum[16 j + i] is for x row 16 j + i.
 struct Epilogue {
     const float *scale;
     int64_t ls;
     const float *zero = nullptr;
     const float *xsum = nullptr;
-    Epilogue at_row(int64_t r) const { return {scale + r * ls, ls, zero ? zero + r * ls : nullptr, xsum}; }
-    Epilogue at_block(int64_t j) const { return {scale, ls, zero, zero ? xsum + 16 * j : nullptr}; }
+    const float *offset = nullptr;
+    Epilogue at_row(int64_t r) const {
+        return {scale + r * ls, ls, zero ? zero + r * ls : nullptr, xsum, offset ? offset + r * ls : nullptr};
+    }
+    Epilogue at_block(int64_t j) const {
+        return {scale, ls, zero, zero || offset ? xsum + 16 * j : nullptr, offset};
+    }
 };
 
 // acc[r][16 * j + i] += (epilogue of) sum over `pairs` channel pairs p of w[r][p] . x[p][16 * j + i]
@@ -154,10 +162,12 @@ void tile(const uint32_t *x, int64_t ldx, const uint32_t *w, int64_t ldw, int64_
             for (int j = 0; j < kMB; ++j) c[r][j] = _mm512_dpbf16_ps(c[r][j], xv[j], wv);
         }
     }
-    if (e.zero) {
-        __m512 xs[kMB];
+    __m512 xs[kMB];
+    if (e.xsum) {
         #pragma GCC unroll 32
         for (int j = 0; j < kMB; ++j) xs[j] = _mm512_loadu_ps(e.xsum + 16 * j);
+    }
+    if (e.zero) {
         #pragma GCC unroll 32
         for (int r = 0; r < kR; ++r) {
             const __m512 z = _mm512_set1_ps(e.zero[r * e.ls] + 128.f);
@@ -171,7 +181,9 @@ void tile(const uint32_t *x, int64_t ldx, const uint32_t *w, int64_t ldw, int64_
         #pragma GCC unroll 32
         for (int j = 0; j < kMB; ++j) {
             float *dst = acc + r * lda + 16 * j;
-            _mm512_storeu_ps(dst, _mm512_fmadd_ps(c[r][j], s, _mm512_loadu_ps(dst)));
+            __m512 v = _mm512_fmadd_ps(c[r][j], s, _mm512_loadu_ps(dst));
+            if (e.offset) v = _mm512_fnmadd_ps(_mm512_set1_ps(e.offset[r * e.ls]), xs[j], v);
+            _mm512_storeu_ps(dst, v);
         }
     }
 }
@@ -214,7 +226,7 @@ void panel_blocks(int64_t rows, const uint32_t *x, int64_t ldx, const uint32_t *
 // [b0, b0 + nb) of x: blocks two at a time (one three when their count is odd). The first
 // pass prefetches pf.
 void chunk_blocks(const GemmBF16 &a, int64_t rows, int64_t p0, int64_t b0, int64_t nb, const uint32_t *w,
-                  int64_t pairs, float *acc, int64_t lda, const Epilogue &e, Prefetch pf) {
+                  int64_t pairs, float *acc, int64_t lda, const Epilogue &e, Prefetch pf = {}) {
     for (int64_t j = 0; j < nb;) {
         const uint32_t *x = a.xp + p0 * a.mp + (b0 + j) * 16;
         float *c = acc + j * 16;
@@ -231,6 +243,16 @@ void chunk_blocks(const GemmBF16 &a, int64_t rows, int64_t p0, int64_t b0, int64
             panel_blocks<2>(rows, x, a.mp, w, kChunkK / 2, pairs, c, lda, ej, first);
             j += 2;
         }
+    }
+}
+
+// Rows [16 s0, 16 (s0 + nb)) of x's sums (acc, row r at r * 16 nb) to out.
+void store_slab(const GemmBF16 &a, int64_t n0, int64_t rows, int64_t s0, int64_t nb, const float *acc) {
+    const int64_t lda = nb * 16, m_end = (s0 + nb) * 16 < a.m ? (s0 + nb) * 16 : a.m;
+    for (int64_t m = s0 * 16; m < m_end; ++m) {
+        float *o = a.out + m * a.ldo + n0;
+        const float *c = acc + (m - s0 * 16);
+        for (int64_t r = 0; r < rows; ++r) o[r] = c[r * lda];
     }
 }
 
@@ -271,12 +293,103 @@ void panel(const WeightView &w, const GemmBF16 &a, int64_t n0, int64_t rows, uin
                 k = end;
             }
         }
-        const int64_t m_end = (s0 + nb) * 16 < a.m ? (s0 + nb) * 16 : a.m;
-        for (int64_t m = s0 * 16; m < m_end; ++m) {
-            float *o = a.out + m * a.ldo + n0;
-            const float *c = acc + (m - s0 * 16);
-            for (int64_t r = 0; r < rows; ++r) o[r] = c[r * lda];
+        store_slab(a, n0, rows, s0, nb, acc);
+    }
+}
+
+// The tiled int4 layout (woq_kernels.h), a unit (kChunkK channels) of rows [n0, n0 + rows) as
+// bf16 words 128 + q in channel order, row r at dst + r * ld; the next unit's bytes of these
+// rows are asked for meanwhile.
+void expand_tiled_unit(const TiledInt4View &w, int64_t n0, int64_t rows, int64_t u, uint16_t *dst, int64_t ld) {
+    static_assert(kTiledUnit == kChunkK, "a chunk is one unit of the tiled layout");
+    const __m512i mask = _mm512_set1_epi8(0x0f);
+    const __m512i high = _mm512_set1_epi8(0x43);
+    const int64_t units = w.k / kTiledUnit, t0 = n0 / kTiledRows;
+    const auto unit_bytes = [&](int64_t r, int64_t unit) {
+        return w.data + (((t0 + r / kTiledRows) * units + unit) * kTiledRows + r % kTiledRows) * 64;
+    };
+    for (int64_t r = 0; r < rows; ++r) {
+        if (u + 1 < units) _mm_prefetch(reinterpret_cast<const char *>(unit_bytes(r, u + 1)), _MM_HINT_T0);
+        const __m512i v = _mm512_loadu_si512(unit_bytes(r, u));
+        const __m512i lo = _mm512_and_si512(v, mask);
+        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
+        uint16_t *out = dst + r * ld;
+        _mm512_storeu_si512(out, _mm512_unpacklo_epi8(lo, high));
+        _mm512_storeu_si512(out + 32, _mm512_unpackhi_epi8(lo, high));
+        _mm512_storeu_si512(out + 64, _mm512_unpacklo_epi8(hi, high));
+        _mm512_storeu_si512(out + 96, _mm512_unpackhi_epi8(hi, high));
+    }
+}
+
+// The same unit dequantized: each 32-channel block through a table of the 16 values of its
+// group, bf16 of fp32(scale * (q + 128) - offset) (one rounding to fp32, then to bf16: the
+// value scale * (q - zero), within an fp32 rounding of the offset); for groups of 32 or 64
+// channels, where one exact pass per group would cost more than the rounding (tiled_exact()).
+void dequant_tiled_unit(const TiledInt4View &w, int64_t n0, int64_t rows, int64_t u, uint16_t *dst, int64_t ld) {
+    const __m512i mask = _mm512_set1_epi8(0x0f), zero = _mm512_setzero_si512();
+    const __m512 code = _mm512_setr_ps(128, 129, 130, 131, 132, 133, 134, 135, 136, 137, 138, 139, 140, 141, 142, 143);
+    const int64_t units = w.k / kTiledUnit, t0 = n0 / kTiledRows;
+    for (int64_t r = 0; r < rows; ++r) {
+        const int64_t tile = t0 + r / kTiledRows, row = r % kTiledRows;
+        const uint8_t *src = w.data + ((tile * units + u) * kTiledRows + row) * 64;
+        if (u + 1 < units) _mm_prefetch(reinterpret_cast<const char *>(src + kTiledRows * 64), _MM_HINT_T0);
+        const __m512i v = _mm512_loadu_si512(src);
+        const __m512i lo = _mm512_and_si512(v, mask);
+        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
+        const __m512i idx[4] = {_mm512_unpacklo_epi8(lo, zero), _mm512_unpackhi_epi8(lo, zero),
+                                _mm512_unpacklo_epi8(hi, zero), _mm512_unpackhi_epi8(hi, zero)};
+        for (int b = 0; b < 4; ++b) {
+            const int64_t g = (u * kTiledUnit + b * kBlock) / w.group_size;
+            const int64_t at = (tile * w.groups + g) * kTiledRows + row;
+            const __m512 value = _mm512_fmsub_ps(code, _mm512_set1_ps(w.scales[at]), _mm512_set1_ps(w.offsets[at]));
+            const __m512i lut = _mm512_castsi256_si512(::ipex::kernels::avx512::fp32_to_bf16(value));
+            _mm512_storeu_si512(dst + r * ld + b * kBlock, _mm512_permutexvar_epi16(idx[b], lut));
         }
+    }
+}
+
+// Group g's scales and offsets of rows [n0, n0 + rows) side by side (rows of a tile lie
+// together in the layout, tiles apart).
+void gather_group(const TiledInt4View &w, int64_t n0, int64_t rows, int64_t g, float *scale, float *offset) {
+    const int64_t t0 = n0 / kTiledRows;
+    for (int64_t t = 0; t * kTiledRows < rows; ++t) {
+        const int64_t at = ((t0 + t) * w.groups + g) * kTiledRows;
+        std::memcpy(scale + t * kTiledRows, w.scales + at, sizeof(float) * kTiledRows);
+        std::memcpy(offset + t * kTiledRows, w.offsets + at, sizeof(float) * kTiledRows);
+    }
+}
+
+void tiled_panel(const TiledInt4View &w, const GemmBF16 &a, int64_t n0, int64_t rows, uint16_t *wbuf, float *acc) {
+    static const float kOne = 1.f;
+    const int64_t mblocks = a.mp / 16, units = w.k / kTiledUnit, gs = w.group_size;
+    const uint32_t *wp = reinterpret_cast<const uint32_t *>(wbuf);
+    alignas(64) float scale[kPanelRows], offset[kPanelRows];
+    for (int64_t s0 = 0; s0 < mblocks; s0 += kSlabBlocks) {
+        const int64_t nb = mblocks - s0 < kSlabBlocks ? mblocks - s0 : kSlabBlocks, lda = nb * 16;
+        std::memset(acc, 0, sizeof(float) * static_cast<size_t>(rows * lda));
+        for (int64_t u = 0; u < units; ++u) {
+            if (!tiled_exact(w)) {
+                dequant_tiled_unit(w, n0, rows, u, wbuf, kChunkK);
+                chunk_blocks(a, rows, u * kTiledUnit / 2, s0, nb, wp, kTiledUnit / 2, acc, lda, Epilogue{&kOne, 0});
+                continue;
+            }
+            expand_tiled_unit(w, n0, rows, u, wbuf, kChunkK);
+            // One pass per group within the unit, its sums scaled by the group's scales; the
+            // pass that starts a group also takes off its offsets.
+            const int64_t k0 = u * kTiledUnit;
+            for (int64_t k = k0; k < k0 + kTiledUnit;) {
+                const int64_t g = k / gs, end = (g + 1) * gs < k0 + kTiledUnit ? (g + 1) * gs : k0 + kTiledUnit;
+                gather_group(w, n0, rows, g, scale, offset);
+                Epilogue e{scale, 1};
+                if (k == g * gs) {
+                    e.offset = offset;
+                    e.xsum = a.xsum + g * a.mp;
+                }
+                chunk_blocks(a, rows, k / 2, s0, nb, wp + (k - k0) / 2, (end - k) / 2, acc, lda, e);
+                k = end;
+            }
+        }
+        store_slab(a, n0, rows, s0, nb, acc);
     }
 }
 
@@ -288,6 +401,16 @@ void gemm_bf16_avx512(const WeightView &w, const GemmBF16 &a, int64_t n_begin, i
     for (int64_t n = n_begin; n < n_end; n += kPanelRows) {
         const int64_t rows = n_end - n < kPanelRows ? n_end - n : kPanelRows;
         panel(w, a, n, rows, wbuf.as<uint16_t>(), acc.as<float>());
+    }
+}
+
+void gemm_bf16_tiled_avx512(const TiledInt4View &w, const GemmBF16 &a, int64_t n_begin, int64_t n_end) {
+    static_assert(kPanelRows % kTiledRows == 0, "panels of whole tiles");
+    const Buffer wbuf(kPanelRows * kChunkK * 2);
+    const Buffer acc(kPanelRows * kSlabBlocks * 16 * 4);
+    for (int64_t n = n_begin; n < n_end; n += kPanelRows) {
+        const int64_t rows = n_end - n < kPanelRows ? n_end - n : kPanelRows;
+        tiled_panel(w, a, n, rows, wbuf.as<uint16_t>(), acc.as<float>());
     }
 }
 

@@ -21,6 +21,10 @@
 
 namespace ipex::woq {
 
+namespace kernels {
+struct TiledInt4View;
+}
+
 // Rows of x from which the dequantize-then-matmul path is taken.
 constexpr int64_t kMatmulRows = 16;
 
@@ -28,6 +32,13 @@ at::Tensor woq_linear(const at::Tensor &input, const at::Tensor &qweight, const 
                       const at::Tensor &zeros, const c10::optional<at::Tensor> &bias,
                       const c10::optional<at::Tensor> &perm, int64_t bits, int64_t group_size,
                       int64_t in_features, c10::string_view lowp_mode);
+
+// out [m, n] (fp32, row stride ldo) = x W^T for int4 weights in the tiled layout
+// (woq_kernels.h), x [m, k] fp32 or bf16 (rounded to bf16), by the large-batch AVX512-BF16
+// kernel (exact weights for groups of 128 channels or more, else rounded to bf16:
+// kernels::tiled_exact); parallel over output channels. Call only where
+// isa::avx512_bf16(); every row count works, but below 16 rows a block of 16 is computed.
+void tiled_int4_gemm(const kernels::TiledInt4View &w, const at::Tensor &x2d, float *out, int64_t ldo);
 
 // Tests and benches: force the portable kernels even where AVX-512 is available.
 void set_force_portable_kernels(bool on);

@@ -129,61 +129,74 @@ at::Tensor gemv_bf16(const kernels::WeightView &w, const at::Tensor &x2d) {
     return out;
 }
 
-// The input of gemm_bf16_avx512 (woq_kernels.h): x [m, k] as bf16 channel-pair words
-// [kp/2, mp] (pair order when exact) and, when exact, the group sums of the bf16 x
-// [groups, mp]. One serial pass, 16 rows at a time (rounded to bf16 into a scratch block,
-// then written pair by pair as 64-byte runs): as a chain of ATen ops this took several
-// parallel regions, and on a shared machine each waits for a worker thread to be scheduled.
+// The input of the large-batch kernels (woq_kernels.h's GemmBF16): x [m, k] as bf16
+// channel-pair words [kp/2, mp] (in pair order when pair_order) and, when sums, the group sums
+// of the bf16 x [groups, mp].
+struct PackedRows {
+    at::Tensor xp, xsum;
+    int64_t m = 0, mp = 0;
+};
+
+// One serial pass, 16 rows at a time (rounded to bf16 into a scratch block, then written pair
+// by pair as 64-byte runs): as a chain of ATen ops this took several parallel regions, and on
+// a shared machine each waits for a worker thread to be scheduled.
 template <typename T>
-void pack_rows(const kernels::WeightView &w, const T *x, int64_t m, int64_t mp, bool exact, uint32_t *xp, float *xsum) {
-    const int64_t gs = w.k / w.groups, pairs = w.kp / 2;
+void pack_rows(const T *x, int64_t k, int64_t kp, int64_t groups, bool pair_order, bool sums, PackedRows &p) {
+    const int64_t gs = k / groups, pairs = kp / 2, m = p.m, mp = p.mp;
+    uint32_t *xp = reinterpret_cast<uint32_t *>(p.xp.data_ptr<int32_t>());
+    float *xsum = sums ? p.xsum.data_ptr<float>() : nullptr;
     // Source pair of each pair position within 64 channels (inverse of bf16_pair_order's map).
     std::array<int64_t, 32> src{};
     for (int64_t pos = 0; pos < 64; pos += 2) {
         const int64_t q = (pos % 32) / 16 * 2 + pos / 32;
-        src[static_cast<size_t>(pos / 2)] = exact ? ((pos % 16) / 8 * 32 + q * 8 + pos % 8) / 2 : pos / 2;
+        src[static_cast<size_t>(pos / 2)] = pair_order ? ((pos % 16) / 8 * 32 + q * 8 + pos % 8) / 2 : pos / 2;
     }
-    std::vector<uint16_t> block(static_cast<size_t>(16 * w.kp));
+    std::vector<uint16_t> block(static_cast<size_t>(16 * kp));
     for (int64_t i0 = 0; i0 < mp; i0 += 16) {
         std::fill(block.begin(), block.end(), uint16_t(0));
         for (int64_t r = 0; r < 16 && i0 + r < m; ++r) {
-            const T *row = x + (i0 + r) * w.k;
-            uint16_t *dst = block.data() + r * w.kp;
-            for (int64_t c = 0; c < w.k; ++c) dst[c] = c10::BFloat16(static_cast<float>(row[c])).x;
+            const T *row = x + (i0 + r) * k;
+            uint16_t *dst = block.data() + r * kp;
+            for (int64_t c = 0; c < k; ++c) dst[c] = c10::BFloat16(static_cast<float>(row[c])).x;
         }
-        if (exact)
+        if (sums)
             for (int64_t r = 0; r < 16; ++r)
-                for (int64_t g = 0; g < w.groups; ++g) {
+                for (int64_t g = 0; g < groups; ++g) {
                     float sum = 0;  // of bf16 values; padding rows give 0
-                    const uint16_t *v = block.data() + r * w.kp + g * gs;
+                    const uint16_t *v = block.data() + r * kp + g * gs;
                     for (int64_t c = 0; c < gs; ++c) sum += static_cast<float>(c10::BFloat16(v[c], c10::BFloat16::from_bits()));
                     xsum[g * mp + i0 + r] = sum;
                 }
         const uint32_t *words = reinterpret_cast<const uint32_t *>(block.data());
-        for (int64_t p = 0; p < pairs; ++p) {
-            const int64_t from = exact ? p / 32 * 32 + src[static_cast<size_t>(p % 32)] : p;
-            uint32_t *dst = xp + p * mp + i0;
+        for (int64_t q = 0; q < pairs; ++q) {
+            const int64_t from = pair_order ? q / 32 * 32 + src[static_cast<size_t>(q % 32)] : q;
+            uint32_t *dst = xp + q * mp + i0;
             for (int64_t r = 0; r < 16; ++r) dst[r] = words[r * pairs + from];
         }
     }
 }
 
+PackedRows pack_gemm_input(const at::Tensor &x2d, int64_t k, int64_t kp, int64_t groups, bool pair_order, bool sums) {
+    PackedRows p;
+    p.m = x2d.size(0);
+    p.mp = kernels::gemm_padded_rows(p.m);
+    const at::Tensor x = x2d.scalar_type() == at::kBFloat16 ? x2d.contiguous() : x2d.to(at::kFloat).contiguous();
+    p.xp = at::empty({kp / 2, p.mp}, at::kInt);
+    p.xsum = at::empty({sums ? groups : 0, p.mp}, at::kFloat);
+    if (x.scalar_type() == at::kBFloat16) pack_rows(x.data_ptr<at::BFloat16>(), k, kp, groups, pair_order, sums, p);
+    else pack_rows(x.data_ptr<float>(), k, kp, groups, pair_order, sums, p);
+    return p;
+}
+
 // Large batches in bf16 on AVX512-BF16: x packed once into channel pairs, then each thread
 // expands chunks of its output channels in cache and multiplies them with all rows.
 void fused_gemm_bf16_into(const kernels::WeightView &w, const at::Tensor &x2d, const at::Tensor &out) {
-    const int64_t m = x2d.size(0), mp = kernels::gemm_padded_rows(m);
     const bool exact = kernels::gemm_exact_weights(w);
-    const at::Tensor x = x2d.scalar_type() == at::kBFloat16 ? x2d.contiguous() : x2d.to(at::kFloat).contiguous();
-    const at::Tensor xp = at::empty({w.kp / 2, mp}, at::kInt);
-    const at::Tensor xsum = at::empty({exact ? w.groups : 0, mp}, at::kFloat);
-    uint32_t *xpw = reinterpret_cast<uint32_t *>(xp.data_ptr<int32_t>());
-    if (x.scalar_type() == at::kBFloat16)
-        pack_rows(w, x.data_ptr<at::BFloat16>(), m, mp, exact, xpw, xsum.data_ptr<float>());
-    else
-        pack_rows(w, x.data_ptr<float>(), m, mp, exact, xpw, xsum.data_ptr<float>());
-    kernels::GemmBF16 a{reinterpret_cast<const uint32_t *>(xp.data_ptr<int32_t>()), m, mp, out.data_ptr<float>(), w.n};
+    const PackedRows x = pack_gemm_input(x2d, w.k, w.kp, w.groups, exact, exact);
+    kernels::GemmBF16 a{reinterpret_cast<const uint32_t *>(x.xp.data_ptr<int32_t>()), x.m, x.mp, out.data_ptr<float>(),
+                        w.n};
     a.exact = exact;
-    a.xsum = exact ? xsum.data_ptr<float>() : nullptr;
+    a.xsum = exact ? x.xsum.data_ptr<float>() : nullptr;
     for_row_chunks(w.n, [&](int64_t n0, int64_t n1) { kernels::gemm_bf16_avx512(w, a, n0, n1); }, kernels::kGemmPanelRows);
 }
 
@@ -294,6 +307,18 @@ at::Tensor blocked_matmul(const kernels::WeightView &w, const at::Tensor &x2d, b
 }  // namespace
 
 void set_force_portable_kernels(bool on) { g_force_portable = on; }
+
+void tiled_int4_gemm(const kernels::TiledInt4View &w, const at::Tensor &x2d, float *out, int64_t ldo) {
+    TORCH_INTERNAL_ASSERT(isa::avx512_bf16() && w.k % kernels::kTiledUnit == 0 && x2d.dim() == 2 && x2d.size(1) == w.k,
+                          "tiled_int4_gemm: needs AVX512-BF16 and x [m, ", w.k, "]");
+    const bool exact = kernels::tiled_exact(w);
+    const PackedRows x = pack_gemm_input(x2d, w.k, w.k, w.groups, /*pair_order=*/false, /*sums=*/exact);
+    kernels::GemmBF16 a{reinterpret_cast<const uint32_t *>(x.xp.data_ptr<int32_t>()), x.m, x.mp, out, ldo};
+    a.exact = exact;
+    a.xsum = exact ? x.xsum.data_ptr<float>() : nullptr;
+    for_row_chunks(w.n, [&](int64_t n0, int64_t n1) { kernels::gemm_bf16_tiled_avx512(w, a, n0, n1); },
+                   kernels::kGemmPanelRows);
+}
 
 at::Tensor woq_linear(const at::Tensor &input, const at::Tensor &qweight, const at::Tensor &scales,
                       const at::Tensor &zeros, const c10::optional<at::Tensor> &bias,
