@@ -176,7 +176,8 @@ GenerateReport generate_on(const GenerateRequest &request, llm::GenerateOptions 
     if (!request.logits_file.empty()) {
         all = at::full({batch, std::max<int64_t>(request.max_new_tokens, 0), vocab}, std::nanf(""), at::kFloat);
         o.on_logits = [&](int64_t b, int64_t step, const float *row) {  // step 1, 2, ...
-            if (step < 1 || step > all.size(1)) return;  // generate emits at most max_new_tokens rows
+            TORCH_INTERNAL_ASSERT(step >= 1 && step <= all.size(1) && b >= 0 && b < all.size(0),
+                                  "generate emitted logits of step ", step, " for sequence ", b);
             std::copy(row, row + vocab, all[b][step - 1].data_ptr<float>());
             steps = std::max(steps, step);
         };

@@ -105,9 +105,8 @@ void Int4Decode::decode(const at::Tensor &x, float *out, int64_t ldo) const {
     }
     for (int64_t r = 0; r < m; ++r)
         for (int64_t c = 0; c < k_; ++c) xsum[static_cast<size_t>(r * groups_ + c / group_size_)] += from_bf16(xb[static_cast<size_t>(r * k_ + c)]);
-    const kernels::Int4DecodeArgs a{data_.data(), scales_.data(), offsets_.data(), k_, groups_, group_size_ / kUnit,
-                                    group_size_ < kUnit ? group_size_ / 32 : 0, xb.data(), xsum.data(), m, out, ldo,
-                                    n_};
+    const kernels::Int4DecodeArgs a{data_.data(), scales_.data(), offsets_.data(), k_, groups_, group_size_,
+                                    xb.data(), xsum.data(), m, out, ldo, n_};
     const int64_t grain = std::max<int64_t>(1, tiles_ / (4 * at::get_num_threads()));
     at::parallel_for(0, tiles_, grain, [&](int64_t t0, int64_t t1) { kernels::int4_decode_avx512(a, t0, t1); });
 }

@@ -57,8 +57,7 @@ struct Int4DecodeArgs {
     const uint8_t *data;
     const float *scales, *offsets;
     int64_t k, groups;
-    int64_t units_per_group;  // groups of 128 channels or more: units a group spans; else 0
-    int64_t group_blocks;     // groups of 32 or 64 channels: the 32-channel blocks a group spans
+    int64_t group_size;  // 32, 64 or a multiple of kUnit
     const uint16_t *x;
     const float *xsum;
     int64_t m;

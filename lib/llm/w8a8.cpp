@@ -50,12 +50,12 @@ W8A8Linear::W8A8Linear(const std::string &name, const at::Tensor &weight, const 
 }
 
 at::Tensor W8A8Linear::quantize_input(const at::Tensor &x) const {
-    const at::Tensor src = x.scalar_type() == at::kBFloat16 ? x.contiguous() : x.to(at::kFloat).contiguous();
+    const bool bf16 = x.scalar_type() == at::kBFloat16;
+    const at::Tensor src = bf16 ? x.contiguous() : x.to(at::kFloat).contiguous();
     const int64_t rows = src.size(0), k = src.size(1);
     at::Tensor q = at::empty({rows, k}, at::kChar);
     const float *m = multiplier_.data_ptr<float>();
     int8_t *out = q.data_ptr<int8_t>();
-    const bool bf16 = src.scalar_type() == at::kBFloat16;
     at::parallel_for(0, rows, 1, [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {
             if (bf16) {

@@ -3,7 +3,6 @@
 #include <vector>
 
 #include "base/isa.h"
-#include "kernels/bf16.h"
 #include "ops/op_errors.h"
 #include "ops/recsys/interaction_driver.h"
 #include "ops/recsys/recsys_ops.h"
@@ -11,30 +10,23 @@
 namespace ipex::ops::recsys {
 namespace {
 
-float widen(float v) { return v; }
-float widen(uint16_t v) { return kernels::from_bf16(v); }
-
 // Lane l += x[k] * y[k] for k = l, l + 16, ...: whole blocks of 16 first (which the compiler
-// vectorizes lane for lane), then the tail; the lanes reduced in the documented order.
-template <typename T>
-float dot_lanes(const T *x, const T *y, int64_t dim) {
+// vectorizes lane for lane), then the tail; the lanes reduced in the documented order. fp32
+// rows only: the driver widens a bf16 sample's rows once (a bf16 dot widening one element at
+// a time does not vectorize).
+float dot(const void *xv, const void *yv, bool bf16, int64_t dim) {
+    TORCH_INTERNAL_ASSERT(!bf16, "the portable interaction dot takes widened rows");
+    const float *x = static_cast<const float *>(xv), *y = static_cast<const float *>(yv);
     float lanes[kDotLanes] = {};
     int64_t k = 0;
     for (; k + kDotLanes <= dim; k += kDotLanes)
-        for (int64_t l = 0; l < kDotLanes; ++l) lanes[l] += widen(x[k + l]) * widen(y[k + l]);
-    for (int64_t l = 0; k + l < dim; ++l) lanes[l] += widen(x[k + l]) * widen(y[k + l]);
+        for (int64_t l = 0; l < kDotLanes; ++l) lanes[l] += x[k + l] * y[k + l];
+    for (int64_t l = 0; k + l < dim; ++l) lanes[l] += x[k + l] * y[k + l];
     return reduce_lanes(lanes);
-}
-
-float dot(const void *x, const void *y, bool bf16, int64_t dim) {
-    if (bf16) return dot_lanes(static_cast<const uint16_t *>(x), static_cast<const uint16_t *>(y), dim);
-    return dot_lanes(static_cast<const float *>(x), static_cast<const float *>(y), dim);
 }
 
 }  // namespace
 
-// The portable bf16 dot widens one element at a time and does not vectorize: the driver widens
-// each sample's rows once and the fp32 loop runs on them.
 void run_interaction(const InteractionProblem &p) { drive_interaction(p, dot, /*widen_bf16=*/true); }
 
 namespace avx512 {
