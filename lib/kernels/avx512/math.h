@@ -46,6 +46,36 @@ static inline __m512 exp16(__m512 x) {
     return _mm512_scalef_ps(p, n);
 }
 
+// v[i] lane j becomes v[j] lane i: a 16 x 16 fp32 transpose in registers (pairs of rows
+// interleaved, then 4 x 4 blocks within each 128-bit lane, then the lanes themselves).
+static inline void transpose16x16(__m512 v[16]) {
+    __m512 t[16];
+    for (int i = 0; i < 8; ++i) {
+        t[2 * i] = _mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]);
+    }
+    // s[4 i + c], lane L: column 4 L + c of rows 4 i .. 4 i + 3.
+    __m512 s[16];
+    for (int i = 0; i < 4; ++i) {
+        const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 1]);
+        const __m512d c = _mm512_castps_pd(t[4 * i + 2]), d = _mm512_castps_pd(t[4 * i + 3]);
+        s[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        s[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        s[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+        s[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+    // Column 4 L + c gathers lane L of s[c], s[4 + c], s[8 + c], s[12 + c].
+    for (int c = 0; c < 4; ++c) {
+        const __m512 p = _mm512_shuffle_f32x4(s[c], s[4 + c], 0x88), q = _mm512_shuffle_f32x4(s[c], s[4 + c], 0xdd);
+        const __m512 r = _mm512_shuffle_f32x4(s[8 + c], s[12 + c], 0x88);
+        const __m512 u = _mm512_shuffle_f32x4(s[8 + c], s[12 + c], 0xdd);
+        v[c] = _mm512_shuffle_f32x4(p, r, 0x88);
+        v[8 + c] = _mm512_shuffle_f32x4(p, r, 0xdd);
+        v[4 + c] = _mm512_shuffle_f32x4(q, u, 0x88);
+        v[12 + c] = _mm512_shuffle_f32x4(q, u, 0xdd);
+    }
+}
+
 // 16 bf16 (uint16 bits) widened to fp32, exactly: the bits become the high half.
 static inline __m512 bf16_to_fp32(__m256i src) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(src), 16));

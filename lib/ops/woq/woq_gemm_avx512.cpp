@@ -147,11 +147,18 @@ void tile(const uint32_t *x, int64_t ldx, const uint32_t *w, int64_t ldw, int64_
     for (int r = 0; r < kR; ++r)
         #pragma GCC unroll 32
         for (int j = 0; j < kMB; ++j) c[r][j] = _mm512_setzero_ps();
+    // One line a pair: row pf_row's line pf_line, walked without a division in the loop.
     const int64_t npf = pf.base ? kR * pf.lines : 0;
+    const uint8_t *pf_row = pf.base;
+    int64_t pf_line = 0;
     for (int64_t p = 0; p < pairs; ++p) {
-        if (p < npf)
-            _mm_prefetch(reinterpret_cast<const char *>(pf.base + (p / pf.lines) * pf.stride + (p % pf.lines) * 64),
-                         _MM_HINT_T0);
+        if (p < npf) {
+            _mm_prefetch(reinterpret_cast<const char *>(pf_row + pf_line * 64), _MM_HINT_T0);
+            if (++pf_line == pf.lines) {
+                pf_line = 0;
+                pf_row += pf.stride;
+            }
+        }
         __m512bh xv[kMB];
         #pragma GCC unroll 32
         for (int j = 0; j < kMB; ++j) xv[j] = (__m512bh)_mm512_loadu_si512(x + p * ldx + 16 * j);
@@ -246,13 +253,24 @@ void chunk_blocks(const GemmBF16 &a, int64_t rows, int64_t p0, int64_t b0, int64
     }
 }
 
-// Rows [16 s0, 16 (s0 + nb)) of x's sums (acc, row r at r * 16 nb) to out.
+// Rows [16 s0, 16 (s0 + nb)) of x's sums (acc, weight row r at r * 16 nb, a vector of 16 rows
+// of x) to out: 16 x 16 blocks transposed in registers, the weight rows past the last 16 one
+// by one.
 void store_slab(const GemmBF16 &a, int64_t n0, int64_t rows, int64_t s0, int64_t nb, const float *acc) {
-    const int64_t lda = nb * 16, m_end = (s0 + nb) * 16 < a.m ? (s0 + nb) * 16 : a.m;
-    for (int64_t m = s0 * 16; m < m_end; ++m) {
+    const int64_t lda = nb * 16, m0 = s0 * 16, m_end = (s0 + nb) * 16 < a.m ? (s0 + nb) * 16 : a.m;
+    int64_t r = 0;
+    for (; r + 16 <= rows; r += 16)
+        for (int64_t m = m0; m < m_end; m += 16) {
+            __m512 v[16];
+            for (int i = 0; i < 16; ++i) v[i] = _mm512_loadu_ps(acc + (r + i) * lda + (m - m0));
+            ::ipex::kernels::avx512::transpose16x16(v);
+            const int64_t n = m_end - m < 16 ? m_end - m : 16;
+            for (int64_t j = 0; j < n; ++j) _mm512_storeu_ps(a.out + (m + j) * a.ldo + n0 + r, v[j]);
+        }
+    for (int64_t m = m0; m < m_end; ++m) {
         float *o = a.out + m * a.ldo + n0;
-        const float *c = acc + (m - s0 * 16);
-        for (int64_t r = 0; r < rows; ++r) o[r] = c[r * lda];
+        const float *c = acc + (m - m0);
+        for (int64_t i = r; i < rows; ++i) o[i] = c[i * lda];
     }
 }
 
