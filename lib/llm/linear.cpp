@@ -154,8 +154,10 @@ void Linear::build_decode() {
     }
 }
 
+bool Linear::woq_layer_held() const { return !woq_.empty() && woq_[0].qweight.defined(); }
+
 bool Linear::int4_tiled(const at::Tensor &x) const {
-    return decode_ && (!woq_[0].qweight.defined() || (x.dim() == 2 && x.size(0) <= Int4Decode::kMaxRows));
+    return decode_ && (!woq_layer_held() || (x.dim() == 2 && x.size(0) <= Int4Decode::kMaxRows));
 }
 
 bool Linear::bf16_decodes(const at::Tensor &x) const {
@@ -237,7 +239,7 @@ void Linear::forward_glu(const at::Tensor &x, at::Tensor &out, bool gelu) const 
 
 uint64_t Linear::resident_bytes() const {
     uint64_t bytes = woq_bias_.defined() ? woq_bias_.nbytes() : 0;
-    if (!decode_ || woq_[0].qweight.defined()) bytes += bytes_;
+    if (!decode_ || woq_layer_held()) bytes += bytes_;
     if (dense_) bytes += static_cast<uint64_t>(dense_->packed_bytes());
     if (decode_) bytes += decode_->bytes();
     return bytes;

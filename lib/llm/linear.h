@@ -94,6 +94,8 @@ private:
     bool bf16_decodes(const at::Tensor &x) const;
     // Whether x runs on the tiled int4 layout (decode_), all rows or a decode step.
     bool int4_tiled(const at::Tensor &x) const;
+    // Whether the lib/woq layer is still held (no tiled layout, or prefill on AMX needs it).
+    bool woq_layer_held() const;
     void build_decode();
 };
 

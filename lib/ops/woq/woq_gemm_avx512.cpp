@@ -315,27 +315,33 @@ void panel(const WeightView &w, const GemmBF16 &a, int64_t n0, int64_t rows, uin
     }
 }
 
-// The tiled int4 layout (woq_kernels.h), a unit (kChunkK channels) of rows [n0, n0 + rows) as
-// bf16 words 128 + q in channel order, row r at dst + r * ld; the next unit's bytes of these
-// rows are asked for meanwhile.
+// Row r (of a panel starting at n0) of the tiled layout's unit u as four vectors of 32 16-bit
+// words in channel order (channels 0-31, ..., 96-127), each code q with `high` as its high
+// byte: 0x43 makes the bf16 word of 128 + q, 0 the index q. The row's next unit is asked for
+// meanwhile.
+inline void unit_words(const TiledInt4View &w, int64_t n0, int64_t r, int64_t u, __m512i high, __m512i words[4]) {
+    const int64_t units = w.k / kTiledUnit, tile = n0 / kTiledRows + r / kTiledRows;
+    const uint8_t *src = w.data + ((tile * units + u) * kTiledRows + r % kTiledRows) * 64;
+    if (u + 1 < units) _mm_prefetch(reinterpret_cast<const char *>(src + kTiledRows * 64), _MM_HINT_T0);
+    const __m512i mask = _mm512_set1_epi8(0x0f);
+    const __m512i v = _mm512_loadu_si512(src);
+    const __m512i lo = _mm512_and_si512(v, mask);
+    const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
+    words[0] = _mm512_unpacklo_epi8(lo, high);
+    words[1] = _mm512_unpackhi_epi8(lo, high);
+    words[2] = _mm512_unpacklo_epi8(hi, high);
+    words[3] = _mm512_unpackhi_epi8(hi, high);
+}
+
+// Unit u of rows [n0, n0 + rows) (n0 a multiple of kTiledRows) as bf16 words 128 + q in
+// channel order, row r at dst + r * ld.
 void expand_tiled_unit(const TiledInt4View &w, int64_t n0, int64_t rows, int64_t u, uint16_t *dst, int64_t ld) {
     static_assert(kTiledUnit == kChunkK, "a chunk is one unit of the tiled layout");
-    const __m512i mask = _mm512_set1_epi8(0x0f);
     const __m512i high = _mm512_set1_epi8(0x43);
-    const int64_t units = w.k / kTiledUnit, t0 = n0 / kTiledRows;
-    const auto unit_bytes = [&](int64_t r, int64_t unit) {
-        return w.data + (((t0 + r / kTiledRows) * units + unit) * kTiledRows + r % kTiledRows) * 64;
-    };
     for (int64_t r = 0; r < rows; ++r) {
-        if (u + 1 < units) _mm_prefetch(reinterpret_cast<const char *>(unit_bytes(r, u + 1)), _MM_HINT_T0);
-        const __m512i v = _mm512_loadu_si512(unit_bytes(r, u));
-        const __m512i lo = _mm512_and_si512(v, mask);
-        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
-        uint16_t *out = dst + r * ld;
-        _mm512_storeu_si512(out, _mm512_unpacklo_epi8(lo, high));
-        _mm512_storeu_si512(out + 32, _mm512_unpackhi_epi8(lo, high));
-        _mm512_storeu_si512(out + 64, _mm512_unpacklo_epi8(hi, high));
-        _mm512_storeu_si512(out + 96, _mm512_unpackhi_epi8(hi, high));
+        __m512i words[4];
+        unit_words(w, n0, r, u, high, words);
+        for (int b = 0; b < 4; ++b) _mm512_storeu_si512(dst + r * ld + b * kBlock, words[b]);
     }
 }
 
@@ -344,21 +350,14 @@ void expand_tiled_unit(const TiledInt4View &w, int64_t n0, int64_t rows, int64_t
 // value scale * (q - zero), within an fp32 rounding of the offset); for groups of 32 or 64
 // channels, where one exact pass per group would cost more than the rounding (tiled_exact()).
 void dequant_tiled_unit(const TiledInt4View &w, int64_t n0, int64_t rows, int64_t u, uint16_t *dst, int64_t ld) {
-    const __m512i mask = _mm512_set1_epi8(0x0f), zero = _mm512_setzero_si512();
     const __m512 code = _mm512_setr_ps(128, 129, 130, 131, 132, 133, 134, 135, 136, 137, 138, 139, 140, 141, 142, 143);
-    const int64_t units = w.k / kTiledUnit, t0 = n0 / kTiledRows;
     for (int64_t r = 0; r < rows; ++r) {
-        const int64_t tile = t0 + r / kTiledRows, row = r % kTiledRows;
-        const uint8_t *src = w.data + ((tile * units + u) * kTiledRows + row) * 64;
-        if (u + 1 < units) _mm_prefetch(reinterpret_cast<const char *>(src + kTiledRows * 64), _MM_HINT_T0);
-        const __m512i v = _mm512_loadu_si512(src);
-        const __m512i lo = _mm512_and_si512(v, mask);
-        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
-        const __m512i idx[4] = {_mm512_unpacklo_epi8(lo, zero), _mm512_unpackhi_epi8(lo, zero),
-                                _mm512_unpacklo_epi8(hi, zero), _mm512_unpackhi_epi8(hi, zero)};
+        __m512i idx[4];
+        unit_words(w, n0, r, u, _mm512_setzero_si512(), idx);
+        const int64_t tile = n0 / kTiledRows + r / kTiledRows;
         for (int b = 0; b < 4; ++b) {
             const int64_t g = (u * kTiledUnit + b * kBlock) / w.group_size;
-            const int64_t at = (tile * w.groups + g) * kTiledRows + row;
+            const int64_t at = (tile * w.groups + g) * kTiledRows + r % kTiledRows;
             const __m512 value = _mm512_fmsub_ps(code, _mm512_set1_ps(w.scales[at]), _mm512_set1_ps(w.offsets[at]));
             const __m512i lut = _mm512_castsi256_si512(::ipex::kernels::avx512::fp32_to_bf16(value));
             _mm512_storeu_si512(dst + r * ld + b * kBlock, _mm512_permutexvar_epi16(idx[b], lut));

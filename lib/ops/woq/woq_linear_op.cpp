@@ -135,6 +135,14 @@ at::Tensor gemv_bf16(const kernels::WeightView &w, const at::Tensor &x2d) {
 struct PackedRows {
     at::Tensor xp, xsum;
     int64_t m = 0, mp = 0;
+    // The kernel's arguments over these rows, writing out (row stride ldo); exact weights take
+    // the group sums.
+    kernels::GemmBF16 args(float *out, int64_t ldo, bool exact) const {
+        kernels::GemmBF16 a{reinterpret_cast<const uint32_t *>(xp.data_ptr<int32_t>()), m, mp, out, ldo};
+        a.exact = exact;
+        a.xsum = exact ? xsum.data_ptr<float>() : nullptr;
+        return a;
+    }
 };
 
 // One serial pass, 16 rows at a time (rounded to bf16 into a scratch block, then written pair
@@ -193,10 +201,7 @@ PackedRows pack_gemm_input(const at::Tensor &x2d, int64_t k, int64_t kp, int64_t
 void fused_gemm_bf16_into(const kernels::WeightView &w, const at::Tensor &x2d, const at::Tensor &out) {
     const bool exact = kernels::gemm_exact_weights(w);
     const PackedRows x = pack_gemm_input(x2d, w.k, w.kp, w.groups, exact, exact);
-    kernels::GemmBF16 a{reinterpret_cast<const uint32_t *>(x.xp.data_ptr<int32_t>()), x.m, x.mp, out.data_ptr<float>(),
-                        w.n};
-    a.exact = exact;
-    a.xsum = exact ? x.xsum.data_ptr<float>() : nullptr;
+    const kernels::GemmBF16 a = x.args(out.data_ptr<float>(), w.n, exact);
     for_row_chunks(w.n, [&](int64_t n0, int64_t n1) { kernels::gemm_bf16_avx512(w, a, n0, n1); }, kernels::kGemmPanelRows);
 }
 
@@ -313,9 +318,7 @@ void tiled_int4_gemm(const kernels::TiledInt4View &w, const at::Tensor &x2d, flo
                           "tiled_int4_gemm: needs AVX512-BF16 and x [m, ", w.k, "]");
     const bool exact = kernels::tiled_exact(w);
     const PackedRows x = pack_gemm_input(x2d, w.k, w.k, w.groups, /*pair_order=*/false, /*sums=*/exact);
-    kernels::GemmBF16 a{reinterpret_cast<const uint32_t *>(x.xp.data_ptr<int32_t>()), x.m, x.mp, out, ldo};
-    a.exact = exact;
-    a.xsum = exact ? x.xsum.data_ptr<float>() : nullptr;
+    const kernels::GemmBF16 a = x.args(out, ldo, exact);
     for_row_chunks(w.n, [&](int64_t n0, int64_t n1) { kernels::gemm_bf16_tiled_avx512(w, a, n0, n1); },
                    kernels::kGemmPanelRows);
 }
