@@ -10,8 +10,10 @@ prints the medians and the ratios the LLM issue sets:
   decode ms/token, ours / llama.cpp           (target <= 0.9)
   prefill tokens/s, ours / llama.cpp          (target >= 1.5)
   peak RSS of the process, ours / llama.cpp   (reported)
-Pairs: int4 (ours: --woq-dtype int4 --group-size 32, round-to-nearest) vs q4_0 (blocks of 32);
-bf16 vs the faster of f16 and bf16; fp32 vs f32 (--pairs chooses).
+Pairs: int4 (ours: --woq-dtype int4 --group-size 32, round-to-nearest, bf16 activations) vs q4_0
+(blocks of 32); int4a8 (the same with --lowp-mode int8: prefill on int8 activations, as llama.cpp
+multiplies q4_0 with q8_0 activations) vs q4_0; bf16 vs the faster of f16 and bf16; fp32 vs f32
+(--pairs chooses).
 
 Usage: llm_compare.py HF_DIR [--build DIR] [--contexts 128,512,2048] [--new-tokens 32]
        [--rounds 3] [--threads 2] [--pairs int4,bf16] [--json OUT]
@@ -28,6 +30,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAIRS = {"int4": (["--woq-dtype", "int4", "--group-size", "32"], ["q4_0"]),
+         "int4a8": (["--woq-dtype", "int4", "--group-size", "32", "--lowp-mode", "int8"], ["q4_0"]),
          "bf16": (["--dtype", "bf16"], ["f16", "bf16"]),
          "fp32": (["--dtype", "fp32"], ["f32"])}
 
@@ -101,7 +104,7 @@ def main():
                    "prefill_speedup": med[peer]["first_token_ms"] / med["ours"]["first_token_ms"],
                    "rss_ratio": med["ours"]["rss_bytes"] / med[peer]["rss_bytes"]}
             results.append(row)
-            print(f"{pair:5} ctx {context:5} vs {peer:5}: decode {med['ours']['decode_ms']:.2f} / "
+            print(f"{pair:6} ctx {context:5} vs {peer:5}: decode {med['ours']['decode_ms']:.2f} / "
                   f"{med[peer]['decode_ms']:.2f} ms = {row['decode_ratio']:.2f}x (target <= 0.9); prefill "
                   f"{row['prefill_speedup']:.2f}x llama.cpp's tokens/s (target >= 1.5); peak RSS "
                   f"{med['ours']['rss_bytes'] / 2**30:.2f} / {med[peer]['rss_bytes'] / 2**30:.2f} GiB", flush=True)

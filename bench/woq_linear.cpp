@@ -4,7 +4,8 @@
 // ratio = stock median / woq median (> 1: woq is faster). Targets (issue 6): batch 1 >= 3x,
 // batch 32 >= 1x. Mode "tiled" times the int4 layout LLM projections hold (lib/llm's
 // Int4Decode: the decode kernel up to 8 rows, lib/woq's large-batch kernel on the same bytes
-// beyond), lowp bf16; it needs AVX512-BF16.
+// beyond), lowp bf16; it needs AVX512-BF16. Mode "tiled-s8" the same layout with int8
+// activations (lowp int8: the W4A8 VNNI kernel beyond 8 rows); it needs VNNI too.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <CLI/CLI.hpp>
@@ -36,7 +37,7 @@ int run(int argc, char **argv) {
     CLI::App app{"int4 weight-only linear vs stock bf16 linear, interleaved medians"};
     app.add_option("--shapes", shapes, "KxN (in x out) per linear")->delimiter(',')->capture_default_str();
     app.add_option("--batches", batches, "rows of x")->delimiter(',')->capture_default_str();
-    app.add_option("--modes", modes, "woq lowp modes to time: fp32, bf16, int8, tiled (int4, bf16)")->delimiter(',')->capture_default_str();
+    app.add_option("--modes", modes, "woq lowp modes to time: fp32, bf16, int8, tiled (int4, bf16), tiled-s8 (int4, int8)")->delimiter(',')->capture_default_str();
     app.add_option("--bits", bits, "4 or 8")->capture_default_str();
     app.add_option("--group-size", group_size, "quantization group size")->capture_default_str();
     timing.add_to(app);
@@ -61,19 +62,23 @@ int run(int argc, char **argv) {
         const ipex::woq::WoqLayer layer = ipex::woq::quantize_rtn("bench", w, at::Tensor(), bits, group_size);
         const at::Tensor w_bf16 = w.to(at::kBFloat16);
         const auto tiled = ipex::llm::Int4Decode::build(layer);
+        const auto tiled_s8 = ipex::llm::Int4Decode::build(layer, /*int8_activations=*/true);
         for (const int64_t m : batches) {
             const at::Tensor input = at::randn({m, s.k}).to(at::kBFloat16);
             at::Tensor out = at::empty({m, s.n});
             for (const auto &mode : modes) {
-                if (mode == "tiled" && !tiled) {
-                    std::cerr << "mode tiled: the layout is not built here (needs int4, AVX512-BF16 and a group size "
-                                 "of 32, 64 or a multiple of 128 dividing K, K a multiple of 128)\n";
+                if ((mode == "tiled" && !tiled) || (mode == "tiled-s8" && !tiled_s8)) {
+                    std::cerr << "mode " << mode << ": the layout is not built here (needs int4, AVX512-BF16"
+                              << (mode == "tiled-s8" ? " and VNNI" : "") << ", a group size "
+                              << "of 32, 64 or a multiple of 128 dividing K, K a multiple of 128)\n";
                     return 2;
                 }
                 const ipex::bench::RunFn stock = [&] { at::linear(input, w_bf16); };
                 const ipex::bench::RunFn woq = [&] {
                     if (mode == "tiled")
                         tiled->run(input, out.data_ptr<float>(), s.n);
+                    else if (mode == "tiled-s8")
+                        tiled_s8->run(input, out.data_ptr<float>(), s.n);
                     else
                         ipex::woq::woq_linear(input, layer.qweight, layer.scales, layer.zeros, c10::nullopt,
                                               c10::nullopt, bits, layer.group_size, s.k, mode);
@@ -81,7 +86,7 @@ int run(int argc, char **argv) {
                 const auto stats = ipex::bench::time_round_robin({woq, stock}, timing.timing());
                 const double ratio = stats[1].median / stats[0].median;
                 const double target = m == 1 ? 3.0 : 1.0;
-                all_ok &= (mode != "bf16" && mode != "tiled") || ratio >= target;
+                all_ok &= (mode != "bf16" && mode != "tiled" && mode != "tiled-s8") || ratio >= target;
                 const double gflops = 2e-6 * static_cast<double>(m * s.k * s.n) / stats[0].median;
                 if (json) {
                     std::cout << nlohmann::json{{"k", s.k}, {"n", s.n}, {"batch", m}, {"mode", mode},

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "base/isa.h"
@@ -28,8 +29,9 @@ using ::ipex::kernels::to_bf16;
 
 }  // namespace
 
-std::unique_ptr<Int4Decode> Int4Decode::build(const woq::WoqLayer &layer) {
-    if (layer.bits != 4 || layer.perm.defined() || !kernels::avx512_ok() || !isa::avx512_bf16())
+std::unique_ptr<Int4Decode> Int4Decode::build(const woq::WoqLayer &layer, bool int8_activations) {
+    if (layer.bits != 4 || layer.perm.defined() || !kernels::avx512_ok() || !isa::avx512_bf16() ||
+        (int8_activations && !isa::avx512_vnni()))
         return nullptr;
     const int64_t k = layer.in_features, n = layer.out_features, gs = layer.group_size;
     // Groups of whole units, or of one, two or four of a unit's 32-channel dot-product blocks.
@@ -41,6 +43,7 @@ std::unique_ptr<Int4Decode> Int4Decode::build(const woq::WoqLayer &layer) {
     d->group_size_ = gs;
     d->groups_ = k / gs;
     d->tiles_ = (n + kTileRows - 1) / kTileRows;
+    d->int8_ = int8_activations;
     const at::Tensor q = woq::unpack_weight(layer.qweight, 4, k).contiguous();  // uint8 [N, K]
     const at::Tensor scales = layer.scales.to(at::kFloat).contiguous(), zeros = layer.zeros.to(at::kFloat).contiguous();
     const uint8_t *qv = q.data_ptr<uint8_t>();
@@ -49,6 +52,11 @@ std::unique_ptr<Int4Decode> Int4Decode::build(const woq::WoqLayer &layer) {
     d->data_.assign(static_cast<size_t>(d->tiles_ * units * kTileRows * 64), 0);
     d->scales_.assign(static_cast<size_t>(d->tiles_ * d->groups_ * kTileRows), 0.f);
     d->offsets_.assign(d->scales_.size(), 0.f);
+    // The int8 kernel subtracts integer zero points from the codes exactly.
+    const int64_t nz = zeros.numel();
+    d->integer_zeros_ = true;
+    for (int64_t i = 0; i < nz && d->integer_zeros_; ++i)
+        d->integer_zeros_ = zv[i] == std::nearbyint(zv[i]) && zv[i] >= -112.f && zv[i] <= 127.f;
     at::parallel_for(0, d->tiles_, 1, [&](int64_t t0, int64_t t1) {
         for (int64_t t = t0; t < t1; ++t)
             for (int64_t r = 0; r < kTileRows; ++r) {
@@ -83,9 +91,15 @@ void Int4Decode::run(const at::Tensor &x, float *out, int64_t ldo) const {
         return;
     }
     const int64_t tail = m % 16, full = tail <= kGemmTailRows ? m - tail : m;
-    const woq::kernels::TiledInt4View w{data_.data(), scales_.data(), offsets_.data(), n_, k_, groups_, group_size_};
-    woq::tiled_int4_gemm(w, x.narrow(0, 0, full), out, ldo);
+    if (int8_) woq::tiled_int4_gemm_s8(view(), x.narrow(0, 0, full), out, ldo);
+    else woq::tiled_int4_gemm(view(), x.narrow(0, 0, full), out, ldo);
     if (full < m) decode(x.narrow(0, full, m - full), out + full * ldo, ldo);
+}
+
+woq::kernels::TiledInt4View Int4Decode::view() const {
+    woq::kernels::TiledInt4View w{data_.data(), scales_.data(), offsets_.data(), n_, k_, groups_, group_size_};
+    w.integer_zeros = integer_zeros_;
+    return w;
 }
 
 void Int4Decode::decode(const at::Tensor &x, float *out, int64_t ldo) const {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "checkpoint/woq_format.h"
+#include "ops/woq/woq_kernels.h"
 
 namespace ipex::llm {
 
@@ -29,11 +30,14 @@ public:
     // lib/woq's kGemvTailRows).
     static constexpr int64_t kGemmTailRows = 4;
 
-    // nullptr where the layer or the CPU does not allow this form.
-    static std::unique_ptr<Int4Decode> build(const woq::WoqLayer &layer);
+    // nullptr where the layer or the CPU does not allow this form. int8_activations (lowp_mode
+    // "int8", needs AVX-512 VNNI): prefill multiplies x quantized to int8 per row and unit
+    // (woq::tiled_int4_gemm_s8); decode steps, bound by the weights' bytes, keep bf16 x.
+    static std::unique_ptr<Int4Decode> build(const woq::WoqLayer &layer, bool int8_activations = false);
 
     // out[m, n] (fp32, row stride ldo) = x[m, :] W^T for every row of x, fp32 or bf16 [M, K]
-    // rounded to bf16 as the WOQ bf16 kernels do.
+    // rounded to bf16 as the WOQ bf16 kernels do (or, for int8 activations, quantized in
+    // batches of more than kMaxRows rows).
     void run(const at::Tensor &x, float *out, int64_t ldo) const;
 
     int64_t in_features() const { return k_; }
@@ -44,7 +48,9 @@ public:
 private:
     // Rows of x up to kMaxRows through the decode kernel.
     void decode(const at::Tensor &x, float *out, int64_t ldo) const;
+    woq::kernels::TiledInt4View view() const;
     int64_t n_ = 0, k_ = 0, group_size_ = 0, groups_ = 0, tiles_ = 0;
+    bool int8_ = false, integer_zeros_ = false;
     std::vector<uint8_t> data_;       // [tile][unit][row of tile][64 bytes]
     std::vector<float> scales_;       // [tile][group][row of tile]
     std::vector<float> offsets_;      // scale * (zero + 128), same layout

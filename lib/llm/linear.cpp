@@ -142,8 +142,8 @@ Linear Linear::from_woq(const std::string &name, std::vector<woq::WoqLayer> laye
 }
 
 void Linear::build_decode() {
-    if (woq_.size() != 1 || lowp_mode_ != "bf16") return;
-    decode_ = Int4Decode::build(woq_[0]);
+    if (woq_.size() != 1 || (lowp_mode_ != "bf16" && lowp_mode_ != "int8")) return;
+    decode_ = Int4Decode::build(woq_[0], /*int8_activations=*/lowp_mode_ == "int8");
     // The tiled layout serves every row count: it is the one copy. Where the CPU has AMX,
     // prefill stays on lib/woq's AMX matmul path, which reads the plain layer.
     if (decode_ && !isa::amx_bf16_present()) {

@@ -6,8 +6,8 @@
 // forward_add fuses the residual add: into the oneDNN primitive as a binary post-op, or
 // into the output pass after the WOQ kernel. Steps of up to 8 rows skip oneDNN where a
 // decode kernel applies: bf16 weights (Bf16Decode, reading the same plain weight) and int4
-// with bf16 activations (Int4Decode, the tiled layout, which then serves prefill too and is the
-// one copy of the weight). SmoothQuant W8A8 (llm/w8a8.h)
+// with bf16 or int8 activations (Int4Decode, the tiled layout, which then serves prefill too and
+// is the one copy of the weight). SmoothQuant W8A8 (llm/w8a8.h)
 // is a third form: int8 weights and statically quantized int8 activations.
 #pragma once
 
@@ -84,7 +84,7 @@ private:
     std::vector<woq::WoqLayer> woq_;  // parts in output order
     at::Tensor woq_bias_;             // fp32 [N] of all parts, or undefined
     std::string lowp_mode_;
-    std::shared_ptr<const Int4Decode> decode_;  // int4, bf16 activations: the tiled layout
+    std::shared_ptr<const Int4Decode> decode_;  // int4, bf16 or int8 activations: the tiled layout
     std::shared_ptr<const Bf16Decode> bf16_decode_;  // bf16 dense: steps of few rows
     std::shared_ptr<const W8A8Linear> w8a8_;
     std::shared_ptr<InputObserver> observer_;

@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include "kernels/avx512/math.h"
+#include "ops/woq/woq_gemm_avx512.h"
 #include "ops/woq/woq_kernels.h"
 #include "ops/woq/woq_layout.h"
 
@@ -253,27 +254,6 @@ void chunk_blocks(const GemmBF16 &a, int64_t rows, int64_t p0, int64_t b0, int64
     }
 }
 
-// Rows [16 s0, 16 (s0 + nb)) of x's sums (acc, weight row r at r * 16 nb, a vector of 16 rows
-// of x) to out: 16 x 16 blocks transposed in registers, the weight rows past the last 16 one
-// by one.
-void store_slab(const GemmBF16 &a, int64_t n0, int64_t rows, int64_t s0, int64_t nb, const float *acc) {
-    const int64_t lda = nb * 16, m0 = s0 * 16, m_end = (s0 + nb) * 16 < a.m ? (s0 + nb) * 16 : a.m;
-    int64_t r = 0;
-    for (; r + 16 <= rows; r += 16)
-        for (int64_t m = m0; m < m_end; m += 16) {
-            __m512 v[16];
-            for (int i = 0; i < 16; ++i) v[i] = _mm512_loadu_ps(acc + (r + i) * lda + (m - m0));
-            ::ipex::kernels::avx512::transpose16x16(v);
-            const int64_t n = m_end - m < 16 ? m_end - m : 16;
-            for (int64_t j = 0; j < n; ++j) _mm512_storeu_ps(a.out + (m + j) * a.ldo + n0 + r, v[j]);
-        }
-    for (int64_t m = m0; m < m_end; ++m) {
-        float *o = a.out + m * a.ldo + n0;
-        const float *c = acc + (m - m0);
-        for (int64_t i = r; i < rows; ++i) o[i] = c[i * lda];
-    }
-}
-
 void panel(const WeightView &w, const GemmBF16 &a, int64_t n0, int64_t rows, uint16_t *wbuf, float *acc) {
     static const float kOne = 1.f;
     const int64_t mblocks = a.mp / 16, gs = w.groups == 1 ? w.kp : w.group_size;
@@ -311,7 +291,7 @@ void panel(const WeightView &w, const GemmBF16 &a, int64_t n0, int64_t rows, uin
                 k = end;
             }
         }
-        store_slab(a, n0, rows, s0, nb, acc);
+        gemm::store_slab(a.out, a.ldo, a.m, n0, rows, s0, nb, acc);
     }
 }
 
@@ -406,7 +386,7 @@ void tiled_panel(const TiledInt4View &w, const GemmBF16 &a, int64_t n0, int64_t 
                 k = end;
             }
         }
-        store_slab(a, n0, rows, s0, nb, acc);
+        gemm::store_slab(a.out, a.ldo, a.m, n0, rows, s0, nb, acc);
     }
 }
 

@@ -116,8 +116,49 @@ struct TiledInt4View {
     const float *offsets;
     int64_t n = 0, k = 0;  // k a multiple of kTiledUnit
     int64_t groups = 0, group_size = 0;
+    // Every zero point an integer z with q - z in int8's range (-112 <= z <= 127): the int8
+    // kernel then needs no term for the zero point's fraction.
+    bool integer_zeros = false;
 };
 inline bool tiled_exact(const TiledInt4View &w) { return w.group_size >= kTiledUnit; }
+
+// Int8 activations for the tiled layout (the W4A8 path of lowp_mode "int8"): each row of x is
+// quantized per unit of kTiledUnit channels, x ~ xscale * xq with xscale = max|x| / 127 and
+// xq = round-half-even(x * (127 / max|x|)) in -127..127 (0 and xscale 0 for a unit of zeros).
+// A piece is min(group_size, kTiledUnit) channels: the span over which both scales hold.
+inline int64_t tiled_piece(const TiledInt4View &w) { return w.group_size < kTiledUnit ? w.group_size : kTiledUnit; }
+
+// Packs x [m, k] (fp32 or bf16 bits, contiguous; one of the two pointers set) for
+// gemm_s8_tiled_avx512vnni: xq [k/4][mp] words, each the bytes xq + 128 of four consecutive
+// channels of one row; xscale [k/kTiledUnit][mp]; xsum [k/piece][mp] the sums of xq over each
+// piece. Rows m..mp are zero (xscale 0). Blocks of 16 rows [b0, b1).
+struct QuantizeTiledS8 {
+    const float *xf = nullptr;
+    const uint16_t *xb = nullptr;
+    int64_t m = 0, k = 0, piece = 0, mp = 0;
+    uint32_t *xq = nullptr;
+    float *xscale = nullptr, *xsum = nullptr;
+};
+void quantize_tiled_s8_avx512(const QuantizeTiledS8 &q, int64_t b0, int64_t b1);
+
+// out [m, n] (row stride ldo) = x W^T from the packed x above: per piece the int8 dot products
+// (VPDPBUSD) of xq + 128 with the weights q - z' (z' the zero point rounded to an integer),
+// scaled by the weight's scale; the 128 taken off through the weights' piece sums and z - z'
+// through the piece sums of xq; per unit scaled by xscale. Exact up to fp32 rounding of those
+// few terms for the quantized x. Needs isa::avx512_vnni(); n_begin a multiple of kTiledRows;
+// scratch of gemm_s8_tiled_scratch_bytes(k) bytes per concurrent call.
+struct GemmS8Tiled {
+    const uint32_t *xq;
+    const float *xscale, *xsum;
+    int64_t m, mp;
+    float *out;
+    int64_t ldo;
+};
+// Output channels per panel of gemm_s8_tiled_avx512vnni (callers split in multiples of it).
+constexpr int64_t kGemmS8PanelRows = 48;
+int64_t gemm_s8_tiled_scratch_bytes(int64_t k);
+void gemm_s8_tiled_avx512vnni(const TiledInt4View &w, const GemmS8Tiled &a, int64_t n_begin, int64_t n_end,
+                              void *scratch);
 
 // Portable versions: any group size.
 void gemv_f32_ref(const WeightView &w, const GemvF32 &a, int64_t n_begin, int64_t n_end);

@@ -40,6 +40,11 @@ at::Tensor woq_linear(const at::Tensor &input, const at::Tensor &qweight, const 
 // isa::avx512_bf16(); every row count works, but below 16 rows a block of 16 is computed.
 void tiled_int4_gemm(const kernels::TiledInt4View &w, const at::Tensor &x2d, float *out, int64_t ldo);
 
+// The same with int8 activations (W4A8, lowp_mode "int8"): x quantized per row and
+// kTiledUnit channels (kernels::QuantizeTiledS8), VNNI dot products with the weights exactly.
+// Call only where isa::avx512_vnni().
+void tiled_int4_gemm_s8(const kernels::TiledInt4View &w, const at::Tensor &x2d, float *out, int64_t ldo);
+
 // Tests and benches: force the portable kernels even where AVX-512 is available.
 void set_force_portable_kernels(bool on);
 

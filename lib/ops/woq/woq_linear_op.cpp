@@ -323,6 +323,37 @@ void tiled_int4_gemm(const kernels::TiledInt4View &w, const at::Tensor &x2d, flo
                    kernels::kGemmPanelRows);
 }
 
+void tiled_int4_gemm_s8(const kernels::TiledInt4View &w, const at::Tensor &x2d, float *out, int64_t ldo) {
+    TORCH_INTERNAL_ASSERT(isa::avx512_vnni() && w.k % kernels::kTiledUnit == 0 && x2d.dim() == 2 && x2d.size(1) == w.k,
+                          "tiled_int4_gemm_s8: needs AVX-512 VNNI and x [m, ", w.k, "]");
+    const at::Tensor x = x2d.scalar_type() == at::kBFloat16 ? x2d.contiguous() : x2d.to(at::kFloat).contiguous();
+    kernels::QuantizeTiledS8 q;
+    q.m = x.size(0);
+    q.k = w.k;
+    q.piece = kernels::tiled_piece(w);
+    q.mp = kernels::gemm_padded_rows(q.m);
+    if (x.scalar_type() == at::kBFloat16) q.xb = reinterpret_cast<const uint16_t *>(x.data_ptr<at::BFloat16>());
+    else q.xf = x.data_ptr<float>();
+    const at::Tensor xq = at::empty({w.k / 4, q.mp}, at::kInt),
+                     xscale = at::empty({w.k / kernels::kTiledUnit, q.mp}, at::kFloat),
+                     xsum = at::empty({w.k / q.piece, q.mp}, at::kFloat);
+    q.xq = reinterpret_cast<uint32_t *>(xq.data_ptr<int32_t>());
+    q.xscale = xscale.data_ptr<float>();
+    q.xsum = xsum.data_ptr<float>();
+    at::parallel_for(0, q.mp / 16, 1, [&](int64_t b0, int64_t b1) { kernels::quantize_tiled_s8_avx512(q, b0, b1); });
+    const kernels::GemmS8Tiled a{q.xq, q.xscale, q.xsum, q.m, q.mp, out, ldo};
+    const int64_t scratch = kernels::gemm_s8_tiled_scratch_bytes(w.k);
+    for_row_chunks(
+        w.n,
+        [&](int64_t n0, int64_t n1) {
+            // Per thread, kept between calls (a fresh buffer of this size is page-faulted each time).
+            thread_local std::vector<unsigned char> buf;
+            if (static_cast<int64_t>(buf.size()) < scratch) buf.resize(static_cast<size_t>(scratch));
+            kernels::gemm_s8_tiled_avx512vnni(w, a, n0, n1, buf.data());
+        },
+        kernels::kGemmS8PanelRows);
+}
+
 at::Tensor woq_linear(const at::Tensor &input, const at::Tensor &qweight, const at::Tensor &scales,
                       const at::Tensor &zeros, const c10::optional<at::Tensor> &bias,
                       const c10::optional<at::Tensor> &perm, int64_t bits, int64_t group_size, int64_t in_features,

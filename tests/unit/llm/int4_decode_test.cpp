@@ -3,14 +3,20 @@
 // activations with the dequantized weights, over odd output counts (partial tiles and panels),
 // group sizes 32/64/128/256/384/per channel, 1-8 rows and batches around the 16-row blocks
 // (the tail rows through the decode kernel), fp32 and bf16 inputs. Batches of groups of 32 or
-// 64 channels run on weights rounded to bf16, and the reference rounds them too.
+// 64 channels run on weights rounded to bf16, and the reference rounds them too. The int8 form
+// (lowp "int8") against the product of x quantized as documented, over the same kinds of shape.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <cmath>
+#include <string>
+
 #include "base/isa.h"
 #include "llm/int4_decode.h"
 #include "llm/kernels.h"
+#include "llm/linear.h"
 #include "checkpoint/woq_format.h"
 #include "ops/woq/woq_kernels.h"
 
@@ -84,6 +90,104 @@ TEST(Int4Decode, BatchesRunTheLargeBatchKernelOnTheSameBytes) {
                           Case{113, 640, 64, 20, true}, Case{120, 384, 384, 21, false}, Case{7, 256, 128, 32, true},
                           Case{130, 1024, 32, 45, false}, Case{64, 256, 64, 150, true}, Case{200, 768, 768, 33, false}})
         check(c, seed++);
+}
+
+// x as the int8 kernel quantizes it, back in fp64: per row and 128-channel unit, xscale =
+// max|x| / 127 and xq = nearest-even(x * (127 / max|x|)), in fp32 as documented.
+at::Tensor int8_activations(const at::Tensor &x) {
+    const at::Tensor xf = x.to(at::kFloat).contiguous();
+    at::Tensor out = at::empty(xf.sizes(), at::kDouble);
+    const int64_t m = xf.size(0), k = xf.size(1);
+    const float *src = xf.data_ptr<float>();
+    double *dst = out.data_ptr<double>();
+    for (int64_t i = 0; i < m; ++i)
+        for (int64_t u = 0; u < k; u += Int4Decode::kUnit) {
+            float amax = 0.f;
+            for (int64_t c = u; c < u + Int4Decode::kUnit; ++c) amax = std::max(amax, std::fabs(src[i * k + c]));
+            const float inv = amax == 0.f ? 0.f : 127.f / amax, scale = amax / 127.f;
+            for (int64_t c = u; c < u + Int4Decode::kUnit; ++c)
+                dst[i * k + c] = std::nearbyint(src[i * k + c] * inv) * static_cast<double>(scale);
+        }
+    return out;
+}
+
+struct Int8Case {
+    int64_t n, k, group, m;
+    bool bf16_input;
+    float zero_shift;  // added to the zero points: non-integer zeros take the fraction term
+};
+
+void check_int8(const Int8Case &c, uint64_t seed) {
+    at::manual_seed(seed);
+    const at::Tensor w = at::randn({c.n, c.k}) * 0.05;
+    woq::WoqLayer layer = woq::quantize_rtn("t", w, at::Tensor(), 4, c.group);
+    layer.zeros.add_(c.zero_shift);
+    const auto decode = Int4Decode::build(layer, /*int8_activations=*/true);
+    ASSERT_NE(decode, nullptr);
+    at::Tensor x = at::randn({c.m, c.k});
+    x[0].zero_();                          // a row of zeros: scale 0
+    x.index_put_({c.m - 1, 5}, 40.f);      // an outlier in one unit of the last row
+    if (c.bf16_input) x = x.to(at::kBFloat16);
+    const at::Tensor wd = woq::dequantize(layer).to(at::kDouble).t();
+    // Rows past the blocks of 16 (up to kGemmTailRows) run through the bf16 decode kernel.
+    const int64_t tail = c.m % 16, full = tail <= Int4Decode::kGemmTailRows ? c.m - tail : c.m;
+    at::Tensor ref = at::matmul(x.to(at::kBFloat16).to(at::kDouble), wd);
+    ref.narrow(0, 0, full).copy_(at::matmul(int8_activations(x.narrow(0, 0, full)), wd));
+    at::Tensor out = at::full({c.m, c.n + 3}, 7.f);
+    decode->run(x, out.data_ptr<float>(), c.n + 3);
+    const at::Tensor got = out.narrow(1, 0, c.n).to(at::kDouble);
+    const double err = (got - ref).abs().max().item<double>(), scale = ref.abs().max().item<double>();
+    const std::string what = std::to_string(c.n) + "x" + std::to_string(c.k) + " g" + std::to_string(c.group) + " m" +
+                             std::to_string(c.m) + " zero+" + std::to_string(c.zero_shift);
+    EXPECT_LT(err, 2e-5 * scale * std::sqrt(static_cast<double>(c.k))) << what;
+    EXPECT_TRUE(out.narrow(1, c.n, 3).eq(7.f).all().item<bool>()) << what;
+    // And near the product with x itself: int8 activations cost about 1% here (but in the last
+    // row, whose outlier coarsens its unit's steps 40-fold).
+    const at::Tensor exact = at::matmul(x.narrow(0, 0, c.m - 1).to(at::kDouble), wd);
+    EXPECT_LT((got.narrow(0, 0, c.m - 1) - exact).norm().item<double>(), 0.02 * exact.norm().item<double>()) << what;
+}
+
+TEST(Int4Decode, Int8ActivationBatchesMatchTheQuantizedProduct) {
+    if (!runnable() || !isa::avx512_vnni()) GTEST_SKIP() << "this CPU has no AVX512-BF16 and VNNI: the int8 form is not built";
+    uint64_t seed = 300;
+    // Groups of 32/64 (several pieces a unit), 128, 256/384 and per channel (pieces of a unit
+    // spanning units); partial tiles and panels (n not a multiple of 8 or 48); 9 (a padded
+    // block), 17/20 (tails to the decode kernel), 21/45/150 (padded tails, two slabs);
+    // integer and fractional zero points.
+    for (const Int8Case &c :
+         {Int8Case{8, 128, 128, 9, false, 0.f}, Int8Case{61, 512, 256, 16, true, 0.f},
+          Int8Case{57, 384, 32, 17, false, 0.f}, Int8Case{113, 640, 64, 20, true, 0.25f},
+          Int8Case{120, 384, 384, 21, false, 0.5f}, Int8Case{100, 256, 128, 32, true, -0.3f},
+          Int8Case{130, 1024, 32, 45, false, 0.7f}, Int8Case{49, 256, 64, 150, true, 0.f},
+          Int8Case{200, 768, 768, 33, false, 0.f}, Int8Case{97, 512, 32, 64, true, 0.1f}})
+        check_int8(c, seed++);
+}
+
+// llm::Linear with lowp "int8": the tiled layout is its one copy, prefill batches quantize x,
+// decode steps keep bf16 x.
+TEST(Int4Decode, LinearWithInt8ActivationsHoldsTheLayoutOnly) {
+    if (!runnable() || !isa::avx512_vnni()) GTEST_SKIP() << "this CPU has no AVX512-BF16 and VNNI: the int8 form is not built";
+    if (isa::amx_bf16_present()) GTEST_SKIP() << "with AMX the WOQ layer is kept beside the layout for prefill";
+    at::manual_seed(9);
+    const at::Tensor w = at::randn({72, 256}) * 0.05, bias = at::randn({72});
+    WeightFormat f;
+    f.woq_bits = 4;
+    f.group_size = 32;
+    f.lowp_mode = "int8";
+    const Linear l = Linear::from_dense("t", {w}, {bias}, f);
+    const woq::WoqLayer layer = Linear::quantize("t", w, at::Tensor(), f);
+    const at::Tensor wd = woq::dequantize(layer).to(at::kDouble).t();
+    const auto tiled = Int4Decode::build(layer, true);
+    ASSERT_NE(tiled, nullptr);
+    EXPECT_EQ(l.resident_bytes(), tiled->bytes() + bias.nbytes());
+    const at::Tensor x = at::randn({32, 256});
+    const at::Tensor ref = at::matmul(int8_activations(x), wd) + bias.to(at::kDouble);
+    const at::Tensor got = l.forward(x).to(at::kDouble);
+    EXPECT_LT((got - ref).abs().max().item<double>(), 1e-4 * ref.abs().max().item<double>());
+    const at::Tensor step = at::randn({1, 256});
+    const at::Tensor step_ref = at::matmul(step.to(at::kBFloat16).to(at::kDouble), wd) + bias.to(at::kDouble);
+    EXPECT_LT((l.forward(step).to(at::kDouble) - step_ref).abs().max().item<double>(),
+              1e-4 * step_ref.abs().max().item<double>());
 }
 
 TEST(Int4Decode, RejectsAWrongInputWidth) {
