@@ -25,10 +25,8 @@ public:
     static constexpr int64_t kTileRows = 8;
     static constexpr int64_t kUnit = 128;  // input channels per 64-byte unit
     static constexpr int64_t kMaxRows = 8;  // rows the decode kernel takes in one pass
-    // Rows past whole blocks of 16 would cost the large-batch kernel a block of their own; up
-    // to this many of them go through the decode kernel, which reads the weights once more (as
-    // lib/woq's kGemvTailRows).
-    static constexpr int64_t kGemmTailRows = 4;
+    // Rows past whole blocks of 16 up to this many go through the decode kernel (lib/woq's rule).
+    static constexpr int64_t kGemmTailRows = woq::kernels::kGemmTailRows;
 
     // nullptr where the layer or the CPU does not allow this form. int8_activations (lowp_mode
     // "int8", needs AVX-512 VNNI): prefill multiplies x quantized to int8 per row and unit

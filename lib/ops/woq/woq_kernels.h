@@ -99,6 +99,12 @@ constexpr int64_t kGemmPanelRows = 56;
 
 inline int64_t gemm_padded_rows(int64_t m) { return (m + 15) / 16 * 16; }
 
+// Rows past whole blocks of 16 would cost the large-batch kernels a padded block; up to this
+// many of them go through the small-batch kernel of the same weights instead (the paired int4
+// GEMV, or the tiled layout's decode kernel), which reads the weights once more (Zen 4,
+// 4096->11008 at batch 17: 9.2 + 2.3 ms instead of 15.3 ms on one thread).
+constexpr int64_t kGemmTailRows = 4;
+
 // The tiled int4 layout (the one copy of an int4 LLM projection, built by lib/llm's
 // Int4Decode): tiles of kTiledRows output channels one after another; inside a tile the
 // 64-byte units (kTiledUnit input channels) of its rows alternate, [tile][unit][row][64 bytes].

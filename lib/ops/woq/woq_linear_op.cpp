@@ -205,16 +205,10 @@ void fused_gemm_bf16_into(const kernels::WeightView &w, const at::Tensor &x2d, c
     for_row_chunks(w.n, [&](int64_t n0, int64_t n1) { kernels::gemm_bf16_avx512(w, a, n0, n1); }, kernels::kGemmPanelRows);
 }
 
-// Rows beyond whole blocks of 16 would cost the kernel a full block; up to this many of them
-// go through the paired int4 gemv kernel instead (the same exact weights), which reads the
-// weights once more (Zen 4, 4096->11008 at batch 17: 9.2 + 2.3 ms instead of 15.3 ms on one
-// thread).
-constexpr int64_t kGemvTailRows = 4;
-
 at::Tensor fused_gemm_bf16(const kernels::WeightView &w, const at::Tensor &x2d) {
     const int64_t m = x2d.size(0), tail = m % 16;
     at::Tensor out = at::empty({m, w.n}, at::kFloat);
-    if (tail == 0 || tail > kGemvTailRows || m < 16 || !kernels::gemm_exact_weights(w)) {
+    if (tail == 0 || tail > kernels::kGemmTailRows || m < 16 || !kernels::gemm_exact_weights(w)) {
         fused_gemm_bf16_into(w, x2d, out);
         return out;
     }
