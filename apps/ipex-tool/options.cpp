@@ -41,7 +41,8 @@ void add_woq_options(CLI::App &sub, commands::WoqRequest &woq, const WoqOptionSt
                            group_default + ")"),
         sub.add_option("--lowp-mode", woq.lowp_mode,
                        p + "activations of weight-only layers: fp32, bf16 (AVX512-BF16/AMX dot products), int8 "
-                           "(quantized per row; VNNI, or VPMADDUBSW on AVX2), or auto: " +
+                           "(quantized per row, in LLM int4 prefill per row and 128 channels; VNNI, or VPMADDUBSW on "
+                           "AVX2), or auto: " +
                            commands::lowp_auto_text(style.lowp_auto) +
                            " (default auto)")
             ->check(CLI::IsMember({"auto", "fp32", "bf16", "int8"})),
