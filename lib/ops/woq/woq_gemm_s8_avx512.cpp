@@ -337,7 +337,11 @@ void quantize_tiled_s8_avx512(const QuantizeTiledS8 &q, int64_t b0, int64_t b1) 
                 for (int c = 1; c < 8; ++c) m = _mm512_max_ps(m, _mm512_abs_ps(v[c]));
                 const float amax = _mm512_reduce_max_ps(m);
                 const __m512 inv = _mm512_set1_ps(amax == 0.f ? 0.f : 127.f / amax);
-                *xscale = amax / 127.f;
+                // A NaN in the unit makes its scale NaN, so that it reaches the row's outputs (the
+                // maximum above may pass over it).
+                __mmask16 nan = 0;
+                for (int c = 0; c < 8; ++c) nan |= _mm512_cmp_ps_mask(v[c], v[c], _CMP_UNORD_Q);
+                *xscale = nan ? __builtin_nanf("") : amax / 127.f;
                 __m512i xq[8];
                 for (int c = 0; c < 8; ++c) xq[c] = _mm512_cvtps_epi32(_mm512_mul_ps(v[c], inv));
                 for (int64_t pc = 0; pc < per_unit; ++pc) {

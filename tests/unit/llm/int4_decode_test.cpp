@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "base/isa.h"
@@ -188,6 +189,20 @@ TEST(Int4Decode, LinearWithInt8ActivationsHoldsTheLayoutOnly) {
     const at::Tensor step_ref = at::matmul(step.to(at::kBFloat16).to(at::kDouble), wd) + bias.to(at::kDouble);
     EXPECT_LT((l.forward(step).to(at::kDouble) - step_ref).abs().max().item<double>(),
               1e-4 * step_ref.abs().max().item<double>());
+}
+
+// A NaN in a prefill row reaches that row's outputs (and no other row's), as it would with bf16
+// activations.
+TEST(Int4Decode, Int8ActivationsKeepANaNInItsRow) {
+    if (!runnable() || !isa::avx512_vnni()) GTEST_SKIP() << "this CPU has no AVX512-BF16 and VNNI: the int8 form is not built";
+    const auto d = Int4Decode::build(woq::quantize_rtn("t", at::randn({24, 256}), at::Tensor(), 4, 32), true);
+    ASSERT_NE(d, nullptr);
+    at::Tensor x = at::randn({16, 256});
+    x.index_put_({3, 200}, std::numeric_limits<float>::quiet_NaN());
+    at::Tensor out = at::zeros({16, 24});
+    d->run(x, out.data_ptr<float>(), 24);
+    EXPECT_TRUE(out[3].isnan().all().item<bool>());
+    EXPECT_TRUE(out.index_select(0, at::tensor({0, 1, 2, 4, 15}, at::kLong)).isfinite().all().item<bool>());
 }
 
 TEST(Int4Decode, RejectsAWrongInputWidth) {
