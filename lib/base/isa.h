@@ -31,11 +31,12 @@ inline bool cpuid_bit(unsigned leaf, unsigned subleaf, int reg, int bit) {
     return (value[reg] >> bit & 1u) != 0;
 }
 
-// AVX-512 F, BW and VL with FMA, the OS saving their state: what the own AVX-512 kernels are
-// compiled for.
+// AVX-512 F, BW and VL with FMA and F16C, the OS saving their state: what the own AVX-512
+// kernels are compiled for.
 inline bool avx512() {
     static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma");
+                           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma") &&
+                           __builtin_cpu_supports("f16c");
     return ok;
 }
 

@@ -37,6 +37,15 @@ std::unique_ptr<Int4Decode> Int4Decode::build(const woq::WoqLayer &layer, bool i
     // Groups of whole units, or of one, two or four of a unit's 32-channel dot-product blocks.
     const bool group_fits = gs > 0 && (gs % kUnit == 0 || gs == 32 || gs == 64);
     if (k % kUnit != 0 || !group_fits || k % gs != 0) return nullptr;
+    const at::Tensor scales = layer.scales.to(at::kFloat).contiguous(), zeros = layer.zeros.to(at::kFloat).contiguous();
+    const float *sv = scales.data_ptr<float>(), *zv = zeros.data_ptr<float>();
+    // fp16 holds the scales within 2^-11 of themselves (exactly where the checkpoint stored
+    // them in fp16) inside its normal range, and zero points of up to 1024 within 2^-11 of one
+    // step (integers exactly).
+    for (int64_t i = 0; i < scales.numel(); ++i) {
+        const float s = std::fabs(sv[i]), z = std::fabs(zv[i]);
+        if ((s != 0.f && !(s >= 6.1035156e-05f && s <= 65504.f)) || !(z <= 1024.f)) return nullptr;
+    }
     auto d = std::unique_ptr<Int4Decode>(new Int4Decode());
     d->n_ = n;
     d->k_ = k;
@@ -45,13 +54,11 @@ std::unique_ptr<Int4Decode> Int4Decode::build(const woq::WoqLayer &layer, bool i
     d->tiles_ = (n + kTileRows - 1) / kTileRows;
     d->int8_ = int8_activations;
     const at::Tensor q = woq::unpack_weight(layer.qweight, 4, k).contiguous();  // uint8 [N, K]
-    const at::Tensor scales = layer.scales.to(at::kFloat).contiguous(), zeros = layer.zeros.to(at::kFloat).contiguous();
     const uint8_t *qv = q.data_ptr<uint8_t>();
-    const float *sv = scales.data_ptr<float>(), *zv = zeros.data_ptr<float>();
     const int64_t units = k / kUnit;
     d->data_.assign(static_cast<size_t>(d->tiles_ * units * kTileRows * 64), 0);
-    d->scales_.assign(static_cast<size_t>(d->tiles_ * d->groups_ * kTileRows), 0.f);
-    d->offsets_.assign(d->scales_.size(), 0.f);
+    d->scales_.assign(static_cast<size_t>(d->tiles_ * d->groups_ * kTileRows), 0);
+    d->zeros_.assign(d->scales_.size(), 0);
     // The int8 kernel subtracts integer zero points from the codes exactly.
     const int64_t nz = zeros.numel();
     d->integer_zeros_ = true;
@@ -70,10 +77,9 @@ std::unique_ptr<Int4Decode> Int4Decode::build(const woq::WoqLayer &layer, bool i
                                                       ((src[u * kUnit + high_channel(j)] & 0x0f) << 4));
                 }
                 for (int64_t g = 0; g < d->groups_; ++g) {
-                    const float s = sv[row * d->groups_ + g];
                     const size_t at = static_cast<size_t>((t * d->groups_ + g) * kTileRows + r);
-                    d->scales_[at] = s;
-                    d->offsets_[at] = s * (zv[row * d->groups_ + g] + 128.f);
+                    d->scales_[at] = c10::Half(sv[row * d->groups_ + g]).x;
+                    d->zeros_[at] = c10::Half(zv[row * d->groups_ + g]).x;
                 }
             }
     });
@@ -97,7 +103,7 @@ void Int4Decode::run(const at::Tensor &x, float *out, int64_t ldo) const {
 }
 
 woq::kernels::TiledInt4View Int4Decode::view() const {
-    woq::kernels::TiledInt4View w{data_.data(), scales_.data(), offsets_.data(), n_, k_, groups_, group_size_};
+    woq::kernels::TiledInt4View w{data_.data(), scales_.data(), zeros_.data(), n_, k_, groups_, group_size_};
     w.integer_zeros = integer_zeros_;
     return w;
 }
@@ -119,10 +125,17 @@ void Int4Decode::decode(const at::Tensor &x, float *out, int64_t ldo) const {
     }
     for (int64_t r = 0; r < m; ++r)
         for (int64_t c = 0; c < k_; ++c) xsum[static_cast<size_t>(r * groups_ + c / group_size_)] += from_bf16(xb[static_cast<size_t>(r * k_ + c)]);
-    const kernels::Int4DecodeArgs a{data_.data(), scales_.data(), offsets_.data(), k_, groups_, group_size_,
-                                    xb.data(), xsum.data(), m, out, ldo, n_};
+    const kernels::Int4DecodeArgs a{data_.data(), scales_.data(), zeros_.data(), k_, groups_, group_size_,
+                                    xb.data(), xsum.data(), m, out, ldo, n_, nullptr};
     const int64_t grain = std::max<int64_t>(1, tiles_ / (4 * at::get_num_threads()));
-    at::parallel_for(0, tiles_, grain, [&](int64_t t0, int64_t t1) { kernels::int4_decode_avx512(a, t0, t1); });
+    at::parallel_for(0, tiles_, grain, [&](int64_t t0, int64_t t1) {
+        thread_local std::vector<float> scratch;  // 8 extra floats to align to 32 bytes
+        scratch.resize(static_cast<size_t>(2 * groups_ * kTileRows + 8));
+        kernels::Int4DecodeArgs args = a;
+        const auto at = reinterpret_cast<uintptr_t>(scratch.data());
+        args.scratch = scratch.data() + (32 - at % 32) % 32 / sizeof(float);
+        kernels::int4_decode_avx512(args, t0, t1);
+    });
 }
 
 }  // namespace ipex::llm

@@ -2,7 +2,10 @@
 // kTileRows output channels one after another, inside a tile the 64-byte units (128 input
 // channels) of its rows alternating, so the decode kernel reads one sequential stream and
 // unpacks each byte once for all its rows. Values are the unsigned codes q (0..15); the
-// weight is scale * (q - zero), as in lib/woq. Steps of up to kMaxRows rows (decode) run the
+// weight is scale * (q - zero), as in lib/woq, with scale and zero held in fp16 (rounded to
+// nearest: within 2^-11 of the scale, exact where the checkpoint stored fp16 scales as GPTQ,
+// AWQ and GGUF do; a layer with a scale outside fp16's normal range or a zero point beyond
+// +-1024 keeps the lib/woq form). Steps of up to kMaxRows rows (decode) run the
 // kernel below; more rows (prefill) run lib/woq's large-batch bf16 kernel on the same bytes,
 // so this is the projection's one copy (llm::Linear drops the lib/woq layer it was built
 // from). Built at load where the CPU has AVX512-BF16 and the layer allows it (no act-order;
@@ -41,7 +44,7 @@ public:
     int64_t in_features() const { return k_; }
     int64_t out_features() const { return n_; }
     // Bytes of this layout.
-    uint64_t bytes() const { return data_.size() + (scales_.size() + offsets_.size()) * sizeof(float); }
+    uint64_t bytes() const { return data_.size() + (scales_.size() + zeros_.size()) * sizeof(uint16_t); }
 
 private:
     // Rows of x up to kMaxRows through the decode kernel.
@@ -50,8 +53,8 @@ private:
     int64_t n_ = 0, k_ = 0, group_size_ = 0, groups_ = 0, tiles_ = 0;
     bool int8_ = false, integer_zeros_ = false;
     std::vector<uint8_t> data_;       // [tile][unit][row of tile][64 bytes]
-    std::vector<float> scales_;       // [tile][group][row of tile]
-    std::vector<float> offsets_;      // scale * (zero + 128), same layout
+    std::vector<uint16_t> scales_;    // fp16 [tile][group][row of tile]
+    std::vector<uint16_t> zeros_;     // fp16, same layout
 };
 
 namespace kernels {
@@ -59,7 +62,7 @@ namespace kernels {
 // m rows of bf16 x [m, k] with their per-group sums xsum [m, groups].
 struct Int4DecodeArgs {
     const uint8_t *data;
-    const float *scales, *offsets;
+    const uint16_t *scales, *zeros;  // fp16
     int64_t k, groups;
     int64_t group_size;  // 32, 64 or a multiple of kUnit
     const uint16_t *x;
@@ -67,6 +70,7 @@ struct Int4DecodeArgs {
     int64_t m;
     float *out;
     int64_t ldo, n;
+    float *scratch;  // 2 * groups * kTileRows floats, 32-byte aligned, per concurrent call
 };
 void int4_decode_avx512(const Int4DecodeArgs &a, int64_t t0, int64_t t1);
 }  // namespace kernels

@@ -10,6 +10,9 @@ namespace {
 constexpr int kR = static_cast<int>(Int4Decode::kTileRows);
 constexpr int64_t kBlock = 32;  // channels of one of a unit's four dot products
 
+// The tile's 8 fp16 values at p as fp32.
+inline __m256 widen(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p))); }
+
 // A 64-byte unit holds 128 channels: the low and the high nibbles are unpacked bytewise
 // against 0x43 into bf16 words of value 128 + q, in the channel order Int4Decode::build packs
 // (so x is read in natural order). The 128 * sum(x) this adds is removed with the zero point.
@@ -26,8 +29,16 @@ void decode_tiles(const Int4DecodeArgs &a, int64_t t0, int64_t t1) {
     const int64_t groups_per_unit = kGroupBlocks ? Int4Decode::kUnit / a.group_size : 1;
     for (int64_t t = t0; t < t1; ++t) {
         const uint8_t *tile = a.data + t * units * kR * 64;
-        const float *ts = a.scales + t * a.groups * kR;
-        const float *to = a.offsets + t * a.groups * kR;
+        // The tile's scales and offsets scale * (zero + 128) widened once for all its rows of x
+        // (widened per unit, the broadcasts read values just stored and ran 25% slower).
+        const uint16_t *s16 = a.scales + t * a.groups * kR, *z16 = a.zeros + t * a.groups * kR;
+        float *ts = a.scratch, *to = a.scratch + a.groups * kR;
+        const __m256 bias = _mm256_set1_ps(128.f);
+        for (int64_t g = 0; g < a.groups; ++g) {
+            const __m256 s = widen(s16 + g * kR);
+            _mm256_store_ps(ts + g * kR, s);
+            _mm256_store_ps(to + g * kR, _mm256_mul_ps(s, _mm256_add_ps(widen(z16 + g * kR), bias)));
+        }
         for (int64_t m = 0; m < a.m; ++m) {
             const uint16_t *x = a.x + m * a.k;
             const float *xsum = a.xsum + m * a.groups;
@@ -79,7 +90,7 @@ void decode_tiles(const Int4DecodeArgs &a, int64_t t0, int64_t t1) {
             }
             __m256 corr = _mm256_setzero_ps();
             for (int64_t g = 0; g < a.groups; ++g)
-                corr = _mm256_fmadd_ps(_mm256_loadu_ps(to + g * kR), _mm256_set1_ps(xsum[g]), corr);
+                corr = _mm256_fmadd_ps(_mm256_load_ps(to + g * kR), _mm256_set1_ps(xsum[g]), corr);
             alignas(32) float c[kR];
             _mm256_store_ps(c, corr);
             for (int r = 0; r < kR; ++r) {

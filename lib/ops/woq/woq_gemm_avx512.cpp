@@ -338,21 +338,25 @@ void dequant_tiled_unit(const TiledInt4View &w, int64_t n0, int64_t rows, int64_
         for (int b = 0; b < 4; ++b) {
             const int64_t g = (u * kTiledUnit + b * kBlock) / w.group_size;
             const int64_t at = (tile * w.groups + g) * kTiledRows + r % kTiledRows;
-            const __m512 value = _mm512_fmsub_ps(code, _mm512_set1_ps(w.scales[at]), _mm512_set1_ps(w.offsets[at]));
+            const float s = _cvtsh_ss(w.scales[at]), offset = s * (_cvtsh_ss(w.zeros[at]) + 128.f);
+            const __m512 value = _mm512_fmsub_ps(code, _mm512_set1_ps(s), _mm512_set1_ps(offset));
             const __m512i lut = _mm512_castsi256_si512(::ipex::kernels::avx512::fp32_to_bf16(value));
             _mm512_storeu_si512(dst + r * ld + b * kBlock, _mm512_permutexvar_epi16(idx[b], lut));
         }
     }
 }
 
-// Group g's scales and offsets of rows [n0, n0 + rows) side by side (rows of a tile lie
-// together in the layout, tiles apart).
+// Group g's scales and offsets scale * (zero + 128) of rows [n0, n0 + rows) side by side, in
+// fp32 (rows of a tile lie together in the layout, tiles apart).
 void gather_group(const TiledInt4View &w, int64_t n0, int64_t rows, int64_t g, float *scale, float *offset) {
+    static_assert(kTiledRows == 8, "a tile's fp16 values are one 128-bit load");
     const int64_t t0 = n0 / kTiledRows;
     for (int64_t t = 0; t * kTiledRows < rows; ++t) {
         const int64_t at = ((t0 + t) * w.groups + g) * kTiledRows;
-        std::memcpy(scale + t * kTiledRows, w.scales + at, sizeof(float) * kTiledRows);
-        std::memcpy(offset + t * kTiledRows, w.offsets + at, sizeof(float) * kTiledRows);
+        const __m256 s = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(w.scales + at)));
+        const __m256 z = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(w.zeros + at)));
+        _mm256_storeu_ps(scale + t * kTiledRows, s);
+        _mm256_storeu_ps(offset + t * kTiledRows, _mm256_mul_ps(s, _mm256_add_ps(z, _mm256_set1_ps(128.f))));
     }
 }
 

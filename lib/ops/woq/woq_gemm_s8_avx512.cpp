@@ -88,8 +88,8 @@ void expand_panel(const TiledInt4View &w, int64_t n0, int64_t rows, const Tables
             for (int64_t pc = 0; pc < per_unit; ++pc) {
                 const int64_t piece = u * per_unit + pc, g = (u * kTiledUnit + pc * ps) / w.group_size;
                 const int64_t at = (tile * w.groups + g) * kTiledRows + r % kTiledRows;
-                const float o = w.offsets[at];
-                s[pc] = w.scales[at];
+                s[pc] = _cvtsh_ss(w.scales[at]);
+                const float o = s[pc] * (_cvtsh_ss(w.zeros[at]) + 128.f);
                 z[pc] = zero_of(s[pc], o);
                 t.sw[piece * kPanel + r] = s[pc];
                 t.cz[piece * kPanel + r] = w.integer_zeros ? 0.f : o - s[pc] * static_cast<float>(z[pc] + 128);

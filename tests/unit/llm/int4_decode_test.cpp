@@ -40,10 +40,17 @@ at::Tensor rounded_weights(const woq::WoqLayer &l) {
     return value.to(at::kBFloat16).to(at::kDouble);
 }
 
+// The layout holds scales and zeros in fp16: the references take the layer rounded alike.
+woq::WoqLayer fp16_metadata(woq::WoqLayer l) {
+    l.scales = l.scales.to(at::kHalf).to(at::kFloat);
+    l.zeros = l.zeros.to(at::kHalf).to(at::kFloat);
+    return l;
+}
+
 void check(const Case &c, uint64_t seed) {
     at::manual_seed(seed);
     const at::Tensor w = at::randn({c.n, c.k}) * 0.05;
-    const woq::WoqLayer layer = woq::quantize_rtn("t", w, at::Tensor(), 4, c.group);
+    const woq::WoqLayer layer = fp16_metadata(woq::quantize_rtn("t", w, at::Tensor(), 4, c.group));
     const auto decode = Int4Decode::build(layer);
     ASSERT_NE(decode, nullptr);
     at::Tensor x = at::randn({c.m, c.k});
@@ -80,6 +87,17 @@ TEST(Int4Decode, NotBuiltWhereTheLayoutDoesNotFit) {
     EXPECT_EQ(Int4Decode::build(woq::quantize_rtn("t", at::randn({16, 256}), at::Tensor(), 4, 16)), nullptr);  // g16
     EXPECT_EQ(Int4Decode::build(woq::quantize_rtn("t", at::randn({16, 384}), at::Tensor(), 4, 96)), nullptr);  // g96
     EXPECT_EQ(Int4Decode::build(woq::quantize_rtn("t", at::randn({16, 256}), at::Tensor(), 8, 128)), nullptr);  // int8
+    // Scales outside fp16's normal range, a zero point past 1024 (the layout holds them in fp16).
+    for (const float scale : {1e-6f, 1e5f}) {
+        woq::WoqLayer l = woq::quantize_rtn("t", at::randn({16, 256}), at::Tensor(), 4, 128);
+        l.scales[3][1] = scale;
+        EXPECT_EQ(Int4Decode::build(l), nullptr) << scale;
+    }
+    woq::WoqLayer far = woq::quantize_rtn("t", at::randn({16, 256}), at::Tensor(), 4, 128);
+    far.zeros[0][0] = 2000.f;
+    EXPECT_EQ(Int4Decode::build(far), nullptr);
+    if (runnable())
+        EXPECT_NE(Int4Decode::build(woq::quantize_rtn("t", at::randn({16, 256}), at::Tensor(), 4, 128)), nullptr);
 }
 
 TEST(Int4Decode, BatchesRunTheLargeBatchKernelOnTheSameBytes) {
@@ -123,6 +141,7 @@ void check_int8(const Int8Case &c, uint64_t seed) {
     const at::Tensor w = at::randn({c.n, c.k}) * 0.05;
     woq::WoqLayer layer = woq::quantize_rtn("t", w, at::Tensor(), 4, c.group);
     layer.zeros.add_(c.zero_shift);
+    layer = fp16_metadata(layer);
     const auto decode = Int4Decode::build(layer, /*int8_activations=*/true);
     ASSERT_NE(decode, nullptr);
     at::Tensor x = at::randn({c.m, c.k});
@@ -176,7 +195,7 @@ TEST(Int4Decode, LinearWithInt8ActivationsHoldsTheLayoutOnly) {
     f.group_size = 32;
     f.lowp_mode = "int8";
     const Linear l = Linear::from_dense("t", {w}, {bias}, f);
-    const woq::WoqLayer layer = Linear::quantize("t", w, at::Tensor(), f);
+    const woq::WoqLayer layer = fp16_metadata(Linear::quantize("t", w, at::Tensor(), f));
     const at::Tensor wd = woq::dequantize(layer).to(at::kDouble).t();
     const auto tiled = Int4Decode::build(layer, true);
     ASSERT_NE(tiled, nullptr);
