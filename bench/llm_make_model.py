@@ -3,7 +3,12 @@
 4 KV heads, intermediate 5632, vocab 32000) in Hugging Face layout, bf16, for
 bench/llm_acceptance.sh. Seeded; about 2.2 GB.
 
-Usage: llm_make_model.py OUTDIR [--layers N]
+--moe writes a Qwen3-MoE-shaped mixture instead, a scaled-down Qwen3-30B-A3B: hidden 1024, 16
+layers, 16 heads / 4 KV heads of 64 with q/k RMSNorm, 64 experts of intermediate 512 with 8
+chosen per token (norm_topk_prob), vocab 32000; 1.72 B weights, 0.28 B active a token; about
+3.4 GB.
+
+Usage: llm_make_model.py OUTDIR [--layers N] [--moe]
 """
 
 import json
@@ -20,9 +25,37 @@ CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_
           "torch_dtype": "bfloat16", "bos_token_id": 1, "eos_token_id": 2}
 
 
+MOE_CONFIG = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 1024,
+              "intermediate_size": 3072, "num_hidden_layers": 16, "num_attention_heads": 16,
+              "num_key_value_heads": 4, "head_dim": 64, "vocab_size": 32000, "max_position_embeddings": 4096,
+              "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "tie_word_embeddings": False,
+              "torch_dtype": "bfloat16", "bos_token_id": 1, "eos_token_id": 2, "num_experts": 64,
+              "num_experts_per_tok": 8, "moe_intermediate_size": 512, "norm_topk_prob": True,
+              "decoder_sparse_step": 1, "mlp_only_layers": []}
+
+
+def moe_shapes(cfg):
+    H, V, hd, E, I = (cfg["hidden_size"], cfg["vocab_size"], cfg["head_dim"], cfg["num_experts"],
+                      cfg["moe_intermediate_size"])
+    q, kv = cfg["num_attention_heads"] * hd, cfg["num_key_value_heads"] * hd
+    shapes = {"model.embed_tokens.weight": (V, H), "model.norm.weight": (H,), "lm_head.weight": (V, H)}
+    for l in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{l}."
+        shapes.update({p + "self_attn.q_proj.weight": (q, H), p + "self_attn.k_proj.weight": (kv, H),
+                       p + "self_attn.v_proj.weight": (kv, H), p + "self_attn.o_proj.weight": (H, q),
+                       p + "self_attn.q_norm.weight": (hd,), p + "self_attn.k_norm.weight": (hd,),
+                       p + "input_layernorm.weight": (H,), p + "post_attention_layernorm.weight": (H,),
+                       p + "mlp.gate.weight": (E, H)})
+        for e in range(E):
+            x = p + f"mlp.experts.{e}."
+            shapes.update({x + "gate_proj.weight": (I, H), x + "up_proj.weight": (I, H), x + "down_proj.weight": (H, I)})
+    return shapes
+
+
 def main():
     out = sys.argv[1]
-    cfg = dict(CONFIG)
+    moe = "--moe" in sys.argv
+    cfg = dict(MOE_CONFIG if moe else CONFIG)
     if "--layers" in sys.argv:
         cfg["num_hidden_layers"] = int(sys.argv[sys.argv.index("--layers") + 1])
     os.makedirs(out, exist_ok=True)
@@ -38,6 +71,8 @@ def main():
                        p + "mlp.gate_proj.weight": (I, H), p + "mlp.up_proj.weight": (I, H),
                        p + "mlp.down_proj.weight": (H, I), p + "input_layernorm.weight": (H,),
                        p + "post_attention_layernorm.weight": (H,)})
+    if moe:
+        shapes = moe_shapes(cfg)
     header, offset = {}, 0
     for name, shape in shapes.items():
         n = 2 * int(torch.tensor(shape).prod())
