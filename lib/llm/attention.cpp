@@ -7,6 +7,8 @@
 #include <cmath>
 #include <limits>
 
+#include "base/scratch.h"
+
 namespace ipex::llm {
 namespace {
 
@@ -18,10 +20,8 @@ constexpr int64_t kKeyBlock = 256;
 
 // Per-thread scratch that only grows: steady-state steps allocate nothing.
 float *scratch(size_t slot, size_t floats) {
-    thread_local std::vector<float> buffers[3];
-    std::vector<float> &b = buffers[slot];
-    if (b.size() < floats) b.resize(floats);
-    return b.data();
+    thread_local ScratchBuffer buffers[3];
+    return buffers[slot].get<float>(floats);
 }
 
 size_t elem_size(CacheType t) { return t == CacheType::f32 ? 4 : 2; }

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "base/isa.h"
+#include "base/scratch.h"
 #include "llm/kernels.h"
 #include "ops/woq/woq_kernels.h"
 #include "ops/woq/woq_linear.h"
@@ -41,10 +42,13 @@ std::unique_ptr<Int4Decode> Int4Decode::build(const woq::WoqLayer &layer, bool i
     const float *sv = scales.data_ptr<float>(), *zv = zeros.data_ptr<float>();
     // fp16 holds the scales within 2^-11 of themselves (exactly where the checkpoint stored
     // them in fp16) inside its normal range, and zero points of up to 1024 within 2^-11 of one
-    // step (integers exactly).
+    // step (integers exactly). The int8 kernel subtracts integer zero points in -112..127 from
+    // the codes exactly; other zero points cost it a correction per piece.
+    bool integer_zeros = true;
     for (int64_t i = 0; i < scales.numel(); ++i) {
-        const float s = std::fabs(sv[i]), z = std::fabs(zv[i]);
-        if ((s != 0.f && !(s >= 6.1035156e-05f && s <= 65504.f)) || !(z <= 1024.f)) return nullptr;
+        const float s = std::fabs(sv[i]), z = zv[i];
+        if ((s != 0.f && !(s >= 6.1035156e-05f && s <= 65504.f)) || !(std::fabs(z) <= 1024.f)) return nullptr;
+        integer_zeros = integer_zeros && z == std::nearbyint(z) && z >= -112.f && z <= 127.f;
     }
     auto d = std::unique_ptr<Int4Decode>(new Int4Decode());
     d->n_ = n;
@@ -53,17 +57,13 @@ std::unique_ptr<Int4Decode> Int4Decode::build(const woq::WoqLayer &layer, bool i
     d->groups_ = k / gs;
     d->tiles_ = (n + kTileRows - 1) / kTileRows;
     d->int8_ = int8_activations;
+    d->integer_zeros_ = integer_zeros;
     const at::Tensor q = woq::unpack_weight(layer.qweight, 4, k).contiguous();  // uint8 [N, K]
     const uint8_t *qv = q.data_ptr<uint8_t>();
     const int64_t units = k / kUnit;
     d->data_.assign(static_cast<size_t>(d->tiles_ * units * kTileRows * 64), 0);
     d->scales_.assign(static_cast<size_t>(d->tiles_ * d->groups_ * kTileRows), 0);
     d->zeros_.assign(d->scales_.size(), 0);
-    // The int8 kernel subtracts integer zero points from the codes exactly.
-    const int64_t nz = zeros.numel();
-    d->integer_zeros_ = true;
-    for (int64_t i = 0; i < nz && d->integer_zeros_; ++i)
-        d->integer_zeros_ = zv[i] == std::nearbyint(zv[i]) && zv[i] >= -112.f && zv[i] <= 127.f;
     at::parallel_for(0, d->tiles_, 1, [&](int64_t t0, int64_t t1) {
         for (int64_t t = t0; t < t1; ++t)
             for (int64_t r = 0; r < kTileRows; ++r) {
@@ -129,11 +129,9 @@ void Int4Decode::decode(const at::Tensor &x, float *out, int64_t ldo) const {
                                     xb.data(), xsum.data(), m, out, ldo, n_, nullptr};
     const int64_t grain = std::max<int64_t>(1, tiles_ / (4 * at::get_num_threads()));
     at::parallel_for(0, tiles_, grain, [&](int64_t t0, int64_t t1) {
-        thread_local std::vector<float> scratch;  // 8 extra floats to align to 32 bytes
-        scratch.resize(static_cast<size_t>(2 * groups_ * kTileRows + 8));
+        thread_local ScratchBuffer scratch;
         kernels::Int4DecodeArgs args = a;
-        const auto at = reinterpret_cast<uintptr_t>(scratch.data());
-        args.scratch = scratch.data() + (32 - at % 32) % 32 / sizeof(float);
+        args.scratch = scratch.get<float>(static_cast<size_t>(2 * groups_ * kTileRows));
         kernels::int4_decode_avx512(args, t0, t1);
     });
 }

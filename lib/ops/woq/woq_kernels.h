@@ -139,11 +139,13 @@ inline int64_t tiled_piece(const TiledInt4View &w) { return w.group_size < kTile
 // Packs x [m, k] (fp32 or bf16 bits, contiguous; one of the two pointers set) for
 // gemm_s8_tiled_avx512vnni: xq [k/4][mp] words, each the bytes xq + 128 of four consecutive
 // channels of one row; xscale [k/kTiledUnit][mp]; xsum [k/piece][mp] the sums of xq over each
-// piece. Rows m..mp are zero (xscale 0). Blocks of 16 rows [b0, b1).
+// piece, written only when `sums` (the kernel reads them for fractional zero points alone).
+// Rows m..mp are zero (xscale 0). Blocks of 16 rows [b0, b1).
 struct QuantizeTiledS8 {
     const float *xf = nullptr;
     const uint16_t *xb = nullptr;
     int64_t m = 0, k = 0, piece = 0, mp = 0;
+    bool sums = true;
     uint32_t *xq = nullptr;
     float *xscale = nullptr, *xsum = nullptr;
 };

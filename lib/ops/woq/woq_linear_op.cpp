@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/isa.h"
+#include "base/scratch.h"
 #include "ops/woq/woq_kernels.h"
 #include "ops/woq/woq_layout.h"
 #include "ops/onednn_utils.h"
@@ -229,10 +230,8 @@ int64_t block_rows(int64_t k, int64_t elem) {
 // Buffers of the large-batch path, kept per thread between calls: fresh megabyte buffers would
 // be page-faulted and zeroed by the kernel on every call.
 void *reusable_buffer(size_t slot, int64_t bytes) {
-    thread_local std::array<at::Tensor, 2> cache;
-    at::Tensor &t = cache.at(slot);
-    if (!t.defined() || t.numel() < bytes) t = at::empty({bytes}, at::kByte);
-    return t.data_ptr();
+    thread_local std::array<ScratchBuffer, 2> buffers;
+    return buffers.at(slot).bytes(static_cast<size_t>(bytes));
 }
 
 // oneDNN matmul dst[rows, M] (fp32) = block[rows, K] x x[M, K]^T. The weight block is the
@@ -326,6 +325,7 @@ void tiled_int4_gemm_s8(const kernels::TiledInt4View &w, const at::Tensor &x2d, 
     q.k = w.k;
     q.piece = kernels::tiled_piece(w);
     q.mp = kernels::gemm_padded_rows(q.m);
+    q.sums = !w.integer_zeros;
     if (x.scalar_type() == at::kBFloat16) q.xb = reinterpret_cast<const uint16_t *>(x.data_ptr<at::BFloat16>());
     else q.xf = x.data_ptr<float>();
     const at::Tensor xq = at::empty({w.k / 4, q.mp}, at::kInt),
@@ -340,10 +340,8 @@ void tiled_int4_gemm_s8(const kernels::TiledInt4View &w, const at::Tensor &x2d, 
     for_row_chunks(
         w.n,
         [&](int64_t n0, int64_t n1) {
-            // Per thread, kept between calls (a fresh buffer of this size is page-faulted each time).
-            thread_local std::vector<unsigned char> buf;
-            if (static_cast<int64_t>(buf.size()) < scratch) buf.resize(static_cast<size_t>(scratch));
-            kernels::gemm_s8_tiled_avx512vnni(w, a, n0, n1, buf.data());
+            thread_local ScratchBuffer buf;
+            kernels::gemm_s8_tiled_avx512vnni(w, a, n0, n1, buf.bytes(static_cast<size_t>(scratch)));
         },
         kernels::kGemmS8PanelRows);
 }
