@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -108,13 +109,12 @@ woq::kernels::TiledInt4View Int4Decode::view() const {
     return w;
 }
 
-void Int4Decode::decode(const at::Tensor &x, float *out, int64_t ldo) const {
+void Int4Decode::prepare(const at::Tensor &x, std::vector<uint16_t> &xb, std::vector<float> &xsum) const {
+    TORCH_CHECK(x.dim() == 2 && x.size(1) == k_ && x.size(0) <= kMaxRows, "Int4Decode: a step takes up to ",
+                kMaxRows, " rows of ", k_, " channels, got ", x.sizes());
     const int64_t m = x.size(0);
-    // Scratch reused across calls: no allocation per token once sized.
-    thread_local std::vector<uint16_t> xb;
-    thread_local std::vector<float> xsum;
     xb.resize(static_cast<size_t>(m * k_));
-    xsum.assign(static_cast<size_t>(m * groups_), 0.f);
+    xsum.resize(static_cast<size_t>(m * groups_));
     const at::Tensor xc = x.contiguous();
     if (xc.scalar_type() == at::kBFloat16) {
         std::memcpy(xb.data(), xc.data_ptr<at::BFloat16>(), xb.size() * 2);
@@ -123,16 +123,55 @@ void Int4Decode::decode(const at::Tensor &x, float *out, int64_t ldo) const {
         const float *src = xf.data_ptr<float>();
         for (size_t i = 0; i < xb.size(); ++i) xb[i] = to_bf16(src[i]);
     }
-    for (int64_t r = 0; r < m; ++r)
-        for (int64_t c = 0; c < k_; ++c) xsum[static_cast<size_t>(r * groups_ + c / group_size_)] += from_bf16(xb[static_cast<size_t>(r * k_ + c)]);
-    const kernels::Int4DecodeArgs a{data_.data(), scales_.data(), zeros_.data(), k_, groups_, group_size_,
-                                    xb.data(), xsum.data(), m, out, ldo, n_, nullptr};
-    const int64_t grain = std::max<int64_t>(1, tiles_ / (4 * at::get_num_threads()));
-    at::parallel_for(0, tiles_, grain, [&](int64_t t0, int64_t t1) {
+    for (int64_t g = 0; g < m * groups_; ++g) {
+        const uint16_t *v = xb.data() + g * group_size_;
+        float sum = 0.f;
+        for (int64_t c = 0; c < group_size_; ++c) sum += from_bf16(v[c]);
+        xsum[static_cast<size_t>(g)] = sum;
+    }
+}
+
+kernels::Int4DecodeArgs Int4Decode::args(const uint16_t *xb, const float *xsum, int64_t m, float *out,
+                                         int64_t ldo) const {
+    return {data_.data(), scales_.data(), zeros_.data(), k_, groups_, group_size_, xb, xsum, m, out, ldo, n_, nullptr};
+}
+
+void Int4Decode::decode(const at::Tensor &x, float *out, int64_t ldo) const { decode_jobs({{this, x, out, ldo}}); }
+
+void Int4Decode::decode_jobs(const std::vector<Job> &jobs) {
+    // Inputs kept per thread between steps: no allocation per token once sized.
+    thread_local std::vector<std::vector<uint16_t>> xbs;
+    thread_local std::vector<std::vector<float>> xsums;
+    if (xbs.size() < jobs.size()) {
+        xbs.resize(jobs.size());
+        xsums.resize(jobs.size());
+    }
+    std::vector<kernels::Int4DecodeArgs> a;
+    std::vector<int64_t> first(jobs.size() + 1, 0);  // the jobs' tiles, one after another
+    int64_t groups = 0;
+    for (size_t j = 0; j < jobs.size(); ++j) {
+        const Job &job = jobs[j];
+        const Int4Decode &w = *job.w;
+        size_t from = j;
+        for (size_t i = 0; i < j && from == j; ++i)
+            if (jobs[i].x.is_same(job.x) && jobs[i].w->k_ == w.k_ && jobs[i].w->group_size_ == w.group_size_) from = i;
+        if (from == j) w.prepare(job.x, xbs[j], xsums[j]);
+        a.push_back(w.args(xbs[from].data(), xsums[from].data(), job.x.size(0), job.out, job.ldo));
+        first[j + 1] = first[j] + w.tiles_;
+        groups = std::max(groups, w.groups_);
+    }
+    const int64_t tiles = first.back();
+    const int64_t grain = std::max<int64_t>(1, tiles / (4 * at::get_num_threads()));
+    at::parallel_for(0, tiles, grain, [&](int64_t t0, int64_t t1) {
         thread_local ScratchBuffer scratch;
-        kernels::Int4DecodeArgs args = a;
-        args.scratch = scratch.get<float>(static_cast<size_t>(2 * groups_ * kTileRows));
-        kernels::int4_decode_avx512(args, t0, t1);
+        float *s = scratch.get<float>(static_cast<size_t>(2 * groups * kTileRows));
+        for (size_t j = 0; j < jobs.size(); ++j) {
+            const int64_t lo = std::max(t0, first[j]), hi = std::min(t1, first[j + 1]);
+            if (lo >= hi) continue;
+            kernels::Int4DecodeArgs job = a[j];
+            job.scratch = s;
+            kernels::int4_decode_avx512(job, lo - first[j], hi - first[j]);
+        }
     });
 }
 

@@ -23,6 +23,10 @@
 
 namespace ipex::llm {
 
+namespace kernels {
+struct Int4DecodeArgs;
+}
+
 class Int4Decode {
 public:
     static constexpr int64_t kTileRows = 8;
@@ -41,6 +45,19 @@ public:
     // batches of more than kMaxRows rows).
     void run(const at::Tensor &x, float *out, int64_t ldo) const;
 
+    // One decode step of several projections in one parallel region: job j computes
+    // out_j[m_j, n_j] (row stride ldo_j) = x_j W_j^T for up to kMaxRows rows of x_j (fp32 or
+    // bf16 [m_j, K_j]) as run() does. The jobs' tiles are split over the threads together, so
+    // a token's many small projections (the experts it chose) cost one fork and join, not one
+    // each; jobs on the same x tensor (and grouping) prepare it once.
+    struct Job {
+        const Int4Decode *w;
+        at::Tensor x;
+        float *out;
+        int64_t ldo;
+    };
+    static void decode_jobs(const std::vector<Job> &jobs);
+
     int64_t in_features() const { return k_; }
     int64_t out_features() const { return n_; }
     // Bytes of this layout.
@@ -49,6 +66,9 @@ public:
 private:
     // Rows of x up to kMaxRows through the decode kernel.
     void decode(const at::Tensor &x, float *out, int64_t ldo) const;
+    // x as the decode kernel reads it: bf16 rows xb [m, k] and their group sums xsum [m, groups].
+    void prepare(const at::Tensor &x, std::vector<uint16_t> &xb, std::vector<float> &xsum) const;
+    kernels::Int4DecodeArgs args(const uint16_t *xb, const float *xsum, int64_t m, float *out, int64_t ldo) const;
     woq::kernels::TiledInt4View view() const;
     int64_t n_ = 0, k_ = 0, group_size_ = 0, groups_ = 0, tiles_ = 0;
     bool int8_ = false, integer_zeros_ = false;

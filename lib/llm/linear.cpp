@@ -160,6 +160,11 @@ bool Linear::int4_tiled(const at::Tensor &x) const {
     return decode_ && (!woq_layer_held() || (x.dim() == 2 && x.size(0) <= Int4Decode::kMaxRows));
 }
 
+const Int4Decode *Linear::int4_step(int64_t rows) const {
+    const bool plain = decode_ && !woq_bias_.defined() && !observer_ && !w8a8_;
+    return plain && rows >= 1 && rows <= Int4Decode::kMaxRows ? decode_.get() : nullptr;
+}
+
 bool Linear::bf16_decodes(const at::Tensor &x) const {
     return bf16_decode_ && x.dim() == 2 && x.size(0) >= 1 && x.size(0) <= Bf16Decode::kMaxRows && Bf16Decode::usable();
 }

@@ -60,6 +60,11 @@ public:
     // gelu(tanh form)(gate) * up.
     void forward_glu(const at::Tensor &x, at::Tensor &out, bool gelu = false) const;
 
+    // The tiled int4 layout when a step of `rows` rows runs on it with nothing else to apply (no
+    // bias, no calibration observer), else null: Int4Decode::decode_jobs may then batch this
+    // projection's step with others.
+    const Int4Decode *int4_step(int64_t rows) const;
+
     // Whether forward_add fuses the residual into the product (else add it in the next pass).
     bool fuses_residual() const { return static_cast<bool>(dense_); }
     int64_t in_features() const { return in_; }

@@ -40,7 +40,7 @@ struct LoadOptions {
 // A sparse layer's MLP: the router [experts, hidden] (fp32), each expert's merged gate/up and
 // down projections, and Qwen2-MoE's shared expert with its gate [hidden] (fp32).
 struct Experts {
-    at::Tensor router;
+    at::Tensor router;  // fp32 [hidden, experts]: the router's weight transposed
     std::vector<Linear> gate_up, down;
     Linear shared_gate_up, shared_down;
     at::Tensor shared_gate;  // undefined without a shared expert

@@ -513,7 +513,7 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
         if (c.sparse(l)) {
             const ExpertNames n = expert_names(c, l);
             auto experts = std::make_shared<Experts>();
-            experts->router = loader.tensor(n.router).to(at::kFloat).contiguous();
+            experts->router = loader.tensor(n.router).to(at::kFloat).t().contiguous();
             for (int64_t e = 0; e < c.num_experts; ++e) {
                 const std::string x = p + "experts." + std::to_string(e) + ".";
                 experts->gate_up.push_back(build(loader, x + "gate_up_proj", n.gate_up[static_cast<size_t>(e)], format, tally));

@@ -6,11 +6,81 @@
 #include <cmath>
 
 #include "base/errors.h"
+#include "llm/int4_decode.h"
+#include "llm/kernels.h"
 #include "llm/limits.h"
 #include "llm/model.h"
 
 namespace ipex::llm {
 namespace {
+
+// The router's logits fp32 [rows, experts] for x fp32 [rows, hidden] (router [hidden, experts]).
+// A decode step's few rows run along the experts, a loop the compiler vectorizes without
+// reordering a sum; more rows are a GEMM.
+at::Tensor router_logits(const at::Tensor &router, const at::Tensor &x) {
+    const int64_t rows = x.size(0), hidden = router.size(0), experts = router.size(1);
+    if (rows > Int4Decode::kMaxRows) return at::mm(x, router).contiguous();
+    const at::Tensor xc = x.contiguous();
+    at::Tensor out = at::zeros({rows, experts}, at::kFloat);
+    const float *w = router.data_ptr<float>();
+    for (int64_t r = 0; r < rows; ++r) {
+        const float *xr = xc.data_ptr<float>() + r * hidden;
+        float *o = out.data_ptr<float>() + r * experts;
+        for (int64_t k = 0; k < hidden; ++k) {
+            const float v = xr[k];
+            const float *wk = w + k * experts;
+            for (int64_t e = 0; e < experts; ++e) o[e] += v * wk[e];
+        }
+    }
+    return out;
+}
+
+// A decode step on int4 experts (every chosen expert's projections in the tiled int4 layout,
+// Linear::int4_step): all their gate/up products in one parallel region, the activations, then
+// all down products in another, instead of a fork and join per product. Adds each expert's
+// output times its row's weight to out; false (nothing done) where an expert cannot run so.
+bool experts_as_steps(const Experts &ex, const ModelConfig &c, const at::Tensor &x,
+                      const std::vector<std::vector<int64_t>> &chosen, const std::vector<std::vector<float>> &weights,
+                      at::Tensor &out) {
+    std::vector<size_t> used;
+    for (size_t e = 0; e < chosen.size(); ++e) {
+        if (chosen[e].empty()) continue;
+        const int64_t n = static_cast<int64_t>(chosen[e].size());
+        if (!ex.gate_up[e].int4_step(n) || !ex.down[e].int4_step(n)) return false;
+        used.push_back(e);
+    }
+    const int64_t rows = x.size(0), hidden = x.size(1);
+    std::vector<Int4Decode::Job> gate_up, down;
+    std::vector<at::Tensor> gu, act, y;
+    for (const size_t e : used) {
+        const int64_t n = static_cast<int64_t>(chosen[e].size()), inter = ex.gate_up[e].out_features() / 2;
+        // An expert every row chose reads x itself: the jobs then prepare it once.
+        const at::Tensor xe = n == rows ? x : x.index_select(0, at::tensor(chosen[e], at::kLong));
+        gu.push_back(at::empty({n, 2 * inter}, at::kFloat));
+        gate_up.push_back({ex.gate_up[e].int4_step(n), xe, gu.back().data_ptr<float>(), 2 * inter});
+    }
+    Int4Decode::decode_jobs(gate_up);
+    for (size_t i = 0; i < used.size(); ++i) {
+        const size_t e = used[i];
+        const int64_t n = gu[i].size(0), inter = gu[i].size(1) / 2;
+        act.push_back(at::empty({n, inter}, at::kFloat));
+        if (c.gelu_mlp) kernels::gelu_tanh_mul(gu[i].data_ptr<float>(), act.back().data_ptr<float>(), n, inter);
+        else kernels::silu_mul(gu[i].data_ptr<float>(), act.back().data_ptr<float>(), n, inter);
+        y.push_back(at::empty({n, hidden}, at::kFloat));
+        down.push_back({ex.down[e].int4_step(n), act.back(), y.back().data_ptr<float>(), hidden});
+    }
+    Int4Decode::decode_jobs(down);
+    float *o = out.data_ptr<float>();
+    for (size_t i = 0; i < used.size(); ++i) {
+        const size_t e = used[i];
+        for (size_t j = 0; j < chosen[e].size(); ++j) {
+            float *dst = o + chosen[e][j] * hidden;
+            const float *src = y[i].data_ptr<float>() + static_cast<int64_t>(j) * hidden, w = weights[e][j];
+            for (int64_t h = 0; h < hidden; ++h) dst[h] += src[h] * w;
+        }
+    }
+    return true;
+}
 
 // A sparse MLP over the normed rows x (fp32 [rows, hidden]): the router's softmax (in double)
 // picks each row's experts_per_token experts, highest first (ties to the lower index), their
@@ -19,7 +89,7 @@ namespace {
 // weighted sum (+ the shared expert times sigmoid of its gate), fp32 [rows, hidden].
 at::Tensor run_experts(const Experts &ex, const ModelConfig &c, const at::Tensor &x, at::ScalarType act_type) {
     const int64_t rows = x.size(0), experts = c.num_experts, k = c.experts_per_token;
-    const at::Tensor logits = at::mm(x, ex.router.t()).contiguous();
+    const at::Tensor logits = router_logits(ex.router, x);
     std::vector<std::vector<int64_t>> chosen(static_cast<size_t>(experts));
     std::vector<std::vector<float>> weights(static_cast<size_t>(experts));
     std::vector<double> p(static_cast<size_t>(experts));
@@ -50,12 +120,13 @@ at::Tensor run_experts(const Experts &ex, const ModelConfig &c, const at::Tensor
         gate_up.forward_glu(in.to(act_type), act, c.gelu_mlp);
         return down.forward(act.to(act_type));
     };
-    for (size_t e = 0; e < chosen.size(); ++e) {
-        if (chosen[e].empty()) continue;
-        const at::Tensor index = at::tensor(chosen[e], at::kLong);
-        const at::Tensor y = mlp(ex.gate_up[e], ex.down[e], x.index_select(0, index));
-        out.index_add_(0, index, y * at::tensor(weights[e]).unsqueeze(1));
-    }
+    if (!experts_as_steps(ex, c, x, chosen, weights, out))
+        for (size_t e = 0; e < chosen.size(); ++e) {
+            if (chosen[e].empty()) continue;
+            const at::Tensor index = at::tensor(chosen[e], at::kLong);
+            const at::Tensor y = mlp(ex.gate_up[e], ex.down[e], x.index_select(0, index));
+            out.index_add_(0, index, y * at::tensor(weights[e]).unsqueeze(1));
+        }
     if (ex.shared_gate.defined())
         out.add_(mlp(ex.shared_gate_up, ex.shared_down, x) * at::sigmoid(at::mv(x, ex.shared_gate)).unsqueeze(1));
     return out;

@@ -224,6 +224,43 @@ TEST(Int4Decode, Int8ActivationsKeepANaNInItsRow) {
     EXPECT_TRUE(out.index_select(0, at::tensor({0, 1, 2, 4, 15}, at::kLong)).isfinite().all().item<bool>());
 }
 
+// Several projections' steps in one parallel region give each one's own run() bit for bit:
+// jobs of different widths and group sizes, two of them on the same x (prepared once where the
+// grouping allows), rows 1-8, row strides past n.
+TEST(Int4Decode, JobsTogetherEqualEachAlone) {
+    if (!runnable()) GTEST_SKIP() << "this CPU has no AVX512-BF16: the layout is not built";
+    at::manual_seed(11);
+    struct Layer {
+        int64_t n, k, group;
+    };
+    const Layer layers[] = {{40, 256, 128}, {24, 256, 128}, {17, 256, 64}, {9, 128, 32}, {300, 512, 256}};
+    std::vector<std::unique_ptr<Int4Decode>> d;
+    for (const Layer &l : layers) {
+        d.push_back(Int4Decode::build(woq::quantize_rtn("t", at::randn({l.n, l.k}) * 0.05, at::Tensor(), 4, l.group)));
+        ASSERT_NE(d.back(), nullptr);
+    }
+    for (const int64_t m : {1, 3, 8}) {
+        const at::Tensor x256 = at::randn({m, 256}), x128 = at::randn({m, 128}).to(at::kBFloat16),
+                         x512 = at::randn({m, 512});
+        const at::Tensor xs[] = {x256, x256, x256, x128, x512};
+        std::vector<at::Tensor> together, alone;
+        std::vector<Int4Decode::Job> jobs;
+        for (size_t i = 0; i < d.size(); ++i) {
+            const int64_t n = layers[i].n;
+            together.push_back(at::full({m, n + 5}, 3.f));
+            alone.push_back(at::full({m, n + 5}, 3.f));
+            jobs.push_back({d[i].get(), xs[i], together.back().data_ptr<float>(), n + 5});
+            d[i]->run(xs[i], alone.back().data_ptr<float>(), n + 5);
+        }
+        Int4Decode::decode_jobs(jobs);
+        for (size_t i = 0; i < d.size(); ++i) EXPECT_TRUE(together[i].equal(alone[i])) << "layer " << i << " m " << m;
+    }
+    // Too many rows for a step, or a wrong width: refused before any work.
+    std::vector<float> out(9 * 40);
+    EXPECT_THROW(Int4Decode::decode_jobs({{d[0].get(), at::randn({9, 256}), out.data(), 40}}), c10::Error);
+    EXPECT_THROW(Int4Decode::decode_jobs({{d[0].get(), at::randn({1, 128}), out.data(), 40}}), c10::Error);
+}
+
 TEST(Int4Decode, RejectsAWrongInputWidth) {
     if (!runnable()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
     const auto d = Int4Decode::build(woq::quantize_rtn("t", at::randn({8, 128}), at::Tensor(), 4, 128));

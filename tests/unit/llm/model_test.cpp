@@ -5,11 +5,13 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
+#include "base/isa.h"
 #include "llm/generate.h"
 #include "llm/model.h"
 #include "unit/test_errors.h"
@@ -91,7 +93,7 @@ const char *const kFamilies[] = {"llama", "mistral", "qwen2", "llama3", "qwen3",
                                  "olmoe", "qwen3_yarn", "llama_dynamic", "gguf_llama_f32", "gguf_llama_q8_0",
                                  "gguf_llama_q4_0", "gguf_llama_q4_1", "gguf_llama_q4_0_mixed", "gguf_qwen2_f16", "gguf_qwen3_bf16", "gguf_gemma2_f32",
                                  "gguf_gemma3_f32", "gguf_phi3_f32", "gguf_mixtral_f32", "gguf_mixtral_q8_0",
-                                 "gguf_qwen2_moe_f32", "gguf_qwen3_moe_f32", "gguf_gemma2_q4_0"};
+                                 "gguf_qwen2_moe_f32", "gguf_qwen3_moe_f32", "gguf_gemma2_q4_0", "qwen2_moe_wide"};
 
 TEST(LlmModel, Fp32MatchesReference) {
     NEED_FIXTURES();
@@ -247,8 +249,8 @@ TEST(LlmModel, PrefillPlusDecodeEqualsFullForward) {
         }
 }
 
-void ragged_batch_equals_single_sequences(const Case &c) {
-    auto model = Model::load(c.dir, opts("fp32"));
+void ragged_batch_equals_single_sequences(const Case &c, const LoadOptions &options) {
+    auto model = Model::load(c.dir, options);
     const std::vector<int32_t> a(c.prompt.begin(), c.prompt.begin() + 4), b = c.prompt;
     Session batch(model, 2, 32), one(model, 1, 32), two(model, 1, 32);
     Logits l = batch.prefill({a, b});
@@ -267,7 +269,44 @@ TEST(LlmModel, RaggedBatchEqualsSingleSequences) {
     NEED_FIXTURES();
     for (const char *name : {"llama", "mixtral"}) {  // experts see rows of both sequences at once
         SCOPED_TRACE(name);
-        ragged_batch_equals_single_sequences(load_case(name));
+        ragged_batch_equals_single_sequences(load_case(name), opts("fp32"));
+    }
+}
+
+// Int4 decode steps of a mixture run every chosen expert's products together
+// (Int4Decode::decode_jobs: qwen2_moe_wide's projections are all wide enough for the tiled
+// layout, and a shared expert follows). Their logits are a full prefill's (where the shared
+// expert's 12 rows run the large-batch kernel), and in a ragged batch each sequence's alone:
+// 3 + 5 prompt rows, so every product runs the decode kernel, bit for bit as alone, and two
+// decode rows, so some experts run one row of the batch and some both.
+TEST(LlmModel, Int4ExpertStepsMatchPrefillAndSingleSequences) {
+    NEED_FIXTURES();
+    if (!isa::avx512_bf16()) GTEST_SKIP() << "the tiled int4 layout needs AVX512-BF16";
+    const Case c = load_case("qwen2_moe_wide");
+    auto model = Model::load(c.dir, opts("bf16", 4));
+    ASSERT_EQ(model->weights_description(), "int4 g32 (lowp bf16)");
+    Session full(model, 1, 32), step(model, 1, 32);
+    const Logits all = full.prefill({c.prompt}, true);
+    const std::vector<float> expected(all.data, all.data + all.rows * all.vocab);
+    const size_t split = 3;
+    step.prefill({std::vector<int32_t>(c.prompt.begin(), c.prompt.begin() + split)});
+    for (size_t i = split; i < c.prompt.size(); ++i) {
+        const Logits l = step.decode({c.prompt[i]});
+        EXPECT_GE(cosine(l.row(0), expected.data() + i * static_cast<size_t>(c.vocab), c.vocab), 0.9995)
+            << "position " << i;
+    }
+    const std::vector<int32_t> a(c.prompt.begin(), c.prompt.begin() + 3), b(c.prompt.begin() + 3, c.prompt.begin() + 8);
+    Session batch(model, 2, 32), one(model, 1, 32), two(model, 1, 32);
+    Logits l = batch.prefill({a, b});
+    const std::vector<float> la(l.row(0), l.row(0) + l.vocab), lb(l.row(1), l.row(1) + l.vocab);
+    const auto same = [&](const float *x, const float *y) { return std::equal(x, x + c.vocab, y); };
+    EXPECT_TRUE(same(la.data(), one.prefill({a}).row(0)));
+    EXPECT_TRUE(same(lb.data(), two.prefill({b}).row(0)));
+    for (const auto &[ta, tb] : {std::pair<int32_t, int32_t>{7, 9}, {11, 11}, {5, 300}}) {
+        l = batch.decode({ta, tb});
+        const std::vector<float> da(l.row(0), l.row(0) + l.vocab), db(l.row(1), l.row(1) + l.vocab);
+        EXPECT_TRUE(same(da.data(), one.decode({ta}).row(0))) << ta;
+        EXPECT_TRUE(same(db.data(), two.decode({tb}).row(0))) << tb;
     }
 }
 
