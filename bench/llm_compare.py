@@ -9,11 +9,14 @@ default ~/.cache/ipex-tool/llamacpp, with `npm i -E node-llama-cpp@3.21.1`). Eac
 prints the medians and the ratios the LLM issue sets:
   decode ms/token, ours / llama.cpp           (target <= 0.9)
   prefill tokens/s, ours / llama.cpp          (target >= 1.5)
-  peak RSS of the process, ours / llama.cpp   (reported)
+  peak RSS of the process, ours / llama.cpp   (target <= 1.1)
+  load time, ours / llama.cpp                 (target <= 1.0)
 Pairs: int4 (ours: --woq-dtype int4 --group-size 32, round-to-nearest, bf16 activations) vs q4_0
 (blocks of 32); int4a8 (the same with --lowp-mode int8: prefill on int8 activations, as llama.cpp
-multiplies q4_0 with q8_0 activations) vs q4_0; bf16 vs the faster of f16 and bf16; fp32 vs f32
-(--pairs chooses).
+multiplies q4_0 with q8_0 activations) vs q4_0; gguf-q4_0 (ours loading llama.cpp's own q4_0 file,
+held int4 as stored) vs q4_0; bf16 vs the faster of f16 and bf16; fp32 vs f32 (--pairs chooses).
+The int4 pairs load the Hugging Face weights and quantize them as they load; llama.cpp and
+gguf-q4_0 read a file already quantized.
 
 Usage: llm_compare.py HF_DIR [--build DIR] [--contexts 128,512,2048] [--new-tokens 32]
        [--rounds 3] [--threads 2] [--pairs int4,bf16] [--json OUT]
@@ -29,10 +32,12 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PAIRS = {"int4": (["--woq-dtype", "int4", "--group-size", "32"], ["q4_0"]),
-         "int4a8": (["--woq-dtype", "int4", "--group-size", "32", "--lowp-mode", "int8"], ["q4_0"]),
-         "bf16": (["--dtype", "bf16"], ["f16", "bf16"]),
-         "fp32": (["--dtype", "fp32"], ["f32"])}
+# pair: (our flags, llama.cpp's types, what we load: the HF directory or llama.cpp's file)
+PAIRS = {"int4": (["--woq-dtype", "int4", "--group-size", "32"], ["q4_0"], "hf"),
+         "int4a8": (["--woq-dtype", "int4", "--group-size", "32", "--lowp-mode", "int8"], ["q4_0"], "hf"),
+         "gguf-q4_0": ([], ["q4_0"], "gguf"),
+         "bf16": (["--dtype", "bf16"], ["f16", "bf16"], "hf"),
+         "fp32": (["--dtype", "fp32"], ["f32"], "hf")}
 
 
 def llamacpp_dir():
@@ -54,7 +59,7 @@ def run_ours(tool, model, flags, context, new_tokens, threads):
                          check=True, capture_output=True, text=True).stdout
     d = json.loads(out)
     return {"first_token_ms": d["first_token_ms"]["p50"], "decode_ms": d["next_token_ms"]["p50"],
-            "rss_bytes": d["peak_rss_bytes"]}
+            "rss_bytes": d["peak_rss_bytes"], "load_ms": d["load_ms"]}
 
 
 def run_llamacpp(directory, gguf, prompt, new_tokens, threads):
@@ -63,7 +68,8 @@ def run_llamacpp(directory, gguf, prompt, new_tokens, threads):
                           "--context", str(len(prompt) + new_tokens + 16)],
                          cwd=directory, check=True, capture_output=True, text=True).stdout
     d = json.loads(out.strip().splitlines()[-1])
-    return {"first_token_ms": d["first_token_ms"], "decode_ms": d["decode_ms_median"], "rss_bytes": d["peak_rss_bytes"]}
+    return {"first_token_ms": d["first_token_ms"], "decode_ms": d["decode_ms_median"], "rss_bytes": d["peak_rss_bytes"],
+            "load_ms": d["load_ms"]}
 
 
 def main():
@@ -83,7 +89,7 @@ def main():
     rng = random.Random(7)
     results = []
     for pair in a.pairs.split(","):
-        flags, kinds = PAIRS[pair]
+        flags, kinds, source = PAIRS[pair]
         ggufs = {}
         for kind in kinds:
             ggufs[kind] = os.path.join(a.model, f"model-{kind}.gguf")
@@ -94,7 +100,8 @@ def main():
             prompt = [1] + [rng.randrange(3, cfg["vocab_size"]) for _ in range(context - 1)]
             runs = {"ours": []} | {kind: [] for kind in kinds}
             for _ in range(a.rounds):  # alternating: the host's drift reaches both sides alike
-                runs["ours"].append(run_ours(tool, a.model, flags, context, a.new_tokens, a.threads))
+                ours = a.model if source == "hf" else ggufs[kinds[0]]
+                runs["ours"].append(run_ours(tool, ours, flags, context, a.new_tokens, a.threads))
                 for kind in kinds:
                     runs[kind].append(run_llamacpp(directory, ggufs[kind], prompt, a.new_tokens, a.threads))
             med = {k: {f: statistics.median(r[f] for r in v) for f in v[0]} for k, v in runs.items()}
@@ -102,12 +109,14 @@ def main():
             row = {"pair": pair, "context": context, "peer": peer, "ours": med["ours"], "llama_cpp": med[peer],
                    "decode_ratio": med["ours"]["decode_ms"] / med[peer]["decode_ms"],
                    "prefill_speedup": med[peer]["first_token_ms"] / med["ours"]["first_token_ms"],
-                   "rss_ratio": med["ours"]["rss_bytes"] / med[peer]["rss_bytes"]}
+                   "rss_ratio": med["ours"]["rss_bytes"] / med[peer]["rss_bytes"],
+                   "load_ratio": med["ours"]["load_ms"] / med[peer]["load_ms"]}
             results.append(row)
-            print(f"{pair:6} ctx {context:5} vs {peer:5}: decode {med['ours']['decode_ms']:.2f} / "
+            print(f"{pair:9} ctx {context:5} vs {peer:5}: decode {med['ours']['decode_ms']:.2f} / "
                   f"{med[peer]['decode_ms']:.2f} ms = {row['decode_ratio']:.2f}x (target <= 0.9); prefill "
                   f"{row['prefill_speedup']:.2f}x llama.cpp's tokens/s (target >= 1.5); peak RSS "
-                  f"{med['ours']['rss_bytes'] / 2**30:.2f} / {med[peer]['rss_bytes'] / 2**30:.2f} GiB", flush=True)
+                  f"{med['ours']['rss_bytes'] / 2**30:.2f} / {med[peer]['rss_bytes'] / 2**30:.2f} GiB; load "
+                  f"{med['ours']['load_ms'] / 1e3:.2f} / {med[peer]['load_ms'] / 1e3:.2f} s", flush=True)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(results, f, indent=1)

@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <chrono>
 #include <sstream>
 
 #include "base/log.h"
@@ -92,6 +93,7 @@ nlohmann::json LlmBenchReport::to_json() const {
         {"non_finite_logits", r.non_finite_logits},
         {"peak_rss_bytes", r.peak_rss_bytes},
         {"load_peak_rss_bytes", load_peak_rss_bytes},
+        {"load_ms", load_ms},
         {"resident_weight_bytes", r.resident_weight_bytes},
         {"limits", limits.to_json()},
     };
@@ -128,11 +130,13 @@ std::string LlmBenchReport::text() const {
     out << "\nthroughput:  " << fmt(r.tokens_per_second, 1) << " tokens/s; weights "
         << fmt(r.weight_bytes_per_token / 1e6, 1) << " MB/token; peak RSS "
         << fmt(static_cast<double>(r.peak_rss_bytes) / (1 << 20), 0) << " MiB";
-    if (load_peak_rss_bytes > 0) out << " (" << fmt(static_cast<double>(load_peak_rss_bytes) / (1 << 20), 0) << " MiB at load)";
     if (r.resident_weight_bytes > 0)
         out << ", " << fmt(static_cast<double>(r.peak_rss_bytes) / static_cast<double>(r.resident_weight_bytes))
             << "x the " << fmt(static_cast<double>(r.resident_weight_bytes) / (1 << 20), 0) << " MiB of weights held";
     out << "\n";
+    if (load_ms > 0 || load_peak_rss_bytes > 0)
+        out << "load:        " << fmt(load_ms / 1000) << " s, peak RSS "
+            << fmt(static_cast<double>(load_peak_rss_bytes) / (1 << 20), 0) << " MiB\n";
     for (const std::string &flag : limits.flags) out << "note:        " << flag_text(flag) << "\n";
     return out.str();
 }
@@ -146,7 +150,9 @@ LlmBenchReport run_llm_bench(const LlmBenchRequest &request) {
     report.model = request.model;
     report.run = request.run;
     report.limits = llm_limits(request, thread_count(request.load.threads));
+    const auto start = std::chrono::steady_clock::now();
     const auto model = load_llm(request.model, request.load);
+    report.load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     report.load_peak_rss_bytes = llm::peak_rss_bytes();
     report.result = llm::bench_llm(model, request.run);
     report.architecture = model->config().architecture;

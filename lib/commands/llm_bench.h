@@ -48,6 +48,7 @@ struct LlmBenchReport {
     llm::LlmBenchResult result;
     LlmLimits limits;
     uint64_t load_peak_rss_bytes = 0;  // the process's peak RSS when the model had loaded
+    double load_ms = 0;                // wall time of the load: read, convert, quantize, pack
 
     // Milliseconds one token takes to stream the weights at the bandwidth (0: no bandwidth).
     double bandwidth_floor_ms() const;

@@ -4,6 +4,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 
@@ -84,6 +85,69 @@ std::unique_ptr<Int4Decode> Int4Decode::build(const woq::WoqLayer &layer, bool i
                 }
             }
     });
+    return d;
+}
+
+std::unique_ptr<Int4Decode> Int4Decode::quantize(const std::vector<at::Tensor> &parts, int64_t group_size,
+                                                 bool int8_activations) {
+    if (parts.empty() || !kernels::avx512_ok() || !isa::avx512_bf16() || (int8_activations && !isa::avx512_vnni()))
+        return nullptr;
+    const int64_t k = parts[0].dim() == 2 ? parts[0].size(1) : 0, gs = group_size == -1 ? k : group_size;
+    std::vector<at::Tensor> w;  // contiguous, bf16 / fp16 / fp32
+    std::vector<int64_t> first;  // each part's first row
+    int64_t n = 0;
+    for (const at::Tensor &p : parts) {
+        if (p.dim() != 2 || p.size(1) != k) return nullptr;
+        const at::ScalarType t = p.scalar_type();
+        w.push_back(t == at::kBFloat16 || t == at::kHalf || t == at::kFloat ? p.contiguous() : p.to(at::kFloat).contiguous());
+        first.push_back(n);
+        n += p.size(0);
+    }
+    const bool group_fits = gs > 0 && (gs % kUnit == 0 || gs == 32 || gs == 64);
+    if (n == 0 || k == 0 || k % kUnit != 0 || !group_fits || k % gs != 0) return nullptr;
+    auto d = std::unique_ptr<Int4Decode>(new Int4Decode());
+    d->n_ = n;
+    d->k_ = k;
+    d->group_size_ = gs;
+    d->groups_ = k / gs;
+    d->tiles_ = (n + kTileRows - 1) / kTileRows;
+    d->int8_ = int8_activations;
+    d->integer_zeros_ = true;  // zero points 0..15
+    const int64_t units = k / kUnit, groups = d->groups_;
+    d->data_.assign(static_cast<size_t>(d->tiles_ * units * kTileRows * 64), 0);
+    d->scales_.assign(static_cast<size_t>(d->tiles_ * groups * kTileRows), 0);
+    d->zeros_.assign(d->scales_.size(), 0);
+    std::atomic<bool> ok{true};
+    at::parallel_for(0, d->tiles_, 1, [&](int64_t t0, int64_t t1) {
+        // A row's codes, scales and zero points.
+        thread_local ScratchBuffer codes, meta;
+        uint8_t *q = codes.get<uint8_t>(static_cast<size_t>(k));
+        float *s = meta.get<float>(static_cast<size_t>(2 * groups)), *z = s + groups;
+        for (int64_t t = t0; t < t1 && ok.load(std::memory_order_relaxed); ++t)
+            for (int64_t r = 0; r < kTileRows && t * kTileRows + r < n; ++r) {
+                const int64_t row = t * kTileRows + r;
+                const size_t p = static_cast<size_t>(std::upper_bound(first.begin(), first.end(), row) - first.begin() - 1);
+                const at::ScalarType type = w[p].scalar_type();
+                const auto *src = static_cast<const char *>(w[p].data_ptr()) + (row - first[p]) * k * w[p].element_size();
+                const kernels::QuantizeSource kind = type == at::kFloat  ? kernels::QuantizeSource::f32
+                                                     : type == at::kHalf ? kernels::QuantizeSource::f16
+                                                                         : kernels::QuantizeSource::bf16;
+                uint8_t *dst = d->data_.data() + (t * units * kTileRows + r) * 64;
+                // Scales outside fp16's normal range: build keeps the lib/woq form, and so does this.
+                bool fits = kernels::int4_quantize_row_avx512(src, kind, k, gs, q, dst, kTileRows * 64, s, z);
+                for (int64_t g = 0; g < groups && fits; ++g) fits = s[g] >= 6.1035156e-05f && s[g] <= 65504.f;
+                if (!fits) {
+                    ok = false;
+                    return;
+                }
+                for (int64_t g = 0; g < groups; ++g) {
+                    const size_t at = static_cast<size_t>((t * groups + g) * kTileRows + r);
+                    d->scales_[at] = c10::Half(s[g]).x;
+                    d->zeros_[at] = c10::Half(z[g]).x;
+                }
+            }
+    });
+    if (!ok) return nullptr;
     return d;
 }
 

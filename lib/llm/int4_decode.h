@@ -39,6 +39,14 @@ public:
     // "int8", needs AVX-512 VNNI): prefill multiplies x quantized to int8 per row and unit
     // (woq::tiled_int4_gemm_s8); decode steps, bound by the weights' bytes, keep bf16 x.
     static std::unique_ptr<Int4Decode> build(const woq::WoqLayer &layer, bool int8_activations = false);
+    // Dense weights [N_i, K] (parts stacked along N; bf16, fp16 or fp32, any other dtype
+    // converted) quantized round-to-nearest with groups of group_size (-1: one per output
+    // channel) straight into this layout: the same bytes as
+    // build(woq::quantize_rtn(cat(parts), 4, group_size)) without the lib/woq layer, the
+    // concatenation or their temporaries (a tile of rows at a time, in parallel). nullptr where
+    // build would not build, or where a weight is not finite (quantize_rtn's path then decides).
+    static std::unique_ptr<Int4Decode> quantize(const std::vector<at::Tensor> &parts, int64_t group_size,
+                                                bool int8_activations = false);
 
     // out[m, n] (fp32, row stride ldo) = x[m, :] W^T for every row of x, fp32 or bf16 [M, K]
     // rounded to bf16 as the WOQ bf16 kernels do (or, for int8 activations, quantized in
@@ -93,6 +101,14 @@ struct Int4DecodeArgs {
     float *scratch;  // 2 * groups * kTileRows floats, 32-byte aligned, per concurrent call
 };
 void int4_decode_avx512(const Int4DecodeArgs &a, int64_t t0, int64_t t1);
+// Round-to-nearest int4 of one row of k weights (fp32, fp16 or bf16 bits) in groups of
+// group_size (a multiple of 16) as woq::quantize_rtn computes it: the row's scales and zero
+// points [k / group_size], its codes (scratch of k bytes) packed as Int4Decode lays a tile row
+// out (unit u's 64 bytes at out + u * unit_stride). False (outputs unfinished) where a value is
+// not finite.
+enum class QuantizeSource { f32, f16, bf16 };
+bool int4_quantize_row_avx512(const void *row, QuantizeSource type, int64_t k, int64_t group_size, uint8_t *codes,
+                              uint8_t *out, int64_t unit_stride, float *scales, float *zeros);
 }  // namespace kernels
 
 }  // namespace ipex::llm

@@ -103,6 +103,64 @@ void decode_tiles(const Int4DecodeArgs &a, int64_t t0, int64_t t1) {
 
 }  // namespace
 
+namespace {
+
+// 16 values of a row at i as fp32.
+inline __m512 load16(const void *row, QuantizeSource type, int64_t i) {
+    if (type == QuantizeSource::f32) return _mm512_loadu_ps(static_cast<const float *>(row) + i);
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(static_cast<const uint16_t *>(row) + i));
+    if (type == QuantizeSource::f16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+}  // namespace
+
+bool int4_quantize_row_avx512(const void *row, QuantizeSource type, int64_t k, int64_t group_size, uint8_t *codes,
+                              uint8_t *out, int64_t unit_stride, float *scales, float *zeros) {
+    const int64_t groups = k / group_size;
+    const __m512 top = _mm512_set1_ps(15.f), none = _mm512_setzero_ps();
+    constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    for (int64_t g = 0; g < groups; ++g) {
+        const int64_t c0 = g * group_size;
+        __m512 lo = none, hi = none;
+        __mmask16 bad = 0;
+        for (int64_t c = c0; c < c0 + group_size; c += 16) {
+            const __m512 x = load16(row, type, c);
+            bad |= _mm512_cmp_ps_mask(_mm512_sub_ps(x, x), none, _CMP_NEQ_UQ);  // inf or NaN
+            lo = _mm512_min_ps(lo, x);
+            hi = _mm512_max_ps(hi, x);
+        }
+        if (bad) return false;
+        // As woq::quantize_rtn: s = (max(hi, 0) - min(lo, 0)) / 15 (1 where that is 0), the
+        // zero point round(-lo / s) and each code round(w / s) + zero, within 0..15; fp32
+        // division, rounding half to even.
+        const float l = _mm512_reduce_min_ps(lo), h = _mm512_reduce_max_ps(hi);
+        float s = (h - l) / 15.f;
+        if (!(s > 0.f)) s = 1.f;
+        float z = _mm_cvtss_f32(_mm_round_ss(_mm_setzero_ps(), _mm_set_ss(-l / s), kNearest));
+        z = z < 0.f ? 0.f : z > 15.f ? 15.f : z;
+        scales[g] = s;
+        zeros[g] = z;
+        const __m512 sv = _mm512_set1_ps(s), zv = _mm512_set1_ps(z);
+        for (int64_t c = c0; c < c0 + group_size; c += 16) {
+            __m512 x = _mm512_roundscale_ps(_mm512_div_ps(load16(row, type, c), sv), kNearest);
+            x = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(x, zv), none), top);
+            _mm_storeu_si128(reinterpret_cast<__m128i *>(codes + c), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(x)));
+        }
+    }
+    // Each unit of 128 codes as Int4Decode lays it out: byte j = 16 lane + i holds channel
+    // 8 lane + i (i < 8) or 32 + 8 lane + (i - 8) in its low nibble and that channel + 64 in its
+    // high one: the 8-byte runs of channels 0-63 in the order 0, 4, 1, 5, 2, 6, 3, 7.
+    const __m512i order = _mm512_setr_epi64(0, 4, 1, 5, 2, 6, 3, 7);
+    for (int64_t u = 0; u < k / Int4Decode::kUnit; ++u) {
+        const uint8_t *q = codes + u * Int4Decode::kUnit;
+        const __m512i lo = _mm512_permutexvar_epi64(order, _mm512_loadu_si512(q));
+        const __m512i hi = _mm512_permutexvar_epi64(order, _mm512_loadu_si512(q + 64));
+        _mm512_storeu_si512(out + u * unit_stride, _mm512_or_si512(lo, _mm512_slli_epi16(hi, 4)));
+    }
+    return true;
+}
+
 void int4_decode_avx512(const Int4DecodeArgs &a, int64_t t0, int64_t t1) {
     if (a.group_size == kBlock) decode_tiles<1>(a, t0, t1);
     else if (a.group_size == 2 * kBlock) decode_tiles<2>(a, t0, t1);

@@ -9,6 +9,7 @@
 #include "base/isa.h"
 #include "llm/kernels.h"
 #include "ops/linear_context.h"
+#include "ops/woq/woq_layout.h"
 #include "ops/woq/woq_linear.h"
 
 namespace ipex::llm {
@@ -57,16 +58,21 @@ at::Tensor stacked_bias(const std::vector<at::Tensor> &biases, const std::vector
 
 namespace {
 constexpr int64_t kDefaultGroup = 128;
+
+// The group size a layer of k input channels is quantized with (-1: one per output channel).
+int64_t resolved_group(const std::string &name, int64_t k, const WeightFormat &format) {
+    const int64_t group = format.group_size;
+    if (group == 0) return k % kDefaultGroup == 0 ? kDefaultGroup : -1;
+    if (group > 0 && k % group != 0)
+        throw_unsupported("--group-size " + std::to_string(group) + " does not divide the " + std::to_string(k) +
+                          " input channels of '" + name + "' (use a divisor, or -1 for one group per output channel)");
+    return group;
+}
 }  // namespace
 
 woq::WoqLayer Linear::quantize(const std::string &name, const at::Tensor &weight, const at::Tensor &bias,
                                const WeightFormat &format) {
-    int64_t group = format.group_size;
-    const int64_t k = weight.size(1);
-    if (group == 0) group = k % kDefaultGroup == 0 ? kDefaultGroup : -1;
-    else if (group > 0 && k % group != 0)
-        throw_unsupported("--group-size " + std::to_string(group) + " does not divide the " + std::to_string(k) +
-                          " input channels of '" + name + "' (use a divisor, or -1 for one group per output channel)");
+    const int64_t group = resolved_group(name, weight.size(1), format);
     return woq::quantize_rtn(name, weight, bias, format.woq_bits, group);  // fp32 by row blocks
 }
 
@@ -78,6 +84,30 @@ Linear Linear::from_dense(const std::string &name, const std::vector<at::Tensor>
     for (const auto &w : weights) rows.push_back(w.size(0));
     const at::Tensor bias = stacked_bias(biases, rows);
     if (format.woq_bits != 0) {
+        // int4 read by the tiled layout alone (not where AMX prefill needs the lib/woq layer):
+        // quantized straight into it, the same bytes as through the lib/woq layer.
+        const bool int4_tiled = format.woq_bits == 4 && (format.lowp_mode == "bf16" || format.lowp_mode == "int8") &&
+                                !isa::amx_bf16_present();
+        const int64_t group = resolved_group(name, weights[0].size(1), format);
+        if (auto decode = int4_tiled ? Int4Decode::quantize(weights, group, format.lowp_mode == "int8") : nullptr) {
+            const int64_t n = decode->out_features(), k = decode->in_features(), gs = group == -1 ? k : group;
+            woq::WoqLayer meta;  // the layer's description; its tensors are the tiled layout's
+            meta.name = name;
+            meta.in_features = k;
+            meta.out_features = n;
+            meta.bits = 4;
+            meta.group_size = gs;
+            meta.source_group_size = group;
+            l.woq_bias_ = bias.defined() ? bias.to(at::kFloat).contiguous() : bias;
+            l.in_ = k;
+            l.out_ = n;
+            // As the lib/woq layer counts itself: packed codes, fp32 scales and zeros.
+            l.bytes_ = static_cast<uint64_t>(n * (woq::packed_row_bytes(k, 4) + 8 * (k / gs)));
+            l.woq_.push_back(std::move(meta));
+            l.lowp_mode_ = format.lowp_mode;
+            l.decode_ = std::move(decode);
+            return l;
+        }
         const at::Tensor w = weights.size() == 1 ? weights[0] : at::cat(weights, 0);
         woq::WoqLayer layer = quantize(name, w, bias, format);
         l.woq_bias_ = layer.bias;

@@ -292,6 +292,10 @@ Linear build(Loader &loader, const std::string &name, const std::vector<Projecti
     }
     std::vector<at::Tensor> weights, biases;
     std::vector<woq::WoqLayer> quantized;
+    // int4 held in the tiled layout alone: every part's source (views of the mapped file where
+    // its dtype is kept) quantized straight into it by Linear::from_dense.
+    const bool tiled = format.woq_bits == 4 && (format.lowp_mode == "bf16" || format.lowp_mode == "int8") &&
+                       !isa::amx_bf16_present();
     for (const auto &p : parts) {
         if (loader.quantized(p.name))
             throw_unsupported("layer '" + p.name + "' is quantized but '" + parts[0].name +
@@ -300,7 +304,7 @@ Linear build(Loader &loader, const std::string &name, const std::vector<Projecti
         at::Tensor b = p.bias ? loader.tensor(p.name + ".bias") : at::Tensor();
         // Quantized part by part, each source freed before the next is read: the load holds
         // one part's source at a time beside the packed weights.
-        if (format.woq_bits != 0) {
+        if (format.woq_bits != 0 && !tiled) {
             const int64_t numel = w.numel();
             quantized.push_back(Linear::quantize(p.name, w, b, format));
             w = at::Tensor();
@@ -310,7 +314,7 @@ Linear build(Loader &loader, const std::string &name, const std::vector<Projecti
             biases.push_back(std::move(b));
         }
     }
-    if (format.woq_bits != 0) return Linear::from_woq(name, std::move(quantized), format.lowp_mode);
+    if (format.woq_bits != 0 && !tiled) return Linear::from_woq(name, std::move(quantized), format.lowp_mode);
     return Linear::from_dense(name, weights, biases, format);
 }
 

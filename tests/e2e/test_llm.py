@@ -179,6 +179,7 @@ class BenchPerplexityTest(e2e.ToolTestCase):
         self.assertGreater(out["peak_rss_bytes"], 0)
         self.assertGreater(out["load_peak_rss_bytes"], 0)
         self.assertLessEqual(out["load_peak_rss_bytes"], out["peak_rss_bytes"])
+        self.assertGreater(out["load_ms"], 0)
         # The fixture's fp32-held weights: embedding, norms and projections, each held once.
         with open(os.path.join(MODELS["llama"]["dir"], "config.json")) as f:
             cfg = json.load(f)

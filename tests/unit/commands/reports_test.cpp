@@ -113,6 +113,7 @@ LlmBenchReport llm_bench_report() {
     r.result.peak_rss_bytes = 512 << 20;
     r.result.resident_weight_bytes = 400 << 20;
     r.load_peak_rss_bytes = 450 << 20;
+    r.load_ms = 1500;
     return r;
 }
 
@@ -135,10 +136,12 @@ TEST(LlmBenchReport, GivenLimits) {
               "first token: mean 10.00 ms, p50 10.00 ms (50.0 GFLOP/s, 10.0% of the given peak 500)\n"
               "next token:  mean 4.00 ms, p50 4.00, p90 5.00, p99 6.00 ms (2.00x the bandwidth floor 2.00 ms at given "
               "50.0 GB/s)\n"
-              "throughput:  250.0 tokens/s; weights 100.0 MB/token; peak RSS 512 MiB (450 MiB at load), 1.28x the 400 "
-              "MiB of weights held\n");
+              "throughput:  250.0 tokens/s; weights 100.0 MB/token; peak RSS 512 MiB, 1.28x the 400 MiB of weights "
+              "held\n"
+              "load:        1.50 s, peak RSS 450 MiB\n");
     EXPECT_EQ(j["resident_weight_bytes"], 400 << 20);
     EXPECT_EQ(j["load_peak_rss_bytes"], 450 << 20);
+    EXPECT_DOUBLE_EQ(j["load_ms"].get<double>(), 1500);
     EXPECT_DOUBLE_EQ(j["peak_rss_over_resident_weights"].get<double>(), 1.28);
 }
 

@@ -261,6 +261,63 @@ TEST(Int4Decode, JobsTogetherEqualEachAlone) {
     EXPECT_THROW(Int4Decode::decode_jobs({{d[0].get(), at::randn({1, 128}), out.data(), 40}}), c10::Error);
 }
 
+// Quantizing dense weights straight into the layout gives build(quantize_rtn(...))'s bytes: the
+// same outputs bit for bit, over bf16/fp16/fp32 weights, groups of 32/64/128/256 and one per
+// row, odd row counts, groups all zero, all positive, all negative or of one value. Weights
+// quantize_rtn's path must decide are refused: a NaN or an infinity, scales below fp16's normal
+// range, shapes the layout does not take.
+TEST(Int4Decode, QuantizeEqualsBuildOfTheRtnLayer) {
+    if (!runnable()) GTEST_SKIP() << "this CPU has no AVX512-BF16: the layout is not built";
+    at::manual_seed(5);
+    struct Shape {
+        int64_t n, k, group;
+        at::ScalarType type;
+    };
+    for (const Shape &c : {Shape{8, 128, 128, at::kBFloat16}, Shape{13, 256, 32, at::kFloat},
+                           Shape{29, 384, 64, at::kHalf}, Shape{40, 512, 256, at::kBFloat16},
+                           Shape{17, 256, -1, at::kFloat}, Shape{3, 1024, 128, at::kBFloat16}}) {
+        at::Tensor w = at::randn({c.n, c.k}) * 0.05;
+        const int64_t gs = c.group == -1 ? c.k : c.group;
+        w[0].narrow(0, 0, gs).zero_();                              // all zero
+        if (c.n > 1) w[1].narrow(0, 0, gs).abs_();                  // all positive
+        if (c.n > 2) w[2].narrow(0, 0, gs).abs_().neg_();           // all negative
+        if (c.n > 3) w[3].narrow(0, 0, gs).fill_(0.25);             // one value
+        w = w.to(c.type);
+        const auto direct = Int4Decode::quantize({w}, c.group);
+        const auto built = Int4Decode::build(woq::quantize_rtn("t", w, at::Tensor(), 4, c.group));
+        ASSERT_NE(direct, nullptr) << c.n << "x" << c.k << " g" << c.group;
+        ASSERT_NE(built, nullptr);
+        EXPECT_EQ(direct->bytes(), built->bytes());
+        for (const int64_t m : {1, 5, 40}) {
+            const at::Tensor x = at::randn({m, c.k});
+            at::Tensor a = at::empty({m, c.n}), b = at::empty({m, c.n});
+            direct->run(x, a.data_ptr<float>(), c.n);
+            built->run(x, b.data_ptr<float>(), c.n);
+            EXPECT_TRUE(a.equal(b)) << c.n << "x" << c.k << " g" << c.group << " m" << m;
+        }
+    }
+    // Parts stacked along N (a merged gate/up of bf16 and fp32 parts, 13 + 22 rows: a tile
+    // across the seam) give the concatenation's layout.
+    const at::Tensor gate = (at::randn({13, 256}) * 0.05).to(at::kBFloat16), up = at::randn({22, 256}) * 0.05;
+    const auto parts = Int4Decode::quantize({gate, up}, 64);
+    const auto whole = Int4Decode::build(woq::quantize_rtn("t", at::cat({gate.to(at::kFloat), up}), at::Tensor(), 4, 64));
+    ASSERT_TRUE(parts && whole);
+    const at::Tensor x = at::randn({3, 256});
+    at::Tensor a = at::empty({3, 35}), b = at::empty({3, 35});
+    parts->run(x, a.data_ptr<float>(), 35);
+    whole->run(x, b.data_ptr<float>(), 35);
+    EXPECT_TRUE(a.equal(b));
+    EXPECT_EQ(Int4Decode::quantize({gate, at::randn({4, 128})}, 64), nullptr);  // widths differ
+    at::Tensor w = at::randn({16, 256});
+    w[5][7] = std::numeric_limits<float>::quiet_NaN();
+    EXPECT_EQ(Int4Decode::quantize({w}, 128), nullptr);
+    w[5][7] = std::numeric_limits<float>::infinity();
+    EXPECT_EQ(Int4Decode::quantize({w}, 128), nullptr);
+    EXPECT_EQ(Int4Decode::quantize({at::randn({16, 256}) * 1e-6}, 128), nullptr);  // scales under 2^-14
+    EXPECT_EQ(Int4Decode::quantize({at::randn({16, 200})}, 40), nullptr);          // not whole units
+    EXPECT_EQ(Int4Decode::quantize({at::randn({16, 256})}, 16), nullptr);          // groups the layout lacks
+}
+
 TEST(Int4Decode, RejectsAWrongInputWidth) {
     if (!runnable()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
     const auto d = Int4Decode::build(woq::quantize_rtn("t", at::randn({8, 128}), at::Tensor(), 4, 128));
