@@ -12,20 +12,12 @@
 #include "base/scratch.h"
 #include "llm/kernels.h"
 #include "ops/woq/woq_kernels.h"
+#include "ops/woq/woq_layout.h"
 #include "ops/woq/woq_linear.h"
 
 namespace ipex::llm {
 
 namespace {
-
-// Channel (within its 128-channel unit) of byte j's low and high nibble: the order in which
-// the kernel's bytewise unpack (low, then high half of each 128-bit lane; low nibbles, then
-// high nibbles) meets them, so that x is read in natural order.
-int64_t low_channel(int64_t j) {
-    const int64_t lane = j / 16, i = j % 16;
-    return i < 8 ? 8 * lane + i : 32 + 8 * lane + (i - 8);
-}
-int64_t high_channel(int64_t j) { return 64 + low_channel(j); }
 
 using ::ipex::kernels::from_bf16;  // kernels/bf16.h
 using ::ipex::kernels::to_bf16;
@@ -60,24 +52,22 @@ std::unique_ptr<Int4Decode> Int4Decode::build(const woq::WoqLayer &layer, bool i
     d->tiles_ = (n + kTileRows - 1) / kTileRows;
     d->int8_ = int8_activations;
     d->integer_zeros_ = integer_zeros;
-    const at::Tensor q = woq::unpack_weight(layer.qweight, 4, k).contiguous();  // uint8 [N, K]
-    const uint8_t *qv = q.data_ptr<uint8_t>();
-    const int64_t units = k / kUnit;
+    const at::Tensor packed = layer.qweight.contiguous();  // lib/woq's layout: K / 2 bytes a row
+    const uint8_t *qv = packed.data_ptr<uint8_t>();
+    const int64_t units = k / kUnit, row_bytes = packed.size(1);
     d->data_.assign(static_cast<size_t>(d->tiles_ * units * kTileRows * 64), 0);
     d->scales_.assign(static_cast<size_t>(d->tiles_ * d->groups_ * kTileRows), 0);
     d->zeros_.assign(d->scales_.size(), 0);
+    TORCH_INTERNAL_ASSERT(packed.dim() == 2 && packed.size(0) == n && row_bytes == woq::packed_row_bytes(k, 4),
+                          "Int4Decode::build: a packed int4 row of ", k, " channels, got ", packed.sizes());
     at::parallel_for(0, d->tiles_, 1, [&](int64_t t0, int64_t t1) {
         for (int64_t t = t0; t < t1; ++t)
             for (int64_t r = 0; r < kTileRows; ++r) {
                 const int64_t row = t * kTileRows + r;
                 if (row >= n) break;
-                const uint8_t *src = qv + row * k;
-                for (int64_t u = 0; u < units; ++u) {
-                    uint8_t *dst = d->data_.data() + ((t * units + u) * kTileRows + r) * 64;
-                    for (int64_t j = 0; j < 64; ++j)
-                        dst[j] = static_cast<uint8_t>((src[u * kUnit + low_channel(j)] & 0x0f) |
-                                                      ((src[u * kUnit + high_channel(j)] & 0x0f) << 4));
-                }
+                kernels::int4_tile_row_from_packed_avx512(qv + row * row_bytes, k,
+                                                          d->data_.data() + (t * units * kTileRows + r) * 64,
+                                                          kTileRows * 64);
                 for (int64_t g = 0; g < d->groups_; ++g) {
                     const size_t at = static_cast<size_t>((t * d->groups_ + g) * kTileRows + r);
                     d->scales_[at] = c10::Half(sv[row * d->groups_ + g]).x;

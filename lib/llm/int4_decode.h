@@ -1,7 +1,10 @@
 // An int4 projection in the tiled layout (ops/woq/woq_kernels.h's TiledInt4View): tiles of
 // kTileRows output channels one after another, inside a tile the 64-byte units (128 input
 // channels) of its rows alternating, so the decode kernel reads one sequential stream and
-// unpacks each byte once for all its rows. Values are the unsigned codes q (0..15); the
+// unpacks each byte once for all its rows. Byte j = 16 lane + i of a unit holds channel
+// 8 lane + i (i < 8) or 32 + 8 lane + (i - 8) in its low nibble and that channel + 64 in its
+// high nibble: the order in which the kernel's bytewise unpack (low, then high half of each
+// 128-bit lane) meets them, so that x is read in natural order. Values are the unsigned codes q (0..15); the
 // weight is scale * (q - zero), as in lib/woq, with scale and zero held in fp16 (rounded to
 // nearest: within 2^-11 of the scale, exact where the checkpoint stored fp16 scales as GPTQ,
 // AWQ and GGUF do; a layer with a scale outside fp16's normal range or a zero point beyond
@@ -107,6 +110,9 @@ void int4_decode_avx512(const Int4DecodeArgs &a, int64_t t0, int64_t t1);
 // out (unit u's 64 bytes at out + u * unit_stride). False (outputs unfinished) where a value is
 // not finite.
 enum class QuantizeSource { f32, f16, bf16 };
+// One row of lib/woq's packed int4 (woq_layout.h; k a multiple of kUnit, no padding) laid out
+// as a tile row: unit u's 64 bytes at out + u * unit_stride.
+void int4_tile_row_from_packed_avx512(const uint8_t *packed, int64_t k, uint8_t *out, int64_t unit_stride);
 bool int4_quantize_row_avx512(const void *row, QuantizeSource type, int64_t k, int64_t group_size, uint8_t *codes,
                               uint8_t *out, int64_t unit_stride, float *scales, float *zeros);
 }  // namespace kernels

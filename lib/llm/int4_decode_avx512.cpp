@@ -161,6 +161,22 @@ bool int4_quantize_row_avx512(const void *row, QuantizeSource type, int64_t k, i
     return true;
 }
 
+void int4_tile_row_from_packed_avx512(const uint8_t *packed, int64_t k, uint8_t *out, int64_t unit_stride) {
+    // 64 packed bytes hold a unit: per 32-channel block b, 16 bytes whose low nibbles are
+    // channels 32 b + j and high nibbles 32 b + 16 + j (lib/woq's layout). As 128-bit lanes,
+    // the low nibbles' lane b and the high nibbles' lane b are channels 32 b..32 b + 31 in order.
+    const __m512i mask = _mm512_set1_epi8(0x0f);
+    const __m512i first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+    const __m512i order = _mm512_setr_epi64(0, 4, 1, 5, 2, 6, 3, 7);  // as int4_quantize_row_avx512 packs
+    for (int64_t u = 0; u < k / Int4Decode::kUnit; ++u) {
+        const __m512i v = _mm512_loadu_si512(packed + u * 64);
+        const __m512i lo = _mm512_and_si512(v, mask), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
+        const __m512i c0 = _mm512_permutexvar_epi64(order, _mm512_permutex2var_epi64(lo, first, hi));   // channels 0-63
+        const __m512i c1 = _mm512_permutexvar_epi64(order, _mm512_permutex2var_epi64(lo, second, hi));  // 64-127
+        _mm512_storeu_si512(out + u * unit_stride, _mm512_or_si512(c0, _mm512_slli_epi16(c1, 4)));
+    }
+}
+
 void int4_decode_avx512(const Int4DecodeArgs &a, int64_t t0, int64_t t1) {
     if (a.group_size == kBlock) decode_tiles<1>(a, t0, t1);
     else if (a.group_size == 2 * kBlock) decode_tiles<2>(a, t0, t1);
