@@ -24,6 +24,22 @@ using ::ipex::kernels::to_bf16;
 
 }  // namespace
 
+std::unique_ptr<Int4Decode> Int4Decode::allocate(int64_t n, int64_t k, int64_t group_size, bool int8_activations,
+                                                 bool integer_zeros) {
+    auto d = std::unique_ptr<Int4Decode>(new Int4Decode());
+    d->n_ = n;
+    d->k_ = k;
+    d->group_size_ = group_size;
+    d->groups_ = k / group_size;
+    d->tiles_ = (n + kTileRows - 1) / kTileRows;
+    d->int8_ = int8_activations;
+    d->integer_zeros_ = integer_zeros;
+    d->data_.assign(static_cast<size_t>(d->tiles_ * (k / kUnit) * kTileRows * 64), 0);
+    d->scales_.assign(static_cast<size_t>(d->tiles_ * d->groups_ * kTileRows), 0);
+    d->zeros_.assign(d->scales_.size(), 0);
+    return d;
+}
+
 std::unique_ptr<Int4Decode> Int4Decode::build(const woq::WoqLayer &layer, bool int8_activations) {
     if (layer.bits != 4 || layer.perm.defined() || !kernels::avx512_ok() || !isa::avx512_bf16() ||
         (int8_activations && !isa::avx512_vnni()))
@@ -44,20 +60,10 @@ std::unique_ptr<Int4Decode> Int4Decode::build(const woq::WoqLayer &layer, bool i
         if ((s != 0.f && !(s >= 6.1035156e-05f && s <= 65504.f)) || !(std::fabs(z) <= 1024.f)) return nullptr;
         integer_zeros = integer_zeros && z == std::nearbyint(z) && z >= -112.f && z <= 127.f;
     }
-    auto d = std::unique_ptr<Int4Decode>(new Int4Decode());
-    d->n_ = n;
-    d->k_ = k;
-    d->group_size_ = gs;
-    d->groups_ = k / gs;
-    d->tiles_ = (n + kTileRows - 1) / kTileRows;
-    d->int8_ = int8_activations;
-    d->integer_zeros_ = integer_zeros;
+    auto d = allocate(n, k, gs, int8_activations, integer_zeros);
     const at::Tensor packed = layer.qweight.contiguous();  // lib/woq's layout: K / 2 bytes a row
     const uint8_t *qv = packed.data_ptr<uint8_t>();
     const int64_t units = k / kUnit, row_bytes = packed.size(1);
-    d->data_.assign(static_cast<size_t>(d->tiles_ * units * kTileRows * 64), 0);
-    d->scales_.assign(static_cast<size_t>(d->tiles_ * d->groups_ * kTileRows), 0);
-    d->zeros_.assign(d->scales_.size(), 0);
     TORCH_INTERNAL_ASSERT(packed.dim() == 2 && packed.size(0) == n && row_bytes == woq::packed_row_bytes(k, 4),
                           "Int4Decode::build: a packed int4 row of ", k, " channels, got ", packed.sizes());
     at::parallel_for(0, d->tiles_, 1, [&](int64_t t0, int64_t t1) {
@@ -95,18 +101,8 @@ std::unique_ptr<Int4Decode> Int4Decode::quantize(const std::vector<at::Tensor> &
     }
     const bool group_fits = gs > 0 && (gs % kUnit == 0 || gs == 32 || gs == 64);
     if (n == 0 || k == 0 || k % kUnit != 0 || !group_fits || k % gs != 0) return nullptr;
-    auto d = std::unique_ptr<Int4Decode>(new Int4Decode());
-    d->n_ = n;
-    d->k_ = k;
-    d->group_size_ = gs;
-    d->groups_ = k / gs;
-    d->tiles_ = (n + kTileRows - 1) / kTileRows;
-    d->int8_ = int8_activations;
-    d->integer_zeros_ = true;  // zero points 0..15
+    auto d = allocate(n, k, gs, int8_activations, /*integer_zeros=*/true);  // zero points 0..15
     const int64_t units = k / kUnit, groups = d->groups_;
-    d->data_.assign(static_cast<size_t>(d->tiles_ * units * kTileRows * 64), 0);
-    d->scales_.assign(static_cast<size_t>(d->tiles_ * groups * kTileRows), 0);
-    d->zeros_.assign(d->scales_.size(), 0);
     std::atomic<bool> ok{true};
     at::parallel_for(0, d->tiles_, 1, [&](int64_t t0, int64_t t1) {
         // A row's codes, scales and zero points.

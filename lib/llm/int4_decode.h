@@ -75,6 +75,10 @@ public:
     uint64_t bytes() const { return data_.size() + (scales_.size() + zeros_.size()) * sizeof(uint16_t); }
 
 private:
+    // The layout's fields for n x k weights in groups of group_size, its bytes zeroed (rows past
+    // n stay zero with scale 0).
+    static std::unique_ptr<Int4Decode> allocate(int64_t n, int64_t k, int64_t group_size, bool int8_activations,
+                                                bool integer_zeros);
     // Rows of x up to kMaxRows through the decode kernel.
     void decode(const at::Tensor &x, float *out, int64_t ldo) const;
     // x as the decode kernel reads it: bf16 rows xb [m, k] and their group sums xsum [m, groups].

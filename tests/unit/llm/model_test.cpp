@@ -227,25 +227,31 @@ TEST(LlmModel, GreedyIdsMatchReference) {
     }
 }
 
+// After a prefill of the prompt's first `split` tokens, one decode step per token gives each
+// position the logits of one prefill of the whole prompt, within `cosine_at_least`.
+void decode_steps_match_prefill(const Case &c, const std::shared_ptr<const Model> &model, size_t split,
+                                double cosine_at_least) {
+    Session full(model, 1, 32), step(model, 1, 32);
+    const Logits all = full.prefill({c.prompt}, true);
+    const std::vector<float> expected(all.data, all.data + all.rows * all.vocab);
+    step.prefill({std::vector<int32_t>(c.prompt.begin(), c.prompt.begin() + split)});
+    for (size_t i = split; i < c.prompt.size(); ++i) {
+        const Logits l = step.decode({c.prompt[i]});
+        EXPECT_GE(cosine(l.row(0), expected.data() + i * static_cast<size_t>(c.vocab), c.vocab), cosine_at_least)
+            << "position " << i;
+    }
+}
+
 // Prefill of a prefix then one decode step per token gives the logits of one full forward.
 TEST(LlmModel, PrefillPlusDecodeEqualsFullForward) {
     NEED_FIXTURES();
     for (const char *dtype : {"fp32", "bf16"})
         for (const char *name : {"llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3", "mixtral",
                                  "qwen2_moe", "qwen3_moe", "olmoe"}) {
+            SCOPED_TRACE(std::string(name) + " " + dtype);
             const Case c = load_case(name);
-            auto model = Model::load(c.dir, opts(dtype));
-            Session full(model, 1, 32), step(model, 1, 32);
-            const Logits all = full.prefill({c.prompt}, true);
-            const std::vector<float> expected(all.data, all.data + all.rows * all.vocab);
-            const size_t split = 5;
-            step.prefill({std::vector<int32_t>(c.prompt.begin(), c.prompt.begin() + split)});
-            for (size_t i = split; i < c.prompt.size(); ++i) {
-                const Logits l = step.decode({c.prompt[i]});
-                EXPECT_GE(cosine(l.row(0), expected.data() + i * static_cast<size_t>(c.vocab), c.vocab),
-                          std::string(dtype) == "fp32" ? 0.999999 : 0.9995)
-                    << name << " " << dtype << " position " << i;
-            }
+            decode_steps_match_prefill(c, Model::load(c.dir, opts(dtype)), 5,
+                                       std::string(dtype) == "fp32" ? 0.999999 : 0.9995);
         }
 }
 
@@ -285,16 +291,7 @@ TEST(LlmModel, Int4ExpertStepsMatchPrefillAndSingleSequences) {
     const Case c = load_case("qwen2_moe_wide");
     auto model = Model::load(c.dir, opts("bf16", 4));
     ASSERT_EQ(model->weights_description(), "int4 g32 (lowp bf16)");
-    Session full(model, 1, 32), step(model, 1, 32);
-    const Logits all = full.prefill({c.prompt}, true);
-    const std::vector<float> expected(all.data, all.data + all.rows * all.vocab);
-    const size_t split = 3;
-    step.prefill({std::vector<int32_t>(c.prompt.begin(), c.prompt.begin() + split)});
-    for (size_t i = split; i < c.prompt.size(); ++i) {
-        const Logits l = step.decode({c.prompt[i]});
-        EXPECT_GE(cosine(l.row(0), expected.data() + i * static_cast<size_t>(c.vocab), c.vocab), 0.9995)
-            << "position " << i;
-    }
+    decode_steps_match_prefill(c, model, 3, 0.9995);
     const std::vector<int32_t> a(c.prompt.begin(), c.prompt.begin() + 3), b(c.prompt.begin() + 3, c.prompt.begin() + 8);
     Session batch(model, 2, 32), one(model, 1, 32), two(model, 1, 32);
     Logits l = batch.prefill({a, b});
