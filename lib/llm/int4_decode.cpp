@@ -22,7 +22,17 @@ namespace {
 using ::ipex::kernels::from_bf16;  // kernels/bf16.h
 using ::ipex::kernels::to_bf16;
 
+// A scale fp16 holds within 2^-11 of itself: inside its normal range.
+bool fp16_normal(float s) { return s >= 6.1035156e-05f && s <= 65504.f; }
+
 }  // namespace
+
+bool Int4Decode::takes(int64_t k, int64_t group_size, bool int8_activations) {
+    if (!kernels::avx512_ok() || !isa::avx512_bf16() || (int8_activations && !isa::avx512_vnni())) return false;
+    // Groups of whole units, or of one, two or four of a unit's 32-channel dot-product blocks.
+    const bool group_fits = group_size > 0 && (group_size % kUnit == 0 || group_size == 32 || group_size == 64);
+    return k > 0 && k % kUnit == 0 && group_fits && k % group_size == 0;
+}
 
 std::unique_ptr<Int4Decode> Int4Decode::allocate(int64_t n, int64_t k, int64_t group_size, bool int8_activations,
                                                  bool integer_zeros) {
@@ -41,13 +51,8 @@ std::unique_ptr<Int4Decode> Int4Decode::allocate(int64_t n, int64_t k, int64_t g
 }
 
 std::unique_ptr<Int4Decode> Int4Decode::build(const woq::WoqLayer &layer, bool int8_activations) {
-    if (layer.bits != 4 || layer.perm.defined() || !kernels::avx512_ok() || !isa::avx512_bf16() ||
-        (int8_activations && !isa::avx512_vnni()))
-        return nullptr;
     const int64_t k = layer.in_features, n = layer.out_features, gs = layer.group_size;
-    // Groups of whole units, or of one, two or four of a unit's 32-channel dot-product blocks.
-    const bool group_fits = gs > 0 && (gs % kUnit == 0 || gs == 32 || gs == 64);
-    if (k % kUnit != 0 || !group_fits || k % gs != 0) return nullptr;
+    if (layer.bits != 4 || layer.perm.defined() || !takes(k, gs, int8_activations)) return nullptr;
     const at::Tensor scales = layer.scales.to(at::kFloat).contiguous(), zeros = layer.zeros.to(at::kFloat).contiguous();
     const float *sv = scales.data_ptr<float>(), *zv = zeros.data_ptr<float>();
     // fp16 holds the scales within 2^-11 of themselves (exactly where the checkpoint stored
@@ -57,7 +62,7 @@ std::unique_ptr<Int4Decode> Int4Decode::build(const woq::WoqLayer &layer, bool i
     bool integer_zeros = true;
     for (int64_t i = 0; i < scales.numel(); ++i) {
         const float s = std::fabs(sv[i]), z = zv[i];
-        if ((s != 0.f && !(s >= 6.1035156e-05f && s <= 65504.f)) || !(std::fabs(z) <= 1024.f)) return nullptr;
+        if ((s != 0.f && !fp16_normal(s)) || !(std::fabs(z) <= 1024.f)) return nullptr;
         integer_zeros = integer_zeros && z == std::nearbyint(z) && z >= -112.f && z <= 127.f;
     }
     auto d = allocate(n, k, gs, int8_activations, integer_zeros);
@@ -86,9 +91,9 @@ std::unique_ptr<Int4Decode> Int4Decode::build(const woq::WoqLayer &layer, bool i
 
 std::unique_ptr<Int4Decode> Int4Decode::quantize(const std::vector<at::Tensor> &parts, int64_t group_size,
                                                  bool int8_activations) {
-    if (parts.empty() || !kernels::avx512_ok() || !isa::avx512_bf16() || (int8_activations && !isa::avx512_vnni()))
-        return nullptr;
-    const int64_t k = parts[0].dim() == 2 ? parts[0].size(1) : 0, gs = group_size == -1 ? k : group_size;
+    const int64_t k = !parts.empty() && parts[0].dim() == 2 ? parts[0].size(1) : 0;
+    const int64_t gs = group_size == -1 ? k : group_size;
+    if (!takes(k, gs, int8_activations)) return nullptr;
     std::vector<at::Tensor> w;  // contiguous, bf16 / fp16 / fp32
     std::vector<int64_t> first;  // each part's first row
     int64_t n = 0;
@@ -99,8 +104,7 @@ std::unique_ptr<Int4Decode> Int4Decode::quantize(const std::vector<at::Tensor> &
         first.push_back(n);
         n += p.size(0);
     }
-    const bool group_fits = gs > 0 && (gs % kUnit == 0 || gs == 32 || gs == 64);
-    if (n == 0 || k == 0 || k % kUnit != 0 || !group_fits || k % gs != 0) return nullptr;
+    if (n == 0) return nullptr;
     auto d = allocate(n, k, gs, int8_activations, /*integer_zeros=*/true);  // zero points 0..15
     const int64_t units = k / kUnit, groups = d->groups_;
     std::atomic<bool> ok{true};
@@ -121,7 +125,7 @@ std::unique_ptr<Int4Decode> Int4Decode::quantize(const std::vector<at::Tensor> &
                 uint8_t *dst = d->data_.data() + (t * units * kTileRows + r) * 64;
                 // Scales outside fp16's normal range: build keeps the lib/woq form, and so does this.
                 bool fits = kernels::int4_quantize_row_avx512(src, kind, k, gs, q, dst, kTileRows * 64, s, z);
-                for (int64_t g = 0; g < groups && fits; ++g) fits = s[g] >= 6.1035156e-05f && s[g] <= 65504.f;
+                for (int64_t g = 0; g < groups && fits; ++g) fits = fp16_normal(s[g]);
                 if (!fits) {
                     ok = false;
                     return;

@@ -75,6 +75,8 @@ public:
     uint64_t bytes() const { return data_.size() + (scales_.size() + zeros_.size()) * sizeof(uint16_t); }
 
 private:
+    // Whether this CPU and a layer of k input channels in groups of group_size take the layout.
+    static bool takes(int64_t k, int64_t group_size, bool int8_activations);
     // The layout's fields for n x k weights in groups of group_size, its bytes zeroed (rows past
     // n stay zero with scale 0).
     static std::unique_ptr<Int4Decode> allocate(int64_t n, int64_t k, int64_t group_size, bool int8_activations,

@@ -105,6 +105,16 @@ void decode_tiles(const Int4DecodeArgs &a, int64_t t0, int64_t t1) {
 
 namespace {
 
+// A unit's codes, channels 0-63 (low) and 64-127 (high) one byte each, stored as Int4Decode lays
+// a unit out: byte j = 16 lane + i holds channel 8 lane + i (i < 8) or 32 + 8 lane + (i - 8) in
+// its low nibble and that channel + 64 in its high one, i.e. the 8-byte runs of each half in the
+// order 0, 4, 1, 5, 2, 6, 3, 7.
+inline void store_unit(__m512i low, __m512i high, uint8_t *out) {
+    const __m512i order = _mm512_setr_epi64(0, 4, 1, 5, 2, 6, 3, 7);
+    const __m512i lo = _mm512_permutexvar_epi64(order, low), hi = _mm512_permutexvar_epi64(order, high);
+    _mm512_storeu_si512(out, _mm512_or_si512(lo, _mm512_slli_epi16(hi, 4)));
+}
+
 // 16 values of a row at i as fp32.
 inline __m512 load16(const void *row, QuantizeSource type, int64_t i) {
     if (type == QuantizeSource::f32) return _mm512_loadu_ps(static_cast<const float *>(row) + i);
@@ -148,15 +158,9 @@ bool int4_quantize_row_avx512(const void *row, QuantizeSource type, int64_t k, i
             _mm_storeu_si128(reinterpret_cast<__m128i *>(codes + c), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(x)));
         }
     }
-    // Each unit of 128 codes as Int4Decode lays it out: byte j = 16 lane + i holds channel
-    // 8 lane + i (i < 8) or 32 + 8 lane + (i - 8) in its low nibble and that channel + 64 in its
-    // high one: the 8-byte runs of channels 0-63 in the order 0, 4, 1, 5, 2, 6, 3, 7.
-    const __m512i order = _mm512_setr_epi64(0, 4, 1, 5, 2, 6, 3, 7);
     for (int64_t u = 0; u < k / Int4Decode::kUnit; ++u) {
         const uint8_t *q = codes + u * Int4Decode::kUnit;
-        const __m512i lo = _mm512_permutexvar_epi64(order, _mm512_loadu_si512(q));
-        const __m512i hi = _mm512_permutexvar_epi64(order, _mm512_loadu_si512(q + 64));
-        _mm512_storeu_si512(out + u * unit_stride, _mm512_or_si512(lo, _mm512_slli_epi16(hi, 4)));
+        store_unit(_mm512_loadu_si512(q), _mm512_loadu_si512(q + 64), out + u * unit_stride);
     }
     return true;
 }
@@ -167,13 +171,11 @@ void int4_tile_row_from_packed_avx512(const uint8_t *packed, int64_t k, uint8_t 
     // the low nibbles' lane b and the high nibbles' lane b are channels 32 b..32 b + 31 in order.
     const __m512i mask = _mm512_set1_epi8(0x0f);
     const __m512i first = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), second = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
-    const __m512i order = _mm512_setr_epi64(0, 4, 1, 5, 2, 6, 3, 7);  // as int4_quantize_row_avx512 packs
     for (int64_t u = 0; u < k / Int4Decode::kUnit; ++u) {
         const __m512i v = _mm512_loadu_si512(packed + u * 64);
         const __m512i lo = _mm512_and_si512(v, mask), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
-        const __m512i c0 = _mm512_permutexvar_epi64(order, _mm512_permutex2var_epi64(lo, first, hi));   // channels 0-63
-        const __m512i c1 = _mm512_permutexvar_epi64(order, _mm512_permutex2var_epi64(lo, second, hi));  // 64-127
-        _mm512_storeu_si512(out + u * unit_stride, _mm512_or_si512(c0, _mm512_slli_epi16(c1, 4)));
+        store_unit(_mm512_permutex2var_epi64(lo, first, hi), _mm512_permutex2var_epi64(lo, second, hi),
+                   out + u * unit_stride);
     }
 }
 

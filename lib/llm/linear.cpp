@@ -9,7 +9,6 @@
 #include "base/isa.h"
 #include "llm/kernels.h"
 #include "ops/linear_context.h"
-#include "ops/woq/woq_layout.h"
 #include "ops/woq/woq_linear.h"
 
 namespace ipex::llm {
@@ -70,6 +69,11 @@ int64_t resolved_group(const std::string &name, int64_t k, const WeightFormat &f
 }
 }  // namespace
 
+bool Linear::int4_tiled_only(const WeightFormat &format) {
+    return format.woq_bits == 4 && (format.lowp_mode == "bf16" || format.lowp_mode == "int8") &&
+           !isa::amx_bf16_present();
+}
+
 woq::WoqLayer Linear::quantize(const std::string &name, const at::Tensor &weight, const at::Tensor &bias,
                                const WeightFormat &format) {
     const int64_t group = resolved_group(name, weight.size(1), format);
@@ -84,12 +88,10 @@ Linear Linear::from_dense(const std::string &name, const std::vector<at::Tensor>
     for (const auto &w : weights) rows.push_back(w.size(0));
     const at::Tensor bias = stacked_bias(biases, rows);
     if (format.woq_bits != 0) {
-        // int4 read by the tiled layout alone (not where AMX prefill needs the lib/woq layer):
-        // quantized straight into it, the same bytes as through the lib/woq layer.
-        const bool int4_tiled = format.woq_bits == 4 && (format.lowp_mode == "bf16" || format.lowp_mode == "int8") &&
-                                !isa::amx_bf16_present();
+        // Quantized straight into the tiled layout: the same bytes as through the lib/woq layer.
         const int64_t group = resolved_group(name, weights[0].size(1), format);
-        if (auto decode = int4_tiled ? Int4Decode::quantize(weights, group, format.lowp_mode == "int8") : nullptr) {
+        if (auto decode = int4_tiled_only(format) ? Int4Decode::quantize(weights, group, format.lowp_mode == "int8")
+                                                  : nullptr) {
             const int64_t n = decode->out_features(), k = decode->in_features(), gs = group == -1 ? k : group;
             woq::WoqLayer meta;  // the layer's description; its tensors are the tiled layout's
             meta.name = name;
@@ -101,8 +103,7 @@ Linear Linear::from_dense(const std::string &name, const std::vector<at::Tensor>
             l.woq_bias_ = bias.defined() ? bias.to(at::kFloat).contiguous() : bias;
             l.in_ = k;
             l.out_ = n;
-            // As the lib/woq layer counts itself: packed codes, fp32 scales and zeros.
-            l.bytes_ = static_cast<uint64_t>(n * (woq::packed_row_bytes(k, 4) + 8 * (k / gs)));
+            l.bytes_ = decode->bytes();
             l.woq_.push_back(std::move(meta));
             l.lowp_mode_ = format.lowp_mode;
             l.decode_ = std::move(decode);
@@ -181,6 +182,7 @@ void Linear::build_decode() {
         l.qweight = at::Tensor();
         l.scales = at::Tensor();
         l.zeros = at::Tensor();
+        bytes_ = decode_->bytes();  // what a forward now reads
     }
 }
 

@@ -48,6 +48,10 @@ public:
     // with its group size resolved (0: 128 where it divides K, else per output channel).
     static woq::WoqLayer quantize(const std::string &name, const at::Tensor &weight, const at::Tensor &bias,
                                   const WeightFormat &format);
+    // Whether int4 weights of this format are held in the tiled int4 layout alone (bf16 or int8
+    // activations; not where AMX prefill reads lib/woq's form): from_dense then quantizes dense
+    // parts straight into it.
+    static bool int4_tiled_only(const WeightFormat &format);
     // Already quantized layers (GPTQ/AWQ decoded by lib/woq), stacked along N.
     static Linear from_woq(const std::string &name, std::vector<woq::WoqLayer> layers, const std::string &lowp_mode);
 

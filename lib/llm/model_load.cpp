@@ -294,8 +294,7 @@ Linear build(Loader &loader, const std::string &name, const std::vector<Projecti
     std::vector<woq::WoqLayer> quantized;
     // int4 held in the tiled layout alone: every part's source (views of the mapped file where
     // its dtype is kept) quantized straight into it by Linear::from_dense.
-    const bool tiled = format.woq_bits == 4 && (format.lowp_mode == "bf16" || format.lowp_mode == "int8") &&
-                       !isa::amx_bf16_present();
+    const bool tiled = Linear::int4_tiled_only(format);
     for (const auto &p : parts) {
         if (loader.quantized(p.name))
             throw_unsupported("layer '" + p.name + "' is quantized but '" + parts[0].name +

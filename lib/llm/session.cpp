@@ -44,37 +44,42 @@ at::Tensor router_logits(const at::Tensor &router, const at::Tensor &x) {
 bool experts_as_steps(const Experts &ex, const ModelConfig &c, const at::Tensor &x,
                       const std::vector<std::vector<int64_t>> &chosen, const std::vector<std::vector<float>> &weights,
                       at::Tensor &out) {
-    std::vector<size_t> used;
+    struct Steps {
+        size_t expert;
+        const Int4Decode *gate_up, *down;
+    };
+    std::vector<Steps> used;
     for (size_t e = 0; e < chosen.size(); ++e) {
         if (chosen[e].empty()) continue;
         const int64_t n = static_cast<int64_t>(chosen[e].size());
-        if (!ex.gate_up[e].int4_step(n) || !ex.down[e].int4_step(n)) return false;
-        used.push_back(e);
+        const Steps s{e, ex.gate_up[e].int4_step(n), ex.down[e].int4_step(n)};
+        if (!s.gate_up || !s.down) return false;
+        used.push_back(s);
     }
     const int64_t rows = x.size(0), hidden = x.size(1);
     std::vector<Int4Decode::Job> gate_up, down;
     std::vector<at::Tensor> gu, act, y;
-    for (const size_t e : used) {
-        const int64_t n = static_cast<int64_t>(chosen[e].size()), inter = ex.gate_up[e].out_features() / 2;
+    for (const Steps &s : used) {
+        const std::vector<int64_t> &mine = chosen[s.expert];
+        const int64_t n = static_cast<int64_t>(mine.size()), inter = s.gate_up->out_features() / 2;
         // An expert every row chose reads x itself: the jobs then prepare it once.
-        const at::Tensor xe = n == rows ? x : x.index_select(0, at::tensor(chosen[e], at::kLong));
+        const at::Tensor xe = n == rows ? x : x.index_select(0, at::tensor(mine, at::kLong));
         gu.push_back(at::empty({n, 2 * inter}, at::kFloat));
-        gate_up.push_back({ex.gate_up[e].int4_step(n), xe, gu.back().data_ptr<float>(), 2 * inter});
+        gate_up.push_back({s.gate_up, xe, gu.back().data_ptr<float>(), 2 * inter});
     }
     Int4Decode::decode_jobs(gate_up);
     for (size_t i = 0; i < used.size(); ++i) {
-        const size_t e = used[i];
         const int64_t n = gu[i].size(0), inter = gu[i].size(1) / 2;
         act.push_back(at::empty({n, inter}, at::kFloat));
         if (c.gelu_mlp) kernels::gelu_tanh_mul(gu[i].data_ptr<float>(), act.back().data_ptr<float>(), n, inter);
         else kernels::silu_mul(gu[i].data_ptr<float>(), act.back().data_ptr<float>(), n, inter);
         y.push_back(at::empty({n, hidden}, at::kFloat));
-        down.push_back({ex.down[e].int4_step(n), act.back(), y.back().data_ptr<float>(), hidden});
+        down.push_back({used[i].down, act.back(), y.back().data_ptr<float>(), hidden});
     }
     Int4Decode::decode_jobs(down);
     float *o = out.data_ptr<float>();
     for (size_t i = 0; i < used.size(); ++i) {
-        const size_t e = used[i];
+        const size_t e = used[i].expert;
         for (size_t j = 0; j < chosen[e].size(); ++j) {
             float *dst = o + chosen[e][j] * hidden;
             const float *src = y[i].data_ptr<float>() + static_cast<int64_t>(j) * hidden, w = weights[e][j];
