@@ -1,6 +1,7 @@
 #include "base/onednn_verbose.h"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 namespace ipex {
@@ -65,7 +66,10 @@ std::optional<VerboseExec> parse_verbose_line(const std::string &line) {
     try {
         size_t used = 0;
         e.ms = std::stod(fields.back(), &used);
-        if (used != fields.back().size()) return std::nullopt;
+        // A time is a finite count of milliseconds, never negative: a line that says
+        // otherwise is not one oneDNN wrote, and would push a share past 1.
+        if (used != fields.back().size() || !std::isfinite(e.ms) || e.ms < 0.0)
+            return std::nullopt;
     } catch (const std::exception &) {
         return std::nullopt;
     }

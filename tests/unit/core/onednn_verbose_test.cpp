@@ -39,6 +39,10 @@ TEST(OnednnVerbose, IgnoresOtherLines) {
     EXPECT_FALSE(parse_verbose_line("hello,exec,cpu,convolution,jit:avx2,a,b,c,1.0"));
     EXPECT_FALSE(parse_verbose_line("onednn_verbose,exec,cpu,convolution,jit:avx2,a,b,c,notanumber"));
     EXPECT_FALSE(parse_verbose_line("onednn_verbose,exec,cpu"));
+    // A time oneDNN would never print: negative, infinite or not a number.
+    EXPECT_FALSE(parse_verbose_line("onednn_verbose,exec,cpu,matmul,brg:avx512_core_bf16,undef,,,,8x64:64x32,-.25"));
+    EXPECT_FALSE(parse_verbose_line("onednn_verbose,exec,cpu,matmul,brg:avx512_core_bf16,undef,,,,8x64:64x32,inf"));
+    EXPECT_FALSE(parse_verbose_line("onednn_verbose,exec,cpu,matmul,brg:avx512_core_bf16,undef,,,,8x64:64x32,nan"));
     EXPECT_FALSE(parse_verbose_line(""));
 }
 
@@ -58,4 +62,14 @@ TEST(OnednnVerbose, SharesComputeTimeByIsa) {
     EXPECT_FALSE(none.has_compute());
     EXPECT_FALSE(none.used_amx());
     EXPECT_EQ(ipex::compute_share_satisfying(none, "avx512_core_amx"), 0.0);
+}
+
+TEST(OnednnVerbose, ANegativeTimeCannotPushAShareOutsideZeroToOne) {
+    // Found by fuzz_spec: a line with time -0.25 beside one with 0.5 gave a share of 2.
+    const std::string text =
+        "onednn_verbose,exec,cpu,convolution,brgconv:avx512_core_amx,forward_inference,,,,mb1_ic3oc64,0.5\n"
+        "onednn_verbose,primitive,exec,cpu,matmul,brg:avx512_core_bf16,undef,,,,8x64:64x32,-.25\n";
+    auto stats = parse_verbose_text(text);
+    EXPECT_EQ(stats.exec_lines, 1);
+    EXPECT_NEAR(ipex::compute_share_satisfying(stats, "avx512_core_amx"), 1.0, 1e-9);
 }
