@@ -1,11 +1,8 @@
 // AVX2 + FMA kernels of ipex::woq_linear, for CPUs without AVX-512. This file is compiled with
 // -mavx2 -mfma; callers check isa::avx2_fma() first. It includes no libtorch header.
 //
-// The same algebra as the AVX-512 kernels (woq_kernels_avx512.cpp): weights are widened in
-// registers, the per-group dot products are scaled once per group and the zero points come
-// in through the group sums of x:
-//   y[n] = sum_g s[n,g] * (sum_{k in g} q[n,k] x[k] - z[n,g] * sum_{k in g} x[k]).
-// With int8 activations, int4 weights (0..15) meet them in VPMADDUBSW, whose 16-bit pair sums
+// The fp32 kernels and the int8 GEMV for any group size are woq_kernels_lanes.h's, on the
+// 256-bit lanes below. With int8 activations, int4 weights (0..15) meet them in VPMADDUBSW, whose 16-bit pair sums
 // stay below 2 * 15 * 127 and never saturate; int8 weights (0..255) would, so they are widened
 // to 16 bits and multiplied with VPMADDWD instead.
 //
@@ -20,45 +17,21 @@
 
 #include <algorithm>
 #include <cmath>
-#include <type_traits>
-#include <vector>
 
 #include "ops/woq/woq_kernels.h"
+#include "ops/woq/woq_kernels_lanes.h"
 #include "ops/woq/woq_layout.h"
 
 namespace ipex::woq::kernels {
 namespace {
 
-constexpr int kRows = 4;  // output channels per step of the batch-1 kernels
-// Tiles of kRows rows fetched ahead while one is read (as in the AVX-512 kernels).
-constexpr int64_t kPrefetchTiles = 4;
-
-template <int kR>
-inline void prefetch_next_tile(const uint8_t *const *rows, int64_t row_bytes, int64_t offset) {
-    if (offset % 64 != 0) return;
-    for (int r = 0; r < kR; ++r)
-        _mm_prefetch(reinterpret_cast<const char *>(rows[r] + offset + kPrefetchTiles * kR * row_bytes), _MM_HINT_T0);
-}
-
-int64_t blocks_per_group(const WeightView &w) { return (w.groups == 1 ? w.kp : w.group_size) / kBlock; }
-int64_t block_bytes(const WeightView &w) { return w.bits == 4 ? kBlock / 2 : kBlock; }
-
-inline float hsum(__m256 v) {
-    const __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    const __m128 q = _mm_add_ps(h, _mm_movehl_ps(h, h));
-    return _mm_cvtss_f32(_mm_add_ss(q, _mm_movehdup_ps(q)));
-}
-
 // sum_g s[g] z[g] xsum[g] over all groups of one row, eight groups at a time, as a vector of
 // partial sums (lanes summed by the caller) and the scalar rest.
-template <typename XSum>
-inline __m256 zero_term(const float *s, const float *z, const XSum *xsum, int64_t groups, float *rest) {
+inline __m256 zero_term(const float *s, const float *z, const int32_t *xsum, int64_t groups, float *rest) {
     __m256 acc = _mm256_setzero_ps();
     int64_t g = 0;
     for (; g + 8 <= groups; g += 8) {
-        __m256 xs;
-        if constexpr (std::is_same_v<XSum, float>) xs = _mm256_loadu_ps(xsum + g);
-        else xs = _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(xsum + g)));
+        const __m256 xs = _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(xsum + g)));
         acc = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_loadu_ps(s + g), _mm256_loadu_ps(z + g)), xs, acc);
     }
     float t = 0.f;
@@ -67,160 +40,66 @@ inline __m256 zero_term(const float *s, const float *z, const XSum *xsum, int64_
     return acc;
 }
 
-// The 32 weights of one block as four vectors of 8 floats (channels 0-7, 8-15, 16-23, 24-31).
-template <int kBits>
-inline void load_block_f32(const uint8_t *src, __m256 v[4]) {
-    if constexpr (kBits == 4) {
-        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src));
-        const __m256i lo = _mm256_cvtepu8_epi32(b);                     // bytes 0-7
-        const __m256i hi = _mm256_cvtepu8_epi32(_mm_srli_si128(b, 8));  // bytes 8-15
-        const __m256i mask = _mm256_set1_epi32(0x0f);
-        v[0] = _mm256_cvtepi32_ps(_mm256_and_si256(lo, mask));
-        v[1] = _mm256_cvtepi32_ps(_mm256_and_si256(hi, mask));
-        v[2] = _mm256_cvtepi32_ps(_mm256_srli_epi32(lo, 4));
-        v[3] = _mm256_cvtepi32_ps(_mm256_srli_epi32(hi, 4));
-    } else {
-        for (int j = 0; j < 4; ++j)
-            v[j] = _mm256_cvtepi32_ps(
-                _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(src + 8 * j))));
-    }
-}
-
-// Batch 1: kR weight rows share each activation load.
-template <int kBits, int kR>
-void gemv_f32_rows(const WeightView &w, const GemvF32 &a, int64_t n) {
-    const int64_t rb = w.row_bytes(), bpg = blocks_per_group(w), bb = block_bytes(w);
-    const uint8_t *rows[kR];
-    for (int r = 0; r < kR; ++r) rows[r] = w.qweight + (n + r) * rb;
-    const float *x = a.x;
-    __m256 acc[kR];
-    for (int r = 0; r < kR; ++r) acc[r] = _mm256_setzero_ps();
-    for (int64_t g = 0; g < w.groups; ++g) {
-        // One chain per row: the kR rows' chains hide the FMA latency.
-        __m256 ga[kR];
-        for (int r = 0; r < kR; ++r) ga[r] = _mm256_setzero_ps();
-        for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) {
-            prefetch_next_tile<kR>(rows, rb, b * bb);
-            const float *xb = x + b * kBlock;
-            for (int r = 0; r < kR; ++r) {
-                __m256 v[4];
-                load_block_f32<kBits>(rows[r] + b * bb, v);
-                for (int j = 0; j < 4; ++j) ga[r] = _mm256_fmadd_ps(v[j], _mm256_loadu_ps(xb + 8 * j), ga[r]);
-            }
+// 256-bit lanes for the kernels written once in woq_kernels_lanes.h.
+struct Lanes {
+    using V = __m256;
+    static constexpr int kLanes = 8;
+    // Two weight rows by four of x: eight accumulators and the eight converted weight
+    // vectors fit the sixteen registers.
+    static constexpr int kGemmRows = 2;
+    static V zero() { return _mm256_setzero_ps(); }
+    static V set1(float f) { return _mm256_set1_ps(f); }
+    static V load(const float *p) { return _mm256_loadu_ps(p); }
+    static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+    static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+    static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+    static float sum(V v) { return hsum256(v); }
+    static void store_first(float *dst, V v, int64_t n) {
+        if (n >= kLanes) {
+            _mm256_storeu_ps(dst, v);
+            return;
         }
-        for (int r = 0; r < kR; ++r)
-            acc[r] = _mm256_fmadd_ps(ga[r], _mm256_broadcast_ss(w.scales + (n + r) * w.groups + g), acc[r]);
+        alignas(32) float tmp[kLanes];
+        _mm256_store_ps(tmp, v);
+        for (int64_t e = 0; e < n; ++e) dst[e] = tmp[e];
     }
-    for (int r = 0; r < kR; ++r) {
-        float rest = 0.f;
-        const __m256 zt = zero_term(w.scales + (n + r) * w.groups, w.zeros + (n + r) * w.groups, a.xsum, w.groups, &rest);
-        a.out[n + r] = hsum(_mm256_sub_ps(acc[r], zt)) - rest;
-    }
-}
-
-// kR weight rows x kM activation rows: each weight block is converted and scaled once and
-// used for kM rows of x.
-template <int kBits, int kR, int kM>
-void gemm_f32_tile(const WeightView &w, const GemvF32 &a, int64_t n, int64_t m0) {
-    const int64_t rb = w.row_bytes(), bpg = blocks_per_group(w), bb = block_bytes(w);
-    __m256 acc[kR][kM];
-    float corr[kR][kM];
-    for (int r = 0; r < kR; ++r)
-        for (int i = 0; i < kM; ++i) {
-            acc[r][i] = _mm256_setzero_ps();
-            corr[r][i] = 0.f;
-        }
-    for (int64_t g = 0; g < w.groups; ++g) {
-        __m256 sv[kR];
-        for (int r = 0; r < kR; ++r) {
-            const float s = w.scales[(n + r) * w.groups + g];
-            const float sz = s * w.zeros[(n + r) * w.groups + g];
-            sv[r] = _mm256_set1_ps(s);
-            for (int i = 0; i < kM; ++i) corr[r][i] += sz * a.xsum[(m0 + i) * w.groups + g];
-        }
-        for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) {
-            __m256 v[kR][4];
-            for (int r = 0; r < kR; ++r) {
-                load_block_f32<kBits>(w.qweight + (n + r) * rb + b * bb, v[r]);
-                for (int j = 0; j < 4; ++j) v[r][j] = _mm256_mul_ps(v[r][j], sv[r]);
-            }
-            for (int i = 0; i < kM; ++i) {
-                const float *x = a.x + (m0 + i) * w.kp + b * kBlock;
-                for (int j = 0; j < 4; ++j) {
-                    const __m256 xv = _mm256_loadu_ps(x + 8 * j);
-                    for (int r = 0; r < kR; ++r) acc[r][i] = _mm256_fmadd_ps(v[r][j], xv, acc[r][i]);
-                }
-            }
+    // The 32 weights of one block as four vectors of 8 floats (channels 0-7, 8-15, 16-23, 24-31).
+    template <int kBits>
+    static void load_block(const uint8_t *src, V v[4]) {
+        if constexpr (kBits == 4) {
+            const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src));
+            const __m256i lo = _mm256_cvtepu8_epi32(b);                     // bytes 0-7
+            const __m256i hi = _mm256_cvtepu8_epi32(_mm_srli_si128(b, 8));  // bytes 8-15
+            const __m256i mask = _mm256_set1_epi32(0x0f);
+            v[0] = _mm256_cvtepi32_ps(_mm256_and_si256(lo, mask));
+            v[1] = _mm256_cvtepi32_ps(_mm256_and_si256(hi, mask));
+            v[2] = _mm256_cvtepi32_ps(_mm256_srli_epi32(lo, 4));
+            v[3] = _mm256_cvtepi32_ps(_mm256_srli_epi32(hi, 4));
+        } else {
+            for (int j = 0; j < 4; ++j)
+                v[j] = _mm256_cvtepi32_ps(
+                    _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(src + 8 * j))));
         }
     }
-    for (int r = 0; r < kR; ++r)
-        for (int i = 0; i < kM; ++i) a.out[(m0 + i) * a.ldo + n + r] = hsum(acc[r][i]) - corr[r][i];
-}
-
-template <int kBits, int kR>
-void gemm_f32_rows(const WeightView &w, const GemvF32 &a, int64_t n) {
-    constexpr int kTileM = 4;
-    int64_t m = 0;
-    for (; m + kTileM <= a.m; m += kTileM) gemm_f32_tile<kBits, kR, kTileM>(w, a, n, m);
-    switch (a.m - m) {
-    case 3: gemm_f32_tile<kBits, kR, 3>(w, a, n, m); break;
-    case 2: gemm_f32_tile<kBits, kR, 2>(w, a, n, m); break;
-    case 1: gemm_f32_tile<kBits, kR, 1>(w, a, n, m); break;
-    default: break;
-    }
-}
-
-// Sum of the products of 32 weights (unsigned, in channel order) with 32 int8 activations, as
-// eight int32 partial sums.
-template <int kBits>
-inline __m256i dot_block_s8(const uint8_t *src, const int8_t *x) {
-    if constexpr (kBits == 4) {
-        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src));
-        const __m128i mask = _mm_set1_epi8(0x0f);
-        const __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(b, mask)),
-                                                  _mm_and_si128(_mm_srli_epi16(b, 4), mask), 1);
-        const __m256i pairs = _mm256_maddubs_epi16(q, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x)));
-        return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
-    } else {
-        const __m256i q0 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src)));
-        const __m256i q1 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src + 16)));
-        const __m256i x0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(x)));
-        const __m256i x1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(x + 16)));
-        return _mm256_add_epi32(_mm256_madd_epi16(q0, x0), _mm256_madd_epi16(q1, x1));
-    }
-}
-
-template <int kBits, int kR>
-void gemv_s8_rows(const WeightView &w, const GemvS8 &a, int64_t n) {
-    const int64_t rb = w.row_bytes(), bpg = blocks_per_group(w), bb = block_bytes(w);
-    const uint8_t *rows[kR];
-    for (int r = 0; r < kR; ++r) rows[r] = w.qweight + (n + r) * rb;
-    for (int64_t m = 0; m < a.m; ++m) {
-        const int8_t *x = a.xq + m * w.kp;
-        const int32_t *xsum = a.xsum + m * w.groups;
-        __m256 acc[kR];
-        float corr[kR];
-        for (int r = 0; r < kR; ++r) {
-            acc[r] = _mm256_setzero_ps();
-            corr[r] = 0.f;
+    // int4 weights (0..15) meet int8 x in VPMADDUBSW, whose pair sums never saturate; int8
+    // weights (0..255) would, so they are widened to 16 bits for VPMADDWD instead.
+    template <int kBits>
+    static __m256i dot_s8(__m256i acc, const uint8_t *src, __m256i x) {
+        if constexpr (kBits == 4) {
+            const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i *>(src));
+            const __m128i mask = _mm_set1_epi8(0x0f);
+            const __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(b, mask)),
+                                                      _mm_and_si128(_mm_srli_epi16(b, 4), mask), 1);
+            return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(q, x), _mm256_set1_epi16(1)));
+        } else {
+            const __m256i q0 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src)));
+            const __m256i q1 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src + 16)));
+            const __m256i x0 = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(x));
+            const __m256i x1 = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(x, 1));
+            return _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(q0, x0), _mm256_madd_epi16(q1, x1)));
         }
-        for (int64_t g = 0; g < w.groups; ++g) {
-            __m256i ga[kR];
-            for (int r = 0; r < kR; ++r) ga[r] = _mm256_setzero_si256();
-            for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) {
-                if (m == 0) prefetch_next_tile<kR>(rows, rb, b * bb);
-                for (int r = 0; r < kR; ++r)
-                    ga[r] = _mm256_add_epi32(ga[r], dot_block_s8<kBits>(rows[r] + b * bb, x + b * kBlock));
-            }
-            for (int r = 0; r < kR; ++r) {
-                const float s = w.scales[(n + r) * w.groups + g];
-                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ga[r]), _mm256_set1_ps(s), acc[r]);
-                corr[r] += s * w.zeros[(n + r) * w.groups + g] * static_cast<float>(xsum[g]);
-            }
-        }
-        for (int r = 0; r < kR; ++r) a.out[m * a.ldo + n + r] = (hsum(acc[r]) - corr[r]) * a.xscale[m];
     }
-}
+};
 
 // x gathered for one pair of int4 blocks (64 channels from x): lo = channels 0-15 and 32-47,
 // hi = 16-31 and 48-63, the order of the low and high nibbles of the pair's 32 bytes.
@@ -301,13 +180,15 @@ void gemv_s8_int4_rows(const WeightView &w, const int8_t *x, const int32_t *xsum
     if (blocks % 2 != 0) {  // the last block alone: its group is the last one
         const int64_t b = blocks - 1;
         for (int r = 0; r < kR; ++r)
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot_block_s8<4>(rows[r] + b * (kBlock / 2), x + b * kBlock)),
-                                     _mm256_broadcast_ss(scales[r] + w.groups - 1), acc[r]);
+            acc[r] = _mm256_fmadd_ps(
+                _mm256_cvtepi32_ps(Lanes::dot_s8<4>(_mm256_setzero_si256(), rows[r] + b * (kBlock / 2),
+                                                    _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x + b * kBlock)))),
+                _mm256_broadcast_ss(scales[r] + w.groups - 1), acc[r]);
     }
     for (int r = 0; r < kR; ++r) {
         float rest = 0.f;
         const __m256 zt = zero_term(scales[r], w.zeros + (n + r) * w.groups, xsum, w.groups, &rest);
-        out[n + r] = (hsum(_mm256_sub_ps(acc[r], zt)) - rest) * xscale;
+        out[n + r] = (hsum256(_mm256_sub_ps(acc[r], zt)) - rest) * xscale;
     }
 }
 
@@ -317,21 +198,7 @@ bool int4_pair_groups(const WeightView &w) {
 }
 
 template <int kBits>
-void gemv_f32_range(const WeightView &w, const GemvF32 &a, int64_t n0, int64_t n1) {
-    int64_t n = n0;
-    if (a.m == 1) {
-        for (; n + kRows <= n1; n += kRows) gemv_f32_rows<kBits, kRows>(w, a, n);
-        for (; n < n1; ++n) gemv_f32_rows<kBits, 1>(w, a, n);
-        return;
-    }
-    // Two weight rows by four of x: eight accumulators and the eight converted weight
-    // vectors fit the sixteen registers.
-    for (; n + 2 <= n1; n += 2) gemm_f32_rows<kBits, 2>(w, a, n);
-    for (; n < n1; ++n) gemm_f32_rows<kBits, 1>(w, a, n);
-}
-
-template <int kBits>
-void gemv_s8_range(const WeightView &w, const GemvS8 &a, int64_t n0, int64_t n1) {
+void gemv_s8_int4_or_any(const WeightView &w, const GemvS8 &a, int64_t n0, int64_t n1) {
     int64_t n = n0;
     if (int4_pair_groups(w)) {
         for (int64_t m = 0; m < a.m; ++m) {
@@ -343,46 +210,18 @@ void gemv_s8_range(const WeightView &w, const GemvS8 &a, int64_t n0, int64_t n1)
         }
         return;
     }
-    for (; n + kRows <= n1; n += kRows) gemv_s8_rows<kBits, kRows>(w, a, n);
-    for (; n < n1; ++n) gemv_s8_rows<kBits, 1>(w, a, n);
-}
-
-// One dequantized row as fp32, its first w.k channels (the padding channels are not written).
-template <int kBits>
-void dequant_row(const WeightView &w, int64_t n, float *dst) {
-    const int64_t bpg = blocks_per_group(w), bb = block_bytes(w);
-    const uint8_t *row = w.qweight + n * w.row_bytes();
-    for (int64_t g = 0; g < w.groups; ++g) {
-        const __m256 s = _mm256_set1_ps(w.scales[n * w.groups + g]);
-        const __m256 z = _mm256_set1_ps(w.zeros[n * w.groups + g]);
-        for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) {
-            __m256 v[4];
-            load_block_f32<kBits>(row + b * bb, v);
-            for (int j = 0; j < 4; ++j) {
-                const int64_t k0 = b * kBlock + 8 * j;
-                const __m256 d = _mm256_mul_ps(_mm256_sub_ps(v[j], z), s);
-                if (k0 + 8 <= w.k) {
-                    _mm256_storeu_ps(dst + k0, d);
-                } else if (k0 < w.k) {
-                    alignas(32) float tmp[8];
-                    _mm256_store_ps(tmp, d);
-                    for (int64_t e = 0; e < w.k - k0; ++e) dst[k0 + e] = tmp[e];
-                }
-            }
-        }
-    }
+    gemv_s8_range<Lanes, kBits>(w, a, n0, n1);
 }
 
 }  // namespace
 
 void gemv_f32_avx2(const WeightView &w, const GemvF32 &a, int64_t n_begin, int64_t n_end) {
-    if (w.bits == 4) gemv_f32_range<4>(w, a, n_begin, n_end);
-    else gemv_f32_range<8>(w, a, n_begin, n_end);
+    gemv_f32<Lanes>(w, a, n_begin, n_end);
 }
 
 void gemv_s8_avx2(const WeightView &w, const GemvS8 &a, int64_t n_begin, int64_t n_end) {
-    if (w.bits == 4) gemv_s8_range<4>(w, a, n_begin, n_end);
-    else gemv_s8_range<8>(w, a, n_begin, n_end);
+    if (w.bits == 4) gemv_s8_int4_or_any<4>(w, a, n_begin, n_end);
+    else gemv_s8_int4_or_any<8>(w, a, n_begin, n_end);
 }
 
 void quantize_s8_avx2(const QuantizeS8 &q) {
@@ -437,10 +276,7 @@ void quantize_s8_avx2(const QuantizeS8 &q) {
 }
 
 void dequant_f32_avx2(const WeightView &w, float *dst, int64_t ld, int64_t n_begin, int64_t n_end) {
-    for (int64_t n = n_begin; n < n_end; ++n) {
-        if (w.bits == 4) dequant_row<4>(w, n, dst + (n - n_begin) * ld);
-        else dequant_row<8>(w, n, dst + (n - n_begin) * ld);
-    }
+    dequant_f32<Lanes>(w, dst, ld, n_begin, n_end);
 }
 
 }  // namespace ipex::woq::kernels

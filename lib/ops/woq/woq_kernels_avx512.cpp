@@ -6,46 +6,17 @@
 // registers, four output channels share every activation load, the per-group dot products
 // are scaled once per group, and the zero points are folded in through the group sums of x:
 //   y[n] = sum_g s[n,g] * (sum_{k in g} q[n,k] x[k] - z[n,g] * sum_{k in g} x[k]).
+// The fp32 kernels and the int8 GEMV are woq_kernels_lanes.h's, on the 512-bit lanes below
+// (VNNI for the int8 dot); the bf16 kernels are this file's own.
 #include <immintrin.h>
 
 #include "kernels/avx512/math.h"
 #include "ops/woq/woq_kernels.h"
+#include "ops/woq/woq_kernels_lanes.h"
 #include "ops/woq/woq_layout.h"
 
 namespace ipex::woq::kernels {
 namespace {
-
-constexpr int kRows = 4;  // output channels per step
-// Software prefetch: while a tile of kRows weight rows is read, the same positions of a tile
-// further on are fetched (every byte once); with several short rows read side by side the
-// hardware prefetchers fall behind. Tiles ahead: measured on Zen 4, 1 tile leaves the 2 KiB
-// rows of 4096 input channels at ~9 GB/s, 3-4 tiles reach 12-17 GB/s on one core.
-constexpr int64_t kPrefetchTiles = 4;
-
-// Prefetches, for each of the kR rows, the byte `offset` of the row kPrefetchTiles tiles
-// further on (once per 64-byte line).
-template <int kR>
-inline void prefetch_next_tile(const uint8_t *const *rows, int64_t row_bytes, int64_t offset) {
-    if (offset % 64 != 0) return;
-    for (int r = 0; r < kR; ++r)
-        _mm_prefetch(reinterpret_cast<const char *>(rows[r] + offset + kPrefetchTiles * kR * row_bytes), _MM_HINT_T0);
-}
-
-int64_t blocks_per_group(const WeightView &w) { return (w.groups == 1 ? w.kp : w.group_size) / kBlock; }
-int64_t block_bytes(const WeightView &w) { return w.bits == 4 ? kBlock / 2 : kBlock; }
-
-// The 32 weights of one block as two vectors of 16 floats (channels 0-15 and 16-31).
-template <int kBits>
-inline void load_block_f32(const uint8_t *src, __m512 &lo, __m512 &hi) {
-    if constexpr (kBits == 4) {
-        const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src)));
-        lo = _mm512_cvtepi32_ps(_mm512_and_si512(v, _mm512_set1_epi32(0x0f)));
-        hi = _mm512_cvtepi32_ps(_mm512_srli_epi32(v, 4));
-    } else {
-        lo = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src))));
-        hi = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src + 16))));
-    }
-}
 
 // The 32 weights of one block as 32 unsigned bytes in channel order.
 template <int kBits>
@@ -61,97 +32,40 @@ inline __m256i load_block_u8(const uint8_t *src) {
     }
 }
 
-template <int kBits, int kR>
-void gemv_f32_rows(const WeightView &w, const GemvF32 &a, int64_t n) {
-    const int64_t rb = w.row_bytes(), bpg = blocks_per_group(w), bb = block_bytes(w);
-    const uint8_t *rows[kR];
-    for (int r = 0; r < kR; ++r) rows[r] = w.qweight + (n + r) * rb;
-    for (int64_t m = 0; m < a.m; ++m) {
-        const float *x = a.x + m * w.kp;
-        const float *xsum = a.xsum + m * w.groups;
-        __m512 acc[kR];
-        float corr[kR];
-        for (int r = 0; r < kR; ++r) {
-            acc[r] = _mm512_setzero_ps();
-            corr[r] = 0.f;
-        }
-        for (int64_t g = 0; g < w.groups; ++g) {
-            __m512 ga[kR];
-            for (int r = 0; r < kR; ++r) ga[r] = _mm512_setzero_ps();
-            for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) {
-                const __m512 x0 = _mm512_loadu_ps(x + b * kBlock);
-                const __m512 x1 = _mm512_loadu_ps(x + b * kBlock + 16);
-                if (m == 0) prefetch_next_tile<kR>(rows, rb, b * bb);
-                for (int r = 0; r < kR; ++r) {
-                    __m512 lo, hi;
-                    load_block_f32<kBits>(rows[r] + b * bb, lo, hi);
-                    ga[r] = _mm512_fmadd_ps(lo, x0, ga[r]);
-                    ga[r] = _mm512_fmadd_ps(hi, x1, ga[r]);
-                }
-            }
-            for (int r = 0; r < kR; ++r) {
-                const float s = w.scales[(n + r) * w.groups + g];
-                acc[r] = _mm512_fmadd_ps(ga[r], _mm512_set1_ps(s), acc[r]);
-                corr[r] += s * w.zeros[(n + r) * w.groups + g] * xsum[g];
-            }
-        }
-        for (int r = 0; r < kR; ++r) a.out[m * a.ldo + n + r] = _mm512_reduce_add_ps(acc[r]) - corr[r];
+// 512-bit lanes for the kernels written once in woq_kernels_lanes.h.
+struct Lanes {
+    using V = __m512;
+    static constexpr int kLanes = 16;
+    static constexpr int kGemmRows = kRows;  // 16 accumulators, 8 weight vectors of 32 registers
+    static V zero() { return _mm512_setzero_ps(); }
+    static V set1(float f) { return _mm512_set1_ps(f); }
+    static V load(const float *p) { return _mm512_loadu_ps(p); }
+    static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+    static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+    static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+    static float sum(V v) { return _mm512_reduce_add_ps(v); }
+    static void store_first(float *dst, V v, int64_t n) {
+        _mm512_mask_storeu_ps(dst, ::ipex::kernels::avx512::tail_mask(n), v);
     }
-}
-
-// kR weight rows x kM activation rows: each weight block is converted and scaled once and
-// used for kM rows of x.
-template <int kBits, int kR, int kM>
-void gemm_f32_tile(const WeightView &w, const GemvF32 &a, int64_t n, int64_t m0) {
-    const int64_t rb = w.row_bytes(), bpg = blocks_per_group(w), bb = block_bytes(w);
-    __m512 acc[kR][kM];
-    float corr[kR][kM];
-    for (int r = 0; r < kR; ++r)
-        for (int i = 0; i < kM; ++i) {
-            acc[r][i] = _mm512_setzero_ps();
-            corr[r][i] = 0.f;
-        }
-    for (int64_t g = 0; g < w.groups; ++g) {
-        __m512 sv[kR];
-        for (int r = 0; r < kR; ++r) {
-            const float s = w.scales[(n + r) * w.groups + g];
-            const float sz = s * w.zeros[(n + r) * w.groups + g];
-            sv[r] = _mm512_set1_ps(s);
-            for (int i = 0; i < kM; ++i) corr[r][i] += sz * a.xsum[(m0 + i) * w.groups + g];
-        }
-        for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) {
-            __m512 lo[kR], hi[kR];
-            for (int r = 0; r < kR; ++r) {
-                load_block_f32<kBits>(w.qweight + (n + r) * rb + b * bb, lo[r], hi[r]);
-                lo[r] = _mm512_mul_ps(lo[r], sv[r]);
-                hi[r] = _mm512_mul_ps(hi[r], sv[r]);
-            }
-            for (int i = 0; i < kM; ++i) {
-                const float *x = a.x + (m0 + i) * w.kp + b * kBlock;
-                const __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16);
-                for (int r = 0; r < kR; ++r) {
-                    acc[r][i] = _mm512_fmadd_ps(lo[r], x0, acc[r][i]);
-                    acc[r][i] = _mm512_fmadd_ps(hi[r], x1, acc[r][i]);
-                }
-            }
+    // The 32 weights of one block as two vectors of 16 floats (channels 0-15 and 16-31).
+    template <int kBits>
+    static void load_block(const uint8_t *src, V v[2]) {
+        if constexpr (kBits == 4) {
+            const __m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src)));
+            v[0] = _mm512_cvtepi32_ps(_mm512_and_si512(q, _mm512_set1_epi32(0x0f)));
+            v[1] = _mm512_cvtepi32_ps(_mm512_srli_epi32(q, 4));
+        } else {
+            v[0] = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src))));
+            v[1] = _mm512_cvtepi32_ps(
+                _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(src + 16))));
         }
     }
-    for (int r = 0; r < kR; ++r)
-        for (int i = 0; i < kM; ++i) a.out[(m0 + i) * a.ldo + n + r] = _mm512_reduce_add_ps(acc[r][i]) - corr[r][i];
-}
-
-template <int kBits, int kR>
-void gemm_f32_rows(const WeightView &w, const GemvF32 &a, int64_t n) {
-    constexpr int kTileM = 4;
-    int64_t m = 0;
-    for (; m + kTileM <= a.m; m += kTileM) gemm_f32_tile<kBits, kR, kTileM>(w, a, n, m);
-    switch (a.m - m) {
-    case 3: gemm_f32_tile<kBits, kR, 3>(w, a, n, m); break;
-    case 2: gemm_f32_tile<kBits, kR, 2>(w, a, n, m); break;
-    case 1: gemm_f32_tile<kBits, kR, 1>(w, a, n, m); break;
-    default: break;
+    // VNNI: unsigned weights times signed activations, four products to a 32-bit lane.
+    template <int kBits>
+    static __m256i dot_s8(__m256i acc, const uint8_t *src, __m256i x) {
+        return _mm256_dpbusd_epi32(acc, load_block_u8<kBits>(src), x);
     }
-}
+};
 
 // bf16 values of 0..15 (entries 16..31 repeat them), the lookup for int4 nibbles.
 alignas(64) constexpr uint16_t kBf16OfNibble[32] = {
@@ -268,85 +182,10 @@ void gemv_bf16_pair_rows(const WeightView &w, const GemvBF16 &a, int64_t n) {
     if (m < a.m) gemv_bf16_pair_tile<kR, 1>(w, a, n, m);
 }
 
-template <int kBits, int kR>
-void gemv_s8_rows(const WeightView &w, const GemvS8 &a, int64_t n) {
-    const int64_t rb = w.row_bytes(), bpg = blocks_per_group(w), bb = block_bytes(w);
-    const uint8_t *rows[kR];
-    for (int r = 0; r < kR; ++r) rows[r] = w.qweight + (n + r) * rb;
-    for (int64_t m = 0; m < a.m; ++m) {
-        const int8_t *x = a.xq + m * w.kp;
-        const int32_t *xsum = a.xsum + m * w.groups;
-        __m256 acc[kR];
-        float corr[kR];
-        for (int r = 0; r < kR; ++r) {
-            acc[r] = _mm256_setzero_ps();
-            corr[r] = 0.f;
-        }
-        for (int64_t g = 0; g < w.groups; ++g) {
-            __m256i ga[kR];
-            for (int r = 0; r < kR; ++r) ga[r] = _mm256_setzero_si256();
-            for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) {
-                const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x + b * kBlock));
-                if (m == 0) prefetch_next_tile<kR>(rows, rb, b * bb);
-                for (int r = 0; r < kR; ++r)
-                    ga[r] = _mm256_dpbusd_epi32(ga[r], load_block_u8<kBits>(rows[r] + b * bb), xv);
-            }
-            for (int r = 0; r < kR; ++r) {
-                const float s = w.scales[(n + r) * w.groups + g];
-                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ga[r]), _mm256_set1_ps(s), acc[r]);
-                corr[r] += s * w.zeros[(n + r) * w.groups + g] * static_cast<float>(xsum[g]);
-            }
-        }
-        for (int r = 0; r < kR; ++r) {
-            const __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc[r]), _mm256_extractf128_ps(acc[r], 1));
-            const __m128 q = _mm_add_ps(h, _mm_movehl_ps(h, h));
-            const float sum = _mm_cvtss_f32(_mm_add_ss(q, _mm_movehdup_ps(q)));
-            a.out[m * a.ldo + n + r] = (sum - corr[r]) * a.xscale[m];
-        }
-    }
-}
-
-template <int kBits>
-void gemv_f32_range(const WeightView &w, const GemvF32 &a, int64_t n0, int64_t n1) {
-    int64_t n = n0;
-    if (a.m == 1) {
-        for (; n + kRows <= n1; n += kRows) gemv_f32_rows<kBits, kRows>(w, a, n);
-        for (; n < n1; ++n) gemv_f32_rows<kBits, 1>(w, a, n);
-        return;
-    }
-    for (; n + kRows <= n1; n += kRows) gemm_f32_rows<kBits, kRows>(w, a, n);
-    for (; n < n1; ++n) gemm_f32_rows<kBits, 1>(w, a, n);
-}
-
-template <int kBits>
-void gemv_s8_range(const WeightView &w, const GemvS8 &a, int64_t n0, int64_t n1) {
-    int64_t n = n0;
-    for (; n + kRows <= n1; n += kRows) gemv_s8_rows<kBits, kRows>(w, a, n);
-    for (; n < n1; ++n) gemv_s8_rows<kBits, 1>(w, a, n);
-}
-
-// One dequantized row as fp32 (all kp channels; the caller's row holds at least kp).
-template <int kBits>
-void dequant_row(const WeightView &w, int64_t n, float *dst) {
-    const int64_t bpg = blocks_per_group(w), bb = block_bytes(w);
-    const uint8_t *row = w.qweight + n * w.row_bytes();
-    for (int64_t g = 0; g < w.groups; ++g) {
-        const __m512 s = _mm512_set1_ps(w.scales[n * w.groups + g]);
-        const __m512 z = _mm512_set1_ps(w.zeros[n * w.groups + g]);
-        for (int64_t b = g * bpg; b < (g + 1) * bpg; ++b) {
-            __m512 lo, hi;
-            load_block_f32<kBits>(row + b * bb, lo, hi);
-            _mm512_storeu_ps(dst + b * kBlock, _mm512_mul_ps(_mm512_sub_ps(lo, z), s));
-            _mm512_storeu_ps(dst + b * kBlock + 16, _mm512_mul_ps(_mm512_sub_ps(hi, z), s));
-        }
-    }
-}
-
 }  // namespace
 
 void gemv_f32_avx512(const WeightView &w, const GemvF32 &a, int64_t n_begin, int64_t n_end) {
-    if (w.bits == 4) gemv_f32_range<4>(w, a, n_begin, n_end);
-    else gemv_f32_range<8>(w, a, n_begin, n_end);
+    gemv_f32<Lanes>(w, a, n_begin, n_end);
 }
 
 void gemv_bf16_avx512(const WeightView &w, const GemvBF16 &a, int64_t n_begin, int64_t n_end) {
@@ -366,8 +205,8 @@ void gemv_bf16_avx512(const WeightView &w, const GemvBF16 &a, int64_t n_begin, i
 }
 
 void gemv_s8_avx512vnni(const WeightView &w, const GemvS8 &a, int64_t n_begin, int64_t n_end) {
-    if (w.bits == 4) gemv_s8_range<4>(w, a, n_begin, n_end);
-    else gemv_s8_range<8>(w, a, n_begin, n_end);
+    if (w.bits == 4) gemv_s8_range<Lanes, 4>(w, a, n_begin, n_end);
+    else gemv_s8_range<Lanes, 8>(w, a, n_begin, n_end);
 }
 
 // Heap scratch for one padded row (raw new/delete: no inline library templates in this file).
@@ -378,15 +217,7 @@ struct Scratch {
 };
 
 void dequant_f32_avx512(const WeightView &w, float *dst, int64_t ld, int64_t n_begin, int64_t n_end) {
-    Scratch tmp(w.kp);
-    for (int64_t n = n_begin; n < n_end; ++n) {
-        float *row = dst + (n - n_begin) * ld;
-        float *target = w.kp == w.k ? row : tmp.data;
-        if (w.bits == 4) dequant_row<4>(w, n, target);
-        else dequant_row<8>(w, n, target);
-        if (target != row)
-            for (int64_t k = 0; k < w.k; ++k) row[k] = tmp.data[k];
-    }
+    dequant_f32<Lanes>(w, dst, ld, n_begin, n_end);
 }
 
 // int4 rows to bf16 through a per-group table: entry i = bf16((i - zero) * scale), so each
@@ -426,7 +257,7 @@ void dequant_bf16_avx512(const WeightView &w, uint16_t *dst, int64_t ld, int64_t
     }
     Scratch tmp(w.kp);
     for (int64_t n = n_begin; n < n_end; ++n) {
-        dequant_row<8>(w, n, tmp.data);
+        dequant_row<Lanes, 8>(w, n, tmp.data);
         uint16_t *row = dst + (n - n_begin) * ld;
         int64_t k = 0;
         for (; k + 16 <= w.k; k += 16) {
