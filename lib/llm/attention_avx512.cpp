@@ -8,6 +8,7 @@
 
 #include "llm/kernels.h"
 #include "kernels/avx512/math.h"
+#include "kernels/avx512/online_softmax.h"
 
 namespace ipex::llm::kernels {
 namespace {
@@ -135,39 +136,19 @@ void softmax_rows_avx512(float *s, int64_t rows, int64_t lds, int64_t n, float s
 
 void online_softmax_block_avx512(float *s, int64_t n, int64_t lo, int64_t hi, float scale, float *m, float *sum,
                                  float *acc, int64_t hd) {
-    lo = std::max<int64_t>(lo, 0);
-    hi = std::min(hi, n);
-    const __m512 vscale = _mm512_set1_ps(scale);
-    __m512 vmax = _mm512_set1_ps(*m);
-    for (int64_t j = lo; j < hi; j += 16) {
-        const __mmask16 mask = tail_mask(hi - j);
-        vmax = _mm512_mask_max_ps(vmax, mask, vmax, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, s + j), vscale));
+    // The block's final scores in place: scaled where visible, -inf elsewhere (weight 0).
+    const __m512 vscale = _mm512_set1_ps(scale), hidden = _mm512_set1_ps(-__builtin_inff());
+    __m512 vmax = hidden;
+    for (int64_t j = 0; j < n; j += 16) {
+        const __mmask16 lanes = tail_mask(n - j);
+        const __mmask16 visible = lanes & ::ipex::kernels::avx512::lanes_within(j, lo, hi);
+        const __m512 x = _mm512_mask_mul_ps(hidden, visible, _mm512_maskz_loadu_ps(lanes, s + j), vscale);
+        _mm512_mask_storeu_ps(s + j, lanes, x);
+        vmax = _mm512_max_ps(vmax, x);
     }
-    const float mx = _mm512_reduce_max_ps(vmax);
-    if (mx == -__builtin_inff()) {  // nothing visible yet in this row
-        std::fill(s, s + n, 0.f);
-        return;
-    }
-    const float correction = exp16(_mm512_set1_ps(*m - mx))[0];  // exactly 0 from m = -inf
-    const __m512 vm = _mm512_set1_ps(mx);
-    __m512 vsum = _mm512_setzero_ps();
-    std::fill(s, s + std::min(lo, n), 0.f);  // hidden: weight 0
-    for (int64_t j = lo; j < hi; j += 16) {
-        const __mmask16 mask = tail_mask(hi - j);
-        const __m512 e = exp16(_mm512_fmsub_ps(_mm512_maskz_loadu_ps(mask, s + j), vscale, vm));
-        vsum = _mm512_mask_add_ps(vsum, mask, vsum, e);
-        _mm512_mask_storeu_ps(s + j, mask, e);
-    }
-    if (hi < n) std::fill(s + std::max(hi, int64_t{0}), s + n, 0.f);
-    *sum = *sum * correction + _mm512_reduce_add_ps(vsum);
-    *m = mx;
-    if (correction != 1.f) {
-        const __m512 c = _mm512_set1_ps(correction);
-        for (int64_t d = 0; d < hd; d += 16) {
-            const __mmask16 mask = tail_mask(hd - d);
-            _mm512_mask_storeu_ps(acc + d, mask, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, acc + d), c));
-        }
-    }
+    ::ipex::kernels::avx512::online_softmax_block(
+        s, n, _mm512_reduce_max_ps(vmax), m, sum, acc, hd, n,
+        [s, n](int64_t j, __m512 e) { _mm512_mask_storeu_ps(s + j, tail_mask(n - j), e); });
 }
 
 void qk_block_avx512(CacheType type, const float *q, int64_t ldq, int64_t rows, const void *kt, int64_t ldk,

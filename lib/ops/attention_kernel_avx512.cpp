@@ -17,12 +17,13 @@
 
 #include "ops/attention_kernel.h"
 #include "kernels/avx512/math.h"
+#include "kernels/avx512/online_softmax.h"
 
 namespace ipex::ops::attention_kernel {
 namespace {
 
-using ::ipex::kernels::avx512::exp16;
 using ::ipex::kernels::avx512::fp32_to_bf16;
+using ::ipex::kernels::avx512::online_softmax_block;
 using ::ipex::kernels::avx512::store_bf16;
 using ::ipex::kernels::avx512::tail_mask;
 
@@ -351,33 +352,15 @@ bool row_block(const Problem &p, int64_t b, int64_t i0, int64_t rows, bool allow
         for (int64_t r = 0; r < rows; ++r) {
             float *s = w.s.data() + r * kKeyBlock;
             const float block_max = prepare_scores<BF16>(p, b, i0 + r, j0, n, s, w);
-            const float old_max = w.row_max[r];
-            const float new_max = greater(old_max, block_max);
             Elem *prow = w.pbuf.data() + r * w.kp;
-            if (new_max == kNegInf) {  // every score so far is -inf
-                fill(prow, prow + w.kp, Elem(0));
-                continue;
-            }
-            const float alpha = old_max == kNegInf ? 0.f : expf(old_max - new_max);
-            w.row_max[r] = new_max;
-            const __m512 shift = _mm512_set1_ps(new_max);
-            __m512 sum = _mm512_setzero_ps();
-            for (int64_t j = 0; j < w.kp; j += 16) {
-                const __mmask16 m = j < n ? tail_mask(n - j) : __mmask16(0);
-                const __m512 e = _mm512_maskz_mov_ps(m, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + j), shift)));
-                sum = _mm512_add_ps(sum, e);
-                if constexpr (BF16) {
-                    _mm256_storeu_si256(reinterpret_cast<__m256i *>(prow + j), fp32_to_bf16(e));
-                } else {
-                    _mm512_storeu_ps(prow + j, e);
-                }
-            }
-            w.row_sum[r] = w.row_sum[r] * alpha + _mm512_reduce_add_ps(sum);
-            if (alpha != 1.f) {
-                float *orow = w.o.data() + r * w.dvp;
-                const __m512 a = _mm512_set1_ps(alpha);
-                for (int64_t c = 0; c < w.dvp; c += 16) _mm512_storeu_ps(orow + c, _mm512_mul_ps(_mm512_loadu_ps(orow + c), a));
-            }
+            online_softmax_block(s, n, block_max, &w.row_max[r], &w.row_sum[r], w.o.data() + r * w.dvp, w.dvp, w.kp,
+                                 [prow](int64_t j, __m512 e) {
+                                     if constexpr (BF16) {
+                                         _mm256_storeu_si256(reinterpret_cast<__m256i *>(prow + j), fp32_to_bf16(e));
+                                     } else {
+                                         _mm512_storeu_ps(prow + j, e);
+                                     }
+                                 });
         }
         if constexpr (BF16) {
             gemm<true>(w.pbuf.data(), w.kp / 2, w.vw.data() + j0 / 2 * w.dvp, w.dvp, (n + 1) / 2, w.o.data(), w.dvp,
