@@ -128,23 +128,7 @@ nlohmann::json multi_node_results_json(const MultiNodePlan &plan, const std::vec
         j["numa_nodes"] = p.numa_nodes;
         j["packages"] = p.packages;
         j["hostname"] = r.hostname.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.hostname);
-        j["pid"] = o.pid;
-        j["status"] = o.status_text();
-        j["exit_code"] = o.start_error.empty() && o.signal == 0 ? nlohmann::json(o.exit_code) : nlohmann::json(nullptr);
-        j["signal"] = o.signal ? nlohmann::json(o.signal) : nlohmann::json(nullptr);
-        j["timed_out"] = o.timed_out;
-        j["start_error"] = o.start_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.start_error);
-        j["wall_seconds"] = o.wall_seconds;
-        j["peak_rss_kib"] = o.peak_rss_kib;
-        j["membind_refused"] = o.membind_errno != 0;
-        j["ok"] = o.ok();
-        if (with_onednn) {
-            j["onednn"] = o.verbose.to_json();
-            j["onednn"]["version"] = o.verbose_info.version;
-            j["onednn"]["isa_info"] = o.verbose_info.isa;
-        }
-        if (check.requested) j["require_isa"] = {{"share", check.shares[i]}, {"ok", bool(check.passed[i])}};
-        ok = ok && o.ok();
+        ok = outcome_json(o, check, i, with_onednn, j) && ok;
     }
     report["mpi"]["status"] = mpirun.status_text();
     report["mpi"]["exit_code"] = mpirun.start_error.empty() && mpirun.signal == 0 ? nlohmann::json(mpirun.exit_code)

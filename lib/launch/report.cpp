@@ -209,30 +209,33 @@ std::string verbose_text(const std::vector<InstanceOutcome> &outcomes, const Isa
     return out.str();
 }
 
+bool outcome_json(const InstanceOutcome &o, const IsaCheck &check, size_t index, bool with_onednn,
+                  nlohmann::json &j) {
+    j["pid"] = o.pid;
+    j["status"] = o.status_text();
+    j["exit_code"] = o.start_error.empty() && o.signal == 0 ? nlohmann::json(o.exit_code) : nlohmann::json(nullptr);
+    j["signal"] = o.signal ? nlohmann::json(o.signal) : nlohmann::json(nullptr);
+    j["timed_out"] = o.timed_out;
+    j["start_error"] = o.start_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.start_error);
+    j["wall_seconds"] = o.wall_seconds;
+    j["peak_rss_kib"] = o.peak_rss_kib;
+    j["membind_refused"] = o.membind_errno != 0;
+    j["ok"] = o.ok();
+    if (with_onednn) {
+        j["onednn"] = o.verbose.to_json();
+        j["onednn"]["version"] = o.verbose_info.version;
+        j["onednn"]["isa_info"] = o.verbose_info.isa;
+    }
+    if (check.requested) j["require_isa"] = {{"share", check.shares[index]}, {"ok", bool(check.passed[index])}};
+    return o.ok();
+}
+
 nlohmann::json results_json(const LaunchPlan &plan, const std::vector<InstanceOutcome> &outcomes,
                             const IsaCheck &check, bool with_onednn) {
     nlohmann::json report = plan_json(plan);
     bool ok = check.ok;
     for (size_t i = 0; i < outcomes.size(); ++i) {
-        const auto &o = outcomes[i];
-        auto &j = report["instances"][i];
-        j["pid"] = o.pid;
-        j["status"] = o.status_text();
-        j["exit_code"] = o.start_error.empty() && o.signal == 0 ? nlohmann::json(o.exit_code) : nlohmann::json(nullptr);
-        j["signal"] = o.signal ? nlohmann::json(o.signal) : nlohmann::json(nullptr);
-        j["timed_out"] = o.timed_out;
-        j["start_error"] = o.start_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.start_error);
-        j["wall_seconds"] = o.wall_seconds;
-        j["peak_rss_kib"] = o.peak_rss_kib;
-        j["membind_refused"] = o.membind_errno != 0;
-        j["ok"] = o.ok();
-        if (with_onednn) {
-            j["onednn"] = o.verbose.to_json();
-            j["onednn"]["version"] = o.verbose_info.version;
-            j["onednn"]["isa_info"] = o.verbose_info.isa;
-        }
-        if (check.requested) j["require_isa"] = {{"share", check.shares[i]}, {"ok", bool(check.passed[i])}};
-        ok = ok && o.ok();
+        ok = outcome_json(outcomes[i], check, i, with_onednn, report["instances"][i]) && ok;
     }
     if (check.requested)
         report["require_isa"] = {{"isa", check.isa}, {"min_share", check.min_share}, {"ok", check.ok}};

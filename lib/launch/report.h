@@ -49,6 +49,11 @@ std::string human_kib(long kib);
 std::string render_table(const std::vector<std::vector<std::string>> &rows, const std::string &indent);
 nlohmann::json topology_json(const Topology &t);
 nlohmann::json instance_json(const InstancePlan &ip);
+// What one instance (or rank) did, into its entry j of the report: pid, status, exit code or
+// signal, wall time, peak RSS, its --require-isa share, and the oneDNN statistics with
+// `with_onednn`. Returns whether it ran through (the check is the caller's to weigh).
+bool outcome_json(const InstanceOutcome &o, const IsaCheck &check, size_t index, bool with_onednn,
+                  nlohmann::json &j);
 
 // "a b 'c d'": argv quoted for a POSIX shell.
 std::string shell_join(const std::vector<std::string> &argv);
