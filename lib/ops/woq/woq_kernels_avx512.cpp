@@ -44,8 +44,10 @@ struct Lanes {
     static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
     static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
     static float sum(V v) { return _mm512_reduce_add_ps(v); }
+    // A full vector takes a plain store: a masked one costs several times more on AMD Zen 4/5.
     static void store_first(float *dst, V v, int64_t n) {
-        _mm512_mask_storeu_ps(dst, ::ipex::kernels::avx512::tail_mask(n), v);
+        if (n >= kLanes) _mm512_storeu_ps(dst, v);
+        else _mm512_mask_storeu_ps(dst, ::ipex::kernels::avx512::tail_mask(n), v);
     }
     // The 32 weights of one block as two vectors of 16 floats (channels 0-15 and 16-31).
     template <int kBits>

@@ -129,10 +129,10 @@ void gemm_f32_tile(const WeightView &w, const GemvF32 &a, int64_t n, int64_t m0)
             }
             for (int i = 0; i < kM; ++i) {
                 const float *x = a.x + (m0 + i) * w.kp + b * kBlock;
-                for (int j = 0; j < kVecs; ++j) {
-                    const V xv = L::load(x + j * L::kLanes);
-                    for (int r = 0; r < kR; ++r) acc[r][i] = L::fmadd(v[r][j], xv, acc[r][i]);
-                }
+                V xv[kVecs];
+                for (int j = 0; j < kVecs; ++j) xv[j] = L::load(x + j * L::kLanes);
+                for (int r = 0; r < kR; ++r)
+                    for (int j = 0; j < kVecs; ++j) acc[r][i] = L::fmadd(v[r][j], xv[j], acc[r][i]);
             }
         }
     }
