@@ -33,7 +33,7 @@ MappedFile::~MappedFile() {
     if (data_) munmap(const_cast<uint8_t *>(data_), size_);
 }
 
-void MappedFile::release(const uint8_t *p, size_t n) const {
+void release_mapped_pages(const void *p, size_t n) {
     static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
     const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
     const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;

@@ -8,6 +8,11 @@
 
 namespace ipex::woq {
 
+// The whole pages inside [p, p + n) of a read-only file mapping leave the resident set: the
+// page cache keeps them, and the next read of any byte there faults its page back in (so this
+// is safe while views of those bytes live; it costs only that fault).
+void release_mapped_pages(const void *p, size_t n);
+
 class MappedFile {
 public:
     // Exit 3 naming `what` ("checkpoint file", "GGUF file") and the path when the file is
@@ -22,7 +27,7 @@ public:
     // The whole pages inside [p, p + n) leave this process's resident set (the file's page cache
     // keeps them; reading them again faults them back in): a loader that copies tensor by tensor
     // holds the mapping a tensor at a time.
-    void release(const uint8_t *p, size_t n) const;
+    void release(const uint8_t *p, size_t n) const { release_mapped_pages(p, n); }
 
 private:
     const uint8_t *data_ = nullptr;

@@ -154,8 +154,9 @@ SafetensorsHeader parse_safetensors_header(const uint8_t *data, size_t size, con
     return header;
 }
 
-SafetensorsFile::SafetensorsFile(const std::string &path) : path_(path), map_(path, "checkpoint file") {
-    header_ = parse_safetensors_header(map_.data(), map_.size(), path);
+SafetensorsFile::SafetensorsFile(const std::string &path)
+    : path_(path), map_(std::make_shared<const MappedFile>(path, "checkpoint file")) {
+    header_ = parse_safetensors_header(map_->data(), map_->size(), path);
     for (size_t i = 0; i < header_.tensors.size(); ++i) index_[header_.tensors[i].name] = i;
 }
 
@@ -170,7 +171,7 @@ at::Tensor SafetensorsFile::tensor(const std::string &name) const {
     if (info->type == at::ScalarType::Undefined)
         throw_unsupported("tensor '" + name + "' in '" + path_ + "' has dtype " + info->dtype +
                           ", which libtorch cannot hold; convert the checkpoint to F16/BF16/F32");
-    const uint8_t *src = map_.data() + header_.data_start + info->begin;
+    const uint8_t *src = map_->data() + header_.data_start + info->begin;
     const size_t nbytes = info->end - info->begin;
     if (info->type == at::kBool) {
         at::Tensor bytes = at::empty(info->shape, at::kByte);
@@ -179,8 +180,34 @@ at::Tensor SafetensorsFile::tensor(const std::string &name) const {
     }
     at::Tensor out = at::empty(info->shape, info->type);
     if (nbytes) std::memcpy(out.data_ptr(), src, nbytes);
-    map_.release(src, nbytes);  // copied: the mapped pages leave the resident set
+    map_->release(src, nbytes);  // copied: the mapped pages leave the resident set
     return out;
+}
+
+at::Tensor SafetensorsFile::view(const std::vector<std::string> &names) const {
+    if (names.empty()) return {};
+    const TensorInfo *first = find(names[0]);
+    if (!first || first->type == at::ScalarType::Undefined || first->type == at::kBool || first->shape.empty())
+        return {};
+    int64_t rows = 0;
+    uint64_t end = first->begin;
+    for (const auto &name : names) {
+        const TensorInfo *t = find(name);
+        if (!t || t->type != first->type || t->begin != end || t->shape.size() != first->shape.size() ||
+            !std::equal(t->shape.begin() + 1, t->shape.end(), first->shape.begin() + 1))
+            return {};
+        rows += t->shape[0];
+        end = t->end;
+    }
+    const uint8_t *src = map_->data() + header_.data_start + first->begin;
+    const size_t element = c10::elementSize(first->type);
+    if (reinterpret_cast<uintptr_t>(src) % element != 0) return {};
+    std::vector<int64_t> shape = first->shape;
+    shape[0] = rows;
+    // The header was validated: every tensor's bytes are its shape times its element size, so
+    // the stacked shape covers [first->begin, end) exactly.
+    std::shared_ptr<const MappedFile> keep = map_;
+    return at::from_blob(const_cast<uint8_t *>(src), shape, [keep](void *) {}, at::TensorOptions().dtype(first->type));
 }
 
 
@@ -304,6 +331,14 @@ at::Tensor Checkpoint::tensor(const std::string &name) const {
     const auto it = where_.find(name);
     if (it == where_.end()) throw_bad_input("checkpoint '" + dir_ + "' has no tensor '" + name + "'");
     return files_[it->second]->tensor(name);
+}
+
+at::Tensor Checkpoint::view(const std::vector<std::string> &names) const {
+    if (names.empty() || !has(names[0])) return {};
+    const size_t file = where_.at(names[0]);
+    for (const auto &name : names)
+        if (!has(name) || where_.at(name) != file) return {};
+    return files_[file]->view(names);
 }
 
 uint64_t Checkpoint::bytes() const {

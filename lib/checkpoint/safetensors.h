@@ -55,15 +55,22 @@ public:
 
     const std::string &path() const { return path_; }
     const SafetensorsHeader &header() const { return header_; }
-    uint64_t bytes() const { return map_.size(); }
+    uint64_t bytes() const { return map_->size(); }
     const TensorInfo *find(const std::string &name) const;
     // A copy of the tensor's data (exit 3 when absent, exit 4 for dtypes libtorch lacks); the
     // mapped pages it was copied from are released from the resident set.
     at::Tensor tensor(const std::string &name) const;
+    // The tensors `names`, stacked along their first dimension, as one read-only tensor over the
+    // mapped file itself (it keeps the mapping alive): no copy, the pages shared with the page
+    // cache and read in as they are first touched. Undefined unless they all lie in this file
+    // one right after another in this order, share a dtype libtorch holds (not bool) and the
+    // sizes past the first, and start at a multiple of their element size. The tensor must not
+    // be written (the mapping is read-only).
+    at::Tensor view(const std::vector<std::string> &names) const;
 
 private:
     std::string path_;
-    MappedFile map_;
+    std::shared_ptr<const MappedFile> map_;
     SafetensorsHeader header_;
     std::map<std::string, size_t> index_;
 };
@@ -83,6 +90,8 @@ public:
     bool has(const std::string &name) const { return where_.count(name) != 0; }
     const TensorInfo &info(const std::string &name) const;
     at::Tensor tensor(const std::string &name) const;
+    // SafetensorsFile::view over the shard holding them all (undefined where they are split).
+    at::Tensor view(const std::vector<std::string> &names) const;
     uint64_t bytes() const;  // sum of the shard file sizes
     // __metadata__ of the first shard.
     const std::map<std::string, std::string> &metadata() const;

@@ -172,6 +172,7 @@ public:
     }
 
     at::Tensor tensor(const std::string &name) const { return ck_->tensor(name); }
+    at::Tensor view(const std::vector<std::string> &names) const { return ck_->view(names); }
     woq::WoqLayer take(const std::string &name) {
         woq::WoqLayer l = std::move(quantized_.at(name));
         quantized_.erase(name);
@@ -290,16 +291,44 @@ Linear build(Loader &loader, const std::string &name, const std::vector<Projecti
         }
         return Linear::from_woq(name, std::move(layers), format.lowp_mode);
     }
+    // Dense in the math dtype and stored one after another (o_proj, down_proj, and in most files
+    // gate_proj with up_proj): one view of the mapped file is the projection's weight, no copy;
+    // the page cache's pages are the one copy, read in as they are first touched.
+    if (format.woq_bits == 0 && !format.w8a8) {
+        std::vector<std::string> names;
+        for (const auto &p : parts) names.push_back(p.name + ".weight");
+        const at::Tensor kept = loader.view(names);
+        if (kept.defined() && kept.scalar_type() == (format.dtype == "fp32" ? at::kFloat : at::kBFloat16)) {
+            std::vector<at::Tensor> biases;
+            bool any_bias = false;
+            for (const auto &p : parts) {
+                biases.push_back(p.bias ? loader.tensor(p.name + ".bias").to(at::kFloat).reshape({-1})
+                                        : at::zeros({p.out}, at::kFloat));
+                any_bias = any_bias || p.bias;
+            }
+            return Linear::from_dense(name, {kept}, {any_bias ? at::cat(biases, 0) : at::Tensor()}, format);
+        }
+    }
+    // Otherwise part by part, each read from a view of the mapped file where the source gives one
+    // (converted, stacked or quantized straight from the mapped pages, which are then released
+    // from the resident set), else from a copy.
+    std::vector<at::Tensor> views;
+    const auto release_views = [&views] {
+        for (const auto &v : views) woq::release_mapped_pages(v.data_ptr(), v.nbytes());
+        views.clear();
+    };
     std::vector<at::Tensor> weights, biases;
     std::vector<woq::WoqLayer> quantized;
-    // int4 held in the tiled layout alone: every part's source (views of the mapped file where
-    // its dtype is kept) quantized straight into it by Linear::from_dense.
+    // int4 held in the tiled layout alone: every part's source quantized straight into it by
+    // Linear::from_dense.
     const bool tiled = Linear::int4_tiled_only(format);
     for (const auto &p : parts) {
         if (loader.quantized(p.name))
             throw_unsupported("layer '" + p.name + "' is quantized but '" + parts[0].name +
                               "' is not; mixed projections are not supported");
-        at::Tensor w = loader.tensor(p.name + ".weight");
+        at::Tensor w = loader.view({p.name + ".weight"});
+        if (w.defined()) views.push_back(w);
+        else w = loader.tensor(p.name + ".weight");
         at::Tensor b = p.bias ? loader.tensor(p.name + ".bias") : at::Tensor();
         // Quantized part by part, each source freed before the next is read: the load holds
         // one part's source at a time beside the packed weights.
@@ -307,6 +336,7 @@ Linear build(Loader &loader, const std::string &name, const std::vector<Projecti
             const int64_t numel = w.numel();
             quantized.push_back(Linear::quantize(p.name, w, b, format));
             w = at::Tensor();
+            release_views();
             release_after_part(numel);
         } else {
             weights.push_back(std::move(w));
@@ -314,7 +344,10 @@ Linear build(Loader &loader, const std::string &name, const std::vector<Projecti
         }
     }
     if (format.woq_bits != 0 && !tiled) return Linear::from_woq(name, std::move(quantized), format.lowp_mode);
-    return Linear::from_dense(name, weights, biases, format);
+    Linear built = Linear::from_dense(name, weights, biases, format);
+    weights.clear();
+    release_views();
+    return built;
 }
 
 // yarn: per frequency, a blend of the unscaled one (above beta_fast rotations over the original
@@ -477,7 +510,8 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
     // value, where the dequantized table took 4), its rows dequantized on lookup.
     const Projection embedding{"model.embed_tokens", c.vocab_size, h, false};
     if (loader.stored_woq(embedding.name)) m->embed_woq_ = loader.stored_layer(embedding);
-    else m->embed_ = loader.tensor("model.embed_tokens.weight");
+    else m->embed_ = loader.view({"model.embed_tokens.weight"});  // rows read in place where it can
+    if (!m->embed_woq_ && !m->embed_.defined()) m->embed_ = loader.tensor("model.embed_tokens.weight");
     // RMSNorm weights in fp32; Gemma stores w - 1.
     const auto norm = [&](const std::string &name) {
         at::Tensor w = loader.tensor(name).to(at::kFloat).contiguous();

@@ -26,6 +26,7 @@ public:
         return t == at::kFloat || t == at::kBFloat16 || t == at::kHalf;
     }
     at::Tensor tensor(const std::string &name) const override { return ck_.tensor(name); }
+    at::Tensor view(const std::vector<std::string> &names) const override { return ck_.view(names); }
 
 private:
     woq::Checkpoint ck_;

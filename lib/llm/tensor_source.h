@@ -26,6 +26,13 @@ public:
     virtual bool readable(const std::string &name) const = 0;
     // fp32, bf16 or f16 (GGUF's quantized types dequantized to fp32).
     virtual at::Tensor tensor(const std::string &name) const = 0;
+    // The tensors `names` stacked along their first dimension as one read-only view of the
+    // mapped file, no copy (woq::SafetensorsFile::view), where they lie there one after another
+    // as stored; undefined otherwise (then read tensor()). Never to be written.
+    virtual at::Tensor view(const std::vector<std::string> &names) const {
+        (void)names;
+        return {};
+    }
     // Whether the projection `module`'s weight (`<module>.weight`) is stored in a type held as a
     // weight-only layer (GGUF q4_0, q4_1, q8_0, q4_K, q5_K exactly; q6_K converted to int8 g32
     // within the bound of checkpoint/gguf_woq.h), and that layer, read from the file's blocks

@@ -15,6 +15,11 @@ public:
     std::string dtype(const std::string &name) const override { return ck_->dtype(stored(name)); }
     bool readable(const std::string &name) const override { return ck_->readable(stored(name)); }
     at::Tensor tensor(const std::string &name) const override { return ck_->tensor(stored(name)); }
+    at::Tensor view(const std::vector<std::string> &names) const override {
+        std::vector<std::string> as_stored;
+        for (const auto &name : names) as_stored.push_back(stored(name));
+        return ck_->view(as_stored);
+    }
     bool stored_woq(const std::string &module) const override { return ck_->stored_woq(stored(module)); }
     std::optional<woq::WoqLayer> woq_layer(const std::string &module) const override {
         return ck_->woq_layer(stored(module));

@@ -131,6 +131,39 @@ TEST_F(SafetensorsFiles, WriterRoundTripsEveryDtype) {
     }
 }
 
+// Views: tensors stored one after another in the asked order, of one dtype and one row
+// length, become one tensor over the mapping; anything else gives an undefined tensor.
+TEST_F(SafetensorsFiles, ViewsStackNeighboursInPlaceAndRefuseTheRest) {
+    const at::Tensor q = at::randn({3, 4}).to(at::kBFloat16), k = at::randn({2, 4}).to(at::kBFloat16);
+    const at::Tensor v = at::randn({1, 4}).to(at::kBFloat16), o = at::randn({2, 5}).to(at::kBFloat16);
+    const at::Tensor f = at::randn({2, 4});
+    const std::string path = dir_ + "/v.safetensors";
+    ipex::woq::write_safetensors(path, {{"q", q}, {"k", k}, {"v", v}, {"o", o}, {"f", f}}, {});
+    at::Tensor qkv, single;
+    {
+        ipex::woq::Checkpoint c(path);
+        qkv = c.view({"q", "k", "v"});
+        single = c.view({"o"});
+        ASSERT_TRUE(qkv.defined());
+        EXPECT_EQ(qkv.sizes(), (std::vector<int64_t>{6, 4}));
+        EXPECT_EQ(qkv.scalar_type(), at::kBFloat16);
+        EXPECT_TRUE(c.view({"k", "v"}).defined());
+        EXPECT_FALSE(c.view({"q", "v"}).defined());       // not neighbours
+        EXPECT_FALSE(c.view({"k", "q"}).defined());       // neighbours, other order
+        EXPECT_FALSE(c.view({"v", "o"}).defined());       // other row length
+        EXPECT_FALSE(c.view({"o", "f"}).defined());       // other dtype
+        EXPECT_FALSE(c.view({"q", "missing"}).defined());
+        EXPECT_FALSE(c.view({}).defined());
+        // A copy read afterwards releases its pages; the view faults them back in.
+        EXPECT_TRUE(at::equal(c.tensor("k"), k));
+    }
+    // The views keep the mapping alive past the checkpoint.
+    EXPECT_TRUE(at::equal(qkv, at::cat({q, k, v}, 0)));
+    EXPECT_TRUE(at::equal(single, o));
+    ipex::woq::release_mapped_pages(qkv.data_ptr(), qkv.nbytes());
+    EXPECT_TRUE(at::equal(qkv, at::cat({q, k, v}, 0)));
+}
+
 TEST_F(SafetensorsFiles, ReadsShardedCheckpointThroughIndex) {
     ipex::woq::write_safetensors(dir_ + "/s1.safetensors", {{"x", at::ones({2})}}, {});
     ipex::woq::write_safetensors(dir_ + "/s2.safetensors", {{"y", at::zeros({3})}}, {});
