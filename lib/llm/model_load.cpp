@@ -292,8 +292,10 @@ Linear build(Loader &loader, const std::string &name, const std::vector<Projecti
         return Linear::from_woq(name, std::move(layers), format.lowp_mode);
     }
     // Dense in the math dtype and stored one after another (o_proj, down_proj, and in most files
-    // gate_proj with up_proj): one view of the mapped file is the projection's weight, no copy;
-    // the page cache's pages are the one copy, read in as they are first touched.
+    // gate_proj with up_proj): the projection's weight is one copy of one view of the mapped
+    // file, made in one pass into memory of the CPU allocator (huge pages). The view itself is not
+    // kept as the weight: decode streams every weight once a token, and from the page cache's
+    // 4 KiB pages it ran 30-60% slower on the machine measured (bench/RESULTS.md).
     if (format.woq_bits == 0 && !format.w8a8) {
         std::vector<std::string> names;
         for (const auto &p : parts) names.push_back(p.name + ".weight");
@@ -306,7 +308,10 @@ Linear build(Loader &loader, const std::string &name, const std::vector<Projecti
                                         : at::zeros({p.out}, at::kFloat));
                 any_bias = any_bias || p.bias;
             }
-            return Linear::from_dense(name, {kept}, {any_bias ? at::cat(biases, 0) : at::Tensor()}, format);
+            Linear built =
+                Linear::from_dense(name, {kept.clone()}, {any_bias ? at::cat(biases, 0) : at::Tensor()}, format);
+            woq::release_mapped_pages(kept.data_ptr(), kept.nbytes());
+            return built;
         }
     }
     // Otherwise part by part, each read from a view of the mapped file where the source gives one
@@ -510,8 +515,10 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
     // value, where the dequantized table took 4), its rows dequantized on lookup.
     const Projection embedding{"model.embed_tokens", c.vocab_size, h, false};
     if (loader.stored_woq(embedding.name)) m->embed_woq_ = loader.stored_layer(embedding);
-    else m->embed_ = loader.view({"model.embed_tokens.weight"});  // rows read in place where it can
-    if (!m->embed_woq_ && !m->embed_.defined()) m->embed_ = loader.tensor("model.embed_tokens.weight");
+    // The embedding's rows are read a few a token: in place from the mapped file where it can.
+    else m->embed_ = loader.view({"model.embed_tokens.weight"});
+    const bool embed_viewed = m->embed_.defined();
+    if (!m->embed_woq_ && !embed_viewed) m->embed_ = loader.tensor("model.embed_tokens.weight");
     // RMSNorm weights in fp32; Gemma stores w - 1.
     const auto norm = [&](const std::string &name) {
         at::Tensor w = loader.tensor(name).to(at::kFloat).contiguous();
@@ -527,7 +534,9 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
         m->lm_head_ = Linear::from_woq("lm_head", {*m->embed_woq_}, format.lowp_mode);
         ++tally[stored_kind(loader, embedding.name, *m->embed_woq_)];
     } else if (c.tie_word_embeddings) {
-        m->lm_head_ = Linear::from_dense("lm_head", {m->embed_}, {}, format);
+        // A tied head streams the whole table every token: its own copy where the embedding is
+        // the mapped file's (see build()), else the one tensor shared.
+        m->lm_head_ = Linear::from_dense("lm_head", {embed_viewed ? m->embed_.clone() : m->embed_}, {}, format);
     } else {
         m->lm_head_ = build(loader, "lm_head", {head}, format, tally);
     }
