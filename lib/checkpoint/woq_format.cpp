@@ -27,15 +27,20 @@ bool cpu_has_bf16_dot() {
 std::string lowp_auto_text(LowpAuto rule) {
     if (rule == LowpAuto::bf16_model_or_cpu)
         return "bf16 where --dtype is bf16 or the CPU has BF16 instructions, else fp32";
-    return "bf16 where --dtype is bf16 and the CPU has BF16 instructions; int8 where --dtype is bf16 and the "
-           "CPU has AVX2 but no BF16 instructions; else fp32";
+    return "where --dtype is bf16: int8 for int4 weights on a CPU with AVX512-BF16 and VNNI and no AMX (prefill "
+           "on int8 activations, decode steps on bf16, as IPEX's AUTO), else bf16 where the CPU has BF16 "
+           "instructions, else int8 where it has AVX2; else fp32";
 }
 
-std::string resolve_lowp_mode(const std::optional<std::string> &mode, const std::string &dtype, LowpAuto rule) {
+std::string resolve_lowp_mode(const std::optional<std::string> &mode, const std::string &dtype, LowpAuto rule,
+                              int weight_bits) {
     if (mode && *mode != "auto") return *mode;
     const bool bf16_model = dtype == "bf16";
     if (rule == LowpAuto::bf16_model_or_cpu) return bf16_model || cpu_has_bf16_dot() ? "bf16" : "fp32";
     if (!bf16_model) return "fp32";
+    const CpuFeatures &cpu = cpu_features();
+    const bool amx = cpu.amx_bf16 && cpu.amx_permitted;  // its bf16 prefill reads lib/woq's form
+    if (weight_bits == 4 && cpu.avx512_bf16 && cpu.avx512_vnni && !amx) return "int8";
     if (cpu_has_bf16_dot()) return "bf16";
     return isa::avx2_fma() ? "int8" : "fp32";
 }

@@ -26,17 +26,22 @@ enum class LowpAuto {
     // optimize: bf16 when the model computes in bf16 or the CPU has BF16 dot products
     // (AVX512-BF16, or AMX-BF16 this process may use).
     bf16_model_or_cpu,
-    // LLM runs of a bf16 model: bf16 when the CPU has BF16 dot products, else int8 when it has
-    // AVX2 (int8 activations meet int4/int8 weights in VPMADDUBSW at about half the instructions
-    // of the fp32 kernel per weight), else fp32. An fp32 model runs fp32.
+    // LLM runs of a bf16 model: int4 weights on a CPU with AVX512-BF16 and VNNI (no AMX) take
+    // int8 activations for prefill (decode steps stay bf16), as IPEX's AUTO gives int4 weights
+    // INT8 and llama.cpp multiplies q4_0 with q8_0; otherwise bf16 when the CPU has BF16 dot
+    // products, else int8 when it has AVX2 (int8 activations meet int4/int8 weights in
+    // VPMADDUBSW at about half the instructions of the fp32 kernel per weight), else fp32. An
+    // fp32 model runs fp32.
     bf16_model_best_dot,
 };
 
 // The rule in words, for help texts.
 std::string lowp_auto_text(LowpAuto rule);
 
-// `mode` (auto when unset) resolved to fp32, bf16 or int8 for a model computing in `dtype`.
-std::string resolve_lowp_mode(const std::optional<std::string> &mode, const std::string &dtype, LowpAuto rule);
+// `mode` (auto when unset) resolved to fp32, bf16 or int8 for a model computing in `dtype`
+// whose weight-only layers hold `weight_bits` bits (4, 8; 0 when not known).
+std::string resolve_lowp_mode(const std::optional<std::string> &mode, const std::string &dtype, LowpAuto rule,
+                              int weight_bits = 0);
 
 struct WoqLayer {
     std::string name;                // module path, "model.layers.0.self_attn.q_proj"

@@ -17,7 +17,8 @@ llm::LoadOptions LlmLoadRequest::options() const {
     o.dtype = dtype;
     o.woq_bits = woq.bits();
     o.group_size = woq.group_size.value_or(kGroupAuto);
-    o.lowp_mode = resolve_lowp_mode(woq.lowp_mode, dtype, LowpAuto::bf16_model_best_dot);
+    // "auto" is resolved by the loader, which knows the bits of a GPTQ/AWQ checkpoint's weights.
+    o.lowp_mode = woq.lowp_mode.value_or("auto");
     o.qconfig = qconfig;
     return o;
 }

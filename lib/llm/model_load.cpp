@@ -126,6 +126,7 @@ public:
             woq::ImportResult imported = woq::load_low_precision_checkpoint(dir);
             quantized_ = std::move(imported.checkpoint.layers);
             method_ = qc->method.empty() ? imported.summary.value("method", std::string("gptq")) : qc->method;
+            bits_ = qc->bits;
         } else if (config.quantized) {
             throw_unsupported("'" + dir + "/config.json': its quantization_config is neither GPTQ nor AWQ (supported: "
                               "gptq, awq)");
@@ -134,6 +135,7 @@ public:
 
     bool quantized(const std::string &name) const { return quantized_.count(name) != 0; }
     const std::string &method() const { return method_; }
+    int bits() const { return bits_; }  // of a GPTQ/AWQ checkpoint (0: not stated)
     bool any_quantized() const { return !quantized_.empty(); }
     // A GGUF projection stored in a type held weight-only (checkpoint/gguf_woq.h: q6_K converted).
     bool stored_woq(const std::string &name) const { return gguf_woq_ && ck_->stored_woq(name); }
@@ -185,6 +187,7 @@ private:
     std::unique_ptr<TensorSource> ck_;
     std::map<std::string, woq::WoqLayer> quantized_;
     std::string method_;
+    int bits_ = 0;
     bool gguf_woq_ = false;
 };
 
@@ -490,7 +493,8 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
     format.dtype = dtype;
     format.woq_bits = options.woq_bits;
     format.group_size = options.group_size;
-    format.lowp_mode = woq::resolve_lowp_mode(options.lowp_mode, options.dtype, woq::LowpAuto::bf16_model_best_dot);
+    format.lowp_mode = woq::resolve_lowp_mode(options.lowp_mode, options.dtype, woq::LowpAuto::bf16_model_best_dot,
+                                              options.woq_bits ? options.woq_bits : loader.bits());
     m->cache_type_ = dtype == "fp32" ? kernels::CacheType::f32 : kernels::CacheType::bf16;
     std::ostringstream desc;
     if (loader.any_quantized()) desc << loader.method() << " (lowp " << format.lowp_mode << ")";

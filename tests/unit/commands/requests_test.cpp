@@ -73,17 +73,26 @@ TEST(WeightOnly, LowpAutoPerCommand) {
 }
 
 // LLM runs: auto with a bf16 model gives int8 activations where the CPU has no BF16 dot
-// products but AVX2 (bf16 would run as fp32 there); an fp32 model keeps fp32; a named mode stays.
-TEST(LlmLoad, LowpAutoInt8WithoutBf16DotProducts) {
+// products but AVX2 (bf16 would run as fp32 there), and to int4 weights where it has
+// AVX512-BF16 and VNNI without AMX (IPEX's AUTO: INT8 for INT4 weights); an fp32 model keeps
+// fp32; a named mode stays. The request leaves auto to the loader, which knows a checkpoint's bits.
+TEST(LlmLoad, LowpAutoByCpuAndWeightBits) {
     const CpuFeatures &cpu = cpu_features();
     const bool bf16_cpu = cpu.avx512_bf16 || (cpu.amx_bf16 && cpu.amx_permitted);
+    const bool int4_int8 = cpu.avx512_bf16 && cpu.avx512_vnni && !(cpu.amx_bf16 && cpu.amx_permitted);
     const std::string bf16_model = bf16_cpu ? "bf16" : ipex::isa::avx2_fma() ? "int8" : "fp32";
     const LowpAuto rule = LowpAuto::bf16_model_best_dot;
     EXPECT_EQ(resolve_lowp_mode(std::string("auto"), "bf16", rule), bf16_model);
+    EXPECT_EQ(resolve_lowp_mode(std::string("auto"), "bf16", rule, 8), bf16_model);
+    EXPECT_EQ(resolve_lowp_mode(std::string("auto"), "bf16", rule, 4), int4_int8 ? "int8" : bf16_model);
     EXPECT_EQ(resolve_lowp_mode(std::nullopt, "fp32", rule), "fp32");
-    for (const char *mode : {"fp32", "bf16", "int8"}) EXPECT_EQ(resolve_lowp_mode(std::string(mode), "bf16", rule), mode);
+    EXPECT_EQ(resolve_lowp_mode(std::nullopt, "fp32", rule, 4), "fp32");
+    for (const char *mode : {"fp32", "bf16", "int8"})
+        for (int bits : {0, 4, 8}) EXPECT_EQ(resolve_lowp_mode(std::string(mode), "bf16", rule, bits), mode);
     LlmLoadRequest load;  // --dtype bf16, --lowp-mode unset
-    EXPECT_EQ(load.options().lowp_mode, bf16_model);
+    EXPECT_EQ(load.options().lowp_mode, "auto");
+    load.woq.lowp_mode = "bf16";
+    EXPECT_EQ(load.options().lowp_mode, "bf16");
     EXPECT_NE(lowp_auto_text(rule).find("int8"), std::string::npos);
 }
 
@@ -95,7 +104,7 @@ TEST(LlmLoad, OptionsAndChecks) {
     EXPECT_EQ(o.dtype, "fp32");
     EXPECT_EQ(o.woq_bits, 4);
     EXPECT_EQ(o.group_size, kGroupAuto);
-    EXPECT_EQ(o.lowp_mode, "fp32");  // auto, an fp32 model
+    EXPECT_EQ(o.lowp_mode, "auto");  // resolved by the loader (fp32 for an fp32 model)
     load.woq.group_size = 32;
     load.woq.lowp_mode = "int8";
     o = load.options();

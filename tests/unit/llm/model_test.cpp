@@ -119,6 +119,20 @@ TEST(LlmModel, GptqAndAwqMatchDequantizedReference) {
         }
 }
 
+// lowp "auto" of a bf16 model: int8 activations for int4 weights, quantized on load or a 4-bit
+// GPTQ/AWQ checkpoint's, where the CPU has AVX512-BF16 and VNNI (IPEX's AUTO); bf16 for int8 weights.
+TEST(LlmModel, LowpAutoFollowsTheWeightBits) {
+    NEED_FIXTURES();
+    if (!isa::avx512_bf16() || !isa::avx512_vnni() || isa::amx_bf16_present())
+        GTEST_SKIP() << "the rule under test applies to CPUs with AVX512-BF16 and VNNI and no AMX";
+    EXPECT_EQ(Model::load(load_case("llama").dir, opts("bf16", 4))->weights_description(), "int4 g32 (lowp int8)");
+    EXPECT_EQ(Model::load(load_case("llama").dir, opts("bf16", 8))->weights_description(), "int8 g32 (lowp bf16)");
+    for (const char *name : {"llama_gptq", "mistral_awq"}) {
+        const std::string d = Model::load(load_case(name).dir, opts("bf16"))->weights_description();
+        EXPECT_NE(d.find("(lowp int8)"), std::string::npos) << name << ": " << d;
+    }
+}
+
 // GGUF q4_0 / q4_1 / q8_0 / q4_K / q5_K projections load weight-only as stored (int4 / int8,
 // groups of 32): with fp32 activations they give the dense dequantized run's greedy ids and its
 // logits within 1e-5 (the mixture: 1e-5 of its largest logit, about 7: its experts' sums are
@@ -289,7 +303,7 @@ TEST(LlmModel, Int4ExpertStepsMatchPrefillAndSingleSequences) {
     NEED_FIXTURES();
     if (!isa::avx512_bf16()) GTEST_SKIP() << "the tiled int4 layout needs AVX512-BF16";
     const Case c = load_case("qwen2_moe_wide");
-    auto model = Model::load(c.dir, opts("bf16", 4));
+    auto model = Model::load(c.dir, opts("bf16", 4, "bf16"));
     ASSERT_EQ(model->weights_description(), "int4 g32 (lowp bf16)");
     decode_steps_match_prefill(c, model, 3, 0.9995);
     const std::vector<int32_t> a(c.prompt.begin(), c.prompt.begin() + 3), b(c.prompt.begin() + 3, c.prompt.begin() + 8);
