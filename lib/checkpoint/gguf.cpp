@@ -411,7 +411,7 @@ std::optional<WoqLayer> GgufFile::woq_layer(const std::string &name, int64_t ind
                         std::to_string(shape.size()) + ") is not a q4_0, q4_1, q8_0, q4_K, q5_K or q6_K matrix");
     const uint8_t *src = map_.data() + header_.data_start + t.offset + offset;
     std::optional<WoqLayer> out = ggml_to_woq(layer, t.type, src, shape[0], shape[1], row_order);
-    map_.release(src, bytes);
+    release_mapped_pages(src, bytes);
     return out;
 }
 
@@ -422,12 +422,12 @@ at::Tensor GgufFile::read(const GgufTensorInfo &t, uint64_t offset, uint64_t byt
     if (type == GgmlType::f16 || type == GgmlType::bf16 || type == GgmlType::f32) {
         at::Tensor out = at::empty(shape, type == GgmlType::f32 ? at::kFloat : type == GgmlType::f16 ? at::kHalf : at::kBFloat16);
         std::memcpy(out.data_ptr(), src, bytes);
-        map_.release(src, bytes);
+        release_mapped_pages(src, bytes);
         return out;
     }
     at::Tensor out = at::empty(shape, at::kFloat);
     dequantize_ggml(t.type, src, static_cast<uint64_t>(out.numel()), out.data_ptr<float>());
-    map_.release(src, bytes);
+    release_mapped_pages(src, bytes);
     return out;
 }
 

@@ -10,7 +10,8 @@ namespace ipex::woq {
 
 // The whole pages inside [p, p + n) of a read-only file mapping leave the resident set: the
 // page cache keeps them, and the next read of any byte there faults its page back in (so this
-// is safe while views of those bytes live; it costs only that fault).
+// is safe while views of those bytes live; it costs only that fault). A loader that copies
+// tensor by tensor holds the mapping a tensor at a time.
 void release_mapped_pages(const void *p, size_t n);
 
 class MappedFile {
@@ -24,10 +25,6 @@ public:
 
     const uint8_t *data() const { return data_; }
     size_t size() const { return size_; }
-    // The whole pages inside [p, p + n) leave this process's resident set (the file's page cache
-    // keeps them; reading them again faults them back in): a loader that copies tensor by tensor
-    // holds the mapping a tensor at a time.
-    void release(const uint8_t *p, size_t n) const { release_mapped_pages(p, n); }
 
 private:
     const uint8_t *data_ = nullptr;

@@ -180,7 +180,7 @@ at::Tensor SafetensorsFile::tensor(const std::string &name) const {
     }
     at::Tensor out = at::empty(info->shape, info->type);
     if (nbytes) std::memcpy(out.data_ptr(), src, nbytes);
-    map_->release(src, nbytes);  // copied: the mapped pages leave the resident set
+    release_mapped_pages(src, nbytes);  // copied: the mapped pages leave the resident set
     return out;
 }
 
