@@ -62,6 +62,11 @@ void add_llm_load_options(CLI::App &sub, commands::LlmLoadRequest &load, const s
                                             "summary (qconfig_summary_file): the decoder's "
                                             "projections run int8 activations x int8 weights (default: none)");
     if (needs) qconfig->needs(needs);
+    auto *no_mmap = sub.add_flag("--no-mmap", load.no_mmap,
+                                 prefix + "copy dense weights out of the checkpoint into memory of their own (huge "
+                                          "pages) instead of reading them in place from the mapped file: a slower "
+                                          "load and a private copy per process, decode steps up to ~15% faster");
+    if (needs) no_mmap->needs(needs);
     add_woq_options(sub, load.woq, {commands::kGroupAuto, commands::LowpAuto::bf16_model_best_dot, prefix, needs});
 }
 

@@ -94,6 +94,7 @@ nlohmann::json LlmBenchReport::to_json() const {
         {"peak_rss_bytes", r.peak_rss_bytes},
         {"load_peak_rss_bytes", load_peak_rss_bytes},
         {"load_ms", load_ms},
+        {"weights_mapped", weights_mapped},
         {"resident_weight_bytes", r.resident_weight_bytes},
         {"limits", limits.to_json()},
     };
@@ -136,7 +137,8 @@ std::string LlmBenchReport::text() const {
     out << "\n";
     if (load_ms > 0 || load_peak_rss_bytes > 0)
         out << "load:        " << fmt(load_ms / 1000) << " s, peak RSS "
-            << fmt(static_cast<double>(load_peak_rss_bytes) / (1 << 20), 0) << " MiB\n";
+            << fmt(static_cast<double>(load_peak_rss_bytes) / (1 << 20), 0) << " MiB"
+            << (weights_mapped ? "" : " (--no-mmap: dense weights copied)") << "\n";
     for (const std::string &flag : limits.flags) out << "note:        " << flag_text(flag) << "\n";
     return out.str();
 }
@@ -154,6 +156,7 @@ LlmBenchReport run_llm_bench(const LlmBenchRequest &request) {
     const auto model = load_llm(request.model, request.load);
     report.load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     report.load_peak_rss_bytes = llm::peak_rss_bytes();
+    report.weights_mapped = !request.load.no_mmap;
     report.result = llm::bench_llm(model, request.run);
     report.architecture = model->config().architecture;
     report.weights = model->weights_description();

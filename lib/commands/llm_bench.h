@@ -49,6 +49,7 @@ struct LlmBenchReport {
     LlmLimits limits;
     uint64_t load_peak_rss_bytes = 0;  // the process's peak RSS when the model had loaded
     double load_ms = 0;                // wall time of the load: read, convert, quantize, pack
+    bool weights_mapped = true;        // dense weights read in place from the mapped file (not --no-mmap)
 
     // Milliseconds one token takes to stream the weights at the bandwidth (0: no bandwidth).
     double bandwidth_floor_ms() const;

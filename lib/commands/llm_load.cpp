@@ -20,6 +20,7 @@ llm::LoadOptions LlmLoadRequest::options() const {
     // "auto" is resolved by the loader, which knows the bits of a GPTQ/AWQ checkpoint's weights.
     o.lowp_mode = woq.lowp_mode.value_or("auto");
     o.qconfig = qconfig;
+    o.mmap = !no_mmap;
     return o;
 }
 
@@ -27,6 +28,7 @@ std::shared_ptr<const llm::Model> load_llm(const std::string &dir, const LlmLoad
     at::set_num_threads(thread_count(request.threads));
     auto model = llm::Model::load(dir, request.options());
     log::verbose("loaded " + model->config().architecture + " (" + model->weights_description() + ")");
+    if (model->config().num_layers > 0) log::verbose("layer 0: " + model->layer_description(0));
     return model;
 }
 

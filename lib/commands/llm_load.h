@@ -16,6 +16,7 @@ struct LlmLoadRequest {
     WoqRequest woq;              // --group-size unset: kGroupAuto; --lowp-mode auto: LowpAuto::bf16_model_best_dot
     std::optional<int> threads;  // unset: default_threads()
     std::string qconfig;         // --qconfig: SmoothQuant W8A8 from 'ipex-tool calibrate-llm', "" for none
+    bool no_mmap = false;        // --no-mmap: dense weights copied out of the mapped checkpoint
 
     // Exit 2 naming the option unless --threads and --group-size lie in their ranges; nothing is read.
     void check() const;

@@ -24,14 +24,22 @@ bool Bf16Decode::usable() {
     return kernels::avx512_ok() && f.os_avx512 && f.avx512bw && f.avx512vl && f.avx512_bf16;
 }
 
-Bf16Decode::Bf16Decode(at::Tensor weight, at::Tensor bias) : weight_(std::move(weight)), bias_(std::move(bias)) {
-    TORCH_INTERNAL_ASSERT(weight_.dim() == 2 && weight_.scalar_type() == at::kBFloat16 && weight_.is_contiguous(),
-                          "Bf16Decode: the weight must be a contiguous bf16 [N, K]");
+Bf16Decode::Bf16Decode(at::Tensor weight, at::Tensor bias)
+    : Bf16Decode(std::vector<at::Tensor>{std::move(weight)}, std::move(bias)) {}
+
+Bf16Decode::Bf16Decode(std::vector<at::Tensor> parts, at::Tensor bias) : parts_(std::move(parts)), bias_(std::move(bias)) {
+    TORCH_INTERNAL_ASSERT(!parts_.empty() && parts_.size() <= static_cast<size_t>(kernels::kMaxWeightParts),
+                          "Bf16Decode: 1 to ", kernels::kMaxWeightParts, " weight parts, got ", parts_.size());
+    for (const at::Tensor &w : parts_) {
+        TORCH_INTERNAL_ASSERT(w.dim() == 2 && w.scalar_type() == at::kBFloat16 && w.is_contiguous() &&
+                                  w.size(1) == parts_[0].size(1),
+                              "Bf16Decode: every part must be a contiguous bf16 [N_p, K] of one K");
+        n_ += w.size(0);
+    }
+    k_ = parts_[0].size(1);
     TORCH_INTERNAL_ASSERT(!bias_.defined() || (bias_.scalar_type() == at::kFloat && bias_.is_contiguous() &&
-                                                bias_.numel() == weight_.size(0)),
+                                                bias_.numel() == n_),
                           "Bf16Decode: the bias must be fp32 [N]");
-    n_ = weight_.size(0);
-    k_ = weight_.size(1);
 }
 
 void Bf16Decode::launch(const at::Tensor &x, kernels::Bf16GemvArgs args, int64_t rows) const {
@@ -53,7 +61,12 @@ void Bf16Decode::launch(const at::Tensor &x, kernels::Bf16GemvArgs args, int64_t
         }
         std::fill(dst + k_, dst + ldx, uint16_t{0});
     }
-    args.w = reinterpret_cast<const uint16_t *>(weight_.data_ptr<at::BFloat16>());
+    int64_t end = 0;
+    for (size_t p = 0; p < parts_.size(); ++p) {
+        args.w[p] = reinterpret_cast<const uint16_t *>(parts_[p].data_ptr<at::BFloat16>());
+        args.end[p] = end += parts_[p].size(0);
+    }
+    args.parts = static_cast<int>(parts_.size());
     args.k = k_;
     args.ldw = k_;
     args.x = xb.data();

@@ -1,7 +1,7 @@
 // Decode-time bf16 projections: y = x W^T (+ bias) (+ residual) for a step of a few rows
 // (one or a few tokens), or the merged gate/up projection's silu(gate) * up, with an
 // AVX512-BF16 kernel that reads the plain row-major [N, K] bf16 weight the oneDNN context
-// already holds (no extra copy): each thread takes one contiguous stretch of output rows, so
+// already holds (no extra copy), whole or as the parts it is stored in: each thread takes one contiguous stretch of output rows, so
 // its weights are one sequential stream, and every weight vector meets all the activation rows
 // (VDPBF16PS) before the next is loaded. Larger steps (prefill) keep the oneDNN matmul, as do
 // CPUs without AVX512-BF16 (checked at run time; the kernel is compiled with target
@@ -11,6 +11,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "llm/bf16_decode_kernel.h"
 
@@ -26,6 +27,10 @@ public:
     // weight: bf16 [N, K] contiguous (kept alive by reference, not copied); bias fp32 [N] or
     // undefined.
     Bf16Decode(at::Tensor weight, at::Tensor bias);
+    // The weight as up to kernels::kMaxWeightParts parts stacked along N (each bf16 [N_p, K]
+    // contiguous, read where it lies, e.g. a checkpoint's q/k/v in its mapping); bias fp32
+    // [sum N_p] or undefined.
+    Bf16Decode(std::vector<at::Tensor> parts, at::Tensor bias);
 
     // out[m, n] (fp32, row stride ldo) = x[m, :] W^T + bias[n] (+ residual[m, n], rows of
     // ldr, when residual is not null); x fp32 or bf16 [M <= kMaxRows, K], rounded to bf16.
@@ -39,7 +44,8 @@ public:
 
 private:
     void launch(const at::Tensor &x, kernels::Bf16GemvArgs args, int64_t rows) const;
-    at::Tensor weight_, bias_;
+    std::vector<at::Tensor> parts_;
+    at::Tensor bias_;
     int64_t n_ = 0, k_ = 0;
 };
 

@@ -4,9 +4,11 @@
 // One output row at a time (with the gate/up pair, the gate row and its up row), 32 input
 // channels per step: each weight vector is multiplied with every activation row's
 // (VDPBF16PS, fp32 sums of pairs) into accumulators reduced horizontally once per row. The
-// rows of one call are consecutive, so the weights come in as one sequential stream, which
-// the hardware prefetcher follows: on the machine measured, software prefetches or several
-// rows read side by side streamed slower (22-25 GB/s against 28).
+// rows of one call are consecutive, so the weights come in as one sequential stream (one per
+// part of a weight held in parts), which the hardware prefetcher follows: on the machine
+// measured, software prefetches or several rows read side by side streamed slower (22-25 GB/s
+// against 28), and prefetching a row ahead did not lift the rate from a mapped file's 4 KiB
+// pages either (31 GB/s there against 37 from huge pages, 2026-12-08).
 #include <immintrin.h>
 
 #include "llm/bf16_decode_kernel.h"
@@ -25,6 +27,13 @@ constexpr int unroll_for() {
     return M == 1 ? 4 : (M == 2 ? 2 : 1);
 }
 
+// Row n of the weight, in whichever part holds it.
+inline const uint16_t *weight_row(const Bf16GemvArgs &a, int64_t n) {
+    int p = 0;
+    while (p + 1 < a.parts && n >= a.end[p]) ++p;
+    return a.w[p] + (n - (p == 0 ? 0 : a.end[p - 1])) * a.ldw;
+}
+
 // Output n (and, when GLU, its up row at n + a.up_offset) for M activation rows.
 template <int M, bool GLU>
 IPEX_BF16_TARGET void row(const Bf16GemvArgs &a, int64_t n) {
@@ -32,7 +41,7 @@ IPEX_BF16_TARGET void row(const Bf16GemvArgs &a, int64_t n) {
     __m512 acc[S][M][U];
     const uint16_t *w[S];
     for (int s = 0; s < S; ++s) {
-        w[s] = a.w + (s == 0 ? n : n + a.up_offset) * a.ldw;
+        w[s] = weight_row(a, s == 0 ? n : n + a.up_offset);
         for (int m = 0; m < M; ++m)
             for (int u = 0; u < U; ++u) acc[s][m][u] = _mm512_setzero_ps();
     }

@@ -7,8 +7,16 @@
 
 namespace ipex::llm::kernels {
 
+// Parts of the weight a call may read from: a merged projection held as separate tensors
+// (q/k/v stored apart in the checkpoint and read in place from its mapping).
+constexpr int kMaxWeightParts = 4;
+
 struct Bf16GemvArgs {
-    const uint16_t *w;        // bf16 [N, K], rows of ldw
+    // bf16 [N, K] as parts stacked along N, rows of ldw: rows [end[p-1], end[p]) are part p's,
+    // from w[p] (end[-1] = 0); one part: w[0] and end[0] = N.
+    const uint16_t *w[kMaxWeightParts];
+    int64_t end[kMaxWeightParts];
+    int parts;
     int64_t k, ldw;
     const uint16_t *x;        // bf16 [m, K] rows of ldx, readable (zero) up to K rounded up to 32
     int64_t ldx, m;           // m in 1..8

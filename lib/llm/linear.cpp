@@ -42,7 +42,9 @@ woq::WoqLayer stack(const std::string &name, const std::vector<woq::WoqLayer> &l
     return out;
 }
 
-at::Tensor stacked_bias(const std::vector<at::Tensor> &biases, const std::vector<int64_t> &rows) {
+}  // namespace
+
+at::Tensor Linear::stacked_bias(const std::vector<at::Tensor> &biases, const std::vector<int64_t> &rows) {
     bool any = false;
     for (const auto &b : biases) any = any || b.defined();
     if (!any) return at::Tensor();
@@ -52,8 +54,6 @@ at::Tensor stacked_bias(const std::vector<at::Tensor> &biases, const std::vector
                                                                  : at::zeros({rows[i]}, at::kFloat));
     return at::cat(parts, 0).contiguous();
 }
-
-}  // namespace
 
 namespace {
 constexpr int64_t kDefaultGroup = 128;
@@ -135,6 +135,24 @@ Linear Linear::from_dense(const std::string &name, const std::vector<at::Tensor>
         return l;
     }
     const at::ScalarType math = format.dtype == "fp32" ? at::kFloat : at::kBFloat16;
+    // Read in place (format.mapped): parts already in the math dtype are held as given, each
+    // multiplied where it lies (a checkpoint's q/k/v stored apart, read from its mapping).
+    bool as_parts = format.mapped && weights.size() > 1 && weights.size() <= kernels::kMaxWeightParts;
+    for (const auto &w : weights) as_parts = as_parts && w.scalar_type() == math && w.is_contiguous();
+    if (as_parts) {
+        l.in_ = weights[0].size(1);
+        for (const auto &w : weights) {
+            const int64_t n = w.size(0);
+            const c10::optional<at::Tensor> b =
+                bias.defined() ? c10::optional<at::Tensor>(bias.narrow(0, l.out_, n).contiguous()) : c10::nullopt;
+            l.dense_parts_.push_back(
+                c10::make_intrusive<ops::LinearContext>(w, b, format.dtype, ops::PostOps{}, 1, /*weight_in_place=*/true));
+            l.out_ += n;
+            l.bytes_ += static_cast<uint64_t>(w.nbytes());
+        }
+        if (math == at::kBFloat16) l.bf16_decode_ = std::make_shared<const Bf16Decode>(weights, bias);
+        return l;
+    }
     std::vector<at::Tensor> cast;
     for (const auto &w : weights) cast.push_back(w.to(math));
     const at::Tensor w = cast.size() == 1 ? cast[0].contiguous() : at::cat(cast, 0);
@@ -210,6 +228,11 @@ at::Tensor Linear::forward(const at::Tensor &x) const {
         return out;
     }
     if (dense_) return dense_->run(x, c10::nullopt).to(at::kFloat);
+    if (!dense_parts_.empty()) {
+        std::vector<at::Tensor> outs;
+        for (const auto &part : dense_parts_) outs.push_back(part->run(x, c10::nullopt).to(at::kFloat));
+        return at::cat(outs, -1);
+    }
     if (int4_tiled(x)) {
         at::Tensor out = at::empty({x.size(0), out_}, x.options().dtype(at::kFloat));
         decode_->run(x, out.data_ptr<float>(), out_);
@@ -278,6 +301,7 @@ uint64_t Linear::resident_bytes() const {
     uint64_t bytes = woq_bias_.defined() ? woq_bias_.nbytes() : 0;
     if (!decode_ || woq_layer_held()) bytes += bytes_;
     if (dense_) bytes += static_cast<uint64_t>(dense_->packed_bytes());
+    for (const auto &part : dense_parts_) bytes += static_cast<uint64_t>(part->packed_bytes());
     if (decode_) bytes += decode_->bytes();
     return bytes;
 }
@@ -286,6 +310,7 @@ std::string Linear::describe() const {
     std::ostringstream s;
     s << name_ << " " << in_ << "->" << out_;
     if (dense_) s << " " << dense_->dtype();
+    else if (!dense_parts_.empty()) s << " " << dense_parts_[0]->dtype() << " (" << dense_parts_.size() << " parts)";
     else if (w8a8_) s << " w8a8 (" << w8a8_->implementation() << ")";
     else s << " int" << woq_[0].bits << " g" << woq_[0].group_size << " " << lowp_mode_ << " (" << woq_.size() << " part"
            << (woq_.size() > 1 ? "s)" : ")");

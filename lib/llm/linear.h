@@ -36,6 +36,9 @@ struct WeightFormat {
     const W8A8Spec *w8a8 = nullptr;
     // Calibration: record per input channel max |x| of every call (observer()).
     bool observe = false;
+    // Dense weights already in the math dtype are read in place (views of the mapped
+    // checkpoint): from_dense holds several as parts instead of concatenating them.
+    bool mapped = false;
 };
 
 class Linear {
@@ -52,6 +55,9 @@ public:
     // activations; not where AMX prefill reads lib/woq's form): from_dense then quantizes dense
     // parts straight into it.
     static bool int4_tiled_only(const WeightFormat &format);
+    // The biases of parts of rows[i] output channels stacked into one fp32 [sum rows] (zeros
+    // for a part without one), or undefined when none has one.
+    static at::Tensor stacked_bias(const std::vector<at::Tensor> &biases, const std::vector<int64_t> &rows);
     // Already quantized layers (GPTQ/AWQ decoded by lib/woq), stacked along N.
     static Linear from_woq(const std::string &name, std::vector<woq::WoqLayer> layers, const std::string &lowp_mode);
 
@@ -90,6 +96,8 @@ private:
     int64_t in_ = 0, out_ = 0;
     uint64_t bytes_ = 0;
     c10::intrusive_ptr<ops::LinearContext> dense_, dense_add_;
+    // Dense parts held apart (WeightFormat::mapped), in output order; dense_ is then null.
+    std::vector<c10::intrusive_ptr<ops::LinearContext>> dense_parts_;
     std::vector<woq::WoqLayer> woq_;  // parts in output order
     at::Tensor woq_bias_;             // fp32 [N] of all parts, or undefined
     std::string lowp_mode_;

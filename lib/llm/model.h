@@ -35,6 +35,9 @@ struct LoadOptions {
     bool gguf_dequantize = false;   // GGUF: every type dequantized to dense (the tests' reference)
     std::string qconfig;            // SmoothQuant W8A8 qconfig (llm/w8a8_config.h), "" for none
     bool observe = false;           // calibration: the layers' projections record their inputs
+    // Dense weights already in the math dtype read in place from the mapped checkpoint (false:
+    // copied into the CPU allocator's huge pages; --no-mmap).
+    bool mmap = true;
 };
 
 // A sparse layer's MLP: the router [experts, hidden] (fp32), each expert's merged gate/up and
@@ -78,6 +81,9 @@ public:
     double prefill_flops(int64_t tokens) const;
     // "bf16", "fp32", "int4 g128 (lowp bf16)", "gptq int4 g128 (lowp bf16)".
     const std::string &weights_description() const { return description_; }
+    // Decoder layer `layer`'s projections as held, "; "-separated (Linear::describe: "qkv_proj
+    // 2048->2560 bf16 (3 parts)" where the parts are read in place apart).
+    std::string layer_description(int64_t layer) const;
     kernels::CacheType cache_type() const { return cache_type_; }
     // With LoadOptions::observe, the decoder layers' projections' observers in layer order
     // (qkv, o, gate_up, down); else empty.

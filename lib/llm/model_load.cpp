@@ -294,28 +294,39 @@ Linear build(Loader &loader, const std::string &name, const std::vector<Projecti
         }
         return Linear::from_woq(name, std::move(layers), format.lowp_mode);
     }
-    // Dense in the math dtype and stored one after another (o_proj, down_proj, and in most files
-    // gate_proj with up_proj): the projection's weight is one copy of one view of the mapped
-    // file, made in one pass into memory of the CPU allocator (huge pages). The view itself is not
-    // kept as the weight: decode streams every weight once a token, and from the page cache's
-    // 4 KiB pages it ran 30-60% slower on the machine measured (bench/RESULTS.md).
-    if (format.woq_bits == 0 && !format.w8a8) {
+    // Dense in the math dtype, read in place (format.mapped, the default): the weight is a view
+    // of the mapped file, one of all the parts where they are stored one after another (o_proj,
+    // down_proj, and in most files gate_proj with up_proj), else one a part, multiplied where it
+    // lies. Nothing is copied and the load takes milliseconds; decode then streams the page
+    // cache's 4 KiB pages (bench/RESULTS.md: up to 16% slower than from huge pages, which
+    // --no-mmap copies into at a load of about a second per 2 GB on the machine measured).
+    const at::ScalarType math = format.dtype == "fp32" ? at::kFloat : at::kBFloat16;
+    if (format.mapped && format.woq_bits == 0 && !format.w8a8) {
         std::vector<std::string> names;
-        for (const auto &p : parts) names.push_back(p.name + ".weight");
-        const at::Tensor kept = loader.view(names);
-        if (kept.defined() && kept.scalar_type() == (format.dtype == "fp32" ? at::kFloat : at::kBFloat16)) {
-            std::vector<at::Tensor> biases;
-            bool any_bias = false;
-            for (const auto &p : parts) {
-                biases.push_back(p.bias ? loader.tensor(p.name + ".bias").to(at::kFloat).reshape({-1})
-                                        : at::zeros({p.out}, at::kFloat));
-                any_bias = any_bias || p.bias;
-            }
-            Linear built =
-                Linear::from_dense(name, {kept.clone()}, {any_bias ? at::cat(biases, 0) : at::Tensor()}, format);
-            woq::release_mapped_pages(kept.data_ptr(), kept.nbytes());
-            return built;
+        std::vector<at::Tensor> biases;
+        std::vector<int64_t> rows;
+        for (const auto &p : parts) {
+            names.push_back(p.name + ".weight");
+            biases.push_back(p.bias ? loader.tensor(p.name + ".bias") : at::Tensor());
+            rows.push_back(p.out);
         }
+        const auto in_math = [math](const at::Tensor &t) { return t.defined() && t.scalar_type() == math; };
+        std::vector<at::Tensor> in_place;
+        if (parts.size() > 1) {
+            const at::Tensor all = loader.view(names);
+            if (in_math(all)) in_place = {all};
+        }
+        if (in_place.empty())
+            for (const auto &name_of_part : names) {
+                const at::Tensor v = loader.view({name_of_part});
+                if (!in_math(v)) {
+                    in_place.clear();
+                    break;
+                }
+                in_place.push_back(v);
+            }
+        if (in_place.size() > 1) return Linear::from_dense(name, in_place, biases, format);
+        if (in_place.size() == 1) return Linear::from_dense(name, in_place, {Linear::stacked_bias(biases, rows)}, format);
     }
     // Otherwise part by part, each read from a view of the mapped file where the source gives one
     // (converted, stacked or quantized straight from the mapped pages, which are then released
@@ -352,6 +363,10 @@ Linear build(Loader &loader, const std::string &name, const std::vector<Projecti
         }
     }
     if (format.woq_bits != 0 && !tiled) return Linear::from_woq(name, std::move(quantized), format.lowp_mode);
+    // A lone part in the math dtype would be held as its view: copied, since its pages are
+    // released below (several are concatenated, other dtypes converted, int4 quantized).
+    if (weights.size() == 1 && !views.empty() && weights[0].scalar_type() == math && format.woq_bits == 0)
+        weights[0] = weights[0].clone();
     Linear built = Linear::from_dense(name, weights, biases, format);
     weights.clear();
     release_views();
@@ -493,6 +508,7 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
     format.dtype = dtype;
     format.woq_bits = options.woq_bits;
     format.group_size = options.group_size;
+    format.mapped = options.mmap;
     format.lowp_mode = woq::resolve_lowp_mode(options.lowp_mode, options.dtype, woq::LowpAuto::bf16_model_best_dot,
                                               options.woq_bits ? options.woq_bits : loader.bits());
     m->cache_type_ = dtype == "fp32" ? kernels::CacheType::f32 : kernels::CacheType::bf16;
@@ -538,9 +554,11 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
         m->lm_head_ = Linear::from_woq("lm_head", {*m->embed_woq_}, format.lowp_mode);
         ++tally[stored_kind(loader, embedding.name, *m->embed_woq_)];
     } else if (c.tie_word_embeddings) {
-        // A tied head streams the whole table every token: its own copy where the embedding is
-        // the mapped file's (see build()), else the one tensor shared.
-        m->lm_head_ = Linear::from_dense("lm_head", {embed_viewed ? m->embed_.clone() : m->embed_}, {}, format);
+        // The one tensor shared, read in place where the weights are (see build()); else the
+        // head's own copy of the mapped embedding (converted, or cloned in the same dtype).
+        const bool copy = embed_viewed && !format.mapped &&
+                          m->embed_.scalar_type() == (format.dtype == "fp32" ? at::kFloat : at::kBFloat16);
+        m->lm_head_ = Linear::from_dense("lm_head", {copy ? m->embed_.clone() : m->embed_}, {}, format);
     } else {
         m->lm_head_ = build(loader, "lm_head", {head}, format, tally);
     }
@@ -626,6 +644,15 @@ uint64_t Model::embedding_bytes() const {
 at::Tensor Model::embed(const at::Tensor &ids) const {
     if (embed_woq_) return woq::dequantize_rows(*embed_woq_, ids).contiguous();
     return embed_.index_select(0, ids).to(at::kFloat).contiguous();
+}
+
+std::string Model::layer_description(int64_t layer) const {
+    TORCH_CHECK(layer >= 0 && layer < static_cast<int64_t>(layers_.size()), "no decoder layer ", layer);
+    const DecoderLayer &l = layers_[static_cast<size_t>(layer)];
+    std::string s;
+    for (const Linear *p : {&l.qkv, &l.o, &l.gate_up, &l.down})
+        if (p->out_features() > 0) s += (s.empty() ? "" : "; ") + p->describe();
+    return s;
 }
 
 uint64_t Model::resident_weight_bytes() const {

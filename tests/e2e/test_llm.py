@@ -169,6 +169,30 @@ class GenerateTest(e2e.ToolTestCase):
 
 
 class BenchPerplexityTest(e2e.ToolTestCase):
+    def test_weights_read_in_place_or_copied(self):
+        """Dense weights are read in place from the mapped checkpoint by default and copied with
+        --no-mmap: the same greedy ids (bf16 through the decode kernel, fp32 through oneDNN), the
+        bench JSON says which, and the checkpoint is left as it was."""
+        import hashlib
+        for name, dtype in (("mistral", "bf16"), ("llama", "fp32")):
+            with self.subTest(model=name, dtype=dtype):
+                m = MODELS[name]
+                st = os.path.join(m["dir"], "model.safetensors")
+                before = (os.stat(st).st_mtime_ns, hashlib.sha256(open(st, "rb").read()).hexdigest())
+                runs = [self.tool_json("generate", m["dir"], "--prompt-ids", ids_arg(m["prompt"]), "--dtype", dtype,
+                                       "--greedy", "--max-new-tokens", "8", "--json", *extra)
+                        for extra in ((), ("--no-mmap",))]
+                self.assertEqual(runs[0]["sequences"][0]["ids"], runs[1]["sequences"][0]["ids"])
+                for extra, mapped in (((), True), (("--no-mmap",), False)):
+                    out = self.tool_json("bench", m["dir"], "--llm", "--dtype", dtype, "--input-tokens", "8",
+                                         "--output-tokens", "2", "--iterations", "1", "--bandwidth-gbs", "50",
+                                         "--peak-gflops", "500", "--json", *extra)
+                    self.assertIs(out["weights_mapped"], mapped)
+                verbose = self.tool("generate", m["dir"], "--prompt-ids", ids_arg(m["prompt"]), "--dtype", dtype,
+                                    "--greedy", "--max-new-tokens", "1", "--verbose")
+                self.assertIn("(3 parts)", verbose.stderr)  # q/k/v apart in the file, read where they lie
+                self.assertEqual((os.stat(st).st_mtime_ns, hashlib.sha256(open(st, "rb").read()).hexdigest()), before)
+
     def test_bench_llm_json(self):
         out = self.tool_json("bench", MODELS["llama"]["dir"], "--llm", "--input-tokens", "16", "--output-tokens", "4",
                              "--batch", "2", "--iterations", "2", "--bandwidth-gbs", "50", "--json")

@@ -1,7 +1,8 @@
 // Bf16Decode (the decode-step bf16 GEMV) against an fp64 product of the bf16-rounded
 // activations and weights: odd input and output counts (channel tails, partial row blocks),
-// 1-8 activation rows, bias and residual on and off, the fused silu(gate) * up; and Linear's
-// use of it against the oneDNN path the same layer takes for larger steps.
+// 1-8 activation rows, bias and residual on and off, the fused silu(gate) * up; the weight
+// held as parts (q/k/v read apart where a checkpoint stores them) against the same weight
+// whole; and Linear's use of it against the oneDNN path the same layer takes for larger steps.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -78,6 +79,40 @@ TEST(Bf16Decode, SiluMulOfTheGateAndUpHalves) {
         }
 }
 
+// Parts stacked along N give, row for row, what the stacked weight gives (each output is the
+// same kernel's dot over the same row): equal to the last bit, also where the gate/up halves
+// of silu_mul cross a part's end and where a part has one row.
+TEST(Bf16Decode, PartsEqualTheWholeWeight) {
+    if (!Bf16Decode::usable()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
+    at::manual_seed(11);
+    const int64_t k = 97;
+    for (const std::vector<int64_t> &rows : {std::vector<int64_t>{64, 16, 16}, {1, 30, 2, 7}, {40, 40}, {33, 47}}) {
+        std::vector<at::Tensor> parts;
+        for (int64_t n : rows) parts.push_back((at::randn({n, k}) / 10).to(at::kBFloat16));
+        const at::Tensor whole = at::cat(parts, 0), bias = at::randn({whole.size(0)});
+        const int64_t n = whole.size(0);
+        const Bf16Decode one(whole, bias), split(parts, bias);
+        EXPECT_EQ(split.out_features(), n);
+        for (int64_t m = 1; m <= Bf16Decode::kMaxRows; ++m) {
+            const at::Tensor x = at::randn({m, k});
+            at::Tensor a = at::empty({m, n}), b = at::empty({m, n});
+            one.run(x, a.data_ptr<float>(), n);
+            split.run(x, b.data_ptr<float>(), n);
+            EXPECT_TRUE(at::equal(a, b)) << "rows " << rows.size() << " parts, m " << m;
+            if (n % 2 == 0) {
+                at::Tensor ga = at::empty({m, n / 2}), gb = at::empty({m, n / 2});
+                one.run_silu_mul(x, ga.data_ptr<float>(), n / 2);
+                split.run_silu_mul(x, gb.data_ptr<float>(), n / 2);
+                EXPECT_TRUE(at::equal(ga, gb)) << "silu_mul, " << rows.size() << " parts, m " << m;
+            }
+        }
+    }
+    const at::Tensor w = at::randn({4, 32}).to(at::kBFloat16);
+    EXPECT_THROW(Bf16Decode(std::vector<at::Tensor>{w, w, w, w, w}, at::Tensor()), c10::Error);  // more than 4
+    EXPECT_THROW(Bf16Decode(std::vector<at::Tensor>{w, at::randn({4, 31}).to(at::kBFloat16)}, at::Tensor()),
+                 c10::Error);  // two K
+}
+
 TEST(Bf16Decode, RejectsTooManyRows) {
     if (!Bf16Decode::usable()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
     const Bf16Decode d(at::randn({8, 64}).to(at::kBFloat16), at::Tensor());
@@ -118,6 +153,43 @@ TEST(Bf16Decode, LinearAgreesWithItsOneDnnPath) {
         }
     }
     kernels::set_force_portable(false);
+}
+
+// WeightFormat::mapped: parts in the math dtype are held apart, not concatenated, and every
+// path (decode kernel, oneDNN per part, fused gate/up) gives what the concatenated layer gives;
+// parts in another dtype are converted into one weight as before.
+TEST(Bf16Decode, LinearHeldInPartsEqualsTheConcatenatedLayer) {
+    IPEX_SKIP_WITHOUT_ONEDNN_DTYPE("bf16");
+    at::manual_seed(8);
+    const int64_t k = 160;
+    const std::vector<at::Tensor> parts = {(at::randn({64, k}) * 0.07).to(at::kBFloat16),
+                                           (at::randn({16, k}) * 0.07).to(at::kBFloat16),
+                                           (at::randn({16, k}) * 0.07).to(at::kBFloat16)};
+    const std::vector<at::Tensor> biases = {at::randn({64}), at::Tensor(), at::randn({16})};
+    WeightFormat copied, mapped;
+    copied.dtype = mapped.dtype = "bf16";
+    mapped.mapped = true;
+    const Linear whole = Linear::from_dense("qkv", parts, biases, copied);
+    const Linear apart = Linear::from_dense("qkv", parts, biases, mapped);
+    EXPECT_NE(apart.describe().find("(3 parts)"), std::string::npos) << apart.describe();
+    EXPECT_EQ(whole.describe().find("parts"), std::string::npos) << whole.describe();
+    EXPECT_EQ(apart.out_features(), 96);
+    EXPECT_EQ(apart.weight_bytes(), whole.weight_bytes());
+    EXPECT_FALSE(apart.fuses_residual());
+    for (int64_t m : {1, 5, 8, 20}) {  // decode steps and a prefill
+        const at::Tensor x = at::randn({m, k}).to(at::kBFloat16), residual = at::randn({m, 96});
+        // Steps of up to 8 rows run the same kernel; a prefill's oneDNN products come out
+        // rounded to bf16, where a product blocked otherwise may round one ulp apart.
+        const double tol = m <= Bf16Decode::kMaxRows ? 1e-5 : 1.0 / 128;
+        EXPECT_TRUE(at::allclose(apart.forward(x), whole.forward(x), tol, tol)) << "m " << m;
+        EXPECT_TRUE(at::allclose(apart.forward_add(x, residual), whole.forward_add(x, residual), std::max(tol, 1e-3),
+                                 std::max(tol, 1e-3)))
+            << "m " << m;
+    }
+    // Parts of another dtype: converted into one weight even when mapped.
+    const Linear converted = Linear::from_dense("qkv", {parts[0].to(at::kFloat), parts[1].to(at::kFloat)},
+                                                {at::Tensor(), at::Tensor()}, mapped);
+    EXPECT_EQ(converted.describe().find("parts"), std::string::npos) << converted.describe();
 }
 
 }  // namespace
