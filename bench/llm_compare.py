@@ -15,7 +15,9 @@ Pairs: int4 (ours: --woq-dtype int4 --group-size 32, round-to-nearest, --lowp-mo
 with AVX512-BF16 and VNNI prefill on int8 activations, as llama.cpp multiplies q4_0 with q8_0
 activations, decode on bf16) vs q4_0 (blocks of 32); int4a8 (the same with --lowp-mode int8 named)
 vs q4_0; int4bf16 (--lowp-mode bf16: prefill on bf16 activations too) vs q4_0; gguf-q4_0 (ours loading llama.cpp's own q4_0 file,
-held int4 as stored) vs q4_0; bf16 vs the faster of f16 and bf16; fp32 vs f32 (--pairs chooses).
+held int4 as stored) vs q4_0; bf16 (weights read in place from the mapped file, the default, as
+llama.cpp reads its own) and bf16-copy (--no-mmap: copied into huge pages) vs the faster of f16
+and bf16; fp32 vs f32 (--pairs chooses).
 The int4 pairs load the Hugging Face weights and quantize them as they load; llama.cpp and
 gguf-q4_0 read a file already quantized.
 
@@ -39,6 +41,7 @@ PAIRS = {"int4": (["--woq-dtype", "int4", "--group-size", "32"], ["q4_0"], "hf")
          "int4bf16": (["--woq-dtype", "int4", "--group-size", "32", "--lowp-mode", "bf16"], ["q4_0"], "hf"),
          "gguf-q4_0": ([], ["q4_0"], "gguf"),
          "bf16": (["--dtype", "bf16"], ["f16", "bf16"], "hf"),
+         "bf16-copy": (["--dtype", "bf16", "--no-mmap"], ["f16", "bf16"], "hf"),
          "fp32": (["--dtype", "fp32"], ["f32"], "hf")}
 
 

@@ -73,6 +73,9 @@ def main():
                        p + "post_attention_layernorm.weight": (H,)})
     if moe:
         shapes = moe_shapes(cfg)
+    # In the order the safetensors library (and so Hugging Face) writes: by name. A layer's
+    # k_proj, o_proj, q_proj, v_proj then do not lie together, as in the checkpoints users have.
+    shapes = dict(sorted(shapes.items()))
     header, offset = {}, 0
     for name, shape in shapes.items():
         n = 2 * int(torch.tensor(shape).prod())

@@ -44,7 +44,13 @@ std::unique_ptr<Int4Decode> Int4Decode::allocate(int64_t n, int64_t k, int64_t g
     d->tiles_ = (n + kTileRows - 1) / kTileRows;
     d->int8_ = int8_activations;
     d->integer_zeros_ = integer_zeros;
-    d->data_.assign(static_cast<size_t>(d->tiles_ * (k / kUnit) * kTileRows * 64), 0);
+    const int64_t units = k / kUnit;
+    d->data_bytes_ = static_cast<size_t>(d->tiles_ * units * kTileRows * 64);
+    d->data_.reset(new uint8_t[d->data_bytes_]);  // uninitialized
+    const int64_t used = n - (d->tiles_ - 1) * kTileRows;  // rows of the last tile
+    for (int64_t u = 0; u < units && used < kTileRows; ++u)
+        std::memset(d->data_.get() + (((d->tiles_ - 1) * units + u) * kTileRows + used) * 64, 0,
+                    static_cast<size_t>((kTileRows - used) * 64));
     d->scales_.assign(static_cast<size_t>(d->tiles_ * d->groups_ * kTileRows), 0);
     d->zeros_.assign(d->scales_.size(), 0);
     return d;
@@ -77,7 +83,7 @@ std::unique_ptr<Int4Decode> Int4Decode::build(const woq::WoqLayer &layer, bool i
                 const int64_t row = t * kTileRows + r;
                 if (row >= n) break;
                 kernels::int4_tile_row_from_packed_avx512(qv + row * row_bytes, k,
-                                                          d->data_.data() + (t * units * kTileRows + r) * 64,
+                                                          d->data_.get() + (t * units * kTileRows + r) * 64,
                                                           kTileRows * 64);
                 for (int64_t g = 0; g < d->groups_; ++g) {
                     const size_t at = static_cast<size_t>((t * d->groups_ + g) * kTileRows + r);
@@ -109,10 +115,8 @@ std::unique_ptr<Int4Decode> Int4Decode::quantize(const std::vector<at::Tensor> &
     const int64_t units = k / kUnit, groups = d->groups_;
     std::atomic<bool> ok{true};
     at::parallel_for(0, d->tiles_, 1, [&](int64_t t0, int64_t t1) {
-        // A row's codes, scales and zero points.
-        thread_local ScratchBuffer codes, meta;
+        thread_local ScratchBuffer codes;  // a row's codes
         uint8_t *q = codes.get<uint8_t>(static_cast<size_t>(k));
-        float *s = meta.get<float>(static_cast<size_t>(2 * groups)), *z = s + groups;
         for (int64_t t = t0; t < t1 && ok.load(std::memory_order_relaxed); ++t)
             for (int64_t r = 0; r < kTileRows && t * kTileRows + r < n; ++r) {
                 const int64_t row = t * kTileRows + r;
@@ -122,18 +126,13 @@ std::unique_ptr<Int4Decode> Int4Decode::quantize(const std::vector<at::Tensor> &
                 const kernels::QuantizeSource kind = type == at::kFloat  ? kernels::QuantizeSource::f32
                                                      : type == at::kHalf ? kernels::QuantizeSource::f16
                                                                          : kernels::QuantizeSource::bf16;
-                uint8_t *dst = d->data_.data() + (t * units * kTileRows + r) * 64;
+                uint8_t *dst = d->data_.get() + (t * units * kTileRows + r) * 64;
+                const size_t meta = static_cast<size_t>(t * groups * kTileRows + r);
                 // Scales outside fp16's normal range: build keeps the lib/woq form, and so does this.
-                bool fits = kernels::int4_quantize_row_avx512(src, kind, k, gs, q, dst, kTileRows * 64, s, z);
-                for (int64_t g = 0; g < groups && fits; ++g) fits = fp16_normal(s[g]);
-                if (!fits) {
+                if (!kernels::int4_quantize_row_avx512(src, kind, k, gs, q, dst, kTileRows * 64, d->scales_.data() + meta,
+                                                       d->zeros_.data() + meta, kTileRows)) {
                     ok = false;
                     return;
-                }
-                for (int64_t g = 0; g < groups; ++g) {
-                    const size_t at = static_cast<size_t>((t * groups + g) * kTileRows + r);
-                    d->scales_[at] = c10::Half(s[g]).x;
-                    d->zeros_[at] = c10::Half(z[g]).x;
                 }
             }
     });
@@ -158,7 +157,7 @@ void Int4Decode::run(const at::Tensor &x, float *out, int64_t ldo) const {
 }
 
 woq::kernels::TiledInt4View Int4Decode::view() const {
-    woq::kernels::TiledInt4View w{data_.data(), scales_.data(), zeros_.data(), n_, k_, groups_, group_size_};
+    woq::kernels::TiledInt4View w{data_.get(), scales_.data(), zeros_.data(), n_, k_, groups_, group_size_};
     w.integer_zeros = integer_zeros_;
     return w;
 }
@@ -187,7 +186,7 @@ void Int4Decode::prepare(const at::Tensor &x, std::vector<uint16_t> &xb, std::ve
 
 kernels::Int4DecodeArgs Int4Decode::args(const uint16_t *xb, const float *xsum, int64_t m, float *out,
                                          int64_t ldo) const {
-    return {data_.data(), scales_.data(), zeros_.data(), k_, groups_, group_size_, xb, xsum, m, out, ldo, n_, nullptr};
+    return {data_.get(), scales_.data(), zeros_.data(), k_, groups_, group_size_, xb, xsum, m, out, ldo, n_, nullptr};
 }
 
 void Int4Decode::decode(const at::Tensor &x, float *out, int64_t ldo) const { decode_jobs({{this, x, out, ldo}}); }

@@ -72,13 +72,14 @@ public:
     int64_t in_features() const { return k_; }
     int64_t out_features() const { return n_; }
     // Bytes of this layout.
-    uint64_t bytes() const { return data_.size() + (scales_.size() + zeros_.size()) * sizeof(uint16_t); }
+    uint64_t bytes() const { return data_bytes_ + (scales_.size() + zeros_.size()) * sizeof(uint16_t); }
 
 private:
     // Whether this CPU and a layer of k input channels in groups of group_size take the layout.
     static bool takes(int64_t k, int64_t group_size, bool int8_activations);
-    // The layout's fields for n x k weights in groups of group_size, its bytes zeroed (rows past
-    // n stay zero with scale 0).
+    // The layout's fields for n x k weights in groups of group_size: scales and zero points
+    // zeroed, the codes of rows past n zeroed and the others left for the builder to write
+    // (its threads then touch the pages first, each its share, instead of one thread zeroing all).
     static std::unique_ptr<Int4Decode> allocate(int64_t n, int64_t k, int64_t group_size, bool int8_activations,
                                                 bool integer_zeros);
     // Rows of x up to kMaxRows through the decode kernel.
@@ -89,7 +90,8 @@ private:
     woq::kernels::TiledInt4View view() const;
     int64_t n_ = 0, k_ = 0, group_size_ = 0, groups_ = 0, tiles_ = 0;
     bool int8_ = false, integer_zeros_ = false;
-    std::vector<uint8_t> data_;       // [tile][unit][row of tile][64 bytes]
+    std::unique_ptr<uint8_t[]> data_;  // [tile][unit][row of tile][64 bytes]
+    size_t data_bytes_ = 0;
     std::vector<uint16_t> scales_;    // fp16 [tile][group][row of tile]
     std::vector<uint16_t> zeros_;     // fp16, same layout
 };
@@ -112,15 +114,17 @@ struct Int4DecodeArgs {
 void int4_decode_avx512(const Int4DecodeArgs &a, int64_t t0, int64_t t1);
 // Round-to-nearest int4 of one row of k weights (fp32, fp16 or bf16 bits) in groups of
 // group_size (a multiple of 16) as woq::quantize_rtn computes it: the row's scales and zero
-// points [k / group_size], its codes (scratch of k bytes) packed as Int4Decode lays a tile row
-// out (unit u's 64 bytes at out + u * unit_stride). False (outputs unfinished) where a value is
-// not finite.
+// points [k / group_size] as fp16 (group g's at scales[g * meta_stride], rounded to nearest
+// even), its codes (scratch of k bytes) packed as Int4Decode lays a tile row out (unit u's 64
+// bytes at out + u * unit_stride). False (outputs unfinished) where a value is not finite or a
+// scale lies outside fp16's normal range.
 enum class QuantizeSource { f32, f16, bf16 };
 // One row of lib/woq's packed int4 (woq_layout.h; k a multiple of kUnit, no padding) laid out
 // as a tile row: unit u's 64 bytes at out + u * unit_stride.
 void int4_tile_row_from_packed_avx512(const uint8_t *packed, int64_t k, uint8_t *out, int64_t unit_stride);
 bool int4_quantize_row_avx512(const void *row, QuantizeSource type, int64_t k, int64_t group_size, uint8_t *codes,
-                              uint8_t *out, int64_t unit_stride, float *scales, float *zeros);
+                              uint8_t *out, int64_t unit_stride, uint16_t *scales, uint16_t *zeros,
+                              int64_t meta_stride);
 }  // namespace kernels
 
 }  // namespace ipex::llm

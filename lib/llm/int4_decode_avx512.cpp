@@ -126,36 +126,62 @@ inline __m512 load16(const void *row, QuantizeSource type, int64_t i) {
 }  // namespace
 
 bool int4_quantize_row_avx512(const void *row, QuantizeSource type, int64_t k, int64_t group_size, uint8_t *codes,
-                              uint8_t *out, int64_t unit_stride, float *scales, float *zeros) {
+                              uint8_t *out, int64_t unit_stride, uint16_t *scales, uint16_t *zeros,
+                              int64_t meta_stride) {
     const int64_t groups = k / group_size;
     const __m512 top = _mm512_set1_ps(15.f), none = _mm512_setzero_ps();
     constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-    for (int64_t g = 0; g < groups; ++g) {
-        const int64_t c0 = g * group_size;
-        __m512 lo = none, hi = none;
-        __mmask16 bad = 0;
-        for (int64_t c = c0; c < c0 + group_size; c += 16) {
-            const __m512 x = load16(row, type, c);
-            bad |= _mm512_cmp_ps_mask(_mm512_sub_ps(x, x), none, _CMP_NEQ_UQ);  // inf or NaN
-            lo = _mm512_min_ps(lo, x);
-            hi = _mm512_max_ps(hi, x);
+    // 16 groups at a time: their minima and maxima first, then their scales and zero points as
+    // one vector (the per-group scalar chain of divisions and roundings was the row's critical
+    // path), then their codes.
+    for (int64_t g0 = 0; g0 < groups; g0 += 16) {
+        const int gn = static_cast<int>(groups - g0 < 16 ? groups - g0 : 16);
+        alignas(64) float lows[16], highs[16];
+        for (int j = 0; j < gn; ++j) {
+            const int64_t c0 = (g0 + j) * group_size;
+            __m512 lo = none, hi = none;
+            __mmask16 bad = 0;
+            for (int64_t c = c0; c < c0 + group_size; c += 16) {
+                const __m512 x = load16(row, type, c);
+                bad |= _mm512_cmp_ps_mask(_mm512_sub_ps(x, x), none, _CMP_NEQ_UQ);  // inf or NaN
+                lo = _mm512_min_ps(lo, x);
+                hi = _mm512_max_ps(hi, x);
+            }
+            if (bad) return false;
+            lows[j] = _mm512_reduce_min_ps(lo);
+            highs[j] = _mm512_reduce_max_ps(hi);
         }
-        if (bad) return false;
         // As woq::quantize_rtn: s = (max(hi, 0) - min(lo, 0)) / 15 (1 where that is 0), the
-        // zero point round(-lo / s) and each code round(w / s) + zero, within 0..15; fp32
+        // zero point round(-lo / s) within 0..15 (a -0 kept, as the scalar form kept it); fp32
         // division, rounding half to even.
-        const float l = _mm512_reduce_min_ps(lo), h = _mm512_reduce_max_ps(hi);
-        float s = (h - l) / 15.f;
-        if (!(s > 0.f)) s = 1.f;
-        float z = _mm_cvtss_f32(_mm_round_ss(_mm_setzero_ps(), _mm_set_ss(-l / s), kNearest));
-        z = z < 0.f ? 0.f : z > 15.f ? 15.f : z;
-        scales[g] = s;
-        zeros[g] = z;
-        const __m512 sv = _mm512_set1_ps(s), zv = _mm512_set1_ps(z);
-        for (int64_t c = c0; c < c0 + group_size; c += 16) {
-            __m512 x = _mm512_roundscale_ps(_mm512_div_ps(load16(row, type, c), sv), kNearest);
-            x = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(x, zv), none), top);
-            _mm_storeu_si128(reinterpret_cast<__m128i *>(codes + c), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(x)));
+        const __mmask16 live = static_cast<__mmask16>((1u << gn) - 1);
+        const __m512 l = _mm512_maskz_load_ps(live, lows), h = _mm512_maskz_load_ps(live, highs);
+        __m512 sv = _mm512_div_ps(_mm512_sub_ps(h, l), top);
+        sv = _mm512_mask_mov_ps(_mm512_set1_ps(1.f), _mm512_cmp_ps_mask(sv, none, _CMP_GT_OQ), sv);
+        const __m512 negated = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(l), _mm512_set1_epi32(INT32_MIN)));
+        __m512 zv = _mm512_roundscale_ps(_mm512_div_ps(negated, sv), kNearest);
+        zv = _mm512_mask_mov_ps(zv, _mm512_cmp_ps_mask(zv, none, _CMP_LT_OQ), none);
+        zv = _mm512_mask_mov_ps(zv, _mm512_cmp_ps_mask(zv, top, _CMP_GT_OQ), top);
+        // fp16 holds a scale within 2^-11 of itself inside its normal range only.
+        const __mmask16 normal = _mm512_cmp_ps_mask(sv, _mm512_set1_ps(6.1035156e-05f), _CMP_GE_OQ) &
+                                 _mm512_cmp_ps_mask(sv, _mm512_set1_ps(65504.f), _CMP_LE_OQ);
+        if ((normal & live) != live) return false;
+        alignas(64) float s32[16], z32[16];
+        alignas(32) uint16_t s16[16], z16[16];
+        _mm512_store_ps(s32, sv);
+        _mm512_store_ps(z32, zv);
+        _mm256_store_si256(reinterpret_cast<__m256i *>(s16), _mm512_cvtps_ph(sv, _MM_FROUND_TO_NEAREST_INT));
+        _mm256_store_si256(reinterpret_cast<__m256i *>(z16), _mm512_cvtps_ph(zv, _MM_FROUND_TO_NEAREST_INT));
+        for (int j = 0; j < gn; ++j) {
+            const int64_t g = g0 + j, c0 = g * group_size;
+            scales[g * meta_stride] = s16[j];
+            zeros[g * meta_stride] = z16[j];
+            const __m512 s = _mm512_set1_ps(s32[j]), z = _mm512_set1_ps(z32[j]);
+            for (int64_t c = c0; c < c0 + group_size; c += 16) {
+                __m512 x = _mm512_roundscale_ps(_mm512_div_ps(load16(row, type, c), s), kNearest);
+                x = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(x, z), none), top);
+                _mm_storeu_si128(reinterpret_cast<__m128i *>(codes + c), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(x)));
+            }
         }
     }
     for (int64_t u = 0; u < k / Int4Decode::kUnit; ++u) {

@@ -275,7 +275,9 @@ TEST(Int4Decode, QuantizeEqualsBuildOfTheRtnLayer) {
     };
     for (const Shape &c : {Shape{8, 128, 128, at::kBFloat16}, Shape{13, 256, 32, at::kFloat},
                            Shape{29, 384, 64, at::kHalf}, Shape{40, 512, 256, at::kBFloat16},
-                           Shape{17, 256, -1, at::kFloat}, Shape{3, 1024, 128, at::kBFloat16}}) {
+                           Shape{17, 256, -1, at::kFloat}, Shape{3, 1024, 128, at::kBFloat16},
+                           // more than 16 groups a row: whole chunks of 16 and a partial one
+                           Shape{11, 1280, 32, at::kBFloat16}, Shape{6, 640, 32, at::kHalf}}) {
         at::Tensor w = at::randn({c.n, c.k}) * 0.05;
         const int64_t gs = c.group == -1 ? c.k : c.group;
         w[0].narrow(0, 0, gs).zero_();                              // all zero
