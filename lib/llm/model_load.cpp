@@ -2,6 +2,7 @@
 // shape) before converting anything, then converts the weights once (merged q/k/v and
 // gate/up, prepacked or weight-only).
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <malloc.h>
 
 #include <algorithm>
@@ -118,7 +119,7 @@ class Loader {
 public:
     Loader(const std::string &dir, const ModelConfig &config, bool gguf, bool gguf_dequantize)
         : dir_(dir), config_(config), ck_(gguf ? gguf_source(dir) : safetensors_source(dir)),
-          gguf_woq_(gguf && !gguf_dequantize) {
+          gguf_(gguf), gguf_woq_(gguf && !gguf_dequantize) {
         if (gguf) return;  // GGUF q4_0 .. q6_K projections load weight-only (build_gguf), the rest dense
         if (config.text_of_multimodal) ck_ = text_model_source(std::move(ck_));
         const auto qc = woq::detect_quant_config(dir);
@@ -140,6 +141,9 @@ public:
     // A GGUF projection stored in a type held weight-only (checkpoint/gguf_woq.h: q6_K converted).
     bool stored_woq(const std::string &name) const { return gguf_woq_ && ck_->stored_woq(name); }
     bool gguf_woq() const { return gguf_woq_; }
+    // Whether build() may run for several projections at once: dense safetensors sources are
+    // read-only views and copies (no GPTQ/AWQ layer taken from the map, no GGUF tally).
+    bool concurrent_builds() const { return !gguf_ && quantized_.empty(); }
     std::optional<woq::WoqLayer> stored_layer(const Projection &p) const {
         std::optional<woq::WoqLayer> l = ck_->woq_layer(p.name);
         if (l && p.bias) l->bias = ck_->tensor(p.name + ".bias").to(at::kFloat).contiguous();
@@ -188,7 +192,7 @@ private:
     std::map<std::string, woq::WoqLayer> quantized_;
     std::string method_;
     int bits_ = 0;
-    bool gguf_woq_ = false;
+    bool gguf_ = false, gguf_woq_ = false;
 };
 
 // Freed memory back to the system: the blocks the ops' CPU cache holds, then the heap's free pages.
@@ -582,11 +586,23 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
             const ExpertNames n = expert_names(c, l);
             auto experts = std::make_shared<Experts>();
             experts->router = loader.tensor(n.router).to(at::kFloat).t().contiguous();
-            for (int64_t e = 0; e < c.num_experts; ++e) {
+            // Experts quantized on load are built side by side, whole experts to each thread:
+            // one small expert's product split over the threads cost a fork, a join and its
+            // serial steps (allocation, releasing its source pages) per projection.
+            experts->gate_up.resize(static_cast<size_t>(c.num_experts));
+            experts->down.resize(static_cast<size_t>(c.num_experts));
+            const auto build_expert = [&](int64_t e) {
                 const std::string x = p + "experts." + std::to_string(e) + ".";
-                experts->gate_up.push_back(build(loader, x + "gate_up_proj", n.gate_up[static_cast<size_t>(e)], format, tally));
-                experts->down.push_back(build(loader, x + "down_proj", n.down[static_cast<size_t>(e)], format, tally));
-            }
+                const auto i = static_cast<size_t>(e);
+                experts->gate_up[i] = build(loader, x + "gate_up_proj", n.gate_up[i], format, tally);
+                experts->down[i] = build(loader, x + "down_proj", n.down[i], format, tally);
+            };
+            if (format.woq_bits != 0 && loader.concurrent_builds())
+                at::parallel_for(0, c.num_experts, 1, [&](int64_t e0, int64_t e1) {
+                    for (int64_t e = e0; e < e1; ++e) build_expert(e);
+                });
+            else
+                for (int64_t e = 0; e < c.num_experts; ++e) build_expert(e);
             if (!n.shared_gate.empty()) {
                 experts->shared_gate_up = build(loader, p + "shared_expert.gate_up_proj", n.shared_gate_up, format, tally);
                 experts->shared_down = build(loader, p + "shared_expert.down_proj", n.shared_down, format, tally);
