@@ -131,8 +131,7 @@ nlohmann::json multi_node_results_json(const MultiNodePlan &plan, const std::vec
         ok = outcome_json(o, check, i, with_onednn, j) && ok;
     }
     report["mpi"]["status"] = mpirun.status_text();
-    report["mpi"]["exit_code"] = mpirun.start_error.empty() && mpirun.signal == 0 ? nlohmann::json(mpirun.exit_code)
-                                                                                  : nlohmann::json(nullptr);
+    report["mpi"]["exit_code"] = exit_code_json(mpirun);
     report["mpi"]["wall_seconds"] = mpirun.wall_seconds;
     if (check.requested)
         report["require_isa"] = {{"isa", check.isa}, {"min_share", check.min_share}, {"ok", check.ok}};

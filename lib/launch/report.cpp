@@ -209,11 +209,15 @@ std::string verbose_text(const std::vector<InstanceOutcome> &outcomes, const Isa
     return out.str();
 }
 
+nlohmann::json exit_code_json(const InstanceOutcome &o) {
+    return o.start_error.empty() && o.signal == 0 ? nlohmann::json(o.exit_code) : nlohmann::json(nullptr);
+}
+
 bool outcome_json(const InstanceOutcome &o, const IsaCheck &check, size_t index, bool with_onednn,
                   nlohmann::json &j) {
     j["pid"] = o.pid;
     j["status"] = o.status_text();
-    j["exit_code"] = o.start_error.empty() && o.signal == 0 ? nlohmann::json(o.exit_code) : nlohmann::json(nullptr);
+    j["exit_code"] = exit_code_json(o);
     j["signal"] = o.signal ? nlohmann::json(o.signal) : nlohmann::json(nullptr);
     j["timed_out"] = o.timed_out;
     j["start_error"] = o.start_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.start_error);

@@ -49,6 +49,8 @@ std::string human_kib(long kib);
 std::string render_table(const std::vector<std::vector<std::string>> &rows, const std::string &indent);
 nlohmann::json topology_json(const Topology &t);
 nlohmann::json instance_json(const InstancePlan &ip);
+// A process's exit code as the reports give it: null where it did not start or a signal ended it.
+nlohmann::json exit_code_json(const InstanceOutcome &o);
 // What one instance (or rank) did, into its entry j of the report: pid, status, exit code or
 // signal, wall time, peak RSS, its --require-isa share, and the oneDNN statistics with
 // `with_onednn`. Returns whether it ran through (the check is the caller's to weigh).
