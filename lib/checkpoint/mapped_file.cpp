@@ -40,4 +40,15 @@ void release_mapped_pages(const void *p, size_t n) {
     if (end > begin) ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
 }
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22  // Linux 5.14
+#endif
+
+void populate_mapped_pages(const void *p, size_t n) {
+    static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(p) / page * page;
+    const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n + page - 1) / page * page;
+    if (end > begin) ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_POPULATE_READ);  // a hint: errors ignored
+}
+
 }  // namespace ipex::woq

@@ -13,6 +13,10 @@ namespace ipex::woq {
 // is safe while views of those bytes live; it costs only that fault). A loader that copies
 // tensor by tensor holds the mapping a tensor at a time.
 void release_mapped_pages(const void *p, size_t n);
+// The pages holding [p, p + n) of a read-only file mapping read in (from the page cache, or the
+// disk) and mapped now, as MAP_POPULATE would, so that reading them later takes no page fault; a
+// kernel without MADV_POPULATE_READ (before 5.14) leaves them to fault in when read.
+void populate_mapped_pages(const void *p, size_t n);
 
 class MappedFile {
 public:

@@ -39,10 +39,27 @@ public:
     // out[m, i] = silu(gate[m, i]) * up[m, i], i < N/2, rows of ldo.
     void run_silu_mul(const at::Tensor &x, float *out, int64_t ldo) const;
 
+    // out_j[m_j, n_j] (row stride ldo_j) = x_j W_j^T + bias_j for up to kMaxRows rows of x_j
+    // (fp32 or bf16 [m_j, K_j]), as run() does, all jobs' output rows split over the threads
+    // together: a token's chosen experts cost one fork and join, not one per product. Jobs on
+    // the same x tensor (and K) prepare it once.
+    struct Job {
+        const Bf16Decode *w;
+        at::Tensor x;
+        float *out;
+        int64_t ldo;
+    };
+    static void decode_jobs(const std::vector<Job> &jobs);
+
     int64_t in_features() const { return k_; }
     int64_t out_features() const { return n_; }
 
 private:
+    // args with this weight's parts, K and bias.
+    kernels::Bf16GemvArgs weight_args(kernels::Bf16GemvArgs args) const;
+    // x into args as the kernel reads it: its rows rounded to bf16 into xb, padded with zeros to
+    // whole vectors.
+    void prepare(const at::Tensor &x, std::vector<uint16_t> &xb, kernels::Bf16GemvArgs &args) const;
     void launch(const at::Tensor &x, kernels::Bf16GemvArgs args, int64_t rows) const;
     std::vector<at::Tensor> parts_;
     at::Tensor bias_;

@@ -215,6 +215,11 @@ const Int4Decode *Linear::int4_step(int64_t rows) const {
     return plain && rows >= 1 && rows <= Int4Decode::kMaxRows ? decode_.get() : nullptr;
 }
 
+const Bf16Decode *Linear::bf16_step(int64_t rows) const {
+    const bool plain = bf16_decode_ && !observer_ && !w8a8_ && Bf16Decode::usable();
+    return plain && rows >= 1 && rows <= Bf16Decode::kMaxRows ? bf16_decode_.get() : nullptr;
+}
+
 bool Linear::bf16_decodes(const at::Tensor &x) const {
     return bf16_decode_ && x.dim() == 2 && x.size(0) >= 1 && x.size(0) <= Bf16Decode::kMaxRows && Bf16Decode::usable();
 }

@@ -74,6 +74,10 @@ public:
     // bias, no calibration observer), else null: Int4Decode::decode_jobs may then batch this
     // projection's step with others.
     const Int4Decode *int4_step(int64_t rows) const;
+    // The bf16 decode kernel when a step of `rows` rows runs on it with nothing else to apply (no
+    // calibration observer; its bias is the kernel's), else null: Bf16Decode::decode_jobs may
+    // then batch this projection's step with others.
+    const Bf16Decode *bf16_step(int64_t rows) const;
 
     // Whether forward_add fuses the residual into the product (else add it in the next pass).
     bool fuses_residual() const { return static_cast<bool>(dense_); }

@@ -329,6 +329,9 @@ Linear build(Loader &loader, const std::string &name, const std::vector<Projecti
                 }
                 in_place.push_back(v);
             }
+        // Mapped now, as llama.cpp maps its file with MAP_POPULATE: a decode step then takes no
+        // page fault (a mixture's experts would otherwise fault in over its first tokens).
+        for (const at::Tensor &v : in_place) woq::populate_mapped_pages(v.data_ptr(), v.nbytes());
         if (in_place.size() > 1) return Linear::from_dense(name, in_place, biases, format);
         if (in_place.size() == 1) return Linear::from_dense(name, in_place, {Linear::stacked_bias(biases, rows)}, format);
     }
@@ -368,8 +371,9 @@ Linear build(Loader &loader, const std::string &name, const std::vector<Projecti
     }
     if (format.woq_bits != 0 && !tiled) return Linear::from_woq(name, std::move(quantized), format.lowp_mode);
     // A lone part in the math dtype would be held as its view: copied, since its pages are
-    // released below (several are concatenated, other dtypes converted, int4 quantized).
-    if (weights.size() == 1 && !views.empty() && weights[0].scalar_type() == math && format.woq_bits == 0)
+    // released below (several are concatenated, other dtypes converted, int4 and W8A8 quantized).
+    if (weights.size() == 1 && !views.empty() && weights[0].scalar_type() == math && format.woq_bits == 0 &&
+        !format.w8a8)
         weights[0] = weights[0].clone();
     Linear built = Linear::from_dense(name, weights, biases, format);
     weights.clear();

@@ -37,27 +37,29 @@ at::Tensor router_logits(const at::Tensor &router, const at::Tensor &x) {
     return out;
 }
 
-// A decode step on int4 experts (every chosen expert's projections in the tiled int4 layout,
-// Linear::int4_step): all their gate/up products in one parallel region, the activations, then
-// all down products in another, instead of a fork and join per product. Adds each expert's
-// output times its row's weight to out; false (nothing done) where an expert cannot run so.
+// A decode step on experts whose projections all run one decode kernel (Decode: Int4Decode, the
+// tiled int4 layout, Linear::int4_step; or Bf16Decode, Linear::bf16_step; `step` gives a
+// projection's): all their gate/up products in one parallel region, the activations, then all
+// down products in another, instead of a fork and join per product. Adds each expert's output
+// times its row's weight to out; false (nothing done) where an expert cannot run so.
+template <class Decode, class Step>
 bool experts_as_steps(const Experts &ex, const ModelConfig &c, const at::Tensor &x,
                       const std::vector<std::vector<int64_t>> &chosen, const std::vector<std::vector<float>> &weights,
-                      at::Tensor &out) {
+                      at::Tensor &out, Step step) {
     struct Steps {
         size_t expert;
-        const Int4Decode *gate_up, *down;
+        const Decode *gate_up, *down;
     };
     std::vector<Steps> used;
     for (size_t e = 0; e < chosen.size(); ++e) {
         if (chosen[e].empty()) continue;
         const int64_t n = static_cast<int64_t>(chosen[e].size());
-        const Steps s{e, ex.gate_up[e].int4_step(n), ex.down[e].int4_step(n)};
+        const Steps s{e, step(ex.gate_up[e], n), step(ex.down[e], n)};
         if (!s.gate_up || !s.down) return false;
         used.push_back(s);
     }
     const int64_t rows = x.size(0), hidden = x.size(1);
-    std::vector<Int4Decode::Job> gate_up, down;
+    std::vector<typename Decode::Job> gate_up, down;
     std::vector<at::Tensor> gu, act, y;
     for (const Steps &s : used) {
         const std::vector<int64_t> &mine = chosen[s.expert];
@@ -67,7 +69,7 @@ bool experts_as_steps(const Experts &ex, const ModelConfig &c, const at::Tensor 
         gu.push_back(at::empty({n, 2 * inter}, at::kFloat));
         gate_up.push_back({s.gate_up, xe, gu.back().data_ptr<float>(), 2 * inter});
     }
-    Int4Decode::decode_jobs(gate_up);
+    Decode::decode_jobs(gate_up);
     for (size_t i = 0; i < used.size(); ++i) {
         const int64_t n = gu[i].size(0), inter = gu[i].size(1) / 2;
         act.push_back(at::empty({n, inter}, at::kFloat));
@@ -76,7 +78,7 @@ bool experts_as_steps(const Experts &ex, const ModelConfig &c, const at::Tensor 
         y.push_back(at::empty({n, hidden}, at::kFloat));
         down.push_back({used[i].down, act.back(), y.back().data_ptr<float>(), hidden});
     }
-    Int4Decode::decode_jobs(down);
+    Decode::decode_jobs(down);
     float *o = out.data_ptr<float>();
     for (size_t i = 0; i < used.size(); ++i) {
         const size_t e = used[i].expert;
@@ -127,7 +129,10 @@ at::Tensor run_experts(const Experts &ex, const ModelConfig &c, const at::Tensor
         gate_up.forward_glu(in.to(act_type), act, c.gelu_mlp);
         return down.forward(act.to(act_type));
     };
-    if (!experts_as_steps(ex, c, x, chosen, weights, out))
+    const auto int4 = [](const Linear &l, int64_t n) { return l.int4_step(n); };
+    const auto bf16 = [](const Linear &l, int64_t n) { return l.bf16_step(n); };
+    if (!experts_as_steps<Int4Decode>(ex, c, x, chosen, weights, out, int4) &&
+        !experts_as_steps<Bf16Decode>(ex, c, x, chosen, weights, out, bf16))
         for (size_t e = 0; e < chosen.size(); ++e) {
             if (chosen[e].empty()) continue;
             const at::Tensor index = at::tensor(chosen[e], at::kLong);

@@ -113,6 +113,32 @@ TEST(Bf16Decode, PartsEqualTheWholeWeight) {
                  c10::Error);  // two K
 }
 
+// Jobs run together (a token's chosen experts) give each job's output as run() alone gives it,
+// bit for bit: jobs sharing one x tensor, jobs with their own x of another K, a weight in parts,
+// biases, fp32 and bf16 inputs, row strides wider than N.
+TEST(Bf16Decode, JobsTogetherEqualEachAlone) {
+    if (!Bf16Decode::usable()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
+    at::manual_seed(12);
+    const auto weight = [](int64_t n, int64_t k) { return (at::randn({n, k}) / 10).to(at::kBFloat16); };
+    const Bf16Decode a(weight(70, 96), at::randn({70})), b(weight(33, 96), at::Tensor()),
+        c(std::vector<at::Tensor>{weight(20, 200), weight(45, 200)}, at::randn({65})), d(weight(129, 96), at::Tensor());
+    for (int64_t m : {1, 3, 8}) {
+        const at::Tensor x = at::randn({m, 96}), y = at::randn({m, 200}).to(at::kBFloat16), z = at::randn({m, 96});
+        const std::vector<std::pair<const Bf16Decode *, at::Tensor>> calls = {{&a, x}, {&b, x}, {&c, y}, {&d, z}, {&a, z}};
+        std::vector<at::Tensor> together, alone;
+        std::vector<Bf16Decode::Job> jobs;
+        for (const auto &[w, in] : calls) {
+            const int64_t n = w->out_features();
+            together.push_back(at::full({m, n + 5}, 3.f));
+            alone.push_back(at::full({m, n + 5}, 3.f));
+            jobs.push_back({w, in, together.back().data_ptr<float>(), n + 5});
+            w->run(in, alone.back().data_ptr<float>(), n + 5);
+        }
+        Bf16Decode::decode_jobs(jobs);
+        for (size_t i = 0; i < calls.size(); ++i) EXPECT_TRUE(at::equal(together[i], alone[i])) << "job " << i << " m " << m;
+    }
+}
+
 TEST(Bf16Decode, RejectsTooManyRows) {
     if (!Bf16Decode::usable()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
     const Bf16Decode d(at::randn({8, 64}).to(at::kBFloat16), at::Tensor());
