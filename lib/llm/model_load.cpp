@@ -301,7 +301,7 @@ Linear build(Loader &loader, const std::string &name, const std::vector<Projecti
     // Dense in the math dtype, read in place (format.mapped, the default): the weight is a view
     // of the mapped file, one of all the parts where they are stored one after another (o_proj,
     // down_proj, and in most files gate_proj with up_proj), else one a part, multiplied where it
-    // lies. Nothing is copied and the load takes milliseconds; decode then streams the page
+    // lies. Nothing is copied, the load only maps the pages; decode then streams the page
     // cache's 4 KiB pages (bench/RESULTS.md: up to 16% slower than from huge pages, which
     // --no-mmap copies into at a load of about a second per 2 GB on the machine measured).
     const at::ScalarType math = format.dtype == "fp32" ? at::kFloat : at::kBFloat16;
