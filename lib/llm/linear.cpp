@@ -134,7 +134,7 @@ Linear Linear::from_dense(const std::string &name, const std::vector<at::Tensor>
         l.bytes_ = l.w8a8_->bytes();
         return l;
     }
-    const at::ScalarType math = format.dtype == "fp32" ? at::kFloat : at::kBFloat16;
+    const at::ScalarType math = format.math_type();
     // Read in place (format.mapped): parts already in the math dtype are held as given, each
     // multiplied where it lies (a checkpoint's q/k/v stored apart, read from its mapping).
     bool as_parts = format.mapped && weights.size() > 1 && weights.size() <= kernels::kMaxWeightParts;

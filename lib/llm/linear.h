@@ -39,6 +39,9 @@ struct WeightFormat {
     // Dense weights already in the math dtype are read in place (views of the mapped
     // checkpoint): from_dense holds several as parts instead of concatenating them.
     bool mapped = false;
+
+    // The dtype dense weights are multiplied in.
+    at::ScalarType math_type() const { return dtype == "fp32" ? at::kFloat : at::kBFloat16; }
 };
 
 class Linear {

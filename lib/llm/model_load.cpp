@@ -304,16 +304,10 @@ Linear build(Loader &loader, const std::string &name, const std::vector<Projecti
     // lies. Nothing is copied, the load only maps the pages; decode then streams the page
     // cache's 4 KiB pages (bench/RESULTS.md: up to 16% slower than from huge pages, which
     // --no-mmap copies into at a load of about a second per 2 GB on the machine measured).
-    const at::ScalarType math = format.dtype == "fp32" ? at::kFloat : at::kBFloat16;
+    const at::ScalarType math = format.math_type();
     if (format.mapped && format.woq_bits == 0 && !format.w8a8) {
         std::vector<std::string> names;
-        std::vector<at::Tensor> biases;
-        std::vector<int64_t> rows;
-        for (const auto &p : parts) {
-            names.push_back(p.name + ".weight");
-            biases.push_back(p.bias ? loader.tensor(p.name + ".bias") : at::Tensor());
-            rows.push_back(p.out);
-        }
+        for (const auto &p : parts) names.push_back(p.name + ".weight");
         const auto in_math = [math](const at::Tensor &t) { return t.defined() && t.scalar_type() == math; };
         std::vector<at::Tensor> in_place;
         if (parts.size() > 1) {
@@ -332,8 +326,18 @@ Linear build(Loader &loader, const std::string &name, const std::vector<Projecti
         // Mapped now, as llama.cpp maps its file with MAP_POPULATE: a decode step then takes no
         // page fault (a mixture's experts would otherwise fault in over its first tokens).
         for (const at::Tensor &v : in_place) woq::populate_mapped_pages(v.data_ptr(), v.nbytes());
-        if (in_place.size() > 1) return Linear::from_dense(name, in_place, biases, format);
-        if (in_place.size() == 1) return Linear::from_dense(name, in_place, {Linear::stacked_bias(biases, rows)}, format);
+        if (!in_place.empty()) {
+            std::vector<at::Tensor> biases;
+            std::vector<int64_t> rows;
+            for (const auto &p : parts) {
+                biases.push_back(p.bias ? loader.tensor(p.name + ".bias") : at::Tensor());
+                rows.push_back(p.out);
+            }
+            // One view of all the parts takes their biases stacked; parts take one each.
+            return Linear::from_dense(name, in_place,
+                                      in_place.size() > 1 ? biases : std::vector<at::Tensor>{Linear::stacked_bias(biases, rows)},
+                                      format);
+        }
     }
     // Otherwise part by part, each read from a view of the mapped file where the source gives one
     // (converted, stacked or quantized straight from the mapped pages, which are then released
@@ -565,7 +569,7 @@ std::shared_ptr<const Model> Model::load(const std::string &dir, const LoadOptio
         // The one tensor shared, read in place where the weights are (see build()); else the
         // head's own copy of the mapped embedding (converted, or cloned in the same dtype).
         const bool copy = embed_viewed && !format.mapped &&
-                          m->embed_.scalar_type() == (format.dtype == "fp32" ? at::kFloat : at::kBFloat16);
+                          m->embed_.scalar_type() == format.math_type();
         m->lm_head_ = Linear::from_dense("lm_head", {copy ? m->embed_.clone() : m->embed_}, {}, format);
     } else {
         m->lm_head_ = build(loader, "lm_head", {head}, format, tally);
